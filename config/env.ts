@@ -1,0 +1,100 @@
+/**
+ * Configuration getters. Each throws at cold start when a required variable is
+ * missing or malformed, naming the variable, rather than running on a blank.
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new ConfigError(`environment variable ${name} is required but not set`);
+  }
+  return value;
+}
+
+export function optionalEnv(
+  name: string,
+  fallback: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  const value = env[name];
+  return value === undefined || value === '' ? fallback : value;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `500ms`, `10s`, `1m`, `2h` into milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  if (!match) return undefined;
+  const [, amount, unit] = match;
+  return Math.round(Number(amount) * (UNIT_MS[unit ?? 's'] ?? 1000));
+}
+
+export function durationEnv(
+  name: string,
+  fallback: string,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const text = optionalEnv(name, fallback, env);
+  const ms = parseDuration(text);
+  if (ms === undefined) {
+    throw new ConfigError(
+      `environment variable ${name}: "${text}" is not a duration like 500ms, 10s, 1m or 2h`,
+    );
+  }
+  return ms;
+}
+
+export function positiveIntEnv(
+  name: string,
+  fallback: number,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const text = optionalEnv(name, String(fallback), env);
+  if (!/^\d+$/.test(text) || Number(text) < 1) {
+    throw new ConfigError(`environment variable ${name}: "${text}" is not a positive integer`);
+  }
+  return Number(text);
+}
+
+/** Tuning of the provisioning workflow (API.md, "Worker tuning"). */
+export interface ProvisioningTuning {
+  startAttempts: number;
+  retryDelayMs: number;
+  sweepIntervalMs: number;
+  strayGraceMs: number;
+}
+
+export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
+  return {
+    startAttempts: positiveIntEnv('PROVISIONER_START_ATTEMPTS', 10, env),
+    retryDelayMs: durationEnv('PROVISIONER_RETRY_DELAY', '10s', env),
+    sweepIntervalMs: durationEnv('PROVISIONER_SWEEP_INTERVAL', '1m', env),
+    strayGraceMs: durationEnv('PROVISIONER_STRAY_GRACE', '60s', env),
+  };
+}
+
+/** Where the services are. Locally these point at loopback; in the cloud they are unset or real. */
+export interface ServiceEndpoints {
+  region: string;
+  tableName: string;
+  dynamodbEndpoint?: string;
+  ec2Endpoint?: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+}
+
+export function serviceEndpoints(env: NodeJS.ProcessEnv = process.env): ServiceEndpoints {
+  return {
+    region: optionalEnv('AWS_REGION', 'us-east-1', env),
+    tableName: requireEnv('PROVISIONER_TABLE', env),
+    dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
+    ec2Endpoint: env.EC2_ENDPOINT || undefined,
+    temporalAddress: requireEnv('TEMPORAL_ADDRESS', env),
+    temporalNamespace: optionalEnv('TEMPORAL_NAMESPACE', 'default', env),
+  };
+}

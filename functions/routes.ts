@@ -1,0 +1,101 @@
+/**
+ * The HTTPS API's route table: the single source of truth for the local API
+ * server and the CDK stack, so the deployed routes cannot drift from API.md.
+ * Each route group is one Lambda (one file in functions/ exporting `handler`).
+ */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export const ROUTE_GROUPS = ['models', 'applications', 'units', 'machines', 'status'] as const;
+export type RouteGroup = (typeof ROUTE_GROUPS)[number];
+
+export interface Route {
+  method: HttpMethod;
+  /** API Gateway path template, e.g. `/v1/models/{model}`. */
+  path: string;
+  group: RouteGroup;
+}
+
+export const ROUTES: readonly Route[] = [
+  { method: 'POST', path: '/v1/models', group: 'models' },
+  { method: 'GET', path: '/v1/models', group: 'models' },
+  { method: 'GET', path: '/v1/models/{model}', group: 'models' },
+  { method: 'DELETE', path: '/v1/models/{model}', group: 'models' },
+  { method: 'GET', path: '/v1/models/{model}/constraints', group: 'models' },
+  { method: 'PUT', path: '/v1/models/{model}/constraints', group: 'models' },
+
+  { method: 'POST', path: '/v1/models/{model}/applications', group: 'applications' },
+  { method: 'GET', path: '/v1/models/{model}/applications/{app}', group: 'applications' },
+  { method: 'DELETE', path: '/v1/models/{model}/applications/{app}', group: 'applications' },
+  {
+    method: 'GET',
+    path: '/v1/models/{model}/applications/{app}/constraints',
+    group: 'applications',
+  },
+  {
+    method: 'PUT',
+    path: '/v1/models/{model}/applications/{app}/constraints',
+    group: 'applications',
+  },
+  { method: 'POST', path: '/v1/models/{model}/relations', group: 'applications' },
+
+  { method: 'POST', path: '/v1/models/{model}/applications/{app}/units', group: 'units' },
+  { method: 'DELETE', path: '/v1/models/{model}/units/{app}/{n}', group: 'units' },
+
+  { method: 'POST', path: '/v1/models/{model}/machines', group: 'machines' },
+  { method: 'GET', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
+  { method: 'DELETE', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
+  { method: 'POST', path: '/v1/models/{model}/machines/{id}/retry', group: 'machines' },
+
+  { method: 'GET', path: '/v1/models/{model}/status', group: 'status' },
+];
+
+/** The `routeKey` API Gateway HTTP API puts in each event: `METHOD /path/{param}`. */
+export function routeKey(route: Pick<Route, 'method' | 'path'>): string {
+  return `${route.method} ${route.path}`;
+}
+
+export interface RouteMatch {
+  route: Route;
+  pathParameters: Record<string, string>;
+}
+
+/**
+ * Matches a concrete method and raw path against the table. Path parameters
+ * are URL-decoded, as API Gateway does, so `1%2Flxd%2F0` arrives as `1/lxd/0`.
+ */
+export function matchRoute(method: string, rawPath: string): RouteMatch | undefined {
+  const segments = rawPath.replace(/\/+$/, '').split('/');
+  for (const route of ROUTES) {
+    if (route.method !== method) continue;
+    const template = route.path.split('/');
+    if (template.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    for (let i = 0; i < template.length && ok; i++) {
+      const t = template[i] ?? '';
+      const s = segments[i] ?? '';
+      if (t.startsWith('{') && t.endsWith('}')) {
+        let value: string;
+        try {
+          value = decodeURIComponent(s);
+        } catch {
+          ok = false;
+          break;
+        }
+        if (value === '') ok = false;
+        params[t.slice(1, -1)] = value;
+      } else if (t !== s) {
+        ok = false;
+      }
+    }
+    if (ok) return { route, pathParameters: params };
+  }
+  return undefined;
+}
+
+/** Whether some route exists for this path with another method (405 rather than 404). */
+export function pathExists(rawPath: string): boolean {
+  return (['GET', 'POST', 'PUT', 'DELETE'] as const).some(
+    (m) => matchRoute(m, rawPath) !== undefined,
+  );
+}

@@ -1,0 +1,30 @@
+import { defineSearchAttributeKey } from '@temporalio/common';
+
+/**
+ * Custom search attributes set by the machine workflow so a person can find,
+ * in the Temporal UI, e.g. every machine in error in one model:
+ * `ProvisionerModel = "demo" AND ProvisionerStatus = "error"`.
+ * The list is registered on the dev server by the local stack and on the
+ * cloud namespace by the deployment.
+ */
+export const SEARCH_ATTRIBUTES = {
+  model: defineSearchAttributeKey('ProvisionerModel', 'KEYWORD'),
+  machine: defineSearchAttributeKey('ProvisionerMachine', 'KEYWORD'),
+  applications: defineSearchAttributeKey('ProvisionerApplications', 'KEYWORD_LIST'),
+  zone: defineSearchAttributeKey('ProvisionerZone', 'KEYWORD'),
+  status: defineSearchAttributeKey('ProvisionerStatus', 'KEYWORD'),
+} as const;
+
+/** Names and types as the Temporal CLI spells them (`--search-attribute Name=Type`). */
+export const SEARCH_ATTRIBUTE_REGISTRATIONS: ReadonlyArray<{ name: string; cliType: string }> =
+  Object.values(SEARCH_ATTRIBUTES).map((key) => ({
+    name: key.name,
+    cliType: key.valueType === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword',
+  }));
+
+export const TASK_QUEUE = 'provisioner';
+
+/** Deterministic, readable workflow id: a retried request never starts a second workflow. */
+export function machineWorkflowId(model: string, machineId: string): string {
+  return `machine:${model}:${machineId}`;
+}
