@@ -19,7 +19,7 @@ export const SEARCH_ATTRIBUTES = {
 export const SEARCH_ATTRIBUTE_REGISTRATIONS: ReadonlyArray<{ name: string; cliType: string }> =
   Object.values(SEARCH_ATTRIBUTES).map((key) => ({
     name: key.name,
-    cliType: key.valueType === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword',
+    cliType: key.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword',
   }));
 
 export const TASK_QUEUE = 'provisioner';
