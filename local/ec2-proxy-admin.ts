@@ -1,0 +1,117 @@
+import type { FaultSet } from './ec2-proxy-faults';
+import { AdminBadRequestError, NO_FAULTS, parseFaultSet } from './ec2-proxy-faults';
+import type { RequestLimiter } from './ec2-proxy-limits';
+import { parseLimitSet } from './ec2-proxy-limits';
+import type { ProxyStats } from './ec2-proxy-stats';
+
+/**
+ * The proxy's admin API under `/_admin/` (API.md, section 2), never forwarded
+ * to moto. Answers are JSON; errors use the API's error shape
+ * `{ "error": { "code", "message" } }`.
+ *
+ * | path | GET | PUT | DELETE |
+ * |---|---|---|---|
+ * | `/_admin/faults` | current set | replace the set → 200 + the set | clear → 200 + the empty set |
+ * | `/_admin/limits` | current limits | replace → 200 + the limits | clear → 200 + `{}` |
+ * | `/_admin/stats` | counters since start (or last reset) | | reset → 200 + zeroed counters |
+ * | `/_admin/health` | `{ "ok": true }` | | |
+ */
+
+export const ADMIN_PREFIX = '/_admin';
+
+export function isAdminPath(pathname: string): boolean {
+  return pathname === ADMIN_PREFIX || pathname.startsWith(`${ADMIN_PREFIX}/`);
+}
+
+export interface AdminState {
+  faults: FaultSet;
+  readonly limiter: RequestLimiter;
+  readonly stats: ProxyStats;
+  readonly isKnownAction: (action: string) => boolean;
+}
+
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: unknown;
+  readonly allow?: string;
+}
+
+type Handler = (state: AdminState, body: string) => AdminAnswer;
+type Routes = Readonly<Record<string, Readonly<Partial<Record<string, Handler>>>>>;
+
+export function adminError(status: number, code: string, message: string): AdminAnswer {
+  return { status, body: { error: { code, message } } };
+}
+
+function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch (err) {
+    throw new AdminBadRequestError(`malformed JSON: ${(err as Error).message}`);
+  }
+}
+
+const ok = (body: unknown): AdminAnswer => ({ status: 200, body });
+
+const ROUTES: Routes = {
+  '/_admin/faults': {
+    GET: (s) => ok(s.faults),
+    PUT: (s, body) => {
+      s.faults = parseFaultSet(parseJson(body));
+      return ok(s.faults);
+    },
+    DELETE: (s) => {
+      s.faults = NO_FAULTS;
+      return ok(s.faults);
+    },
+  },
+  '/_admin/limits': {
+    GET: (s) => ok(s.limiter.current()),
+    PUT: (s, body) => {
+      s.limiter.set(parseLimitSet(parseJson(body), s.isKnownAction));
+      return ok(s.limiter.current());
+    },
+    DELETE: (s) => {
+      s.limiter.clear();
+      return ok(s.limiter.current());
+    },
+  },
+  '/_admin/stats': {
+    GET: (s) => ok(s.stats.snapshot()),
+    DELETE: (s) => {
+      s.stats.reset();
+      return ok(s.stats.snapshot());
+    },
+  },
+  '/_admin/health': {
+    GET: () => ok({ ok: true }),
+  },
+};
+
+export function handleAdmin(
+  state: AdminState,
+  method: string,
+  pathname: string,
+  body: string,
+): AdminAnswer {
+  const route = Object.hasOwn(ROUTES, pathname) ? ROUTES[pathname] : undefined;
+  if (!route) return adminError(404, 'not-found', `no admin resource at ${pathname}`);
+  const handler = Object.hasOwn(route, method) ? route[method] : undefined;
+  if (!handler) {
+    const allow = Object.keys(route).join(', ');
+    return {
+      ...adminError(
+        405,
+        'method-not-allowed',
+        `${method} is not allowed on ${pathname} (${allow})`,
+      ),
+      allow,
+    };
+  }
+  try {
+    return handler(state, body);
+  } catch (err) {
+    if (err instanceof AdminBadRequestError) return adminError(400, 'bad-request', err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,134 @@
+import { AdminBadRequestError, isPlainObject } from './ec2-proxy-faults';
+
+/**
+ * EC2's request rate limits as token buckets (AWS: "request token bucket" per
+ * API action, e.g. RunInstances burst 5, refill 2/s). Off until
+ * `PUT /_admin/limits` sets some.
+ */
+
+export interface BucketLimit {
+  /** Bucket size: calls allowed at once from a full bucket. */
+  readonly burst: number;
+  /** Tokens added back per second (0: the bucket never refills). */
+  readonly refillPerSecond: number;
+}
+
+/** Lower-camel EC2 action name (`runInstances`) → its bucket. */
+export type LimitSet = Readonly<Record<string, BucketLimit>>;
+
+/** Milliseconds from any fixed origin; injected so tests control time. */
+export type Clock = () => number;
+
+export const systemClock: Clock = () => performance.now();
+
+const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
+
+export function actionFromLimitKey(key: string): string {
+  return key.charAt(0).toUpperCase() + key.slice(1);
+}
+
+function parseBucketLimit(key: string, value: unknown): BucketLimit {
+  if (!isPlainObject(value)) {
+    throw new AdminBadRequestError(`"${key}" must be an object { "burst", "refillPerSecond" }`);
+  }
+  for (const field of Object.keys(value)) {
+    if (field !== 'burst' && field !== 'refillPerSecond') {
+      throw new AdminBadRequestError(
+        `unknown field "${key}.${field}" (expected "burst", "refillPerSecond")`,
+      );
+    }
+  }
+  const { burst, refillPerSecond } = value;
+  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1) {
+    throw new AdminBadRequestError(`"${key}.burst" must be an integer of at least 1`);
+  }
+  if (
+    typeof refillPerSecond !== 'number' ||
+    !Number.isFinite(refillPerSecond) ||
+    refillPerSecond < 0
+  ) {
+    throw new AdminBadRequestError(`"${key}.refillPerSecond" must be a number of at least 0`);
+  }
+  return { burst, refillPerSecond };
+}
+
+/**
+ * Validates a `PUT /_admin/limits` body. `isKnownAction` says whether an
+ * upper-camel name is a real EC2 action, so a typo is refused rather than
+ * silently limiting nothing.
+ */
+export function parseLimitSet(body: unknown, isKnownAction: (action: string) => boolean): LimitSet {
+  if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
+  const limits: Record<string, BucketLimit> = {};
+  for (const [key, value] of Object.entries(body)) {
+    if (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key))) {
+      throw new AdminBadRequestError(
+        `unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
+      );
+    }
+    limits[key] = parseBucketLimit(key, value);
+  }
+  return limits;
+}
+
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  constructor(
+    readonly limit: BucketLimit,
+    private readonly clock: Clock,
+  ) {
+    this.tokens = limit.burst;
+    this.last = clock();
+  }
+
+  /** Takes one token; false when the bucket is empty. */
+  take(): boolean {
+    this.refill();
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+
+  private refill(): void {
+    const now = this.clock();
+    const elapsedSeconds = Math.max(0, now - this.last) / 1000;
+    this.last = now;
+    this.tokens = Math.min(
+      this.limit.burst,
+      this.tokens + elapsedSeconds * this.limit.refillPerSecond,
+    );
+  }
+}
+
+/** The buckets in force, one per limited action; every bucket starts full when set. */
+export class RequestLimiter {
+  private limits: LimitSet = {};
+  private buckets = new Map<string, TokenBucket>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  set(limits: LimitSet): void {
+    this.limits = limits;
+    this.buckets = new Map(
+      Object.entries(limits).map(([key, limit]) => [
+        actionFromLimitKey(key),
+        new TokenBucket(limit, this.clock),
+      ]),
+    );
+  }
+
+  clear(): void {
+    this.set({});
+  }
+
+  current(): LimitSet {
+    return this.limits;
+  }
+
+  /** True when a call to `action` (upper-camel, as in `Action=`) may go ahead. */
+  allow(action: string): boolean {
+    return this.buckets.get(action)?.take() ?? true;
+  }
+}

@@ -1,0 +1,547 @@
+import http from 'node:http';
+import type {
+  IncomingHttpHeaders,
+  IncomingMessage,
+  OutgoingHttpHeaders,
+  ServerResponse,
+} from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as ec2Sdk from '@aws-sdk/client-ec2';
+import type { AdminState } from './ec2-proxy-admin';
+import { handleAdmin, isAdminPath } from './ec2-proxy-admin';
+import {
+  ec2ErrorStatus,
+  ec2ErrorXml,
+  faultMessage,
+  IDEMPOTENT_INSTANCE_TERMINATED,
+  IDEMPOTENT_PARAMETER_MISMATCH,
+  newRequestId,
+  REQUEST_LIMIT_EXCEEDED,
+} from './ec2-proxy-errors';
+import { alternativeZones, NO_FAULTS } from './ec2-proxy-faults';
+import type { IdempotencyScope, LaunchRecord } from './ec2-proxy-idempotency';
+import {
+  decideReplay,
+  IdempotencyStore,
+  idempotencyKey,
+  launchFingerprint,
+} from './ec2-proxy-idempotency';
+import type { Clock } from './ec2-proxy-limits';
+import { RequestLimiter, systemClock } from './ec2-proxy-limits';
+import type { QueryParams } from './ec2-proxy-query';
+import { encodeQuery, parseQuery, queryAction, takeFilters } from './ec2-proxy-query';
+import type { LaunchTarget, RunInstancesRequest } from './ec2-proxy-run';
+import {
+  parseDescribeInstancesResponse,
+  parseRunInstances,
+  parseRunInstancesResponse,
+  resolveLaunchTarget,
+  responseNamespace,
+  runInstancesResponseXml,
+} from './ec2-proxy-run';
+import { ProxyStats } from './ec2-proxy-stats';
+import type { UpstreamAnswer } from './ec2-proxy-upstream';
+import {
+  endToEndHeaders,
+  readBody,
+  Upstream,
+  UpstreamUnreachableError,
+} from './ec2-proxy-upstream';
+import { childElement, childElements, childText, parseXml } from './ec2-proxy-xml';
+import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones';
+
+/**
+ * The EC2 endpoint of the local stack: an HTTP proxy in front of moto that
+ * forwards every EC2 Query-protocol request untouched and adds what moto lacks
+ * and AWS has (DESIGN.md "Local stack", API.md section 2):
+ * - per-zone RunInstances faults with EC2's error bodies and statuses;
+ * - zone states for DescribeAvailabilityZones (and its state filters);
+ * - RunInstances idempotency by ClientToken (see ec2-proxy-idempotency.ts);
+ * - token-bucket request limits answering RequestLimitExceeded;
+ * - call statistics; and the `/_admin/` API that drives all of it.
+ */
+
+export interface Ec2ProxyOptions {
+  /** moto's base URL, e.g. `http://127.0.0.1:5001`. */
+  readonly upstream: string;
+  /** Interface to listen on; default 127.0.0.1. */
+  readonly host?: string;
+  /** Port to listen on; 0 picks a free one. */
+  readonly port: number;
+  /** Time source for the limits' token buckets (tests). */
+  readonly clock?: Clock;
+}
+
+export interface Ec2Proxy {
+  /** `http://host:port`, the endpoint EC2 clients use. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** The proxy could not listen (port taken, bad host…); `code` is Node's (`EADDRINUSE`…). */
+export class Ec2ProxyListenError extends Error {
+  override readonly name = 'Ec2ProxyListenError';
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    readonly code: string | undefined,
+    cause: Error,
+  ) {
+    super(
+      code === 'EADDRINUSE'
+        ? `EC2 proxy: port ${port} on ${host} is already in use`
+        : `EC2 proxy: cannot listen on ${host}:${port}: ${cause.message}`,
+      { cause },
+    );
+  }
+}
+
+export async function startEc2Proxy(opts: Ec2ProxyOptions): Promise<Ec2Proxy> {
+  const host = opts.host ?? '127.0.0.1';
+  const proxy = new ProxyHandler(new Upstream(opts.upstream), opts.clock ?? systemClock);
+  const server = http.createServer((req, res) => {
+    proxy.handle(req, res).catch((err: unknown) => proxy.fail(res, err));
+  });
+  await listen(server, host, opts.port);
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      proxy.close();
+    },
+  };
+}
+
+function listen(server: http.Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void =>
+      reject(new Ec2ProxyListenError(host, port, err.code, err));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** A parsed EC2 call: the request as received plus what the proxy reads from it. */
+interface Ec2Call {
+  readonly method: string;
+  readonly pathname: string;
+  readonly search: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+  readonly queryParams: QueryParams;
+  readonly formParams: QueryParams;
+  readonly params: QueryParams;
+  readonly action: string;
+  readonly scope: IdempotencyScope;
+}
+
+function isFormBody(headers: IncomingHttpHeaders, body: Buffer): boolean {
+  const type = headers['content-type'];
+  return type === undefined ? body.length > 0 : type.includes('application/x-www-form-urlencoded');
+}
+
+/** Who is calling and where: the SigV4 credential scope, and moto's account header. */
+export function callerScope(headers: IncomingHttpHeaders): IdempotencyScope {
+  const auth = headers.authorization ?? '';
+  const m = /Credential=([^/,\s]+)\/\d{8}\/([^/,\s]+)\//.exec(auth);
+  const account = headers['x-moto-account-id'];
+  return {
+    principal: `${m?.[1] ?? ''}|${typeof account === 'string' ? account : ''}`,
+    region: m?.[2] ?? 'us-east-1',
+  };
+}
+
+type ReplayOutcome =
+  | { readonly kind: 'answer'; readonly status: number; readonly xml: string }
+  | { readonly kind: 'gone' };
+
+class ProxyHandler {
+  private readonly admin: AdminState;
+  private readonly idempotency = new IdempotencyStore();
+  private readonly subnetZones = new Map<string, string>();
+  private readonly defaultSubnets = new Map<string, string>();
+  private readonly regionZones = new Map<string, readonly string[]>();
+
+  constructor(
+    private readonly upstream: Upstream,
+    clock: Clock,
+  ) {
+    this.admin = {
+      faults: NO_FAULTS,
+      limiter: new RequestLimiter(clock),
+      stats: new ProxyStats(),
+      isKnownAction: (action) => Object.hasOwn(ec2Sdk, `${action}Command`),
+    };
+  }
+
+  close(): void {
+    this.upstream.close();
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://proxy.invalid');
+    const method = req.method ?? 'GET';
+    const body = await readBody(req);
+    if (isAdminPath(url.pathname)) {
+      this.answerAdmin(res, method, url.pathname, body);
+      return;
+    }
+    const call = this.parseCall(req, method, url, body);
+    if (!call) {
+      await this.forward(res, method, url.pathname + url.search, req.headers, body);
+      return;
+    }
+    this.admin.stats.call(call.action);
+    if (!this.admin.limiter.allow(call.action)) {
+      this.admin.stats.throttle();
+      sendEc2Error(res, REQUEST_LIMIT_EXCEEDED.code, REQUEST_LIMIT_EXCEEDED.message);
+      return;
+    }
+    switch (call.action) {
+      case 'RunInstances':
+        return this.runInstances(call, res);
+      case 'DescribeAvailabilityZones':
+        return this.describeAvailabilityZones(call, res);
+      default:
+        return this.forwardCall(call, res);
+    }
+  }
+
+  /** Answers a request that went wrong inside the proxy. */
+  fail(res: ServerResponse, err: unknown): void {
+    if (res.headersSent) {
+      res.destroy(err instanceof Error ? err : undefined);
+      return;
+    }
+    if (err instanceof UpstreamUnreachableError) {
+      sendXml(
+        res,
+        502,
+        ec2ErrorXml('ServiceUnavailable', `EC2 proxy: ${err.message}`, newRequestId()),
+      );
+      return;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    sendXml(res, 500, ec2ErrorXml('InternalError', `EC2 proxy: ${message}`, newRequestId()));
+  }
+
+  private answerAdmin(res: ServerResponse, method: string, pathname: string, body: Buffer): void {
+    const answer = handleAdmin(this.admin, method, pathname, body.toString('utf8'));
+    const json = JSON.stringify(answer.body);
+    res.writeHead(answer.status, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(json),
+      ...(answer.allow ? { allow: answer.allow } : {}),
+    });
+    res.end(json);
+  }
+
+  private parseCall(
+    req: IncomingMessage,
+    method: string,
+    url: URL,
+    body: Buffer,
+  ): Ec2Call | undefined {
+    const queryParams = parseQuery(url.search);
+    const formParams = isFormBody(req.headers, body) ? parseQuery(body.toString('utf8')) : [];
+    const params = [...queryParams, ...formParams];
+    const action = queryAction(params);
+    if (!action) return undefined;
+    return {
+      method,
+      pathname: url.pathname,
+      search: url.search,
+      headers: req.headers,
+      body,
+      queryParams,
+      formParams,
+      params,
+      action,
+      scope: callerScope(req.headers),
+    };
+  }
+
+  // --- forwarding -----------------------------------------------------------
+
+  private async forward(
+    res: ServerResponse,
+    method: string,
+    path: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer,
+  ): Promise<void> {
+    const upstreamRes = await this.upstream.request(method, path, endToEndHeaders(headers), body);
+    res.writeHead(upstreamRes.statusCode ?? 502, endToEndHeaders(upstreamRes.headers));
+    upstreamRes.pipe(res);
+    await new Promise<void>((resolve, reject) => {
+      upstreamRes.on('end', resolve);
+      upstreamRes.on('error', reject);
+    });
+  }
+
+  private forwardCall(call: Ec2Call, res: ServerResponse): Promise<void> {
+    return this.forward(res, call.method, call.pathname + call.search, call.headers, call.body);
+  }
+
+  private fetchCall(call: Ec2Call): Promise<UpstreamAnswer> {
+    return this.upstream.fetch(
+      call.method,
+      call.pathname + call.search,
+      endToEndHeaders(call.headers),
+      call.body,
+    );
+  }
+
+  /** A call the proxy makes to moto on a caller's behalf, with the caller's identity. */
+  private askMoto(call: Ec2Call, params: QueryParams): Promise<UpstreamAnswer> {
+    const headers: OutgoingHttpHeaders = {
+      'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
+    };
+    if (call.headers.authorization) headers.authorization = call.headers.authorization;
+    const account = call.headers['x-moto-account-id'];
+    if (account) headers['x-moto-account-id'] = account;
+    const body = Buffer.from(encodeQuery([['Version', '2016-11-15'], ...params]));
+    return this.upstream.fetch('POST', '/', headers, body);
+  }
+
+  // --- DescribeAvailabilityZones --------------------------------------------
+
+  private async describeAvailabilityZones(call: Ec2Call, res: ServerResponse): Promise<void> {
+    const { zoneStates } = this.admin.faults;
+    const query = takeFilters(call.queryParams, ZONE_STATE_FILTERS);
+    const form = takeFilters(call.formParams, ZONE_STATE_FILTERS);
+    const stateFilters = [...query.taken, ...form.taken];
+    if (stateFilters.length === 0 && Object.keys(zoneStates).length === 0) {
+      return this.forwardCall(call, res);
+    }
+    const path = call.pathname + (query.rest.length > 0 ? `?${encodeQuery(query.rest)}` : '');
+    const body = form.taken.length > 0 ? Buffer.from(encodeQuery(form.rest)) : call.body;
+    const answer = await this.upstream.fetch(
+      call.method,
+      path,
+      endToEndHeaders(call.headers),
+      body,
+    );
+    if (answer.status !== 200) {
+      sendAnswer(res, answer);
+      return;
+    }
+    sendAnswer(res, {
+      ...answer,
+      body: rewriteAvailabilityZones(answer.body, zoneStates, stateFilters),
+    });
+  }
+
+  // --- RunInstances ---------------------------------------------------------
+
+  private async runInstances(call: Ec2Call, res: ServerResponse): Promise<void> {
+    const run = parseRunInstances(call.params);
+    if (run.dryRun) return this.forwardCall(call, res);
+    const target = await resolveLaunchTarget(run, call.scope.region, (subnetId) =>
+      this.subnetZone(call, subnetId),
+    );
+    if (!target) return this.forwardCall(call, res);
+    if (!run.clientToken) {
+      if (await this.answerFault(call, res, run, target)) return;
+      return this.forwardCall(call, res);
+    }
+    const key = idempotencyKey(
+      call.scope,
+      target.explicit ? target.zone : undefined,
+      run.clientToken,
+    );
+    const fingerprint = launchFingerprint(call.params);
+    for (;;) {
+      const acquired = await this.idempotency.acquire(key);
+      if (acquired.kind === 'owner') {
+        let record: LaunchRecord | undefined;
+        try {
+          record = await this.launchOnce(call, res, run, target, fingerprint);
+        } finally {
+          acquired.release(record);
+        }
+        return;
+      }
+      if (decideReplay(acquired.record, fingerprint) === 'mismatch') {
+        const { code, message } = IDEMPOTENT_PARAMETER_MISMATCH;
+        sendEc2Error(res, code, message);
+        return;
+      }
+      const replay = await this.replay(call, acquired.record);
+      if (replay.kind === 'answer') {
+        sendXml(res, replay.status, replay.xml);
+        return;
+      }
+      this.idempotency.forget(key);
+    }
+  }
+
+  /** Launches (or injects the zone's fault); returns the record to hold the token with, if it succeeded. */
+  private async launchOnce(
+    call: Ec2Call,
+    res: ServerResponse,
+    run: RunInstancesRequest,
+    target: LaunchTarget,
+    fingerprint: string,
+  ): Promise<LaunchRecord | undefined> {
+    if (await this.answerFault(call, res, run, target)) return undefined;
+    const answer = await this.fetchCall(call);
+    sendAnswer(res, answer);
+    if (answer.status !== 200) return undefined;
+    const launched = parseRunInstancesResponse(answer.body);
+    return launched && { fingerprint, ...launched, responseBody: answer.body };
+  }
+
+  /**
+   * The answer to a retry: the reservation as it is now (DescribeInstances by
+   * the original instance ids), as EC2 answers; moto's original answer when
+   * it cannot be described; `gone` when moto no longer knows the instances.
+   */
+  private async replay(call: Ec2Call, record: LaunchRecord): Promise<ReplayOutcome> {
+    const original: ReplayOutcome = { kind: 'answer', status: 200, xml: record.responseBody };
+    if (record.instanceIds.length === 0) return original;
+    const described = await this.askMoto(call, [
+      ['Action', 'DescribeInstances'],
+      ...record.instanceIds.map((id, i): [string, string] => [`InstanceId.${i + 1}`, id]),
+    ]);
+    if (described.status !== 200) {
+      return described.body.includes('InvalidInstanceID.NotFound') ? { kind: 'gone' } : original;
+    }
+    const reservation = parseDescribeInstancesResponse(described.body).find(
+      (r) => r.reservationId === record.reservationId,
+    );
+    if (!reservation) return original;
+    if ([...reservation.instanceStates.values()].includes('terminated')) {
+      const { code, message } = IDEMPOTENT_INSTANCE_TERMINATED;
+      return {
+        kind: 'answer',
+        status: ec2ErrorStatus(code),
+        xml: ec2ErrorXml(code, message, newRequestId()),
+      };
+    }
+    const namespace = responseNamespace(record.responseBody);
+    return {
+      kind: 'answer',
+      status: 200,
+      xml: runInstancesResponseXml(reservation, namespace, newRequestId()),
+    };
+  }
+
+  /** Answers with the target zone's fault, if it has one; true when it did. */
+  private async answerFault(
+    call: Ec2Call,
+    res: ServerResponse,
+    run: RunInstancesRequest,
+    target: LaunchTarget,
+  ): Promise<boolean> {
+    const faults = this.admin.faults;
+    const code = faults.zones[target.zone];
+    if (code === undefined) return false;
+    const subnetId =
+      target.subnetId ??
+      (code === 'InsufficientFreeAddressesInSubnet'
+        ? await this.defaultSubnet(call, target.zone)
+        : undefined);
+    const message = faultMessage(code, {
+      zone: target.zone,
+      instanceType: run.instanceType,
+      alternativeZones: alternativeZones(await this.zonesOf(call), target.zone, faults),
+      ...(subnetId ? { subnetId } : {}),
+    });
+    this.admin.stats.inject(code);
+    sendEc2Error(res, code, message);
+    return true;
+  }
+
+  // --- lookups at moto (cached) ---------------------------------------------
+
+  private async subnetZone(call: Ec2Call, subnetId: string): Promise<string | undefined> {
+    const cacheKey = `${call.scope.principal}|${call.scope.region}|${subnetId}`;
+    const cached = this.subnetZones.get(cacheKey);
+    if (cached) return cached;
+    const answer = await this.askMoto(call, [
+      ['Action', 'DescribeSubnets'],
+      ['SubnetId.1', subnetId],
+    ]);
+    if (answer.status !== 200) return undefined;
+    const zone = subnetsByZone(answer.body).find((s) => s.subnetId === subnetId)?.zone;
+    if (zone) this.subnetZones.set(cacheKey, zone);
+    return zone;
+  }
+
+  private async defaultSubnet(call: Ec2Call, zone: string): Promise<string | undefined> {
+    const cacheKey = `${call.scope.principal}|${call.scope.region}|${zone}`;
+    const cached = this.defaultSubnets.get(cacheKey);
+    if (cached) return cached;
+    const answer = await this.askMoto(call, [
+      ['Action', 'DescribeSubnets'],
+      ['Filter.1.Name', 'availability-zone'],
+      ['Filter.1.Value.1', zone],
+      ['Filter.2.Name', 'default-for-az'],
+      ['Filter.2.Value.1', 'true'],
+    ]);
+    if (answer.status !== 200) return undefined;
+    const subnetId = subnetsByZone(answer.body)[0]?.subnetId;
+    if (subnetId) this.defaultSubnets.set(cacheKey, subnetId);
+    return subnetId;
+  }
+
+  /** The region's zone names as moto serves them (never changes while moto runs). */
+  private async zonesOf(call: Ec2Call): Promise<readonly string[]> {
+    const cached = this.regionZones.get(call.scope.region);
+    if (cached) return cached;
+    const answer = await this.askMoto(call, [['Action', 'DescribeAvailabilityZones']]);
+    if (answer.status !== 200) return [];
+    const root = parseXml(answer.body);
+    const info = childElement(root, 'availabilityZoneInfo');
+    const zones = info
+      ? childElements(info, 'item')
+          .map((item) => childText(answer.body, item, 'zoneName'))
+          .filter((z): z is string => z !== undefined)
+      : [];
+    if (zones.length > 0) this.regionZones.set(call.scope.region, zones);
+    return zones;
+  }
+}
+
+function subnetsByZone(xml: string): Array<{ subnetId: string; zone: string }> {
+  const root = parseXml(xml);
+  const set = childElement(root, 'subnetSet');
+  if (!set) return [];
+  return childElements(set, 'item').flatMap((item) => {
+    const subnetId = childText(xml, item, 'subnetId');
+    const zone = childText(xml, item, 'availabilityZone');
+    return subnetId && zone ? [{ subnetId, zone }] : [];
+  });
+}
+
+// --- responses ----------------------------------------------------------------
+
+function sendXml(res: ServerResponse, status: number, xml: string): void {
+  res.writeHead(status, {
+    'content-type': 'text/xml;charset=UTF-8',
+    'content-length': Buffer.byteLength(xml),
+  });
+  res.end(xml);
+}
+
+function sendEc2Error(res: ServerResponse, code: string, message: string): void {
+  sendXml(res, ec2ErrorStatus(code), ec2ErrorXml(code, message, newRequestId()));
+}
+
+function sendAnswer(res: ServerResponse, answer: UpstreamAnswer): void {
+  const headers: OutgoingHttpHeaders = { ...answer.headers };
+  headers['content-length'] = Buffer.byteLength(answer.body);
+  res.writeHead(answer.status, headers);
+  res.end(answer.body);
+}
