@@ -1,0 +1,131 @@
+import type { AdminState } from '../../../local/ec2-proxy-admin';
+import { handleAdmin, isAdminPath } from '../../../local/ec2-proxy-admin';
+import { NO_FAULTS } from '../../../local/ec2-proxy-faults';
+import { RequestLimiter } from '../../../local/ec2-proxy-limits';
+import { ProxyStats } from '../../../local/ec2-proxy-stats';
+
+function state(): AdminState {
+  return {
+    faults: NO_FAULTS,
+    limiter: new RequestLimiter(() => 0),
+    stats: new ProxyStats(),
+    isKnownAction: (a) => a === 'RunInstances',
+  };
+}
+
+describe('isAdminPath', () => {
+  it.each([
+    ['/_admin', true],
+    ['/_admin/faults', true],
+    ['/_administrator', false],
+    ['/', false],
+  ])('%s → %s', (path, expected) => {
+    expect(isAdminPath(path)).toBe(expected);
+  });
+});
+
+describe('handleAdmin', () => {
+  it('answers health', () => {
+    expect(handleAdmin(state(), 'GET', '/_admin/health', '')).toEqual({
+      status: 200,
+      body: { ok: true },
+    });
+  });
+
+  it('replaces, shows and clears faults', () => {
+    const s = state();
+    const body = {
+      zones: { 'us-east-1b': 'Unsupported' },
+      zoneStates: { 'us-east-1c': 'impaired' },
+    };
+    expect(handleAdmin(s, 'PUT', '/_admin/faults', JSON.stringify(body))).toEqual({
+      status: 200,
+      body,
+    });
+    expect(
+      handleAdmin(
+        s,
+        'PUT',
+        '/_admin/faults',
+        '{"zones":{"us-east-1a":"InsufficientInstanceCapacity"}}',
+      ).body,
+    ).toEqual({
+      zones: { 'us-east-1a': 'InsufficientInstanceCapacity' },
+      zoneStates: {},
+    });
+    expect(handleAdmin(s, 'DELETE', '/_admin/faults', '')).toEqual({
+      status: 200,
+      body: { zones: {}, zoneStates: {} },
+    });
+    expect(handleAdmin(s, 'GET', '/_admin/faults', '').body).toEqual({ zones: {}, zoneStates: {} });
+  });
+
+  it('keeps the old faults when a PUT is refused', () => {
+    const s = state();
+    handleAdmin(s, 'PUT', '/_admin/faults', '{"zones":{"us-east-1a":"Unsupported"}}');
+    expect(handleAdmin(s, 'PUT', '/_admin/faults', '{"zones":{"us-east-1a":1}}').status).toBe(400);
+    expect(s.faults.zones).toEqual({ 'us-east-1a': 'Unsupported' });
+  });
+
+  it('sets and clears limits', () => {
+    const s = state();
+    const limits = { runInstances: { burst: 5, refillPerSecond: 2 } };
+    expect(handleAdmin(s, 'PUT', '/_admin/limits', JSON.stringify(limits))).toEqual({
+      status: 200,
+      body: limits,
+    });
+    expect(handleAdmin(s, 'GET', '/_admin/limits', '').body).toEqual(limits);
+    expect(handleAdmin(s, 'DELETE', '/_admin/limits', '').body).toEqual({});
+  });
+
+  it('shows and resets stats', () => {
+    const s = state();
+    s.stats.call('RunInstances');
+    s.stats.inject('Unsupported');
+    s.stats.throttle();
+    expect(handleAdmin(s, 'GET', '/_admin/stats', '').body).toEqual({
+      calls: { RunInstances: 1 },
+      injected: { Unsupported: 1 },
+      throttled: 1,
+    });
+    expect(handleAdmin(s, 'DELETE', '/_admin/stats', '').body).toEqual({
+      calls: {},
+      injected: {},
+      throttled: 0,
+    });
+  });
+
+  it.each([
+    ['malformed JSON', '/_admin/faults', '{', /malformed JSON/],
+    ['an unknown fault field', '/_admin/faults', '{"zone":{}}', /unknown field "zone"/],
+    [
+      'an unknown zone state',
+      '/_admin/faults',
+      '{"zoneStates":{"us-east-1c":"down"}}',
+      /unknown zone state/,
+    ],
+    [
+      'an unknown action',
+      '/_admin/limits',
+      '{"launch":{"burst":1,"refillPerSecond":1}}',
+      /unknown field "launch"/,
+    ],
+  ])('answers 400 bad-request for %s', (_label, path, body, message) => {
+    const answer = handleAdmin(state(), 'PUT', path, body);
+    expect(answer.status).toBe(400);
+    expect(answer.body).toEqual({
+      error: { code: 'bad-request', message: expect.stringMatching(message) as string },
+    });
+  });
+
+  it('answers 404 for an unknown admin path and 405 for a wrong method', () => {
+    expect(handleAdmin(state(), 'GET', '/_admin/nope', '')).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'no admin resource at /_admin/nope' } },
+    });
+    const answer = handleAdmin(state(), 'POST', '/_admin/stats', '');
+    expect(answer.status).toBe(405);
+    expect(answer.allow).toBe('GET, DELETE');
+    expect(handleAdmin(state(), 'constructor', '/_admin/health', '').status).toBe(405);
+  });
+});

@@ -1,0 +1,78 @@
+import {
+  AdminBadRequestError,
+  alternativeZones,
+  parseFaultSet,
+} from '../../../local/ec2-proxy-faults';
+
+describe('parseFaultSet', () => {
+  it('accepts the shape API.md documents', () => {
+    expect(
+      parseFaultSet({
+        zones: { 'us-east-1b': 'InsufficientInstanceCapacity' },
+        zoneStates: { 'us-east-1c': 'impaired' },
+      }),
+    ).toEqual({
+      zones: { 'us-east-1b': 'InsufficientInstanceCapacity' },
+      zoneStates: { 'us-east-1c': 'impaired' },
+    });
+  });
+
+  it('treats both fields as optional', () => {
+    expect(parseFaultSet({})).toEqual({ zones: {}, zoneStates: {} });
+    expect(parseFaultSet({ zoneStates: { 'us-east-1a': 'unavailable' } })).toEqual({
+      zones: {},
+      zoneStates: { 'us-east-1a': 'unavailable' },
+    });
+  });
+
+  it('accepts dotted EC2 codes and Local Zone names', () => {
+    expect(
+      parseFaultSet({ zones: { 'us-east-1-bos-1a': 'InvalidSubnetID.NotFound' } }).zones,
+    ).toEqual({ 'us-east-1-bos-1a': 'InvalidSubnetID.NotFound' });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ['a non-object body', [1], /must be a JSON object/],
+    ['a null body', null, /must be a JSON object/],
+    ['an unknown field', { zones: {}, zone: {} }, /unknown field "zone"/],
+    ['zones not an object', { zones: ['us-east-1b'] }, /"zones" must be an object/],
+    ['a non-string code', { zones: { 'us-east-1b': 5 } }, /"zones.us-east-1b" must be a string/],
+    [
+      'a code that is not one',
+      { zones: { 'us-east-1b': 'no capacity' } },
+      /is not an EC2 error code/,
+    ],
+    [
+      'a bad zone name',
+      { zones: { nowhere: 'Unsupported' } },
+      /"nowhere" is not an availability zone/,
+    ],
+    ['zoneStates not an object', { zoneStates: 'impaired' }, /"zoneStates" must be an object/],
+    ['a non-string state', { zoneStates: { 'us-east-1c': true } }, /must be a string/],
+    ['an unknown state', { zoneStates: { 'us-east-1c': 'broken' } }, /unknown zone state "broken"/],
+  ])('refuses %s', (_label, body, message) => {
+    expect(() => parseFaultSet(body)).toThrow(AdminBadRequestError);
+    expect(() => parseFaultSet(body)).toThrow(message);
+  });
+});
+
+describe('alternativeZones', () => {
+  const all = ['us-east-1a', 'us-east-1b', 'us-east-1c', 'us-east-1d'];
+
+  it('leaves out the target, faulted zones and zones not reported available', () => {
+    expect(
+      alternativeZones(all, 'us-east-1b', {
+        zones: { 'us-east-1b': 'InsufficientInstanceCapacity', 'us-east-1d': 'Unsupported' },
+        zoneStates: { 'us-east-1c': 'impaired', 'us-east-1a': 'available' },
+      }),
+    ).toEqual(['us-east-1a']);
+  });
+
+  it('lists every other zone when nothing else is faulted', () => {
+    expect(alternativeZones(all, 'us-east-1a', { zones: {}, zoneStates: {} })).toEqual([
+      'us-east-1b',
+      'us-east-1c',
+      'us-east-1d',
+    ]);
+  });
+});
