@@ -4,6 +4,8 @@ const tsJest = {
 };
 
 module.exports = {
+  // integration tests wait on real provisioning; unit tests finish far sooner
+  testTimeout: 120000,
   projects: [
     {
       displayName: 'unit',
@@ -18,7 +20,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
-      testTimeout: 120000,
     },
   ],
 };

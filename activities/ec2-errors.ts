@@ -1,0 +1,75 @@
+import { ApplicationFailure } from '@temporalio/common';
+
+/**
+ * How an EC2 error is handled. Zone-specific errors move the machine to its
+ * next zone without spending an attempt (Karpenter's InsufficientCapacityError,
+ * the inverse of Juju's ErrAvailabilityZoneIndependent); throttling is retried
+ * in place with backoff; anything else spends an attempt.
+ */
+export const ZONE_UNAVAILABLE = 'ZoneUnavailable';
+export const START_FAILED = 'StartInstanceFailed';
+
+const ZONE_SPECIFIC_CODES = new Set([
+  'InsufficientInstanceCapacity',
+  'InsufficientHostCapacity',
+  'InsufficientReservedInstanceCapacity',
+  'InsufficientCapacity',
+  'InsufficientFreeAddressesInSubnet',
+]);
+
+const THROTTLING_CODES = new Set([
+  'RequestLimitExceeded',
+  'Throttling',
+  'ThrottlingException',
+  'RequestThrottled',
+]);
+
+export function ec2ErrorCode(err: unknown): string | undefined {
+  if (typeof err !== 'object' || err === null) return undefined;
+  const e = err as { name?: unknown; Code?: unknown; code?: unknown };
+  for (const v of [e.Code, e.code, e.name]) if (typeof v === 'string' && v !== 'Error') return v;
+  return undefined;
+}
+
+export function isZoneSpecific(code: string | undefined, message: string): boolean {
+  if (!code) return false;
+  if (ZONE_SPECIFIC_CODES.has(code)) return true;
+  // `Unsupported` is zone-specific only when it names an Availability Zone (e.g. the type is not offered there).
+  return code === 'Unsupported' && /availability zone/i.test(message);
+}
+
+export function isThrottling(code: string | undefined): boolean {
+  return code !== undefined && THROTTLING_CODES.has(code);
+}
+
+/**
+ * Maps an EC2 error from a launch to what the workflow branches on: an
+ * ApplicationFailure of a known type (non-retryable, the workflow decides), or
+ * the original error for throttling and transport faults, which the activity
+ * retry policy repeats with backoff.
+ */
+export function classifyLaunchError(err: unknown, zone: string): unknown {
+  const code = ec2ErrorCode(err);
+  const message = err instanceof Error ? err.message : String(err);
+  if (isThrottling(code)) return err;
+  if (isZoneSpecific(code, message)) {
+    return ApplicationFailure.create({
+      type: ZONE_UNAVAILABLE,
+      message: `${code}: ${message}`,
+      nonRetryable: true,
+      details: [{ zone, code }],
+    });
+  }
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  // A 4xx is EC2 refusing this request (bad image, bad type, limits): spend an attempt.
+  // A 5xx that is not a capacity error is EC2 having a moment: retry in place.
+  if (code && status !== undefined && status >= 400 && status < 500) {
+    return ApplicationFailure.create({
+      type: START_FAILED,
+      message: `${code}: ${message}`,
+      nonRetryable: true,
+      details: [{ zone, code }],
+    });
+  }
+  return err;
+}

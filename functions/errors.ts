@@ -1,0 +1,48 @@
+/**
+ * Errors the API maps to HTTP statuses by type. Domain errors from core/
+ * carry their own `code`; these cover what is not domain logic.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class BadRequestError extends ApiError {
+  override readonly name = 'BadRequestError';
+  constructor(message: string) {
+    super(400, 'bad-request', message);
+  }
+}
+
+export class UnauthorizedError extends ApiError {
+  override readonly name = 'UnauthorizedError';
+  constructor(message = 'missing or invalid bearer token') {
+    super(401, 'unauthorized', message);
+  }
+}
+
+export class NotFoundError extends ApiError {
+  override readonly name = 'NotFoundError';
+  constructor(message: string) {
+    super(404, 'not-found', message);
+  }
+}
+
+export class NotImplementedError extends ApiError {
+  override readonly name = 'NotImplementedError';
+  constructor(message: string) {
+    super(501, 'not-implemented', message);
+  }
+}
+
+export class ConflictError extends ApiError {
+  override readonly name = 'ConflictError';
+  constructor(message: string) {
+    super(409, 'conflict', message);
+  }
+}

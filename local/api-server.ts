@@ -1,0 +1,109 @@
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { matchRoute, routeKey, type RouteGroup } from '../functions/routes';
+
+export type LambdaHandler = (
+  event: APIGatewayProxyEventV2,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/** API Gateway HTTP API's payload limit is 10 MB; nothing here needs more than this. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Turns a Node HTTP request into the API Gateway HTTP API (payload 2.0) event
+ * the cloud would deliver. Unmatched paths go to the `$default` route, which
+ * the deployed API also routes to a handler, so even a 404 is authenticated
+ * and has the contract's error shape.
+ */
+export function toApiGatewayEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  now = new Date(),
+): {
+  event: APIGatewayProxyEventV2;
+  group: RouteGroup;
+} {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const method = (req.method ?? 'GET').toUpperCase();
+  const match = matchRoute(method, url.pathname);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined)
+      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const query: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) query[k] = query[k] === undefined ? v : `${query[k]},${v}`;
+  const key = match ? routeKey(match.route) : '$default';
+  const text = body.toString('utf8');
+  const event: APIGatewayProxyEventV2 = {
+    version: '2.0',
+    routeKey: key,
+    rawPath: url.pathname,
+    rawQueryString: url.search.replace(/^\?/, ''),
+    headers,
+    queryStringParameters: Object.keys(query).length ? query : undefined,
+    pathParameters:
+      match && Object.keys(match.pathParameters).length ? match.pathParameters : undefined,
+    requestContext: {
+      accountId: '000000000000',
+      apiId: 'local',
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: 'local',
+      http: {
+        method,
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey: key,
+      stage: '$default',
+      time: now.toISOString(),
+      timeEpoch: now.getTime(),
+    },
+    body: text === '' ? undefined : text,
+    isBase64Encoded: false,
+  };
+  return { event, group: match?.route.group ?? 'models' };
+}
+
+function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
+  res.statusCode = result.statusCode ?? 200;
+  for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, String(v));
+  const body = result.body ?? '';
+  res.end(result.isBase64Encoded ? Buffer.from(body, 'base64') : body);
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  send(res, {
+    statusCode: status,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ error: { code, message } }),
+  });
+}
+
+export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Server {
+  return createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (tooLarge) {
+        sendError(res, 413, 'bad-request', `request body larger than ${MAX_BODY_BYTES} bytes`);
+        return;
+      }
+      const { event, group } = toApiGatewayEvent(req, Buffer.concat(chunks));
+      handlers[group](event).then(
+        (result) => send(res, result),
+        () => sendError(res, 500, 'internal', 'internal error'),
+      );
+    });
+  });
+}

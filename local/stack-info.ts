@@ -1,0 +1,14 @@
+/** What `.provisioner/stack.json` holds (API.md, section 2), plus extras tests use. */
+export interface StackInfo {
+  apiUrl: string;
+  token: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  temporalUiUrl: string;
+  dynamodbEndpoint: string;
+  ec2Endpoint: string;
+  region: string;
+  /** moto itself, behind the EC2 proxy. */
+  motoEndpoint: string;
+  tableName: string;
+}

@@ -1,0 +1,283 @@
+import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { Connection } from '@temporalio/client';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { ensureTable } from '../state/table';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../workflows/search-attributes';
+import { startEc2Proxy } from './ec2-proxy';
+import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
+import type { StackInfo } from './stack-info';
+import { ensureToolchain } from './toolchain';
+
+export const PROJECT_ROOT = resolve(__dirname, '..');
+
+export interface StackPorts {
+  api: number;
+  temporal: number;
+  temporalUi: number;
+  dynamodb: number;
+  ec2: number;
+  moto: number;
+}
+
+export interface StackOptions {
+  ports: StackPorts;
+  token: string;
+  /** Where logs and server state go; wiped at start (moto keeps EC2 state in memory only, so the rest starts fresh too). */
+  dataDir: string;
+  region?: string;
+  tableName?: string;
+  namespace?: string;
+  /** Extra environment for the worker (tuning such as PROVISIONER_RETRY_DELAY). */
+  workerEnv?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+  /** Told of each child as it starts, so a caller interrupted mid-start can stop them. */
+  track?: (proc: ManagedProcess) => void;
+}
+
+export interface RunningStack {
+  info: StackInfo;
+  processes: ManagedProcess[];
+  /** Environment that points a worker or API process at this stack. */
+  serviceEnv: NodeJS.ProcessEnv;
+  stop(): Promise<void>;
+}
+
+const LOOPBACK = '127.0.0.1';
+
+/** Runs a TypeScript entry point of this project in a child Node process. */
+export function tsEntry(entry: string): [string, string[]] {
+  return [process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, entry)]];
+}
+
+async function httpAnswers(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await res.arrayBuffer();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Brings up the whole local stack on loopback: Temporal dev server, DynamoDB
+ * Local, moto behind the EC2 proxy, the table, the worker and the API server.
+ * Anything that fails to come up stops what was already started.
+ */
+export async function startStack(opts: StackOptions): Promise<RunningStack> {
+  const log = opts.log ?? (() => undefined);
+  const region = opts.region ?? 'us-east-1';
+  const tableName = opts.tableName ?? 'provisioner';
+  const namespace = opts.namespace ?? 'default';
+  const { ports } = opts;
+  const logs = join(opts.dataDir, 'logs');
+  rmSync(opts.dataDir, { recursive: true, force: true });
+  mkdirSync(logs, { recursive: true });
+
+  const tools = await ensureToolchain(log);
+  const processes: ManagedProcess[] = [];
+  const track = (proc: ManagedProcess): ManagedProcess => {
+    processes.push(proc);
+    opts.track?.(proc);
+    return proc;
+  };
+  const closers: Array<() => Promise<void>> = [];
+  const stop = async () => {
+    await Promise.all(closers.splice(0).map((close) => close().catch(() => undefined)));
+    await Promise.all(
+      processes
+        .splice(0)
+        .reverse()
+        .map((p) => p.stop()),
+    );
+  };
+
+  try {
+    const temporal = track(
+      spawnManaged(
+        'temporal',
+        tools.temporal,
+        [
+          'server',
+          'start-dev',
+          '--ip',
+          LOOPBACK,
+          '--port',
+          String(ports.temporal),
+          '--ui-ip',
+          LOOPBACK,
+          '--ui-port',
+          String(ports.temporalUi),
+          '--ui-disable-news-fetch',
+          '--db-filename',
+          join(opts.dataDir, 'temporal.sqlite'),
+          '--log-level',
+          'warn',
+          ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
+            '--search-attribute',
+            `${sa.name}=${sa.cliType}`,
+          ]),
+        ],
+        { logFile: join(logs, 'temporal.log') },
+      ),
+    );
+
+    const dynamodb = track(
+      spawnManaged(
+        'dynamodb',
+        tools.java,
+        [
+          `-Djava.library.path=${tools.dynamodbLibDir}`,
+          '-Xmx512m',
+          '-jar',
+          tools.dynamodbJar,
+          '-inMemory',
+          '-sharedDb',
+          '-port',
+          String(ports.dynamodb),
+          '-disableTelemetry',
+        ],
+        { logFile: join(logs, 'dynamodb.log') },
+      ),
+    );
+
+    const moto = track(
+      spawnManaged('moto', tools.motoServer, ['-H', LOOPBACK, '-p', String(ports.moto)], {
+        logFile: join(logs, 'moto.log'),
+        env: { ...process.env, MOTO_AMIS_PATH: join(PROJECT_ROOT, 'local', 'ubuntu-amis.json') },
+      }),
+    );
+
+    const temporalAddress = `${LOOPBACK}:${ports.temporal}`;
+    const dynamodbEndpoint = `http://${LOOPBACK}:${ports.dynamodb}`;
+    const motoEndpoint = `http://${LOOPBACK}:${ports.moto}`;
+    const ddb = new DynamoDBClient({
+      region,
+      endpoint: dynamodbEndpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 1,
+    });
+    closers.push(() => Promise.resolve(ddb.destroy()));
+
+    await Promise.all([
+      waitUntilHealthy(
+        temporal,
+        'Temporal dev server',
+        async () => {
+          if (!(await tcpReachable(ports.temporal))) return false;
+          const connection = await Connection.connect({
+            address: temporalAddress,
+            connectTimeout: 2000,
+          });
+          try {
+            await connection.workflowService.getSystemInfo({});
+            return true;
+          } finally {
+            await connection.close();
+          }
+        },
+        60_000,
+      ),
+      waitUntilHealthy(
+        dynamodb,
+        'DynamoDB Local',
+        async () => {
+          await ddb.send(new ListTablesCommand({}));
+          return true;
+        },
+        60_000,
+      ),
+      waitUntilHealthy(moto, 'moto', () => httpAnswers(`${motoEndpoint}/moto-api/`), 60_000),
+    ]);
+    log(
+      `Temporal ${temporalAddress}, DynamoDB Local ${dynamodbEndpoint}, moto ${motoEndpoint} are up`,
+    );
+
+    await ensureTable(ddb, tableName);
+
+    const proxy = await startEc2Proxy({ upstream: motoEndpoint, host: LOOPBACK, port: ports.ec2 });
+    closers.push(() => proxy.close());
+    const ec2Endpoint = proxy.url;
+
+    const serviceEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      AWS_REGION: region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      PROVISIONER_TABLE: tableName,
+      DYNAMODB_ENDPOINT: dynamodbEndpoint,
+      EC2_ENDPOINT: ec2Endpoint,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: namespace,
+      POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+    };
+
+    const [workerCmd, workerArgs] = tsEntry('worker/main.ts');
+    const worker = track(
+      spawnManaged('worker', workerCmd, workerArgs, {
+        cwd: PROJECT_ROOT,
+        env: { ...serviceEnv, ...opts.workerEnv },
+        logFile: join(logs, 'worker.log'),
+      }),
+    );
+
+    const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
+    const api = track(
+      spawnManaged('api', apiCmd, apiArgs, {
+        cwd: PROJECT_ROOT,
+        env: {
+          ...serviceEnv,
+          PROVISIONER_API_TOKEN: opts.token,
+          PROVISIONER_API_PORT: String(ports.api),
+        },
+        logFile: join(logs, 'api.log'),
+      }),
+    );
+
+    const apiUrl = `http://${LOOPBACK}:${ports.api}`;
+    await Promise.all([
+      waitUntilHealthy(api, 'API server', () => httpAnswers(`${apiUrl}/v1/models`), 60_000),
+      waitUntilHealthy(worker, 'worker', () => workerPolling(temporalAddress, namespace), 120_000),
+      waitUntilHealthy(
+        temporal,
+        'Temporal Web UI',
+        () => httpAnswers(`http://${LOOPBACK}:${ports.temporalUi}/`),
+        60_000,
+      ),
+    ]);
+
+    const info: StackInfo = {
+      apiUrl,
+      token: opts.token,
+      temporalAddress,
+      temporalNamespace: namespace,
+      temporalUiUrl: `http://${LOOPBACK}:${ports.temporalUi}`,
+      dynamodbEndpoint,
+      ec2Endpoint,
+      region,
+      motoEndpoint,
+      tableName,
+    };
+    return { info, processes, serviceEnv, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The worker is ready once it polls the task queue for workflow tasks. */
+async function workerPolling(address: string, namespace: string): Promise<boolean> {
+  const connection = await Connection.connect({ address, connectTimeout: 2000 });
+  try {
+    const res = await connection.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: TASK_QUEUE },
+      taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
+    });
+    return (res.pollers?.length ?? 0) > 0;
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, optionalEnv, positiveIntEnv } from '../config/env';
+import { assertPortFree, freePort, type ManagedProcess } from './processes';
+import { PROJECT_ROOT, startStack, type RunningStack } from './stack';
+import { ToolchainError } from './toolchain';
+
+/**
+ * `npm start`: the whole stack on loopback until Ctrl-C. Ports and token come
+ * from the environment (API.md, "Local stack"); when ready it writes
+ * `.provisioner/stack.json` and prints the endpoints.
+ */
+function portFromAddress(address: string, variable: string): number {
+  const match = /:(\d+)$/.exec(address);
+  if (!match) throw new ConfigError(`environment variable ${variable}: "${address}" has no port`);
+  return Number(match[1]);
+}
+
+async function main(): Promise<void> {
+  const stateDir = join(PROJECT_ROOT, '.provisioner');
+  const stackFile = join(stateDir, 'stack.json');
+  rmSync(stackFile, { force: true });
+
+  const ports = {
+    api: positiveIntEnv('PROVISIONER_API_PORT', 3000),
+    temporal: portFromAddress(
+      optionalEnv('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+      'TEMPORAL_ADDRESS',
+    ),
+    temporalUi: positiveIntEnv('TEMPORAL_UI_PORT', 8233),
+    dynamodb: portFromAddress(
+      optionalEnv('DYNAMODB_ENDPOINT', 'http://127.0.0.1:8000'),
+      'DYNAMODB_ENDPOINT',
+    ),
+    ec2: portFromAddress(optionalEnv('EC2_ENDPOINT', 'http://127.0.0.1:5000'), 'EC2_ENDPOINT'),
+    moto: await freePort(),
+  };
+  await assertPortFree(ports.api, 'API', 'PROVISIONER_API_PORT');
+  await assertPortFree(ports.temporal, 'Temporal frontend', 'TEMPORAL_ADDRESS');
+  await assertPortFree(ports.temporalUi, 'Temporal Web UI', 'TEMPORAL_UI_PORT');
+  await assertPortFree(ports.dynamodb, 'DynamoDB Local', 'DYNAMODB_ENDPOINT');
+  await assertPortFree(ports.ec2, 'EC2 endpoint', 'EC2_ENDPOINT');
+
+  const token = process.env.PROVISIONER_API_TOKEN || randomBytes(24).toString('base64url');
+  console.log(
+    'starting the local stack (first run installs the Temporal CLI, moto and DynamoDB Local)…',
+  );
+  const started: ManagedProcess[] = [];
+  let stopping = false;
+  const stop = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nstopping…');
+    rmSync(stackFile, { force: true });
+    await Promise.all(started.map((p) => p.stop()));
+    process.exit(code);
+  };
+  process.once('SIGINT', () => void stop(0));
+  process.once('SIGTERM', () => void stop(0));
+
+  const stack: RunningStack = await startStack({
+    track: (p) => started.push(p),
+    ports,
+    token,
+    dataDir: join(stateDir, 'data'),
+    region: optionalEnv('AWS_REGION', 'us-east-1'),
+    log: (line) => console.log(line),
+  });
+  if (stopping) return;
+  for (const p of stack.processes) {
+    void p.exited.then((code) => {
+      if (!stopping) {
+        console.error(`${p.name} exited unexpectedly (${String(code)}); see ${p.logFile}`);
+        void stop(1);
+      }
+    });
+  }
+  const { motoEndpoint: _moto, tableName: _table, ...published } = stack.info;
+  mkdirSync(stateDir, { recursive: true });
+  writeFileSync(stackFile, `${JSON.stringify(published, null, 2)}\n`);
+  const i = stack.info;
+  console.log(`
+The provisioner is up (Ctrl-C stops everything):
+  API               ${i.apiUrl}   (Authorization: Bearer ${i.token})
+  Temporal UI       ${i.temporalUiUrl}
+  Temporal          ${i.temporalAddress} (namespace ${i.temporalNamespace})
+  DynamoDB Local    ${i.dynamodbEndpoint}
+  EC2 endpoint      ${i.ec2Endpoint}   (admin: ${i.ec2Endpoint}/_admin/faults)
+  logs              ${join(stateDir, 'data', 'logs')}
+  stack file        ${stackFile}`);
+}
+
+main().catch((err: unknown) => {
+  const known =
+    err instanceof ToolchainError ||
+    err instanceof ConfigError ||
+    (err as Error).name === 'PortInUseError';
+  console.error(known ? `error: ${(err as Error).message}` : err);
+  process.exit(1);
+});

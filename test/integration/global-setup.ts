@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../../local/processes';
+import { startStack, type RunningStack } from '../../local/stack';
+
+declare global {
+  var __PROVISIONER_STACK__: RunningStack | undefined;
+}
+
+/**
+ * Starts a private stack on free loopback ports for the integration tests, so
+ * they never collide with a running `npm start`; short tuning keeps retry
+ * paths fast. The stack's description travels to test files by file.
+ */
+export default async function globalSetup(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'provisioner-it-'));
+  const ports = {
+    api: await freePort(),
+    temporal: await freePort(),
+    temporalUi: await freePort(),
+    dynamodb: await freePort(),
+    ec2: await freePort(),
+    moto: await freePort(),
+  };
+  const stack = await startStack({
+    ports,
+    token: randomBytes(16).toString('hex'),
+    dataDir: join(dir, 'data'),
+    workerEnv: {
+      PROVISIONER_START_ATTEMPTS: '3',
+      PROVISIONER_RETRY_DELAY: '500ms',
+      PROVISIONER_SWEEP_INTERVAL: '5s',
+      PROVISIONER_STRAY_GRACE: '2s',
+    },
+    log: (line) => process.stderr.write(`[stack] ${line}\n`),
+  });
+  globalThis.__PROVISIONER_STACK__ = stack;
+  const file = join(dir, 'stack.json');
+  writeFileSync(file, JSON.stringify(stack.info));
+  process.env.PROVISIONER_TEST_STACK_FILE = file;
+}

@@ -1,0 +1,192 @@
+import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { Client, Connection } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { apiClient, eventually, uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+const stack = loadTestStack();
+const api = apiClient(stack);
+const ec2 = new EC2Client({
+  region: stack.region,
+  endpoint: stack.ec2Endpoint,
+  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  maxAttempts: 1,
+});
+let connection: Connection;
+let temporal: Client;
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address: stack.temporalAddress });
+  temporal = new Client({ connection, namespace: stack.temporalNamespace });
+});
+afterAll(async () => {
+  await connection.close();
+  ec2.destroy();
+});
+
+interface ImageFixture {
+  ami_id: string;
+  name: string;
+  creation_date: string;
+}
+const images = JSON.parse(
+  readFileSync(join(__dirname, '../../local/ubuntu-amis.json'), 'utf8'),
+) as ImageFixture[];
+
+describe('authentication', () => {
+  it('refuses a request without a token with 401 in the contract shape', async () => {
+    const res = await apiClient(stack, null).get('/v1/models');
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({
+      error: { code: 'unauthorized', message: 'missing or invalid bearer token' },
+    });
+  });
+
+  it('refuses a wrong token', async () => {
+    const res = await apiClient(stack, `${stack.token}x`).get('/v1/models');
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('unauthorized');
+  });
+
+  it('answers an unknown path with an authenticated 404', async () => {
+    expect((await apiClient(stack, null).get('/v1/nothing')).status).toBe(401);
+    const res = await api.get('/v1/nothing');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({
+      error: { code: 'not-found', message: 'no route for GET /v1/nothing' },
+    });
+  });
+});
+
+describe('models', () => {
+  it('creates a model with defaults, lists it and gets it', async () => {
+    const name = uniqueName('slice');
+    const created = await api.post('/v1/models', { name });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({
+      name,
+      region: 'us-east-1',
+      constraints: '',
+      harvestMode: 'destroyed',
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    const list = await api.get('/v1/models');
+    expect(list.status).toBe(200);
+    expect(list.body.models).toContainEqual(created.body);
+    const got = await api.get(`/v1/models/${name}`);
+    expect(got).toEqual({ status: 200, body: created.body });
+  });
+
+  it('refuses a taken name with 409', async () => {
+    const name = uniqueName('dup');
+    expect((await api.post('/v1/models', { name })).status).toBe(201);
+    const again = await api.post('/v1/models', { name });
+    expect(again).toEqual({
+      status: 409,
+      body: { error: { code: 'conflict', message: `model "${name}" already exists` } },
+    });
+  });
+
+  it.each([
+    [{ name: 'Bad_Name' }, 'invalid model name "Bad_Name"'],
+    [{ name: 'ok', colour: 'blue' }, 'unknown field "colour"'],
+    [{ name: 7 }, expect.stringContaining('field "name"')],
+    [{ name: 'ok', harvestMode: 'sometimes' }, expect.stringContaining('field "harvestMode"')],
+  ])('refuses %j with 400 bad-request', async (body, message) => {
+    const res = await api.post('/v1/models', body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toEqual({ code: 'bad-request', message });
+  });
+
+  it('refuses malformed JSON with 400', async () => {
+    const res = await api.call('POST', '/v1/models', undefined, '{"name":');
+    expect(res).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'malformed JSON in request body' } },
+    });
+  });
+
+  it('answers 404 for a model that does not exist', async () => {
+    const res = await api.get('/v1/models/nope-never');
+    expect(res).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'model "nope-never" not found' } },
+    });
+    const add = await api.post('/v1/models/nope-never/machines', {});
+    expect(add.status).toBe(404);
+  });
+});
+
+describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () => {
+  it('launches an instance and reports it running in status, EC2 and Temporal', async () => {
+    const model = uniqueName('slice');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+    const added = await api.post(`/v1/models/${model}/machines`, { base: 'ubuntu@24.04' });
+    expect(added).toEqual({ status: 201, body: { machines: [{ id: '0' }] } });
+
+    const status = await eventually(
+      () => api.get(`/v1/models/${model}/status`),
+      (res) => res.body?.machines?.['0']?.status === 'running',
+    );
+    const machine = status.body.machines['0'];
+    const newestNoble = images
+      .filter((i) => i.name.includes('ubuntu-noble-24.04-amd64-server-'))
+      .sort((a, b) => b.creation_date.localeCompare(a.creation_date))[0]!;
+    expect(machine).toMatchObject({
+      id: '0',
+      base: 'ubuntu@24.04',
+      life: 'alive',
+      status: 'running',
+      message: '',
+      imageId: newestNoble.ami_id,
+      zone: expect.stringMatching(/^us-east-1[a-f]$/),
+      instanceId: expect.stringMatching(/^i-[0-9a-f]+$/),
+      hardware: { arch: 'amd64', cores: expect.any(Number), mem: expect.any(Number) },
+    });
+    expect(machine.hardware.mem).toBeGreaterThanOrEqual(2048);
+    expect(status.body.model).toEqual({ name: model, region: 'us-east-1', constraints: '' });
+
+    const described = await ec2.send(
+      new DescribeInstancesCommand({ InstanceIds: [machine.instanceId] }),
+    );
+    const instance = described.Reservations?.[0]?.Instances?.[0];
+    expect(instance?.Placement?.AvailabilityZone).toBe(machine.zone);
+    expect(instance?.InstanceType).toBe(machine.instanceType);
+    expect(instance?.ImageId).toBe(newestNoble.ami_id);
+    const tags = Object.fromEntries((instance?.Tags ?? []).map((t) => [t.Key, t.Value]));
+    expect(tags).toMatchObject({ 'provisioner:model': model, 'provisioner:machine': '0' });
+
+    const handle = temporal.workflow.getHandle(`machine:${model}:0`);
+    const description = await handle.describe();
+    expect(description.type).toBe('machineWorkflow');
+    const found = await eventually(
+      async () => {
+        const ids: string[] = [];
+        for await (const wf of temporal.workflow.list({
+          query: `ProvisionerModel = "${model}" AND ProvisionerStatus = "running"`,
+        })) {
+          ids.push(wf.workflowId);
+        }
+        return ids;
+      },
+      (ids) => ids.length === 1,
+      20_000,
+    );
+    expect(found).toEqual([`machine:${model}:0`]);
+  });
+
+  it('gets one machine by id and 404s an unknown one', async () => {
+    const model = uniqueName('get');
+    await api.post('/v1/models', { name: model });
+    await api.post(`/v1/models/${model}/machines`, { count: 2 });
+    const res = await api.get(`/v1/models/${model}/machines/1`);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id: '1', base: 'ubuntu@24.04', life: 'alive' });
+    const missing = await api.get(`/v1/models/${model}/machines/9`);
+    expect(missing).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'machine 9 not found' } },
+    });
+  });
+});

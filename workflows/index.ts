@@ -1,0 +1,1 @@
+export { machineWorkflow } from './machine';
