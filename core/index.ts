@@ -3,3 +3,7 @@ export * from './arch';
 export * from './constraints';
 export * from './validator';
 export * from './ec2-validator';
+export * from './placement';
+export * from './base';
+export * from './instance-types';
+export * from './zones';
