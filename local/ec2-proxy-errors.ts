@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { escapeXml } from './ec2-proxy-xml';
+import { descendant, elementText, escapeXml, parseXml, XmlParseError } from './ec2-proxy-xml';
 
 /**
  * EC2 error answers as AWS writes them: the XML body, the HTTP status and, for
@@ -41,6 +41,17 @@ export function ec2ErrorXml(code: string, message: string, requestId: string): s
     `<Message>${escapeXml(message)}</Message></Error></Errors>` +
     `<RequestID>${escapeXml(requestId)}</RequestID></Response>`
   );
+}
+
+/** The code of an EC2 error document; undefined when the body is not one. */
+export function ec2ErrorCode(xml: string): string | undefined {
+  try {
+    const code = descendant(parseXml(xml), 'Errors', 'Error', 'Code');
+    return code && elementText(xml, code);
+  } catch (err) {
+    if (err instanceof XmlParseError) return undefined;
+    throw err;
+  }
 }
 
 /** What a RunInstances call asked for, as far as an error message needs it. */

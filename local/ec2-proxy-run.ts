@@ -8,7 +8,9 @@ import {
   innerXml,
   parseXml,
   escapeXml,
+  XmlParseError,
 } from './ec2-proxy-xml';
+import type { XmlElement } from './ec2-proxy-xml';
 
 /** The parts of a RunInstances request the proxy acts on. */
 export interface RunInstancesRequest {
@@ -64,11 +66,17 @@ export async function resolveLaunchTarget(
   return { zone: `${region}a`, explicit: false };
 }
 
-/** The reservation and instance ids of a successful RunInstances answer. */
+/** The reservation and instance ids of a successful RunInstances answer; undefined if unreadable. */
 export function parseRunInstancesResponse(
   xml: string,
 ): { reservationId: string; instanceIds: string[] } | undefined {
-  const root = parseXml(xml);
+  let root: XmlElement;
+  try {
+    root = parseXml(xml);
+  } catch (err) {
+    if (err instanceof XmlParseError) return undefined;
+    throw err;
+  }
   const reservationId = childText(xml, root, 'reservationId');
   const set = childElement(root, 'instancesSet');
   if (!reservationId || !set) return undefined;

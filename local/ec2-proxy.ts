@@ -6,10 +6,12 @@ import type {
   ServerResponse,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream/promises';
 import * as ec2Sdk from '@aws-sdk/client-ec2';
 import type { AdminState } from './ec2-proxy-admin';
 import { handleAdmin, isAdminPath } from './ec2-proxy-admin';
 import {
+  ec2ErrorCode,
   ec2ErrorStatus,
   ec2ErrorXml,
   faultMessage,
@@ -52,13 +54,38 @@ import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones'
 
 /**
  * The EC2 endpoint of the local stack: an HTTP proxy in front of moto that
- * forwards every EC2 Query-protocol request untouched and adds what moto lacks
- * and AWS has (DESIGN.md "Local stack", API.md section 2):
- * - per-zone RunInstances faults with EC2's error bodies and statuses;
- * - zone states for DescribeAvailabilityZones (and its state filters);
- * - RunInstances idempotency by ClientToken (see ec2-proxy-idempotency.ts);
- * - token-bucket request limits answering RequestLimitExceeded;
- * - call statistics; and the `/_admin/` API that drives all of it.
+ * forwards every EC2 Query-protocol request untouched (method, path, headers
+ * minus hop-by-hop ones, body; moto's answer streamed back) and adds what moto
+ * lacks and AWS has (DESIGN.md "Local stack", API.md section 2). The admin API
+ * is described in ec2-proxy-admin.ts.
+ *
+ * RunInstances
+ * - Target zone: `Placement.AvailabilityZone`; else the zone of `SubnetId` (or
+ *   of the first `NetworkInterface.N.SubnetId`), asked of moto with
+ *   DescribeSubnets and cached; else `<region>a`, which is where moto puts an
+ *   instance given neither (into that zone's default subnet). An unknown subnet
+ *   is left to moto to refuse. (Given both a zone and a subnet, the zone
+ *   decides here; moto itself places by the subnet.)
+ * - Faults: a faulted target zone answers the zone's EC2 error code, with EC2's
+ *   wording and status (500 for capacity codes, 400 otherwise); nothing reaches
+ *   moto. DryRun requests are forwarded as they are.
+ * - Idempotency (ec2-proxy-idempotency.ts): a retry of a launch that succeeded
+ *   is answered from moto's DescribeInstances of the original instances,
+ *   rebuilt into a RunInstances answer (so it shows their current state, as
+ *   EC2 does); moto's original answer if they cannot be described; the token is
+ *   dropped and the launch made again if moto no longer knows them (moto was
+ *   reset). A token whose instance was terminated answers
+ *   IdempotentInstanceTerminated (EC2's behaviour since January 2025).
+ *   The AWS SDK v3 fills in a ClientToken for every RunInstances call on its
+ *   own, so SDK callers are always deduplicated, their own retries included.
+ *
+ * DescribeAvailabilityZones: moto's answer with `zoneStates` written into
+ * `<zoneState>`; the `state` / `zone-state` filters are taken out of the
+ * request and applied by the proxy to the rewritten states.
+ *
+ * Limits are checked first, for every action, and stats count every EC2 call
+ * received (throttled, faulted and replayed ones included); requests without
+ * an `Action` (moto's own `/moto-api/`) are forwarded and not counted.
  */
 
 export interface Ec2ProxyOptions {
@@ -282,11 +309,7 @@ class ProxyHandler {
   ): Promise<void> {
     const upstreamRes = await this.upstream.request(method, path, endToEndHeaders(headers), body);
     res.writeHead(upstreamRes.statusCode ?? 502, endToEndHeaders(upstreamRes.headers));
-    upstreamRes.pipe(res);
-    await new Promise<void>((resolve, reject) => {
-      upstreamRes.on('end', resolve);
-      upstreamRes.on('error', reject);
-    });
+    await pipeline(upstreamRes, res);
   }
 
   private forwardCall(call: Ec2Call, res: ServerResponse): Promise<void> {
@@ -415,7 +438,9 @@ class ProxyHandler {
       ...record.instanceIds.map((id, i): [string, string] => [`InstanceId.${i + 1}`, id]),
     ]);
     if (described.status !== 200) {
-      return described.body.includes('InvalidInstanceID.NotFound') ? { kind: 'gone' } : original;
+      return ec2ErrorCode(described.body) === 'InvalidInstanceID.NotFound'
+        ? { kind: 'gone' }
+        : original;
     }
     const reservation = parseDescribeInstancesResponse(described.body).find(
       (r) => r.reservationId === record.reservationId,

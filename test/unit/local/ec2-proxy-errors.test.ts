@@ -1,4 +1,9 @@
-import { ec2ErrorStatus, ec2ErrorXml, faultMessage } from '../../../local/ec2-proxy-errors';
+import {
+  ec2ErrorCode,
+  ec2ErrorStatus,
+  ec2ErrorXml,
+  faultMessage,
+} from '../../../local/ec2-proxy-errors';
 
 describe('ec2ErrorStatus', () => {
   it.each([
@@ -69,5 +74,24 @@ describe('faultMessage', () => {
     expect(faultMessage('SomethingElse', ctx)).toBe(
       'SomethingElse in the Availability Zone you requested (us-east-1b).',
     );
+  });
+});
+
+describe('ec2ErrorCode', () => {
+  it('reads the code of an EC2 error document', () => {
+    expect(ec2ErrorCode(ec2ErrorXml('InvalidInstanceID.NotFound', 'gone', 'r'))).toBe(
+      'InvalidInstanceID.NotFound',
+    );
+    expect(
+      ec2ErrorCode(
+        '<?xml version="1.0" encoding="utf-8"?>\n<Response xmlns="http://ec2.amazonaws.com/doc/2016-11-15"><Errors><Error><Code>InvalidSubnetID.NotFound</Code><Message>x</Message></Error></Errors><RequestID>request-id</RequestID></Response>',
+      ),
+    ).toBe('InvalidSubnetID.NotFound');
+  });
+
+  it('is undefined for anything else', () => {
+    expect(ec2ErrorCode('<DescribeRegionsResponse/>')).toBeUndefined();
+    expect(ec2ErrorCode('<html><body>Not Found')).toBeUndefined();
+    expect(ec2ErrorCode('')).toBeUndefined();
   });
 });

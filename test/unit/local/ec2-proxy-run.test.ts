@@ -108,6 +108,11 @@ describe('RunInstances answers', () => {
     });
   });
 
+  it('is undefined for an answer it cannot read', () => {
+    expect(parseRunInstancesResponse('<RunInstancesResponse><instancesSet>')).toBeUndefined();
+    expect(parseRunInstancesResponse('<RunInstancesResponse/>')).toBeUndefined();
+  });
+
   it('reads reservations and states from DescribeInstances', () => {
     const [reservation, ...others] = parseDescribeInstancesResponse(DESCRIBE_ANSWER);
     expect(others).toEqual([]);
