@@ -1,0 +1,120 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  HttpApi,
+  HttpMethod,
+  type HttpStage,
+  LogGroupLogDestination,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { ROUTES, ROUTE_GROUPS, type RouteGroup } from '../../functions/routes';
+import type { ApiSettings } from '../config';
+import { bundledFunction } from '../bundling';
+import type { StateTable } from './state-table';
+
+export interface ProvisionerApiProps {
+  settings: ApiSettings;
+  table: StateTable;
+  /** Shared runtime settings (table, Temporal endpoint, secret ARNs). */
+  environment: Record<string, string>;
+  apiTokenSecret: ISecret;
+  temporalApiKeySecret: ISecret;
+  logRetention: RetentionDays;
+}
+
+/** The group whose Lambda also answers unmatched requests (an authenticated 404). */
+export const DEFAULT_ROUTE_GROUP: RouteGroup = 'models';
+
+const METHODS: Record<string, HttpMethod> = {
+  GET: HttpMethod.GET,
+  POST: HttpMethod.POST,
+  PUT: HttpMethod.PUT,
+  DELETE: HttpMethod.DELETE,
+};
+
+/**
+ * The HTTPS API: one Lambda per route group of `functions/routes.ts`, a route
+ * per entry of `ROUTES`, throttled and access-logged on the default stage.
+ * Bearer-token checks happen in the handlers (`functions/http.ts`), which read
+ * the token from Secrets Manager.
+ */
+export class ProvisionerApi extends Construct {
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+  readonly functions: ReadonlyMap<RouteGroup, NodejsFunction>;
+
+  constructor(scope: Construct, id: string, props: ProvisionerApiProps) {
+    super(scope, id);
+    const functions = new Map<RouteGroup, NodejsFunction>();
+    const integrations = new Map<RouteGroup, HttpLambdaIntegration>();
+    for (const group of ROUTE_GROUPS) {
+      const fn = bundledFunction(this, handlerId(group), {
+        entry: `functions/${group}.ts`,
+        description: `Provisioner API: ${group} routes`,
+        memoryMiB: props.settings.lambdaMemoryMiB,
+        timeout: Duration.seconds(props.settings.lambdaTimeoutSeconds),
+        logRetention: props.logRetention,
+        environment: props.environment,
+      });
+      props.table.grantRepositoryAccess(fn);
+      props.apiTokenSecret.grantRead(fn);
+      props.temporalApiKeySecret.grantRead(fn);
+      functions.set(group, fn);
+      integrations.set(group, new HttpLambdaIntegration(`${handlerId(group)}Integration`, fn));
+    }
+    this.functions = functions;
+
+    this.api = new HttpApi(this, 'HttpApi', {
+      description: 'Machine provisioner API',
+      createDefaultStage: false,
+      defaultIntegration: integrations.get(DEFAULT_ROUTE_GROUP),
+    });
+    for (const route of ROUTES) {
+      const method = METHODS[route.method];
+      const integration = integrations.get(route.group);
+      if (!method || !integration)
+        throw new Error(`route ${route.method} ${route.path}: no handler`);
+      this.api.addRoutes({ path: route.path, methods: [method], integration });
+    }
+
+    const accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.stage = this.api.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: props.settings.throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(accessLogs),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTime',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latency: '$context.responseLatency',
+            integrationError: '$context.integrationErrorMessage',
+          }),
+        ),
+      },
+    });
+  }
+
+  /** The API's base URL (`https://…/`). */
+  get url(): string {
+    return this.stage.url;
+  }
+}
+
+function handlerId(group: RouteGroup): string {
+  return `${group.charAt(0).toUpperCase()}${group.slice(1)}Handler`;
+}

@@ -1,0 +1,46 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { TABLE_SCHEMA } from '../../state/schema';
+import { TABLE_ACTIONS } from '../permissions';
+
+export interface StateTableProps {
+  tableName: string;
+  /** Deletion protection and RETAIN; off only where data is disposable (dev). */
+  retain: boolean;
+}
+
+const KEY_TYPE = { S: AttributeType.STRING } as const;
+
+/** The provisioner's one table, keyed exactly as `state/schema.ts` says. */
+export class StateTable extends Construct {
+  readonly table: Table;
+
+  constructor(scope: Construct, id: string, props: StateTableProps) {
+    super(scope, id);
+    const type = KEY_TYPE[TABLE_SCHEMA.attributeType];
+    this.table = new Table(this, 'Table', {
+      tableName: props.tableName,
+      partitionKey: { name: TABLE_SCHEMA.partitionKey, type },
+      sortKey: { name: TABLE_SCHEMA.sortKey, type },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      stream: StreamViewType.NEW_AND_OLD_IMAGES,
+      deletionProtection: props.retain,
+      removalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+    for (const index of TABLE_SCHEMA.globalSecondaryIndexes) {
+      this.table.addGlobalSecondaryIndex({
+        indexName: index.indexName,
+        partitionKey: { name: index.partitionKey, type },
+        sortKey: { name: index.sortKey, type },
+      });
+    }
+  }
+
+  /** Only the actions the repository uses, on this table and its indexes. */
+  grantRepositoryAccess(grantee: IGrantable): void {
+    this.table.grant(grantee, ...TABLE_ACTIONS);
+  }
+}

@@ -1,0 +1,94 @@
+import { Arn, ArnFormat, Aws, Stack } from 'aws-cdk-lib';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Construct } from 'constructs';
+
+/** The tag that marks an EC2 instance as launched by one deployment (activities/index.ts sets it). */
+export const DEPLOYMENT_TAG = 'provisioner:deployment';
+
+/**
+ * DynamoDB actions the repository uses. `TransactWriteItems` is authorized
+ * per item (Put/Update/Delete/ConditionCheck), `TransactGetItems` as GetItem.
+ */
+export const TABLE_ACTIONS = [
+  'dynamodb:GetItem',
+  'dynamodb:PutItem',
+  'dynamodb:UpdateItem',
+  'dynamodb:DeleteItem',
+  'dynamodb:Query',
+  'dynamodb:ConditionCheckItem',
+] as const;
+
+/** EC2 read calls the activities make; EC2 supports no resource scoping for them. */
+export const EC2_DESCRIBE_ACTIONS = [
+  'ec2:DescribeInstances',
+  'ec2:DescribeImages',
+  'ec2:DescribeInstanceTypes',
+  'ec2:DescribeInstanceTypeOfferings',
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeSubnets',
+] as const;
+
+function ec2Arn(scope: Construct, resource: string, account: string = Aws.ACCOUNT_ID): string {
+  return Arn.format(
+    {
+      service: 'ec2',
+      resource,
+      resourceName: '*',
+      account,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    },
+    Stack.of(scope),
+  );
+}
+
+/**
+ * What the worker's activities may do in EC2: launch instances only when they
+ * carry this deployment's tag, tag only while launching, terminate only
+ * instances with the tag, and describe.
+ */
+export function ec2WorkerStatements(scope: Construct, deployment: string): PolicyStatement[] {
+  const instances = ec2Arn(scope, 'instance');
+  return [
+    new PolicyStatement({
+      sid: 'RunTaggedInstances',
+      effect: Effect.ALLOW,
+      actions: ['ec2:RunInstances'],
+      resources: [instances],
+      conditions: { StringEquals: { [`aws:RequestTag/${DEPLOYMENT_TAG}`]: deployment } },
+    }),
+    new PolicyStatement({
+      // The other resources a launch touches: they carry no request tags.
+      sid: 'RunInstancesSupportingResources',
+      effect: Effect.ALLOW,
+      actions: ['ec2:RunInstances'],
+      resources: [
+        ec2Arn(scope, 'image', ''),
+        ec2Arn(scope, 'subnet'),
+        ec2Arn(scope, 'security-group'),
+        ec2Arn(scope, 'network-interface'),
+        ec2Arn(scope, 'volume'),
+        ec2Arn(scope, 'key-pair'),
+      ],
+    }),
+    new PolicyStatement({
+      sid: 'TagOnLaunchOnly',
+      effect: Effect.ALLOW,
+      actions: ['ec2:CreateTags'],
+      resources: [instances, ec2Arn(scope, 'volume'), ec2Arn(scope, 'network-interface')],
+      conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } },
+    }),
+    new PolicyStatement({
+      sid: 'TerminateOwnInstances',
+      effect: Effect.ALLOW,
+      actions: ['ec2:TerminateInstances'],
+      resources: [instances],
+      conditions: { StringEquals: { [`aws:ResourceTag/${DEPLOYMENT_TAG}`]: deployment } },
+    }),
+    new PolicyStatement({
+      sid: 'Describe',
+      effect: Effect.ALLOW,
+      actions: [...EC2_DESCRIBE_ACTIONS],
+      resources: ['*'],
+    }),
+  ];
+}
