@@ -1,0 +1,162 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
+import {
+  GatewayVpcEndpointAwsService,
+  Peer,
+  Port,
+  SecurityGroup,
+  SubnetType,
+  Vpc,
+} from 'aws-cdk-lib/aws-ec2';
+import { Platform } from 'aws-cdk-lib/aws-ecr-assets';
+import {
+  Cluster,
+  ContainerImage,
+  ContainerInsights,
+  CpuArchitecture,
+  FargateService,
+  FargateTaskDefinition,
+  LogDrivers,
+  OperatingSystemFamily,
+  Secret as EcsSecret,
+} from 'aws-cdk-lib/aws-ecs';
+import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { PROJECT_ROOT } from '../bundling';
+import type { WorkerSettings } from '../config';
+import { ec2WorkerStatements } from '../permissions';
+import type { StateTable } from './state-table';
+
+export interface ProvisionerWorkerProps {
+  settings: WorkerSettings;
+  table: StateTable;
+  /** Shared runtime settings (table, Temporal endpoint, secret ARN). */
+  environment: Record<string, string>;
+  temporalApiKeySecret: ISecret;
+  /** Tag value scoping the EC2 instances this deployment may launch and terminate. */
+  deployment: string;
+  /** TCP port of the Temporal frontend, opened for egress. */
+  temporalPort: number;
+  logRetention: RetentionDays;
+}
+
+/** The Temporal worker: the repo's Dockerfile, built at deploy time, run on Fargate. */
+export class ProvisionerWorker extends Construct {
+  readonly cluster: Cluster;
+  readonly service: FargateService;
+  readonly logGroup: LogGroup;
+  readonly vpc: Vpc;
+
+  constructor(scope: Construct, id: string, props: ProvisionerWorkerProps) {
+    super(scope, id);
+    const { settings } = props;
+    const isPublic = settings.natGateways === 0;
+
+    this.vpc = new Vpc(this, 'Vpc', {
+      maxAzs: 2,
+      natGateways: settings.natGateways,
+      subnetConfiguration: isPublic
+        ? [{ name: 'public', subnetType: SubnetType.PUBLIC, cidrMask: 24 }]
+        : [
+            { name: 'public', subnetType: SubnetType.PUBLIC, cidrMask: 24 },
+            { name: 'private', subnetType: SubnetType.PRIVATE_WITH_EGRESS, cidrMask: 22 },
+          ],
+      // Free gateway endpoints: DynamoDB traffic and ECR image layers skip the NAT.
+      gatewayEndpoints: {
+        DynamoDb: { service: GatewayVpcEndpointAwsService.DYNAMODB },
+        S3: { service: GatewayVpcEndpointAwsService.S3 },
+      },
+    });
+
+    this.cluster = new Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      // Container Insights publishes RunningTaskCount, which the health alarm watches.
+      containerInsightsV2: ContainerInsights.ENABLED,
+    });
+
+    this.logGroup = new LogGroup(this, 'Logs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    const taskDefinition = new FargateTaskDefinition(this, 'TaskDefinition', {
+      cpu: settings.cpu,
+      memoryLimitMiB: settings.memoryMiB,
+      runtimePlatform: {
+        cpuArchitecture: CpuArchitecture.X86_64,
+        operatingSystemFamily: OperatingSystemFamily.LINUX,
+      },
+    });
+    taskDefinition.addContainer('worker', {
+      image: ContainerImage.fromAsset(PROJECT_ROOT, {
+        file: 'Dockerfile',
+        platform: Platform.LINUX_AMD64,
+      }),
+      essential: true,
+      logging: LogDrivers.awsLogs({ streamPrefix: 'worker', logGroup: this.logGroup }),
+      environment: {
+        ...props.environment,
+        PROVISIONER_DEPLOYMENT: props.deployment,
+        PROVISIONER_START_ATTEMPTS: String(settings.tuning.startAttempts),
+        PROVISIONER_RETRY_DELAY: settings.tuning.retryDelay,
+        PROVISIONER_SWEEP_INTERVAL: settings.tuning.sweepInterval,
+        PROVISIONER_STRAY_GRACE: settings.tuning.strayGrace,
+        // Explicit, so config/env.ts never falls back to its local default region.
+        AWS_REGION: Stack.of(this).region,
+      },
+      secrets: {
+        TEMPORAL_API_KEY: EcsSecret.fromSecretsManager(props.temporalApiKeySecret),
+      },
+      stopTimeout: Duration.seconds(30),
+    });
+
+    const taskRole = taskDefinition.taskRole;
+    props.table.grantRepositoryAccess(taskRole);
+    props.temporalApiKeySecret.grantRead(taskRole);
+    for (const statement of ec2WorkerStatements(this, props.deployment)) {
+      taskRole.addToPrincipalPolicy(statement);
+    }
+
+    // No inbound traffic at all; out only to HTTPS (AWS APIs) and the Temporal frontend.
+    const securityGroup = new SecurityGroup(this, 'SecurityGroup', {
+      vpc: this.vpc,
+      description: 'Provisioner worker: no ingress; egress to AWS APIs and Temporal',
+      allowAllOutbound: false,
+    });
+    securityGroup.addEgressRule(Peer.anyIpv4(), Port.tcp(443), 'AWS APIs');
+    if (props.temporalPort !== 443) {
+      securityGroup.addEgressRule(
+        Peer.anyIpv4(),
+        Port.tcp(props.temporalPort),
+        'Temporal frontend',
+      );
+    }
+
+    this.service = new FargateService(this, 'Service', {
+      cluster: this.cluster,
+      taskDefinition,
+      desiredCount: settings.desiredCount,
+      assignPublicIp: isPublic,
+      vpcSubnets: { subnetType: isPublic ? SubnetType.PUBLIC : SubnetType.PRIVATE_WITH_EGRESS },
+      securityGroups: [securityGroup],
+      circuitBreaker: { enable: true, rollback: true },
+      minHealthyPercent: 100,
+      maxHealthyPercent: 200,
+    });
+  }
+
+  /** Tasks running, from Container Insights (one data point a minute). */
+  metricRunningTaskCount(): Metric {
+    return new Metric({
+      namespace: 'ECS/ContainerInsights',
+      metricName: 'RunningTaskCount',
+      dimensionsMap: {
+        ClusterName: this.cluster.clusterName,
+        ServiceName: this.service.serviceName,
+      },
+      statistic: 'Minimum',
+      period: Duration.minutes(1),
+    });
+  }
+}
