@@ -1,0 +1,127 @@
+import { Annotations, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { Construct } from 'constructs';
+import { DEFAULT_TABLE_NAME } from '../state/schema';
+import { ACCOUNT_PLACEHOLDER, deploymentId, temporalUiUrl, type EnvironmentConfig } from './config';
+import { ProvisionerAlarms } from './constructs/alarms';
+import { ProvisionerApi } from './constructs/api';
+import { SearchAttributes } from './constructs/search-attributes';
+import { StateTable } from './constructs/state-table';
+import { ProvisionerWorker } from './constructs/worker';
+
+export interface ProvisionerStackProps extends StackProps {
+  config: EnvironmentConfig;
+}
+
+/** Everything one environment runs: table, API, worker, search attributes, alarms. */
+export class ProvisionerStack extends Stack {
+  readonly config: EnvironmentConfig;
+  readonly table: StateTable;
+  readonly api: ProvisionerApi;
+  readonly worker: ProvisionerWorker;
+  readonly searchAttributes: SearchAttributes;
+  readonly alarms: ProvisionerAlarms;
+  readonly apiTokenSecret: Secret;
+  readonly temporalApiKeySecret: ISecret;
+
+  constructor(scope: Construct, id: string, props: ProvisionerStackProps) {
+    super(scope, id, props);
+    const { config } = props;
+    this.config = config;
+    const deployment = deploymentId(config);
+    Tags.of(this).add('provisioner:environment', config.name);
+
+    if (config.temporal.namespace.includes(ACCOUNT_PLACEHOLDER)) {
+      Annotations.of(this).addWarningV2(
+        'provisioner:temporalPlaceholder',
+        `Temporal namespace "${config.temporal.namespace}" is a placeholder: set it in infra/config.ts ` +
+          'or with -c temporalAddress=… -c temporalNamespace=… before deploying',
+      );
+    }
+
+    this.table = new StateTable(this, 'State', {
+      tableName: `${DEFAULT_TABLE_NAME}-${config.name}`,
+      retain: config.retainData,
+    });
+
+    // Created by whoever sets up the environment (docs/deploy.md); never in plain config.
+    this.temporalApiKeySecret = Secret.fromSecretNameV2(
+      this,
+      'TemporalApiKey',
+      config.temporal.apiKeySecretName,
+    );
+    this.apiTokenSecret = new Secret(this, 'ApiToken', {
+      secretName: `provisioner/${config.name}/api-token`,
+      description: `Bearer token of the ${config.name} provisioner API`,
+      generateSecretString: { passwordLength: 48, excludePunctuation: true },
+      removalPolicy: config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
+    });
+
+    const runtimeEnvironment = {
+      PROVISIONER_TABLE: this.table.table.tableName,
+      TEMPORAL_ADDRESS: config.temporal.address,
+      TEMPORAL_NAMESPACE: config.temporal.namespace,
+      TEMPORAL_API_KEY_SECRET_ARN: this.temporalApiKeySecret.secretArn,
+    };
+
+    this.api = new ProvisionerApi(this, 'Api', {
+      settings: config.api,
+      table: this.table,
+      environment: {
+        ...runtimeEnvironment,
+        PROVISIONER_API_TOKEN_SECRET_ARN: this.apiTokenSecret.secretArn,
+        POWERTOOLS_SERVICE_NAME: 'provisioner-api',
+      },
+      apiTokenSecret: this.apiTokenSecret,
+      temporalApiKeySecret: this.temporalApiKeySecret,
+      logRetention: config.logRetention,
+    });
+
+    this.searchAttributes = new SearchAttributes(this, 'SearchAttributes', {
+      temporal: config.temporal,
+      apiKeySecret: config.temporal.searchAttributes.opsApiKeySecretName
+        ? Secret.fromSecretNameV2(
+            this,
+            'TemporalOpsApiKey',
+            config.temporal.searchAttributes.opsApiKeySecretName,
+          )
+        : this.temporalApiKeySecret,
+      logRetention: config.logRetention,
+    });
+
+    this.worker = new ProvisionerWorker(this, 'Worker', {
+      settings: config.worker,
+      table: this.table,
+      environment: { ...runtimeEnvironment, POWERTOOLS_SERVICE_NAME: 'provisioner-worker' },
+      temporalApiKeySecret: this.temporalApiKeySecret,
+      deployment,
+      temporalPort: Number(config.temporal.address.split(':').pop()),
+      logRetention: config.logRetention,
+    });
+    // Workflows set the attributes from their first task: register them before any worker polls.
+    this.worker.service.node.addDependency(this.searchAttributes.resource);
+
+    this.alarms = new ProvisionerAlarms(this, 'Alarms', {
+      alarmEmail: config.alarmEmail,
+      functions: this.api.functions,
+      table: this.table.table,
+      api: this.api.api,
+      worker: this.worker,
+      workerDesiredCount: config.worker.desiredCount,
+    });
+
+    new CfnOutput(this, 'ApiUrl', {
+      value: this.api.url,
+      description: 'Base URL of the HTTPS API',
+    });
+    new CfnOutput(this, 'TableName', { value: this.table.table.tableName });
+    new CfnOutput(this, 'ApiTokenSecretArn', {
+      value: this.apiTokenSecret.secretArn,
+      description: 'aws secretsmanager get-secret-value --secret-id <this> to read the API token',
+    });
+    new CfnOutput(this, 'WorkerLogGroup', { value: this.worker.logGroup.logGroupName });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.alarms.topic.topicArn });
+    const uiUrl = temporalUiUrl(config.temporal);
+    if (uiUrl) new CfnOutput(this, 'TemporalUiUrl', { value: uiUrl });
+  }
+}
