@@ -102,21 +102,24 @@ export class TokenBucket {
   }
 }
 
-/** The buckets in force, one per limited action; every bucket starts full when set. */
+/**
+ * The limits in force. As in EC2, where throttling is per account and Region,
+ * each Region gets its own bucket per limited action, created full on first
+ * use; setting limits again refills them all.
+ */
 export class RequestLimiter {
   private limits: LimitSet = {};
+  private byAction = new Map<string, BucketLimit>();
   private buckets = new Map<string, TokenBucket>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
   set(limits: LimitSet): void {
     this.limits = limits;
-    this.buckets = new Map(
-      Object.entries(limits).map(([key, limit]) => [
-        actionFromLimitKey(key),
-        new TokenBucket(limit, this.clock),
-      ]),
+    this.byAction = new Map(
+      Object.entries(limits).map(([key, limit]) => [actionFromLimitKey(key), limit]),
     );
+    this.buckets = new Map();
   }
 
   clear(): void {
@@ -127,8 +130,16 @@ export class RequestLimiter {
     return this.limits;
   }
 
-  /** True when a call to `action` (upper-camel, as in `Action=`) may go ahead. */
-  allow(action: string): boolean {
-    return this.buckets.get(action)?.take() ?? true;
+  /** True when a call to `action` (upper-camel, as in `Action=`) in `region` may go ahead. */
+  allow(action: string, region: string): boolean {
+    const limit = this.byAction.get(action);
+    if (!limit) return true;
+    const key = JSON.stringify([region, action]);
+    let bucket = this.buckets.get(key);
+    if (!bucket) {
+      bucket = new TokenBucket(limit, this.clock);
+      this.buckets.set(key, bucket);
+    }
+    return bucket.take();
   }
 }

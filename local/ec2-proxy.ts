@@ -83,7 +83,8 @@ import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones'
  * `<zoneState>`; the `state` / `zone-state` filters are taken out of the
  * request and applied by the proxy to the rewritten states.
  *
- * Limits are checked first, for every action, and stats count every EC2 call
+ * Limits are checked first, for every action, per Region (as EC2 throttles per
+ * account and Region); stats count every EC2 call
  * received (throttled, faulted and replayed ones included); requests without
  * an `Action` (moto's own `/moto-api/`) are forwarded and not counted.
  */
@@ -229,7 +230,7 @@ class ProxyHandler {
       return;
     }
     this.admin.stats.call(call.action);
-    if (!this.admin.limiter.allow(call.action)) {
+    if (!this.admin.limiter.allow(call.action, call.scope.region)) {
       this.admin.stats.throttle();
       sendEc2Error(res, REQUEST_LIMIT_EXCEEDED.code, REQUEST_LIMIT_EXCEEDED.message);
       return;

@@ -16,22 +16,36 @@ import { loadTestStack } from './stack';
 
 /**
  * The EC2 proxy in front of moto, through the AWS SDK as the product uses it.
- * The proxy is shared by every integration test file, so each test sets the
- * faults and limits it needs and clears them after, faults go on zones the
- * vertical slice is least likely to use (e/f) where the behaviour allows, the
- * limits test limits an action the product never calls (DescribeRegions), and
- * stats are asserted as deltas.
+ * The proxy is shared by every integration test file, and its faults and
+ * limits are global. So these tests work in a Region the rest of the suite
+ * never uses (faults are keyed by zone name and limits kept per Region, so
+ * nothing set here reaches the stack's own Region), clear faults and limits
+ * around each test, and assert stats as deltas.
  */
 
+const REGION = 'us-west-2';
 const stack = loadTestStack();
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const ec2 = new EC2Client({
+  endpoint: stack.ec2Endpoint,
+  region: REGION,
+  credentials,
+  maxAttempts: 1,
+});
+const moto = new EC2Client({
+  endpoint: stack.motoEndpoint,
+  region: REGION,
+  credentials,
+  maxAttempts: 1,
+});
+/** The stack's own Region, through the proxy; used only to show that limits are per Region. */
+const ec2Home = new EC2Client({
   endpoint: stack.ec2Endpoint,
   region: stack.region,
   credentials,
   maxAttempts: 1,
 });
-const moto = new EC2Client({
+const motoHome = new EC2Client({
   endpoint: stack.motoEndpoint,
   region: stack.region,
   credentials,
@@ -76,7 +90,7 @@ async function rawEc2(
     method: 'POST',
     headers: {
       'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
-      authorization: `AWS4-HMAC-SHA256 Credential=test/20260101/${stack.region}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
+      authorization: `AWS4-HMAC-SHA256 Credential=test/20260101/${REGION}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
     },
     body: new URLSearchParams({ Version: '2016-11-15', ...params }).toString(),
   });
@@ -173,16 +187,23 @@ async function resetProxy(): Promise<void> {
   expect((await admin('DELETE', '/_admin/limits')).status).toBe(200);
 }
 
+/** An image id: moto does not check it on RunInstances, but one it serves keeps the launch honest. */
+async function anyImageId(): Promise<string> {
+  for (const client of [moto, motoHome]) {
+    const images = await client.send(new DescribeImagesCommand({}));
+    const id = images.Images?.find((i) => i.ImageId)?.ImageId;
+    if (id) return id;
+  }
+  throw new Error('moto serves no image');
+}
+
 beforeAll(async () => {
-  const images = await moto.send(new DescribeImagesCommand({}));
-  const id = images.Images?.find((i) => i.ImageId)?.ImageId;
-  if (!id) throw new Error('moto serves no image');
-  imageId = id;
+  imageId = await anyImageId();
   const zones = await moto.send(new DescribeAvailabilityZonesCommand({}));
   allZones = (zones.AvailabilityZones ?? [])
     .flatMap((z) => (z.ZoneName ? [z.ZoneName] : []))
     .sort();
-  expect(allZones).toEqual(expect.arrayContaining(['us-east-1a', 'us-east-1e', 'us-east-1f']));
+  expect(allZones).toEqual(['us-west-2a', 'us-west-2b', 'us-west-2c', 'us-west-2d']);
 });
 
 beforeEach(resetProxy);
@@ -193,6 +214,8 @@ afterAll(async () => {
   if (ids.length > 0) await moto.send(new TerminateInstancesCommand({ InstanceIds: ids }));
   ec2.destroy();
   moto.destroy();
+  motoHome.destroy();
+  ec2Home.destroy();
 });
 
 describe('admin API', () => {
@@ -202,19 +225,19 @@ describe('admin API', () => {
 
   it('replaces the whole fault set on PUT and shows it on GET', async () => {
     const first = {
-      zones: { 'us-east-1f': 'InsufficientInstanceCapacity' },
-      zoneStates: { 'us-east-1e': 'impaired' },
+      zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
+      zoneStates: { 'us-west-2c': 'impaired' },
     };
     expect(await admin('PUT', '/_admin/faults', first)).toEqual({ status: 200, body: first });
     expect(
-      await admin('PUT', '/_admin/faults', { zoneStates: { 'us-east-1f': 'constrained' } }),
+      await admin('PUT', '/_admin/faults', { zoneStates: { 'us-west-2d': 'constrained' } }),
     ).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: { 'us-east-1f': 'constrained' } },
+      body: { zones: {}, zoneStates: { 'us-west-2d': 'constrained' } },
     });
     expect(await admin('GET', '/_admin/faults')).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: { 'us-east-1f': 'constrained' } },
+      body: { zones: {}, zoneStates: { 'us-west-2d': 'constrained' } },
     });
     expect(await admin('DELETE', '/_admin/faults')).toEqual({
       status: 200,
@@ -228,13 +251,13 @@ describe('admin API', () => {
     [
       'a non-string code',
       '/_admin/faults',
-      { zones: { 'us-east-1f': 500 } },
-      '"zones.us-east-1f" must be a string',
+      { zones: { 'us-west-2d': 500 } },
+      '"zones.us-west-2d" must be a string',
     ],
     [
       'an unknown zone state',
       '/_admin/faults',
-      { zoneStates: { 'us-east-1e': 'degraded' } },
+      { zoneStates: { 'us-west-2c': 'degraded' } },
       'unknown zone state "degraded"',
     ],
     [
@@ -313,7 +336,7 @@ describe('pass-through', () => {
   it('forwards GET query-string requests too', async () => {
     const query = '?Action=DescribeRegions&Version=2016-11-15';
     const headers = {
-      authorization: `AWS4-HMAC-SHA256 Credential=test/20260101/${stack.region}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
+      authorization: `AWS4-HMAC-SHA256 Credential=test/20260101/${REGION}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
     };
     const [viaProxy, direct] = await Promise.all([
       fetch(`${stack.ec2Endpoint}/${query}`, { headers }).then((r) => r.text()),
@@ -328,18 +351,18 @@ describe('zone faults', () => {
   it('fails RunInstances in a faulted zone with the EC2 code, status and wording, launching nothing', async () => {
     const tag = randomUUID();
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1f': 'InsufficientInstanceCapacity' },
+      zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
     });
     const before = await stats();
 
-    const err = await failure(launch(tag, { Placement: { AvailabilityZone: 'us-east-1f' } }));
+    const err = await failure(launch(tag, { Placement: { AvailabilityZone: 'us-west-2d' } }));
 
-    const others = allZones.filter((z) => z !== 'us-east-1f').join(', ');
+    const others = allZones.filter((z) => z !== 'us-west-2d').join(', ');
     expect(err).toEqual({
       code: 'InsufficientInstanceCapacity',
       status: 500,
       message:
-        'We currently do not have sufficient t3.small capacity in the Availability Zone you requested (us-east-1f). ' +
+        'We currently do not have sufficient t3.small capacity in the Availability Zone you requested (us-west-2d). ' +
         'Our system will be working on provisioning additional capacity. ' +
         `You can currently get t3.small capacity by not specifying an Availability Zone in your request or choosing ${others}.`,
     });
@@ -353,7 +376,7 @@ describe('zone faults', () => {
 
   it("answers with EC2's XML error document", async () => {
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1f': 'InsufficientInstanceCapacity' },
+      zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
     });
     const reply = await rawEc2(stack.ec2Endpoint, {
       Action: 'RunInstances',
@@ -361,48 +384,48 @@ describe('zone faults', () => {
       MinCount: '1',
       MaxCount: '1',
       InstanceType: 'm5.large',
-      'Placement.AvailabilityZone': 'us-east-1f',
+      'Placement.AvailabilityZone': 'us-west-2d',
     });
     expect(reply.status).toBe(500);
     expect(reply.contentType).toMatch(/^text\/xml/);
     expect(reply.body).toMatch(
-      /^<\?xml version="1\.0" encoding="UTF-8"\?>\s*<Response><Errors><Error><Code>InsufficientInstanceCapacity<\/Code><Message>We currently do not have sufficient m5\.large capacity in the Availability Zone you requested \(us-east-1f\)\.[^<]*<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>$/,
+      /^<\?xml version="1\.0" encoding="UTF-8"\?>\s*<Response><Errors><Error><Code>InsufficientInstanceCapacity<\/Code><Message>We currently do not have sufficient m5\.large capacity in the Availability Zone you requested \(us-west-2d\)\.[^<]*<\/Message><\/Error><\/Errors><RequestID>[0-9a-f-]{36}<\/RequestID><\/Response>$/,
     );
   });
 
   it('still launches in another zone, and in the faulted one once cleared', async () => {
     const tag = randomUUID();
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1f': 'InsufficientInstanceCapacity' },
+      zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
     });
-    const [inE] = await launch(tag, { Placement: { AvailabilityZone: 'us-east-1e' } });
-    expect(inE?.Placement?.AvailabilityZone).toBe('us-east-1e');
+    const [inE] = await launch(tag, { Placement: { AvailabilityZone: 'us-west-2c' } });
+    expect(inE?.Placement?.AvailabilityZone).toBe('us-west-2c');
 
     expect(await admin('DELETE', '/_admin/faults')).toEqual({
       status: 200,
       body: { zones: {}, zoneStates: {} },
     });
-    const [inF] = await launch(tag, { Placement: { AvailabilityZone: 'us-east-1f' } });
-    expect(inF?.Placement?.AvailabilityZone).toBe('us-east-1f');
+    const [inF] = await launch(tag, { Placement: { AvailabilityZone: 'us-west-2d' } });
+    expect(inF?.Placement?.AvailabilityZone).toBe('us-west-2d');
     expect((await motoInstances(tag)).map((i) => i.Placement?.AvailabilityZone).sort()).toEqual([
-      'us-east-1e',
-      'us-east-1f',
+      'us-west-2c',
+      'us-west-2d',
     ]);
   });
 
   it("targets a subnet's zone: Unsupported answers 400 with EC2's wording", async () => {
     const tag = randomUUID();
-    const subnetId = await defaultSubnet('us-east-1e');
+    const subnetId = await defaultSubnet('us-west-2c');
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1e': 'Unsupported', 'us-east-1f': 'InsufficientInstanceCapacity' },
+      zones: { 'us-west-2c': 'Unsupported', 'us-west-2d': 'InsufficientInstanceCapacity' },
     });
     const err = await failure(launch(tag, { SubnetId: subnetId, InstanceType: 'c5.xlarge' }));
-    const others = allZones.filter((z) => z !== 'us-east-1e' && z !== 'us-east-1f').join(', ');
+    const others = allZones.filter((z) => z !== 'us-west-2c' && z !== 'us-west-2d').join(', ');
     expect(err).toEqual({
       code: 'Unsupported',
       status: 400,
       message:
-        'Your requested instance type (c5.xlarge) is not supported in your requested Availability Zone (us-east-1e). ' +
+        'Your requested instance type (c5.xlarge) is not supported in your requested Availability Zone (us-west-2c). ' +
         `Please retry your request by not specifying an Availability Zone or choosing ${others}.`,
     });
     expect(await motoInstances(tag)).toEqual([]);
@@ -410,9 +433,9 @@ describe('zone faults', () => {
 
   it("targets moto's own choice, the region's first zone, when no zone or subnet is given", async () => {
     const tag = randomUUID();
-    const subnetId = await defaultSubnet('us-east-1a');
+    const subnetId = await defaultSubnet('us-west-2a');
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1a': 'InsufficientFreeAddressesInSubnet' },
+      zones: { 'us-west-2a': 'InsufficientFreeAddressesInSubnet' },
     });
     const err = await failure(launch(tag));
     await admin('DELETE', '/_admin/faults');
@@ -424,35 +447,35 @@ describe('zone faults', () => {
     expect(await motoInstances(tag)).toEqual([]);
 
     const [instance] = await launch(tag);
-    expect(instance?.Placement?.AvailabilityZone).toBe('us-east-1a');
+    expect(instance?.Placement?.AvailabilityZone).toBe('us-west-2a');
     expect(instance?.SubnetId).toBe(subnetId);
   });
 });
 
 describe('zone states', () => {
   it('reports faulted zone states and honours state filters on them', async () => {
-    const healthy = allZones.filter((z) => z !== 'us-east-1e').map((z) => `${z}:available`);
-    await admin('PUT', '/_admin/faults', { zoneStates: { 'us-east-1e': 'impaired' } });
+    const healthy = allZones.filter((z) => z !== 'us-west-2c').map((z) => `${z}:available`);
+    await admin('PUT', '/_admin/faults', { zoneStates: { 'us-west-2c': 'impaired' } });
 
-    expect((await zoneStates()).sort()).toEqual([...healthy, 'us-east-1e:impaired'].sort());
+    expect((await zoneStates()).sort()).toEqual([...healthy, 'us-west-2c:impaired'].sort());
     expect((await zoneStates([{ Name: 'state', Values: ['available'] }])).sort()).toEqual(healthy);
     expect(await zoneStates([{ Name: 'state', Values: ['impaired'] }])).toEqual([
-      'us-east-1e:impaired',
+      'us-west-2c:impaired',
     ]);
     expect(await zoneStates([{ Name: 'zone-state', Values: ['impaired'] }])).toEqual([
-      'us-east-1e:impaired',
+      'us-west-2c:impaired',
     ]);
     expect(
       await zoneStates([
-        { Name: 'zone-name', Values: ['us-east-1d', 'us-east-1e'] },
+        { Name: 'zone-name', Values: ['us-west-2b', 'us-west-2c'] },
         { Name: 'state', Values: ['available'] },
       ]),
-    ).toEqual(['us-east-1d:available']);
+    ).toEqual(['us-west-2b:available']);
 
     await admin('DELETE', '/_admin/faults');
     expect(await zoneStates([{ Name: 'state', Values: ['impaired'] }])).toEqual([]);
     expect(await zoneStates([{ Name: 'state', Values: ['available'] }])).toContain(
-      'us-east-1e:available',
+      'us-west-2c:available',
     );
   });
 });
@@ -462,7 +485,7 @@ describe('RunInstances idempotency', () => {
     const tag = randomUUID();
     const input = launchInput(tag, {
       ClientToken: tag,
-      Placement: { AvailabilityZone: 'us-east-1d' },
+      Placement: { AvailabilityZone: 'us-west-2b' },
     });
     const before = await stats();
     const first = await ec2.send(new RunInstancesCommand(input));
@@ -511,15 +534,15 @@ describe('RunInstances idempotency', () => {
     const tag = randomUUID();
     const [inD] = await launch(tag, {
       ClientToken: tag,
-      Placement: { AvailabilityZone: 'us-east-1d' },
+      Placement: { AvailabilityZone: 'us-west-2b' },
     });
     const [inE] = await launch(tag, {
       ClientToken: tag,
-      Placement: { AvailabilityZone: 'us-east-1e' },
+      Placement: { AvailabilityZone: 'us-west-2c' },
     });
     const [inDAgain] = await launch(tag, {
       ClientToken: tag,
-      Placement: { AvailabilityZone: 'us-east-1d' },
+      Placement: { AvailabilityZone: 'us-west-2b' },
     });
     expect(inE?.InstanceId).not.toBe(inD?.InstanceId);
     expect(inDAgain?.InstanceId).toBe(inD?.InstanceId);
@@ -546,10 +569,10 @@ describe('RunInstances idempotency', () => {
     const tag = randomUUID();
     const input = launchInput(tag, {
       ClientToken: tag,
-      Placement: { AvailabilityZone: 'us-east-1f' },
+      Placement: { AvailabilityZone: 'us-west-2d' },
     });
     await admin('PUT', '/_admin/faults', {
-      zones: { 'us-east-1f': 'InsufficientInstanceCapacity' },
+      zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
     });
     expect((await failure(ec2.send(new RunInstancesCommand(input)))).code).toBe(
       'InsufficientInstanceCapacity',
@@ -598,6 +621,15 @@ describe('request limits', () => {
     expect((after.calls.DescribeRegions ?? 0) - (before.calls.DescribeRegions ?? 0)).toBe(5);
   });
 
+  it('keeps separate buckets per Region', async () => {
+    await admin('PUT', '/_admin/limits', { describeRegions: { burst: 1, refillPerSecond: 0 } });
+    await ec2.send(new DescribeRegionsCommand({}));
+    expect((await failure(ec2.send(new DescribeRegionsCommand({})))).code).toBe(
+      'RequestLimitExceeded',
+    );
+    await expect(ec2Home.send(new DescribeRegionsCommand({}))).resolves.toBeDefined();
+  });
+
   it('limits nothing once cleared', async () => {
     await admin('PUT', '/_admin/limits', { describeRegions: { burst: 1, refillPerSecond: 0 } });
     await ec2.send(new DescribeRegionsCommand({}));
@@ -614,9 +646,9 @@ describe('stats', () => {
     const before = await stats();
     await ec2.send(new DescribeRegionsCommand({}));
     await ec2.send(new DescribeRegionsCommand({}));
-    await admin('PUT', '/_admin/faults', { zones: { 'us-east-1f': 'InsufficientHostCapacity' } });
+    await admin('PUT', '/_admin/faults', { zones: { 'us-west-2d': 'InsufficientHostCapacity' } });
     const err = await failure(
-      launch(randomUUID(), { Placement: { AvailabilityZone: 'us-east-1f' } }),
+      launch(randomUUID(), { Placement: { AvailabilityZone: 'us-west-2d' } }),
     );
     expect([err.code, err.status, err.message]).toEqual([
       'InsufficientHostCapacity',

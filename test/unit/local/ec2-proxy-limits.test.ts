@@ -60,25 +60,34 @@ describe('RequestLimiter', () => {
   it('limits only the actions it has buckets for, keyed by lower-camel names', () => {
     const clock = fakeClock();
     const limiter = new RequestLimiter(clock.now);
-    expect(limiter.allow('RunInstances')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(true);
     limiter.set({ runInstances: { burst: 1, refillPerSecond: 1 } });
-    expect(limiter.allow('RunInstances')).toBe(true);
-    expect(limiter.allow('RunInstances')).toBe(false);
-    expect(limiter.allow('DescribeInstances')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(false);
+    expect(limiter.allow('DescribeInstances', 'us-east-1')).toBe(true);
     expect(limiter.current()).toEqual({ runInstances: { burst: 1, refillPerSecond: 1 } });
     limiter.clear();
-    expect(limiter.allow('RunInstances')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(true);
     expect(limiter.current()).toEqual({});
+  });
+
+  it('keeps one bucket per Region', () => {
+    const limiter = new RequestLimiter(fakeClock().now);
+    limiter.set({ runInstances: { burst: 1, refillPerSecond: 0 } });
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-east-1')).toBe(false);
+    expect(limiter.allow('RunInstances', 'us-west-2')).toBe(true);
+    expect(limiter.allow('RunInstances', 'us-west-2')).toBe(false);
   });
 
   it('starts every bucket full when limits are set again', () => {
     const clock = fakeClock();
     const limiter = new RequestLimiter(clock.now);
     limiter.set({ terminateInstances: { burst: 1, refillPerSecond: 0 } });
-    expect(limiter.allow('TerminateInstances')).toBe(true);
-    expect(limiter.allow('TerminateInstances')).toBe(false);
+    expect(limiter.allow('TerminateInstances', 'us-east-1')).toBe(true);
+    expect(limiter.allow('TerminateInstances', 'us-east-1')).toBe(false);
     limiter.set({ terminateInstances: { burst: 1, refillPerSecond: 0 } });
-    expect(limiter.allow('TerminateInstances')).toBe(true);
+    expect(limiter.allow('TerminateInstances', 'us-east-1')).toBe(true);
   });
 });
 
