@@ -175,3 +175,11 @@ export class Validator {
     }
   }
 }
+
+/**
+ * Juju's warning for keys a provider cannot honour:
+ * `unsupported constraints: tags,virt-type`.
+ */
+export function unsupportedConstraintsMessage(keys: readonly string[]): string {
+  return `unsupported constraints: ${keys.join(',')}`;
+}

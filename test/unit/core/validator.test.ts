@@ -6,6 +6,7 @@ import {
   createEc2Validator,
   mergeConstraints,
   parseConstraints,
+  unsupportedConstraintsMessage,
   Validator,
   type VocabularyValue,
 } from '../../../core';
@@ -474,11 +475,18 @@ describe('createEc2Validator', () => {
   ];
 
   test('reports tags, virt-type and allocate-public-ip as unsupported', () => {
-    expect(
-      createEc2Validator().validate(
-        p('mem=4G tags=a virt-type=hvm allocate-public-ip=true root-disk-source=ssd spaces=x'),
-      ),
-    ).toStrictEqual(['tags', 'virt-type', 'allocate-public-ip']);
+    const unsupported = createEc2Validator().validate(
+      p('mem=4G tags=a virt-type=hvm allocate-public-ip=true root-disk-source=ssd spaces=x'),
+    );
+    expect(unsupported).toStrictEqual(['tags', 'virt-type', 'allocate-public-ip']);
+    expect(unsupportedConstraintsMessage(unsupported)).toBe(
+      'unsupported constraints: tags,virt-type,allocate-public-ip',
+    );
+    // Set to the default, they are still reported: the key was given.
+    expect(createEc2Validator().validate(p('tags= virt-type='))).toStrictEqual([
+      'tags',
+      'virt-type',
+    ]);
   });
 
   test('arch vocabulary is amd64 and arm64', () => {
