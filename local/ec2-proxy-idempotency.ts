@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { QueryParams } from './ec2-proxy-query';
 
 /**
@@ -17,6 +18,17 @@ export interface IdempotencyScope {
   /** Who is asking: access key and account header (moto maps them to an account). */
   readonly principal: string;
   readonly region: string;
+}
+
+/** Who is calling and where: the SigV4 credential scope, and moto's account header. */
+export function callerScope(headers: IncomingHttpHeaders): IdempotencyScope {
+  const auth = headers.authorization ?? '';
+  const m = /Credential=([^/,\s]+)\/\d{8}\/([^/,\s]+)\//.exec(auth);
+  const account = headers['x-moto-account-id'];
+  return {
+    principal: `${m?.[1] ?? ''}|${typeof account === 'string' ? account : ''}`,
+    region: m?.[2] ?? 'us-east-1',
+  };
 }
 
 /** The key a token is held under: per principal and region, and per zone for zonal requests. */

@@ -23,6 +23,7 @@ import {
 import { alternativeZones, NO_FAULTS } from './ec2-proxy-faults';
 import type { IdempotencyScope, LaunchRecord } from './ec2-proxy-idempotency';
 import {
+  callerScope,
   decideReplay,
   IdempotencyStore,
   idempotencyKey,
@@ -173,20 +174,22 @@ interface Ec2Call {
   readonly scope: IdempotencyScope;
 }
 
+/** The request target as sent, split at `?` (kept verbatim for forwarding). */
+interface RequestTarget {
+  readonly pathname: string;
+  readonly search: string;
+}
+
+function splitTarget(raw: string): RequestTarget {
+  const q = raw.indexOf('?');
+  return q === -1
+    ? { pathname: raw, search: '' }
+    : { pathname: raw.slice(0, q), search: raw.slice(q) };
+}
+
 function isFormBody(headers: IncomingHttpHeaders, body: Buffer): boolean {
   const type = headers['content-type'];
   return type === undefined ? body.length > 0 : type.includes('application/x-www-form-urlencoded');
-}
-
-/** Who is calling and where: the SigV4 credential scope, and moto's account header. */
-export function callerScope(headers: IncomingHttpHeaders): IdempotencyScope {
-  const auth = headers.authorization ?? '';
-  const m = /Credential=([^/,\s]+)\/\d{8}\/([^/,\s]+)\//.exec(auth);
-  const account = headers['x-moto-account-id'];
-  return {
-    principal: `${m?.[1] ?? ''}|${typeof account === 'string' ? account : ''}`,
-    region: m?.[2] ?? 'us-east-1',
-  };
 }
 
 type ReplayOutcome =
@@ -217,16 +220,16 @@ class ProxyHandler {
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://proxy.invalid');
+    const target = splitTarget(req.url ?? '/');
     const method = req.method ?? 'GET';
     const body = await readBody(req);
-    if (isAdminPath(url.pathname)) {
-      this.answerAdmin(res, method, url.pathname, body);
+    if (isAdminPath(target.pathname)) {
+      this.answerAdmin(res, method, target.pathname, body);
       return;
     }
-    const call = this.parseCall(req, method, url, body);
+    const call = this.parseCall(req, method, target, body);
     if (!call) {
-      await this.forward(res, method, url.pathname + url.search, req.headers, body);
+      await this.forward(res, method, target.pathname + target.search, req.headers, body);
       return;
     }
     this.admin.stats.call(call.action);
@@ -277,7 +280,7 @@ class ProxyHandler {
   private parseCall(
     req: IncomingMessage,
     method: string,
-    url: URL,
+    url: RequestTarget,
     body: Buffer,
   ): Ec2Call | undefined {
     const queryParams = parseQuery(url.search);

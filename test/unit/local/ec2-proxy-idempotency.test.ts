@@ -1,5 +1,6 @@
 import type { LaunchRecord } from '../../../local/ec2-proxy-idempotency';
 import {
+  callerScope,
   decideReplay,
   IdempotencyStore,
   idempotencyKey,
@@ -22,6 +23,22 @@ const request: Array<[string, string]> = [
 function record(fingerprint: string, id = 'i-1'): LaunchRecord {
   return { fingerprint, reservationId: 'r-1', instanceIds: [id], responseBody: '<x/>' };
 }
+
+describe('callerScope', () => {
+  it('reads access key and Region from the SigV4 credential scope, and moto’s account header', () => {
+    expect(
+      callerScope({
+        authorization:
+          'AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/eu-west-1/ec2/aws4_request, SignedHeaders=host, Signature=abc',
+        'x-moto-account-id': '111122223333',
+      }),
+    ).toEqual({ principal: 'AKIDEXAMPLE|111122223333', region: 'eu-west-1' });
+  });
+
+  it('defaults to us-east-1, as moto does, when unsigned', () => {
+    expect(callerScope({})).toEqual({ principal: '|', region: 'us-east-1' });
+  });
+});
 
 describe('idempotencyKey', () => {
   it('is zonal when the request names a zone and regional otherwise', () => {
