@@ -71,7 +71,12 @@ export async function ensureSearchAttributes(
 // --- Temporal Cloud: Cloud Ops API (HTTP) --------------------------------------------------------
 
 export const CLOUD_OPS_API_URL = 'https://saas-api.tmprl.cloud';
-/** Cloud Ops API version this code speaks (namespace `spec.searchAttributes` needs ≥ v0.3.0). */
+/**
+ * Cloud Ops API version this code speaks (namespace `spec.searchAttributes`
+ * needs ≥ v0.3.0). The backend uses the stated version to mutate resources
+ * safely (temporalio/api-cloud README), so spec fields newer than it are not
+ * ours to round-trip.
+ */
 export const CLOUD_OPS_API_VERSION = 'v0.4.0';
 
 const CLOUD_TYPES: Record<string, string> = {
@@ -169,8 +174,10 @@ export function cloudOpsRegistry(options: CloudOpsRegistryOptions): SearchAttrib
   async function waitFor(operation: AsyncOperation | undefined): Promise<void> {
     const deadline = Date.now() + (options.timeoutMs ?? 240_000);
     let op = operation;
-    while (op?.id && op.state !== 'STATE_FULFILLED') {
-      if (op.state === 'STATE_FAILED' || op.state === 'STATE_CANCELLED') {
+    // States are `STATE_FULFILLED`, `STATE_FAILED`, …; match on the suffix to accept older spellings too.
+    const state = () => (op?.state ?? '').toUpperCase();
+    while (op?.id && !state().endsWith('FULFILLED')) {
+      if (state().endsWith('FAILED') || state().endsWith('CANCELLED')) {
         throw new TemporalCloudApiError(
           `namespace update ${op.id} ${op.state}: ${op.failureReason ?? 'no reason given'}`,
         );
