@@ -111,6 +111,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
     it(`is ${env === 'dev' ? 'destroyed with the stack' : 'retained and deletion-protected'}`, () => {
       const retained = env !== 'dev';
       expect(config.retainData).toBe(retained);
+      expect(synth.stack.terminationProtection).toBe(retained);
       synth.template.hasResource('AWS::DynamoDB::Table', {
         DeletionPolicy: retained ? 'Retain' : 'Delete',
         UpdateReplacePolicy: retained ? 'Retain' : 'Delete',
