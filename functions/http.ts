@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { Logger } from '@aws-lambda-powertools/logger';
 import type { z } from 'zod';
 import { bearerToken, tokensMatch, tokenSourceFromEnv, type TokenSource } from '../config/auth';
+import { logger } from '../config/logger';
 import {
   ApiError,
   BadRequestError,
@@ -9,8 +9,6 @@ import {
   NotImplementedError,
   UnauthorizedError,
 } from './errors';
-
-export const logger = new Logger({ serviceName: 'provisioner-api' });
 
 export interface ApiRequest {
   routeKey: string;

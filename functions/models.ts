@@ -1,23 +1,28 @@
 import { z } from 'zod';
 import { serviceContext } from '../service/context';
-import { createModel, getModel, listModels } from '../service/models';
-import { HARVEST_MODES } from '../state/types';
+import {
+  createModel,
+  destroyModel,
+  getModel,
+  getModelConstraints,
+  listModels,
+  setModelConstraints,
+} from '../service/models';
+import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { createHandler, param, parseBody } from './http';
 
 const CreateModel = z.strictObject({
   name: z.string(),
   region: z.string().optional(),
   constraints: z.string().optional(),
-  harvestMode: z.enum(HARVEST_MODES as [string, ...string[]]).optional(),
+  harvestMode: z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).optional(),
 });
+
+export const SetConstraints = z.strictObject({ constraints: z.string() });
 
 export const handler = createHandler({
   'POST /v1/models': async (req) => {
-    const body = parseBody(CreateModel, req.body);
-    const model = await createModel(serviceContext(), {
-      ...body,
-      harvestMode: body.harvestMode as never,
-    });
+    const model = await createModel(serviceContext(), parseBody(CreateModel, req.body));
     return { status: 201, body: model };
   },
   'GET /v1/models': async () => ({
@@ -28,4 +33,20 @@ export const handler = createHandler({
     status: 200,
     body: await getModel(serviceContext(), param(req, 'model')),
   }),
+  'DELETE /v1/models/{model}': async (req) => {
+    await destroyModel(serviceContext(), param(req, 'model'));
+    return { status: 202 };
+  },
+  'GET /v1/models/{model}/constraints': async (req) => ({
+    status: 200,
+    body: await getModelConstraints(serviceContext(), param(req, 'model')),
+  }),
+  'PUT /v1/models/{model}/constraints': async (req) => {
+    const { constraints } = parseBody(SetConstraints, req.body);
+    return {
+      status: 200,
+      body: await setModelConstraints(serviceContext(), param(req, 'model'), constraints),
+    };
+  },
+  // API Gateway's `$default` route: an authenticated 404 in the contract's shape.
 });

@@ -1,6 +1,8 @@
 import type { Client } from '@temporalio/client';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { dynamoDbClient, temporalClient } from '../config/clients';
+import { logger } from '../config/logger';
 import { serviceEndpoints } from '../config/env';
 import { Repository } from '../state/repository';
 import { TemporalMachineWorkflows, type MachineWorkflows } from './workflows';
@@ -11,6 +13,7 @@ export interface ServiceContext {
   workflows: MachineWorkflows;
   defaultRegion: string;
   now(): Date;
+  log: Pick<Logger, 'warn' | 'info' | 'error'>;
 }
 
 async function temporalApiKey(): Promise<string | undefined> {
@@ -46,6 +49,7 @@ export function serviceContext(): ServiceContext {
     workflows: new TemporalMachineWorkflows(connect),
     defaultRegion: endpoints.region,
     now: () => new Date(),
+    log: logger,
   };
   return context;
 }

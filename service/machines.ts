@@ -1,10 +1,20 @@
 import { BadRequestError } from '../functions/errors';
-import type { MachineRecord } from '../state/types';
-import { canonicalConstraints, mergeIntoModel } from './constraints';
+import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
+import { machineItem, machineKey } from '../state/repository';
+import { machineStatusIndexPk } from '../state/keys';
+import { collapseConstraints, validateConstraints } from './constraints';
 import type { ServiceContext } from './context';
-import { parseMachinePlacement, validateBase } from './placement';
+import { parseMachinePlacement, placementText, validateBase } from './placement';
+import { isProvisioned, newMachine } from './records';
+import {
+  checkZoneInRegion,
+  guardModelAndApp,
+  startWorkflows,
+  updateMachineMembership,
+} from './units';
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
+const MAX_MACHINES = 1000;
 
 export interface AddMachinesInput {
   count?: number;
@@ -15,9 +25,10 @@ export interface AddMachinesInput {
 
 /**
  * add-machine: records `count` machines (all or nothing), then starts one
- * workflow per machine. A machine added on its own takes the model's
- * constraints with its own on top. Manual (`ssh:`) machines are recorded
- * running and never launched.
+ * workflow per provisioned machine. A machine added on its own takes the
+ * model's constraints with its own on top. `lxd:N` adds a container to
+ * machine N, `lxd` a new machine with a container; manual (`ssh:`) machines
+ * are recorded running and never launched.
  */
 export async function addMachines(
   ctx: ServiceContext,
@@ -25,34 +36,111 @@ export async function addMachines(
   input: AddMachinesInput,
 ): Promise<{ id: string }[]> {
   const count = input.count ?? 1;
-  if (!Number.isInteger(count) || count < 1 || count > 1000) {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_MACHINES) {
     throw new BadRequestError(
-      `count must be an integer from 1 to 1000, got ${String(input.count)}`,
+      `count must be an integer from 1 to ${MAX_MACHINES}, got ${String(input.count)}`,
     );
   }
-  const placement = parseMachinePlacement(input.placement, count);
+  const own = validateConstraints(input.constraints ?? '');
+  const placement = parseMachinePlacement(input.placement, count, own.value);
   const base = validateBase(input.base ?? DEFAULT_BASE);
-  const modelRecord = await ctx.repo.getModel(model);
-  const constraints = mergeIntoModel(
-    modelRecord.constraints,
-    canonicalConstraints(input.constraints ?? ''),
-  );
-  const ids = await ctx.repo.allocateMachineIds(model, count);
+  const modelRecord = await ctx.repo.getLiveModel(model);
+  if (placement?.kind === 'zone') checkZoneInRegion(placement.zone, modelRecord.region);
+  const constraints = collapseConstraints(modelRecord.constraints, own.canonical);
   const now = ctx.now().toISOString();
+
+  if (placement?.kind === 'container') {
+    if (placement.machineId !== undefined) {
+      const hostId = placement.machineId;
+      const host = await ctx.repo.getMachine(model, hostId);
+      if (host.life !== 'alive')
+        throw new EntityConflictError(`machine ${hostId} is being destroyed`);
+      const ids = await ctx.repo.allocateContainerIds(model, hostId, count);
+      await retryOnConcurrentChange(async () => {
+        const current = await ctx.repo.getMachine(model, hostId);
+        const tx = ctx.repo.transaction();
+        guardModelAndApp(tx, model, []);
+        for (const id of ids)
+          tx.put(
+            machineItem(newMachine({ model, id, base, constraints, now })),
+            'attribute_not_exists(pk)',
+          );
+        updateMachineMembership(tx, current, {
+          principals: current.principals,
+          applications: current.applications,
+          containers: [...current.containers, ...ids].sort(),
+        });
+        await ctx.repo.commit(tx);
+      });
+      return ids.map((id) => ({ id }));
+    }
+    const hosts = await ctx.repo.allocateMachineIds(model, count);
+    const machines = hosts.flatMap((h) => [
+      { ...newMachine({ model, id: h, base, constraints, containers: [`${h}/lxd/0`], now }) },
+      newMachine({ model, id: `${h}/lxd/0`, base, constraints, now }),
+    ]);
+    await ctx.repo.putNewMachines(machines);
+    await startWorkflows(ctx, model, hosts);
+    return hosts.map((h) => ({ id: `${h}/lxd/0` }));
+  }
+
   const manual = placement?.kind === 'ssh';
-  const machines: MachineRecord[] = ids.map((id) => ({
-    model,
-    id,
-    base,
-    constraints,
-    placement: placement?.text,
-    life: 'alive',
-    status: manual ? 'running' : 'pending',
-    message: '',
-    createdAt: now,
-    updatedAt: now,
-  }));
+  const ids = await ctx.repo.allocateMachineIds(model, count);
+  const machines = ids.map((id) =>
+    newMachine({ model, id, base, constraints, placement: placementText(placement), manual, now }),
+  );
   await ctx.repo.putNewMachines(machines);
-  if (!manual) await Promise.all(ids.map((id) => ctx.workflows.start(model, id)));
+  await startWorkflows(
+    ctx,
+    model,
+    machines.filter(isProvisioned).map((m) => m.id),
+  );
   return ids.map((id) => ({ id }));
+}
+
+/**
+ * retry-provisioning: only for a machine in `error` (Juju's text otherwise);
+ * with constraints, they replace the machine's own first. The workflow then
+ * starts again from a fresh zone list.
+ */
+export async function retryMachine(
+  ctx: ServiceContext,
+  model: string,
+  id: string,
+  constraints?: string,
+): Promise<void> {
+  const modelRecord = await ctx.repo.getModel(model);
+  const replacement =
+    constraints === undefined
+      ? undefined
+      : collapseConstraints(modelRecord.constraints, validateConstraints(constraints).canonical);
+  const machine = await ctx.repo.getMachine(model, id);
+  if (machine.status !== 'error' || machine.life !== 'alive') {
+    throw new EntityConflictError(
+      `machine ${id} is not in an error state (${machine.life === 'alive' ? machine.status : machine.life})`,
+    );
+  }
+  if (replacement !== undefined) {
+    const tx = ctx.repo.transaction();
+    tx.update(
+      machineKey(model, id),
+      'SET #c = :c, version = if_not_exists(version, :zero) + :one',
+      {
+        condition: '#s = :error AND gsi2pk = :gsi2pk',
+        names: { '#c': 'constraints', '#s': 'status' },
+        values: {
+          ':c': replacement,
+          ':error': 'error',
+          ':zero': 0,
+          ':one': 1,
+          ':gsi2pk': machineStatusIndexPk(model, 'error'),
+        },
+        onFail: new EntityConflictError(
+          `machine ${id} is not in an error state (it changed meanwhile)`,
+        ),
+      },
+    );
+    await ctx.repo.commit(tx);
+  }
+  await ctx.workflows.signal(model, id, 'retry');
 }

@@ -1,9 +1,11 @@
 import { BadRequestError } from '../functions/errors';
 import type { HarvestMode, ModelRecord } from '../state/types';
-import { canonicalConstraints } from './constraints';
+import { destroyApplication } from './applications';
+import { canonicalConstraints, constraintsView } from './constraints';
+import { NAME_PATTERN } from './names';
+import { retireMachine, signalDead } from './removal';
 import type { ServiceContext } from './context';
 
-export const NAME_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
 const REGION_PATTERN = /^[a-z]{2}(-[a-z]+)+-\d+$/;
 
 export interface CreateModelInput {
@@ -57,4 +59,33 @@ export async function listModels(ctx: ServiceContext): Promise<ModelView[]> {
 
 export async function getModel(ctx: ServiceContext, name: string): Promise<ModelView> {
   return modelView(await ctx.repo.getModel(name));
+}
+
+export async function getModelConstraints(ctx: ServiceContext, name: string) {
+  return constraintsView((await ctx.repo.getModel(name)).constraints);
+}
+
+/** set-model-constraints: applies to what is created from now on, never to existing units or machines. */
+export async function setModelConstraints(ctx: ServiceContext, name: string, text: string) {
+  const view = constraintsView(text);
+  await ctx.repo.setModelConstraints(name, view.constraints);
+  return view;
+}
+
+/**
+ * destroy-model: the model goes Dying (no new work is accepted), its
+ * applications, units and relations go, every machine goes Dead and is torn
+ * down by its workflow; the model itself disappears when it has no machines.
+ */
+export async function destroyModel(ctx: ServiceContext, name: string): Promise<void> {
+  await ctx.repo.getModel(name);
+  await ctx.repo.markModelDying(name);
+  const contents = await ctx.repo.loadModel(name);
+  for (const app of contents.applications) await destroyApplication(ctx, name, app.name);
+  const dead: string[] = [];
+  const machines = (await ctx.repo.listMachines(name)).sort((a, b) => b.id.length - a.id.length);
+  for (const m of machines)
+    dead.push(...(await retireMachine(ctx, name, m.id).catch(() => [] as string[])));
+  await signalDead(ctx, name, dead);
+  await ctx.repo.removeModelIfEmpty(name);
 }

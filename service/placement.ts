@@ -1,14 +1,42 @@
-import { BadRequestError } from '../functions/errors';
-// TEMPORARY until core/ lands.
+import {
+  checkAddMachine,
+  parseBase,
+  baseToString,
+  parsePlacement,
+  PlacementError,
+  placementToString,
+  type Placement,
+  type Constraints,
+} from '../core';
+
+/** Parses add-machine's placement with Juju's rules (`-n` with a directive refused; no existing machine id). */
 export function parseMachinePlacement(
   text: string | undefined,
-  _count: number,
-): { kind: string; text: string } | undefined {
-  if (!text) return undefined;
-  if (text.startsWith('ssh:')) return { kind: 'ssh', text };
-  if (text.startsWith('zone=')) return { kind: 'zone', text };
-  throw new BadRequestError(`invalid placement "${text}"`);
+  count: number,
+  constraints?: Constraints,
+): Placement | undefined {
+  const placement = text === undefined || text === '' ? undefined : parsePlacement(text);
+  checkAddMachine({ count, placement, constraints });
+  return placement;
 }
-export function validateBase(base: string): string {
-  return base;
+
+/** Parses deploy/add-unit `to` directives; `ssh:` belongs to add-machine only. */
+export function parseUnitPlacements(directives: readonly string[]): Placement[] {
+  return directives.map((text) => {
+    const placement = parsePlacement(text);
+    if (placement === undefined) throw new PlacementError(`invalid placement "${text}"`);
+    if (placement.kind === 'ssh') {
+      throw new PlacementError(`placement "${text}" is only valid when adding a machine`);
+    }
+    return placement;
+  });
+}
+
+export function placementText(p: Placement | undefined): string | undefined {
+  return p === undefined ? undefined : placementToString(p);
+}
+
+/** A base in canonical form (`ubuntu@22.04`); throws InvalidBaseError (400) on bad text. */
+export function validateBase(text: string): string {
+  return baseToString(parseBase(text));
 }

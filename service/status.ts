@@ -1,4 +1,4 @@
-import type { MachineRecord } from '../state/types';
+import type { MachineRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
 
 export interface MachineView {
@@ -34,6 +34,13 @@ export function compareMachineIds(a: string, b: string): number {
   return 0;
 }
 
+/** Unit names in order: by application, then number (`app/2` < `app/10`). */
+export function compareUnitNames(a: string, b: string): number {
+  const [appA = '', nA = '0'] = a.split('/');
+  const [appB = '', nB = '0'] = b.split('/');
+  return appA.localeCompare(appB) || Number(nA) - Number(nB);
+}
+
 export function machineView(m: MachineRecord): MachineView {
   return {
     id: m.id,
@@ -47,21 +54,59 @@ export function machineView(m: MachineRecord): MachineView {
     ...(m.instanceType ? { instanceType: m.instanceType } : {}),
     constraints: m.constraints,
     ...(m.hardware ? { hardware: m.hardware } : {}),
-    units: [],
-    containers: [],
+    units: [...m.principals].sort(compareUnitNames),
+    containers: [...m.containers].sort(compareMachineIds),
   };
 }
 
+/** A unit's status follows its machine: deployed once the machine runs, error when it failed. */
+export function unitStatus(
+  machine: MachineRecord | undefined,
+): 'allocating' | 'deployed' | 'error' {
+  if (machine?.status === 'running') return 'deployed';
+  if (machine?.status === 'error') return 'error';
+  return 'allocating';
+}
+
+/** A model's status, built from one Query of the model's partition. */
 export async function modelStatus(ctx: ServiceContext, model: string) {
-  const [record, machines] = await Promise.all([
-    ctx.repo.getModel(model),
-    ctx.repo.listMachines(model),
-  ]);
-  machines.sort((a, b) => compareMachineIds(a.id, b.id));
+  const contents = await ctx.repo.loadModel(model);
+  const machines = new Map(contents.machines.map((m) => [m.id, m]));
+  const unitsByApp = new Map<string, UnitRecord[]>();
+  for (const u of contents.units)
+    unitsByApp.set(u.application, [...(unitsByApp.get(u.application) ?? []), u]);
+  const sortedMachines = [...contents.machines].sort((a, b) => compareMachineIds(a.id, b.id));
+  const apps = [...contents.applications].sort((a, b) => a.name.localeCompare(b.name));
   return {
-    model: { name: record.name, region: record.region, constraints: record.constraints },
-    machines: Object.fromEntries(machines.map((m) => [m.id, machineView(m)])),
-    applications: {},
+    model: {
+      name: contents.model.name,
+      region: contents.model.region,
+      constraints: contents.model.constraints,
+    },
+    machines: Object.fromEntries(sortedMachines.map((m) => [m.id, machineView(m)])),
+    applications: Object.fromEntries(
+      apps.map((a) => [
+        a.name,
+        {
+          base: a.base,
+          constraints: a.constraints,
+          subordinate: a.subordinate,
+          units: Object.fromEntries(
+            (unitsByApp.get(a.name) ?? [])
+              .sort((x, y) => compareUnitNames(x.name, y.name))
+              .map((u) => [
+                u.name,
+                {
+                  machine: u.machine,
+                  life: u.life,
+                  status: unitStatus(machines.get(u.machine)),
+                  subordinates: [...u.subordinates].sort(compareUnitNames),
+                },
+              ]),
+          ),
+        },
+      ]),
+    ),
   };
 }
 

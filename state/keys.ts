@@ -7,6 +7,15 @@ export const MODEL_SK = '#MODEL';
 export const MODELS_INDEX_PK = 'MODELS';
 export const machineSk = (id: string): string => `MACHINE#${id}`;
 export const MACHINE_SK_PREFIX = 'MACHINE#';
+export const appSk = (app: string): string => `APP#${app}`;
+export const APP_SK_PREFIX = 'APP#';
+export const unitSk = (unit: string): string => `UNIT#${unit}`;
+export const UNIT_SK_PREFIX = 'UNIT#';
+export const relationSk = (a: string, b: string): string => `REL#${a}#${b}`;
+export const RELATION_SK_PREFIX = 'REL#';
 export const counterSk = (name: string): string => `#COUNTER#${name}`;
 export const machineStatusIndexPk = (model: string, status: string): string =>
   `MODEL#${model}#STATUS#${status}`;
+/** gsi1 on principal units: the machines hosting an application's units (its distribution group). */
+export const applicationMachinesIndexPk = (model: string, app: string): string =>
+  `MODEL#${model}#APP#${app}`;

@@ -4,6 +4,7 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
+  DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -11,27 +12,71 @@ import {
   TransactWriteCommand,
   UpdateCommand,
   type QueryCommandInput,
+  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { EntityConflictError, EntityNotFoundError } from './errors';
+import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from './errors';
 import {
+  APP_SK_PREFIX,
   MACHINE_SK_PREFIX,
   MODELS_INDEX_PK,
   MODEL_SK,
+  RELATION_SK_PREFIX,
+  UNIT_SK_PREFIX,
+  appSk,
+  applicationMachinesIndexPk,
   machineSk,
   machineStatusIndexPk,
   modelPk,
+  relationSk,
+  unitSk,
 } from './keys';
-import type { MachineRecord, MachineStatus, ModelRecord } from './types';
+import type {
+  ApplicationRecord,
+  MachineRecord,
+  MachineStatus,
+  ModelRecord,
+  RelationRecord,
+  UnitRecord,
+} from './types';
 
 type Item = Record<string, unknown>;
+type Key = { pk: string; sk: string };
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const MODEL_FIELDS = ['name', 'region', 'constraints', 'harvestMode', 'life', 'createdAt'] as const;
+const APP_FIELDS = [
+  'model',
+  'name',
+  'charm',
+  'base',
+  'constraints',
+  'subordinate',
+  'life',
+  'createdAt',
+  'version',
+] as const;
+const UNIT_FIELDS = [
+  'model',
+  'name',
+  'application',
+  'machine',
+  'constraints',
+  'life',
+  'principal',
+  'subordinates',
+  'createdAt',
+  'version',
+] as const;
 const MACHINE_FIELDS = [
   'model',
   'id',
   'base',
   'constraints',
   'placement',
+  'applications',
+  'principals',
+  'containers',
+  'manual',
   'life',
   'status',
   'message',
@@ -42,6 +87,7 @@ const MACHINE_FIELDS = [
   'hardware',
   'createdAt',
   'updatedAt',
+  'version',
 ] as const;
 
 function pick<T>(item: Item, fields: readonly string[]): T {
@@ -50,22 +96,175 @@ function pick<T>(item: Item, fields: readonly string[]): T {
   return out as T;
 }
 
-/** The most items one DynamoDB transaction may hold. */
-const TRANSACTION_LIMIT = 100;
-
-export function machineItem(m: MachineRecord): Item {
+export function toModel(item: Item): ModelRecord {
+  return pick<ModelRecord>(item, MODEL_FIELDS);
+}
+export function toApplication(item: Item): ApplicationRecord {
+  return pick<ApplicationRecord>(item, APP_FIELDS);
+}
+export function toUnit(item: Item): UnitRecord {
+  const u = pick<UnitRecord>(item, UNIT_FIELDS);
+  return { ...u, subordinates: u.subordinates ?? [] };
+}
+export function toMachine(item: Item): MachineRecord {
+  const m = pick<MachineRecord>(item, MACHINE_FIELDS);
   return {
-    pk: modelPk(m.model),
-    sk: machineSk(m.id),
-    type: 'machine',
-    gsi2pk: machineStatusIndexPk(m.model, m.status),
-    gsi2sk: m.id,
     ...m,
+    applications: m.applications ?? [],
+    principals: m.principals ?? [],
+    containers: m.containers ?? [],
+  };
+}
+export function toRelation(item: Item): RelationRecord {
+  return {
+    model: String(item.model),
+    endpoints: item.endpoints as [string, string],
+    createdAt: String(item.createdAt),
   };
 }
 
+export const modelKey = (model: string): Key => ({ pk: modelPk(model), sk: MODEL_SK });
+export const machineKey = (model: string, id: string): Key => ({
+  pk: modelPk(model),
+  sk: machineSk(id),
+});
+export const appKey = (model: string, app: string): Key => ({ pk: modelPk(model), sk: appSk(app) });
+export const unitKey = (model: string, unit: string): Key => ({
+  pk: modelPk(model),
+  sk: unitSk(unit),
+});
+
+export function machineItem(m: MachineRecord): Item {
+  return {
+    ...m,
+    ...machineKey(m.model, m.id),
+    type: 'machine',
+    version: m.version ?? 0,
+    gsi2pk: machineStatusIndexPk(m.model, m.status),
+    gsi2sk: m.id,
+  };
+}
+
+export function unitItem(u: UnitRecord): Item {
+  return {
+    ...u,
+    ...unitKey(u.model, u.name),
+    type: 'unit',
+    // principal units index their machine under their application: the machines of a distribution group
+    ...(u.principal === undefined
+      ? { gsi1pk: applicationMachinesIndexPk(u.model, u.application), gsi1sk: u.machine }
+      : {}),
+  };
+}
+
+export function appItem(a: ApplicationRecord): Item {
+  return { ...a, ...appKey(a.model, a.name), type: 'application', nextUnit: 0 };
+}
+
+export function relationItem(r: RelationRecord): Item {
+  return {
+    ...r,
+    pk: modelPk(r.model),
+    sk: relationSk(r.endpoints[0], r.endpoints[1]),
+    type: 'relation',
+  };
+}
+
+/** Everything of one model, read with one (paginated) Query. */
+export interface ModelContents {
+  model: ModelRecord;
+  applications: ApplicationRecord[];
+  units: UnitRecord[];
+  machines: MachineRecord[];
+  relations: RelationRecord[];
+}
+
+/**
+ * One all-or-nothing write. Every item may carry the error to raise when its
+ * condition fails; a failed condition without one (a version check) and any
+ * transaction conflict mean "someone changed it meanwhile": retry.
+ */
+export class Transaction {
+  readonly items: TransactItem[] = [];
+  readonly errors: Array<Error | undefined> = [];
+
+  constructor(readonly tableName: string) {}
+
+  put(item: Item, condition?: string, values?: Item, onFail?: Error): this {
+    this.items.push({
+      Put: {
+        TableName: this.tableName,
+        Item: item,
+        ...(condition ? { ConditionExpression: condition } : {}),
+        ...(values ? { ExpressionAttributeValues: values } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  update(
+    key: Key,
+    expression: string,
+    opts: { condition?: string; values?: Item; names?: Record<string, string>; onFail?: Error },
+  ): this {
+    this.items.push({
+      Update: {
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: expression,
+        ...(opts.condition ? { ConditionExpression: opts.condition } : {}),
+        ...(opts.values ? { ExpressionAttributeValues: opts.values } : {}),
+        ...(opts.names ? { ExpressionAttributeNames: opts.names } : {}),
+      },
+    });
+    this.errors.push(opts.onFail);
+    return this;
+  }
+
+  check(
+    key: Key,
+    condition: string,
+    values: Item,
+    onFail?: Error,
+    names?: Record<string, string>,
+  ): this {
+    this.items.push({
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: key,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+        ...(names ? { ExpressionAttributeNames: names } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  delete(key: Key, condition?: string, values?: Item, onFail?: Error): this {
+    this.items.push({
+      Delete: {
+        TableName: this.tableName,
+        Key: key,
+        ...(condition ? { ConditionExpression: condition } : {}),
+        ...(values ? { ExpressionAttributeValues: values } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+/** The most items one DynamoDB transaction may hold. */
+export const TRANSACTION_LIMIT = 100;
+
 export class Repository {
-  private readonly doc: DynamoDBDocumentClient;
+  readonly doc: DynamoDBDocumentClient;
 
   constructor(
     client: DynamoDBClient,
@@ -76,14 +275,38 @@ export class Repository {
     });
   }
 
+  transaction(): Transaction {
+    return new Transaction(this.tableName);
+  }
+
+  async commit(tx: Transaction): Promise<void> {
+    if (tx.size === 0) return;
+    if (tx.size > TRANSACTION_LIMIT)
+      throw new Error(`transaction of ${tx.size} items exceeds ${TRANSACTION_LIMIT}`);
+    try {
+      await this.doc.send(new TransactWriteCommand({ TransactItems: tx.items }));
+    } catch (err) {
+      if (err instanceof TransactionCanceledException) {
+        const reasons = err.CancellationReasons ?? [];
+        if (reasons.some((r) => r.Code === 'TransactionConflict'))
+          throw new ConcurrentChangeError('transaction conflict');
+        const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+        const mapped = failed >= 0 ? tx.errors[failed] : undefined;
+        throw mapped ?? new ConcurrentChangeError('a record changed meanwhile');
+      }
+      throw err;
+    }
+  }
+
+  // ---- models
+
   async createModel(model: ModelRecord): Promise<void> {
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
           Item: {
-            pk: modelPk(model.name),
-            sk: MODEL_SK,
+            ...modelKey(model.name),
             type: 'model',
             gsi1pk: MODELS_INDEX_PK,
             gsi1sk: model.name,
@@ -103,14 +326,17 @@ export class Repository {
 
   async getModel(name: string): Promise<ModelRecord> {
     const out = await this.doc.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: modelPk(name), sk: MODEL_SK },
-        ConsistentRead: true,
-      }),
+      new GetCommand({ TableName: this.tableName, Key: modelKey(name), ConsistentRead: true }),
     );
     if (!out.Item) throw new EntityNotFoundError(`model "${name}" not found`);
-    return pick<ModelRecord>(out.Item, MODEL_FIELDS);
+    return toModel(out.Item);
+  }
+
+  /** The model if it exists and is alive; a dying model is as good as gone for new work. */
+  async getLiveModel(name: string): Promise<ModelRecord> {
+    const model = await this.getModel(name);
+    if (model.life !== 'alive') throw new EntityConflictError(`model "${name}" is being destroyed`);
+    return model;
   }
 
   async listModels(): Promise<ModelRecord[]> {
@@ -120,7 +346,74 @@ export class Repository {
       KeyConditionExpression: 'gsi1pk = :pk',
       ExpressionAttributeValues: { ':pk': MODELS_INDEX_PK },
     });
-    return items.map((i) => pick<ModelRecord>(i, MODEL_FIELDS));
+    return items.map(toModel);
+  }
+
+  async setModelConstraints(name: string, constraints: string): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: modelKey(name),
+          UpdateExpression: 'SET #c = :c',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#c': 'constraints' },
+          ExpressionAttributeValues: { ':c': constraints },
+        }),
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException)
+        throw new EntityNotFoundError(`model "${name}" not found`);
+      throw err;
+    }
+  }
+
+  async markModelDying(name: string): Promise<void> {
+    await this.doc
+      .send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: modelKey(name),
+          UpdateExpression: 'SET life = :dying',
+          ConditionExpression: 'attribute_exists(pk) AND life = :alive',
+          ExpressionAttributeValues: { ':dying': 'dying', ':alive': 'alive' },
+        }),
+      )
+      .catch((err: unknown) => {
+        if (!(err instanceof ConditionalCheckFailedException)) throw err; // already dying: fine
+      });
+  }
+
+  /**
+   * Removes a Dying model once nothing is left in its partition but the model
+   * item. Returns whether it was removed.
+   */
+  async removeModelIfEmpty(name: string): Promise<boolean> {
+    const out = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': modelPk(name) },
+        ProjectionExpression: 'sk',
+        Limit: 2,
+        ConsistentRead: true,
+      }),
+    );
+    if ((out.Items ?? []).some((i) => i.sk !== MODEL_SK)) return false;
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: modelKey(name),
+          ConditionExpression: 'life = :dying',
+          ExpressionAttributeValues: { ':dying': 'dying' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
   }
 
   /**
@@ -129,62 +422,158 @@ export class Repository {
    * is alive; ids are never reused (a failed request leaves a gap, not a reuse).
    */
   async allocateMachineIds(model: string, count: number): Promise<string[]> {
+    if (count === 0) return [];
+    const next = await this.increment(modelKey(model), 'nextMachine', count, async () => {
+      await this.getLiveModel(model);
+    });
+    return Array.from({ length: count }, (_, i) => String(next - count + i));
+  }
+
+  /** Reserves `count` unit numbers from the application's counter (it must exist and be alive). */
+  async allocateUnitNumbers(model: string, app: string, count: number): Promise<number[]> {
+    if (count === 0) return [];
+    const next = await this.increment(appKey(model, app), 'nextUnit', count, async () => {
+      await this.getApplication(model, app);
+      throw new EntityConflictError(`application "${app}" is being destroyed`);
+    });
+    return Array.from({ length: count }, (_, i) => next - count + i);
+  }
+
+  /** Per-container counters live on the host machine item: `nextContainer`. */
+  async allocateContainerIds(model: string, host: string, count: number): Promise<string[]> {
+    if (count === 0) return [];
+    const next = await this.increment(machineKey(model, host), 'nextContainer', count, async () => {
+      await this.getMachine(model, host);
+      throw new EntityConflictError(`machine ${host} is being destroyed`);
+    });
+    return Array.from({ length: count }, (_, i) => `${host}/lxd/${next - count + i}`);
+  }
+
+  private async increment(
+    key: Key,
+    counter: string,
+    count: number,
+    explain: () => Promise<void>,
+  ): Promise<number> {
     try {
       const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: modelPk(model), sk: MODEL_SK },
-          UpdateExpression: 'SET nextMachine = if_not_exists(nextMachine, :zero) + :n',
+          Key: key,
+          UpdateExpression: 'SET #n = if_not_exists(#n, :zero) + :n',
           ConditionExpression: 'attribute_exists(pk) AND life = :alive',
+          ExpressionAttributeNames: { '#n': counter },
           ExpressionAttributeValues: { ':zero': 0, ':n': count, ':alive': 'alive' },
           ReturnValues: 'UPDATED_NEW',
         }),
       );
-      const next = Number(out.Attributes?.nextMachine);
-      return Array.from({ length: count }, (_, i) => String(next - count + i));
+      return Number(out.Attributes?.[counter]);
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) {
-        await this.getModel(model); // throws not-found when absent
-        throw new EntityConflictError(`model "${model}" is being destroyed`);
+        await explain();
+        throw new EntityConflictError('the record is being destroyed');
       }
       throw err;
     }
   }
+
+  // ---- everything of a model
+
+  async loadModel(name: string): Promise<ModelContents> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': modelPk(name) },
+      ConsistentRead: true,
+    });
+    const modelItem = items.find((i) => i.sk === MODEL_SK);
+    if (!modelItem) throw new EntityNotFoundError(`model "${name}" not found`);
+    const contents: ModelContents = {
+      model: toModel(modelItem),
+      applications: [],
+      units: [],
+      machines: [],
+      relations: [],
+    };
+    for (const item of items) {
+      const sk = String(item.sk);
+      if (sk.startsWith(APP_SK_PREFIX)) contents.applications.push(toApplication(item));
+      else if (sk.startsWith(UNIT_SK_PREFIX)) contents.units.push(toUnit(item));
+      else if (sk.startsWith(MACHINE_SK_PREFIX)) contents.machines.push(toMachine(item));
+      else if (sk.startsWith(RELATION_SK_PREFIX)) contents.relations.push(toRelation(item));
+    }
+    return contents;
+  }
+
+  // ---- applications, units, relations
+
+  async getApplication(model: string, app: string): Promise<ApplicationRecord> {
+    const out = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: appKey(model, app), ConsistentRead: true }),
+    );
+    if (!out.Item) throw new EntityNotFoundError(`application "${app}" not found`);
+    return toApplication(out.Item);
+  }
+
+  async getUnit(model: string, unit: string): Promise<UnitRecord> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: unitKey(model, unit),
+        ConsistentRead: true,
+      }),
+    );
+    if (!out.Item) throw new EntityNotFoundError(`unit "${unit}" not found`);
+    return toUnit(out.Item);
+  }
+
+  async listUnits(model: string, app: string): Promise<UnitRecord[]> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': `${UNIT_SK_PREFIX}${app}/` },
+      ConsistentRead: true,
+    });
+    return items.map(toUnit);
+  }
+
+  async listRelations(model: string): Promise<RelationRecord[]> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': RELATION_SK_PREFIX },
+      ConsistentRead: true,
+    });
+    return items.map(toRelation);
+  }
+
+  /** The machines hosting principal units of an application (gsi1; eventually consistent). */
+  async machinesOfApplication(model: string, app: string): Promise<string[]> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :pk',
+      ExpressionAttributeValues: { ':pk': applicationMachinesIndexPk(model, app) },
+    });
+    return [...new Set(items.map((i) => String(i.gsi1sk)))];
+  }
+
+  // ---- machines
 
   /** Writes new machines all or nothing (per transaction of up to 99), only while the model is alive. */
   async putNewMachines(machines: MachineRecord[]): Promise<void> {
     const first = machines[0];
     if (!first) return;
     for (let i = 0; i < machines.length; i += TRANSACTION_LIMIT - 1) {
-      const chunk = machines.slice(i, i + TRANSACTION_LIMIT - 1);
-      try {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                ConditionCheck: {
-                  TableName: this.tableName,
-                  Key: { pk: modelPk(first.model), sk: MODEL_SK },
-                  ConditionExpression: 'life = :alive',
-                  ExpressionAttributeValues: { ':alive': 'alive' },
-                },
-              },
-              ...chunk.map((m) => ({
-                Put: {
-                  TableName: this.tableName,
-                  Item: machineItem(m),
-                  ConditionExpression: 'attribute_not_exists(pk)',
-                },
-              })),
-            ],
-          }),
-        );
-      } catch (err) {
-        if (err instanceof TransactionCanceledException) {
-          throw new EntityConflictError(`model "${first.model}" is being destroyed`);
-        }
-        throw err;
-      }
+      const tx = this.transaction().check(
+        modelKey(first.model),
+        'life = :alive',
+        { ':alive': 'alive' },
+        new EntityConflictError(`model "${first.model}" is being destroyed`),
+      );
+      for (const m of machines.slice(i, i + TRANSACTION_LIMIT - 1))
+        tx.put(machineItem(m), 'attribute_not_exists(pk)');
+      await this.commit(tx);
     }
   }
 
@@ -192,12 +581,12 @@ export class Repository {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: machineSk(id) },
+        Key: machineKey(model, id),
         ConsistentRead: true,
       }),
     );
     if (!out.Item) throw new EntityNotFoundError(`machine ${id} not found`);
-    return pick<MachineRecord>(out.Item, MACHINE_FIELDS);
+    return toMachine(out.Item);
   }
 
   async listMachines(model: string): Promise<MachineRecord[]> {
@@ -207,7 +596,7 @@ export class Repository {
       ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
       ConsistentRead: true,
     });
-    return items.map((i) => pick<MachineRecord>(i, MACHINE_FIELDS));
+    return items.map(toMachine);
   }
 
   /**
@@ -244,7 +633,7 @@ export class Repository {
       const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: modelPk(model), sk: machineSk(id) },
+          Key: machineKey(model, id),
           UpdateExpression: `SET ${sets.join(', ')}${removeClause}`,
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
@@ -252,7 +641,7 @@ export class Repository {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return pick<MachineRecord>(out.Attributes ?? {}, MACHINE_FIELDS);
+      return toMachine(out.Attributes ?? {});
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException)
         throw new EntityNotFoundError(`machine ${id} not found`);
@@ -270,7 +659,7 @@ export class Repository {
     return items.map((i) => String(i.gsi2sk));
   }
 
-  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
+  async queryAll(input: QueryCommandInput): Promise<Item[]> {
     const items: Item[] = [];
     let start: Record<string, unknown> | undefined;
     do {

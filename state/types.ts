@@ -14,6 +14,44 @@ export interface ModelRecord {
   createdAt: string;
 }
 
+export interface ApplicationRecord {
+  model: string;
+  name: string;
+  charm: string;
+  /** Immutable once deployed. */
+  base: string;
+  constraints: string;
+  subordinate: boolean;
+  life: Life;
+  createdAt: string;
+  /** Optimistic-concurrency version, bumped by every API change. */
+  version: number;
+}
+
+export interface UnitRecord {
+  model: string;
+  /** `app/N` */
+  name: string;
+  application: string;
+  machine: string;
+  /** Model and application constraints collapsed when the unit was created; empty for subordinates. */
+  constraints: string;
+  life: Life;
+  /** For a subordinate unit: the principal unit it lives beside. */
+  principal?: string;
+  /** For a principal unit: its subordinate units. */
+  subordinates: string[];
+  createdAt: string;
+  version: number;
+}
+
+export interface RelationRecord {
+  model: string;
+  /** The two application names, sorted. */
+  endpoints: [string, string];
+  createdAt: string;
+}
+
 export interface Hardware {
   arch: string;
   cores: number;
@@ -28,6 +66,18 @@ export interface MachineRecord {
   constraints: string;
   /** The placement directive the machine was created with (`zone=…`, `ssh:…`), if any. */
   placement?: string;
+  /**
+   * Applications with principal units on this machine: its distribution group
+   * for zone spread is every machine sharing one of them. Maintained by the API
+   * in the same transaction that places or removes a unit.
+   */
+  applications: string[];
+  /** Principal unit names on this machine (`wordpress/0`). */
+  principals: string[];
+  /** Container machine ids hosted on this machine (`1/lxd/0`). */
+  containers: string[];
+  /** Manually provisioned (`ssh:`): recorded, never launched or terminated. */
+  manual?: boolean;
   life: Life;
   status: MachineStatus;
   message: string;
@@ -38,4 +88,6 @@ export interface MachineRecord {
   hardware?: Hardware;
   createdAt: string;
   updatedAt: string;
+  /** Bumped by every API change to membership, life or constraints (the workflow's status writes leave it alone). */
+  version?: number;
 }

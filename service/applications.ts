@@ -1,0 +1,202 @@
+import { checkUnitOnMachineBase } from '../core';
+import { BadRequestError } from '../functions/errors';
+import { EntityConflictError } from '../state/errors';
+import { appItem, appKey, relationItem } from '../state/repository';
+import type { ApplicationRecord } from '../state/types';
+import { canonicalConstraints, constraintsView } from './constraints';
+import type { ServiceContext } from './context';
+import { NAME_PATTERN } from './names';
+import { validateBase } from './placement';
+import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
+import { addSubordinateUnits, addUnits, guardModelAndApp, type PlacedUnit } from './units';
+
+export interface DeployInput {
+  name: string;
+  base: string;
+  charm?: string;
+  constraints?: string;
+  numUnits?: number;
+  to?: string[];
+  subordinate?: boolean;
+}
+
+export interface ApplicationView {
+  name: string;
+  charm: string;
+  base: string;
+  constraints: string;
+  subordinate: boolean;
+  life: string;
+  createdAt: string;
+}
+
+export function applicationView(a: ApplicationRecord): ApplicationView {
+  return {
+    name: a.name,
+    charm: a.charm,
+    base: a.base,
+    constraints: a.constraints,
+    subordinate: a.subordinate,
+    life: a.life,
+    createdAt: a.createdAt,
+  };
+}
+
+export const SUBORDINATE_CONSTRAINTS = 'constraints do not apply to subordinate applications';
+
+/**
+ * deploy: the application and its constraints are recorded before its first
+ * unit is added, so every unit collapses the constraints as they are then.
+ */
+export async function deploy(
+  ctx: ServiceContext,
+  model: string,
+  input: DeployInput,
+): Promise<{ application: ApplicationView; units: PlacedUnit[] }> {
+  if (!NAME_PATTERN.test(input.name))
+    throw new BadRequestError(`invalid application name "${input.name}"`);
+  const base = validateBase(input.base);
+  const subordinate = input.subordinate ?? false;
+  if (subordinate && input.constraints !== undefined && input.constraints.trim() !== '') {
+    throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
+  }
+  const constraints = canonicalConstraints(input.constraints ?? '');
+  const numUnits = input.numUnits ?? (subordinate ? 0 : 1);
+  if (subordinate && numUnits !== 0)
+    throw new BadRequestError('subordinate application must be deployed without units');
+  if (subordinate && (input.to?.length ?? 0) > 0)
+    throw new BadRequestError('subordinate application cannot have placement directives');
+  await ctx.repo.getLiveModel(model);
+  const record: ApplicationRecord = {
+    model,
+    name: input.name,
+    charm: input.charm ?? input.name,
+    base,
+    constraints,
+    subordinate,
+    life: 'alive',
+    createdAt: ctx.now().toISOString(),
+    version: 0,
+  };
+  const tx = ctx.repo.transaction();
+  guardModelAndApp(tx, model, []);
+  tx.put(
+    appItem(record),
+    'attribute_not_exists(pk)',
+    undefined,
+    new EntityConflictError(`application "${input.name}" already exists`),
+  );
+  await ctx.repo.commit(tx);
+  const units = await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
+  return { application: applicationView(record), units };
+}
+
+export async function getApplication(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+): Promise<ApplicationView> {
+  await ctx.repo.getModel(model);
+  return applicationView(await ctx.repo.getApplication(model, app));
+}
+
+export async function getApplicationConstraints(ctx: ServiceContext, model: string, app: string) {
+  await ctx.repo.getModel(model);
+  const record = await ctx.repo.getApplication(model, app);
+  if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
+  return constraintsView(record.constraints);
+}
+
+/** set-constraints on an application: applies to units added from now on, never to existing ones. */
+export async function setApplicationConstraints(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+  text: string,
+) {
+  await ctx.repo.getModel(model);
+  const record = await ctx.repo.getApplication(model, app);
+  if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
+  const view = constraintsView(text);
+  const tx = ctx.repo.transaction();
+  tx.update(appKey(model, app), 'SET #c = :c', {
+    condition: 'life = :alive AND subordinate = :false',
+    names: { '#c': 'constraints' },
+    values: { ':c': view.constraints, ':alive': 'alive', ':false': false },
+    onFail: new EntityConflictError(`application "${app}" is being destroyed`),
+  });
+  await ctx.repo.commit(tx);
+  return view;
+}
+
+/** remove-application: its units go (machines left empty go Dead), then its relations and itself. */
+export async function destroyApplication(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+): Promise<void> {
+  await ctx.repo.getModel(model);
+  const record = await ctx.repo.getApplication(model, app);
+  if (record.life === 'alive') {
+    const tx = ctx.repo.transaction();
+    tx.update(appKey(model, app), 'SET life = :dying', {
+      condition: 'attribute_exists(pk)',
+      values: { ':dying': 'dying' },
+    });
+    await ctx.repo.commit(tx);
+  }
+  const dead: string[] = [];
+  for (const unit of await ctx.repo.listUnits(model, app)) {
+    if (unit.principal !== undefined) await removeSubordinateUnit(ctx, model, unit.name);
+    else dead.push(...(await removePrincipalUnit(ctx, model, unit.name)));
+  }
+  const tx = ctx.repo.transaction();
+  for (const r of (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app))) {
+    const item = relationItem(r);
+    tx.delete({ pk: String(item.pk), sk: String(item.sk) });
+  }
+  tx.delete(appKey(model, app));
+  await ctx.repo.commit(tx);
+  await signalDead(ctx, model, dead);
+}
+
+/**
+ * relate: records the relation; a subordinate related to a principal gets a
+ * unit beside every principal unit, now and for units added later.
+ */
+export async function relate(
+  ctx: ServiceContext,
+  model: string,
+  endpoints: string[],
+): Promise<{ endpoints: [string, string] }> {
+  if (endpoints.length !== 2)
+    throw new BadRequestError(`a relation needs exactly two endpoints, got ${endpoints.length}`);
+  const [a, b] = endpoints.map((e) => e.split(':')[0] ?? e).sort() as [string, string];
+  if (a === b) throw new BadRequestError(`cannot relate application "${a}" to itself`);
+  await ctx.repo.getLiveModel(model);
+  const [appA, appB] = await Promise.all([
+    ctx.repo.getApplication(model, a),
+    ctx.repo.getApplication(model, b),
+  ]);
+  if (appA.subordinate && appB.subordinate) {
+    throw new BadRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
+  }
+  if (appA.subordinate !== appB.subordinate) {
+    const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
+    checkUnitOnMachineBase(subordinate.base, principal.base);
+  }
+  const tx = ctx.repo.transaction();
+  guardModelAndApp(tx, model, [a, b]);
+  tx.put(
+    relationItem({ model, endpoints: [a, b], createdAt: ctx.now().toISOString() }),
+    'attribute_not_exists(pk)',
+    undefined,
+    new EntityConflictError(`relation "${a} ${b}" already exists`),
+  );
+  await ctx.repo.commit(tx);
+  if (appA.subordinate !== appB.subordinate) {
+    const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
+    await addSubordinateUnits(ctx, model, principal, subordinate);
+  }
+  return { endpoints: [a, b] };
+}

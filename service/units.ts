@@ -1,0 +1,370 @@
+import {
+  checkUnitMachineAssignment,
+  checkUnitOnMachineBase,
+  PlacementError,
+  type Placement,
+} from '../core';
+import { BadRequestError } from '../functions/errors';
+import { EntityConflictError } from '../state/errors';
+import { retryOnConcurrentChange } from '../state/errors';
+import {
+  appKey,
+  machineItem,
+  machineKey,
+  modelKey,
+  unitItem,
+  unitKey,
+  type Transaction,
+} from '../state/repository';
+import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/types';
+import { collapseConstraints } from './constraints';
+import type { ServiceContext } from './context';
+import { parseUnitPlacements, placementText } from './placement';
+import { newMachine, newUnit } from './records';
+
+export interface PlacedUnit {
+  name: string;
+  machine: string;
+}
+
+const MAX_UNITS = 1000;
+
+/** A zone directive must name a zone of the model's region (`us-east-1a` in `us-east-1`). */
+export function checkZoneInRegion(zone: string, region: string): void {
+  if (!new RegExp(`^${region.replace(/-/g, '\\-')}[a-z]$`).test(zone)) {
+    throw new PlacementError(`zone "${zone}" is not an availability zone of region ${region}`);
+  }
+}
+
+/** The subordinate applications related to `app`. */
+async function relatedSubordinates(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+): Promise<ApplicationRecord[]> {
+  const relations = await ctx.repo.listRelations(model);
+  const others = relations
+    .filter((r) => r.endpoints.includes(app))
+    .map((r) => (r.endpoints[0] === app ? r.endpoints[1] : r.endpoints[0]));
+  const apps = await Promise.all(others.map((name) => ctx.repo.getApplication(model, name)));
+  return apps.filter((a) => a.subordinate && a.life === 'alive');
+}
+
+function checkAlive(app: ApplicationRecord): void {
+  if (app.life !== 'alive')
+    throw new EntityConflictError(`application "${app.name}" is being destroyed`);
+}
+
+/** Adds "the model is alive" and "the application is alive" to a transaction. */
+export function guardModelAndApp(tx: Transaction, model: string, apps: readonly string[]): void {
+  tx.check(
+    modelKey(model),
+    'life = :alive',
+    { ':alive': 'alive' },
+    new EntityConflictError(`model "${model}" is being destroyed`),
+  );
+  for (const app of apps) {
+    tx.check(
+      appKey(model, app),
+      'life = :alive',
+      { ':alive': 'alive' },
+      new EntityConflictError(`application "${app}" is being destroyed`),
+    );
+  }
+}
+
+/** Appends to a machine's lists under its version, so two racing writers never lose each other's change. */
+export function updateMachineMembership(
+  tx: Transaction,
+  m: MachineRecord,
+  next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'> & {
+    life?: MachineRecord['life'];
+  },
+): void {
+  tx.update(
+    machineKey(m.model, m.id),
+    'SET principals = :p, applications = :a, containers = :c, life = :life, version = :next',
+    {
+      condition: 'version = :v',
+      values: {
+        ':p': next.principals,
+        ':a': next.applications,
+        ':c': next.containers,
+        ':life': next.life ?? m.life,
+        ':v': m.version ?? 0,
+        ':next': (m.version ?? 0) + 1,
+      },
+    },
+  );
+}
+
+function union(list: readonly string[], more: readonly string[]): string[] {
+  return [...new Set([...list, ...more])].sort();
+}
+
+/**
+ * deploy and add-unit: `count` principal units of `app`, one placement
+ * directive each (the rest get new machines; extra directives are ignored, as
+ * Juju's CLI does), each unit written in its own transaction together with
+ * its machine (new, or updated under its version) and one subordinate unit
+ * per related subordinate application. Unit and machine numbers come from
+ * atomic counters; a write that loses a race is retried inside.
+ */
+export async function addUnits(
+  ctx: ServiceContext,
+  modelName: string,
+  appName: string,
+  count: number,
+  directives: readonly string[] = [],
+): Promise<PlacedUnit[]> {
+  if (!Number.isInteger(count) || count < 0 || count > MAX_UNITS) {
+    throw new BadRequestError(
+      `count must be an integer from 0 to ${MAX_UNITS}, got ${String(count)}`,
+    );
+  }
+  const model = await ctx.repo.getLiveModel(modelName);
+  const app = await ctx.repo.getApplication(modelName, appName);
+  checkAlive(app);
+  if (app.subordinate)
+    throw new EntityConflictError(`cannot add units to subordinate application "${appName}"`);
+  if (count === 0) return [];
+  const placements = parseUnitPlacements(directives).slice(0, count);
+  for (const p of placements) if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);
+  const subordinates = await relatedSubordinates(ctx, modelName, appName);
+
+  // Refuse what can be refused before any number is spent.
+  for (const p of placements) {
+    if (p.kind === 'machine') {
+      const target = await ctx.repo.getMachine(modelName, p.machineId);
+      checkUnitMachineAssignment({
+        subordinate: false,
+        unitBase: app.base,
+        machineBase: target.base,
+      });
+      for (const sub of subordinates) checkUnitOnMachineBase(sub.base, target.base);
+      if (target.life !== 'alive')
+        throw new EntityConflictError(`machine ${target.id} is being destroyed`);
+    } else if (p.kind === 'container' && p.machineId !== undefined) {
+      const host = await ctx.repo.getMachine(modelName, p.machineId);
+      if (host.life !== 'alive')
+        throw new EntityConflictError(`machine ${host.id} is being destroyed`);
+    }
+  }
+  for (const sub of subordinates) checkUnitOnMachineBase(sub.base, app.base);
+
+  const constraints = collapseConstraints(model.constraints, app.constraints);
+  const numbers = await ctx.repo.allocateUnitNumbers(modelName, appName, count);
+  const subNumbers = new Map<string, number[]>();
+  for (const sub of subordinates)
+    subNumbers.set(sub.name, await ctx.repo.allocateUnitNumbers(modelName, sub.name, count));
+  const newHosts = Array.from({ length: count }, (_, i) => placements[i]).filter(
+    (p) =>
+      p === undefined ||
+      p.kind === 'zone' ||
+      p.kind === 'subnet' ||
+      (p.kind === 'container' && p.machineId === undefined),
+  ).length;
+  const machineIds = await ctx.repo.allocateMachineIds(modelName, newHosts);
+
+  const placed: PlacedUnit[] = [];
+  const toStart: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const placement = placements[i];
+    const unitNumber = numbers[i]!;
+    const fresh =
+      placement === undefined ||
+      placement.kind === 'zone' ||
+      placement.kind === 'subnet' ||
+      (placement.kind === 'container' && placement.machineId === undefined);
+    const hostId = fresh ? machineIds.shift()! : undefined;
+    let containerId: string | undefined;
+    if (placement?.kind === 'container') {
+      const host = placement.machineId ?? hostId!;
+      if (placement.machineId !== undefined) {
+        containerId = (await ctx.repo.allocateContainerIds(modelName, host, 1))[0]!;
+      } else {
+        containerId = `${host}/lxd/0`;
+      }
+    }
+    const subs = subordinates.map((sub) => ({ app: sub, number: subNumbers.get(sub.name)![i]! }));
+    const machineId = await retryOnConcurrentChange(() =>
+      placeOne(ctx, { model, app, unitNumber, placement, hostId, containerId, subs, constraints }),
+    );
+    placed.push({ name: `${appName}/${unitNumber}`, machine: machineId });
+    if (hostId !== undefined) toStart.push(hostId);
+  }
+  await startWorkflows(ctx, modelName, toStart);
+  return placed;
+}
+
+async function placeOne(
+  ctx: ServiceContext,
+  args: {
+    model: ModelRecord;
+    app: ApplicationRecord;
+    unitNumber: number;
+    placement: Placement | undefined;
+    hostId?: string;
+    containerId?: string;
+    subs: { app: ApplicationRecord; number: number }[];
+    constraints: string;
+  },
+): Promise<string> {
+  const { model, app, placement } = args;
+  const now = ctx.now().toISOString();
+  const unitName = `${app.name}/${args.unitNumber}`;
+  const tx = ctx.repo.transaction();
+  guardModelAndApp(tx, model.name, [app.name, ...args.subs.map((s) => s.app.name)]);
+  let machineId: string;
+
+  if (placement?.kind === 'machine') {
+    const target = await ctx.repo.getMachine(model.name, placement.machineId);
+    if (target.life !== 'alive')
+      throw new EntityConflictError(`machine ${target.id} is being destroyed`);
+    machineId = target.id;
+    updateMachineMembership(tx, target, {
+      principals: union(target.principals, [unitName]),
+      applications: union(target.applications, [app.name]),
+      containers: target.containers,
+    });
+  } else if (placement?.kind === 'container') {
+    const containerId = args.containerId!;
+    machineId = containerId;
+    const container = newMachine({
+      model: model.name,
+      id: containerId,
+      base: app.base,
+      constraints: args.constraints,
+      principals: [unitName],
+      applications: [app.name],
+      now,
+    });
+    tx.put(machineItem(container), 'attribute_not_exists(pk)');
+    if (placement.machineId !== undefined) {
+      const host = await ctx.repo.getMachine(model.name, placement.machineId);
+      if (host.life !== 'alive')
+        throw new EntityConflictError(`machine ${host.id} is being destroyed`);
+      updateMachineMembership(tx, host, {
+        principals: host.principals,
+        applications: host.applications,
+        containers: union(host.containers, [containerId]),
+      });
+    } else {
+      const host = newMachine({
+        model: model.name,
+        id: args.hostId!,
+        base: app.base,
+        constraints: args.constraints,
+        containers: [containerId],
+        now,
+      });
+      tx.put({ ...machineItem(host), nextContainer: 1 }, 'attribute_not_exists(pk)');
+    }
+  } else {
+    machineId = args.hostId!;
+    const machine = newMachine({
+      model: model.name,
+      id: machineId,
+      base: app.base,
+      constraints: args.constraints,
+      placement: placementText(placement),
+      principals: [unitName],
+      applications: [app.name],
+      now,
+    });
+    tx.put(machineItem(machine), 'attribute_not_exists(pk)');
+  }
+
+  const subUnits = args.subs.map((s) =>
+    newUnit({
+      model: model.name,
+      application: s.app.name,
+      number: s.number,
+      machine: machineId,
+      constraints: '',
+      principal: unitName,
+      now,
+    }),
+  );
+  const unit = newUnit({
+    model: model.name,
+    application: app.name,
+    number: args.unitNumber,
+    machine: machineId,
+    constraints: args.constraints,
+    subordinates: subUnits.map((u) => u.name),
+    now,
+  });
+  tx.put(unitItem(unit), 'attribute_not_exists(pk)');
+  for (const s of subUnits) tx.put(unitItem(s), 'attribute_not_exists(pk)');
+  await ctx.repo.commit(tx);
+  return machineId;
+}
+
+/**
+ * Starts the workflows of new machines. A failure here leaves the machine
+ * recorded and `pending`; the model's sweep restarts any machine without a
+ * workflow, so the request still succeeds.
+ */
+export async function startWorkflows(
+  ctx: ServiceContext,
+  model: string,
+  machineIds: readonly string[],
+): Promise<void> {
+  const results = await Promise.allSettled(machineIds.map((id) => ctx.workflows.start(model, id)));
+  results.forEach((r, i) => {
+    if (r.status === 'rejected')
+      ctx.log.warn('could not start machine workflow; the sweep will', {
+        model,
+        machineId: machineIds[i],
+        error: String(r.reason),
+      });
+  });
+}
+
+/**
+ * relate: a subordinate application gets one unit on each principal unit's
+ * machine (bases must match), and on each principal unit added later.
+ */
+export async function addSubordinateUnits(
+  ctx: ServiceContext,
+  model: string,
+  principal: ApplicationRecord,
+  subordinate: ApplicationRecord,
+): Promise<void> {
+  const units = (await ctx.repo.listUnits(model, principal.name)).filter(
+    (u) => u.principal === undefined && u.life === 'alive',
+  );
+  if (units.length === 0) return;
+  const numbers = await ctx.repo.allocateUnitNumbers(model, subordinate.name, units.length);
+  const now = ctx.now().toISOString();
+  await Promise.all(
+    units.map((unit, i) =>
+      retryOnConcurrentChange(async () => {
+        const current = await ctx.repo.getUnit(model, unit.name);
+        if (current.subordinates.some((s) => s.startsWith(`${subordinate.name}/`))) return;
+        const sub = newUnit({
+          model,
+          application: subordinate.name,
+          number: numbers[i]!,
+          machine: current.machine,
+          constraints: '',
+          principal: current.name,
+          now,
+        });
+        const tx = ctx.repo.transaction();
+        guardModelAndApp(tx, model, [principal.name, subordinate.name]);
+        tx.put(unitItem(sub), 'attribute_not_exists(pk)');
+        tx.update(unitKey(model, current.name), 'SET subordinates = :s, version = :next', {
+          condition: 'version = :v',
+          values: {
+            ':s': [...current.subordinates, sub.name],
+            ':v': current.version,
+            ':next': current.version + 1,
+          },
+        });
+        await ctx.repo.commit(tx);
+      }),
+    ),
+  );
+}
