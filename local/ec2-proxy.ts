@@ -42,6 +42,7 @@ import {
   responseNamespace,
   runInstancesResponseXml,
 } from './ec2-proxy-run';
+import { MotoLookups } from './ec2-proxy-moto';
 import { ProxyStats } from './ec2-proxy-stats';
 import type { UpstreamAnswer } from './ec2-proxy-upstream';
 import {
@@ -50,7 +51,6 @@ import {
   Upstream,
   UpstreamUnreachableError,
 } from './ec2-proxy-upstream';
-import { childElement, childElements, childText, parseXml } from './ec2-proxy-xml';
 import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones';
 
 /**
@@ -199,14 +199,13 @@ type ReplayOutcome =
 class ProxyHandler {
   private readonly admin: AdminState;
   private readonly idempotency = new IdempotencyStore();
-  private readonly subnetZones = new Map<string, string>();
-  private readonly defaultSubnets = new Map<string, string>();
-  private readonly regionZones = new Map<string, readonly string[]>();
+  private readonly moto: MotoLookups;
 
   constructor(
     private readonly upstream: Upstream,
     clock: Clock,
   ) {
+    this.moto = new MotoLookups(upstream);
     this.admin = {
       faults: NO_FAULTS,
       limiter: new RequestLimiter(clock),
@@ -329,18 +328,6 @@ class ProxyHandler {
     );
   }
 
-  /** A call the proxy makes to moto on a caller's behalf, with the caller's identity. */
-  private askMoto(call: Ec2Call, params: QueryParams): Promise<UpstreamAnswer> {
-    const headers: OutgoingHttpHeaders = {
-      'content-type': 'application/x-www-form-urlencoded; charset=utf-8',
-    };
-    if (call.headers.authorization) headers.authorization = call.headers.authorization;
-    const account = call.headers['x-moto-account-id'];
-    if (account) headers['x-moto-account-id'] = account;
-    const body = Buffer.from(encodeQuery([['Version', '2016-11-15'], ...params]));
-    return this.upstream.fetch('POST', '/', headers, body);
-  }
-
   // --- DescribeAvailabilityZones --------------------------------------------
 
   private async describeAvailabilityZones(call: Ec2Call, res: ServerResponse): Promise<void> {
@@ -375,7 +362,7 @@ class ProxyHandler {
     const run = parseRunInstances(call.params);
     if (run.dryRun) return this.forwardCall(call, res);
     const target = await resolveLaunchTarget(run, call.scope.region, (subnetId) =>
-      this.subnetZone(call, subnetId),
+      this.moto.subnetZone(call, subnetId),
     );
     if (!target) return this.forwardCall(call, res);
     if (!run.clientToken) {
@@ -437,7 +424,7 @@ class ProxyHandler {
   private async replay(call: Ec2Call, record: LaunchRecord): Promise<ReplayOutcome> {
     const original: ReplayOutcome = { kind: 'answer', status: 200, xml: record.responseBody };
     if (record.instanceIds.length === 0) return original;
-    const described = await this.askMoto(call, [
+    const described = await this.moto.ask(call, [
       ['Action', 'DescribeInstances'],
       ...record.instanceIds.map((id, i): [string, string] => [`InstanceId.${i + 1}`, id]),
     ]);
@@ -479,79 +466,18 @@ class ProxyHandler {
     const subnetId =
       target.subnetId ??
       (code === 'InsufficientFreeAddressesInSubnet'
-        ? await this.defaultSubnet(call, target.zone)
+        ? await this.moto.defaultSubnet(call, target.zone)
         : undefined);
     const message = faultMessage(code, {
       zone: target.zone,
       instanceType: run.instanceType,
-      alternativeZones: alternativeZones(await this.zonesOf(call), target.zone, faults),
+      alternativeZones: alternativeZones(await this.moto.zones(call), target.zone, faults),
       ...(subnetId ? { subnetId } : {}),
     });
     this.admin.stats.inject(code);
     sendEc2Error(res, code, message);
     return true;
   }
-
-  // --- lookups at moto (cached) ---------------------------------------------
-
-  private async subnetZone(call: Ec2Call, subnetId: string): Promise<string | undefined> {
-    const cacheKey = `${call.scope.principal}|${call.scope.region}|${subnetId}`;
-    const cached = this.subnetZones.get(cacheKey);
-    if (cached) return cached;
-    const answer = await this.askMoto(call, [
-      ['Action', 'DescribeSubnets'],
-      ['SubnetId.1', subnetId],
-    ]);
-    if (answer.status !== 200) return undefined;
-    const zone = subnetsByZone(answer.body).find((s) => s.subnetId === subnetId)?.zone;
-    if (zone) this.subnetZones.set(cacheKey, zone);
-    return zone;
-  }
-
-  private async defaultSubnet(call: Ec2Call, zone: string): Promise<string | undefined> {
-    const cacheKey = `${call.scope.principal}|${call.scope.region}|${zone}`;
-    const cached = this.defaultSubnets.get(cacheKey);
-    if (cached) return cached;
-    const answer = await this.askMoto(call, [
-      ['Action', 'DescribeSubnets'],
-      ['Filter.1.Name', 'availability-zone'],
-      ['Filter.1.Value.1', zone],
-      ['Filter.2.Name', 'default-for-az'],
-      ['Filter.2.Value.1', 'true'],
-    ]);
-    if (answer.status !== 200) return undefined;
-    const subnetId = subnetsByZone(answer.body)[0]?.subnetId;
-    if (subnetId) this.defaultSubnets.set(cacheKey, subnetId);
-    return subnetId;
-  }
-
-  /** The region's zone names as moto serves them (never changes while moto runs). */
-  private async zonesOf(call: Ec2Call): Promise<readonly string[]> {
-    const cached = this.regionZones.get(call.scope.region);
-    if (cached) return cached;
-    const answer = await this.askMoto(call, [['Action', 'DescribeAvailabilityZones']]);
-    if (answer.status !== 200) return [];
-    const root = parseXml(answer.body);
-    const info = childElement(root, 'availabilityZoneInfo');
-    const zones = info
-      ? childElements(info, 'item')
-          .map((item) => childText(answer.body, item, 'zoneName'))
-          .filter((z): z is string => z !== undefined)
-      : [];
-    if (zones.length > 0) this.regionZones.set(call.scope.region, zones);
-    return zones;
-  }
-}
-
-function subnetsByZone(xml: string): Array<{ subnetId: string; zone: string }> {
-  const root = parseXml(xml);
-  const set = childElement(root, 'subnetSet');
-  if (!set) return [];
-  return childElements(set, 'item').flatMap((item) => {
-    const subnetId = childText(xml, item, 'subnetId');
-    const zone = childText(xml, item, 'availabilityZone');
-    return subnetId && zone ? [{ subnetId, zone }] : [];
-  });
 }
 
 // --- responses ----------------------------------------------------------------
