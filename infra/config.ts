@@ -203,7 +203,7 @@ export function resolveEnvironment(
     },
     alarmEmail: overrides.alarmEmail ?? base.alarmEmail,
   };
-  validate(config);
+  validateEnvironment(config);
   return config;
 }
 
@@ -215,12 +215,23 @@ const FARGATE_MEMORY: Record<number, (m: number) => boolean> = {
   4096: (m) => m >= 8192 && m <= 30720 && m % 1024 === 0,
 };
 
-function validate(config: EnvironmentConfig): void {
+/** Throws listing every problem with an environment's settings. */
+export function validateEnvironment(config: EnvironmentConfig): void {
   const problems: string[] = [];
   if (!/^[A-Za-z0-9.-]+:\d{1,5}$/.test(config.temporal.address)) {
     problems.push(`temporal address "${config.temporal.address}" is not host:port`);
   }
   if (config.temporal.namespace === '') problems.push('temporal namespace is empty');
+  // Secrets are imported by name, so ARNs are partial; a name ending like Secrets
+  // Manager's own `-abc123` suffix makes those lookups fail (ECS secrets included).
+  for (const secretName of [
+    config.temporal.apiKeySecretName,
+    config.temporal.searchAttributes.opsApiKeySecretName,
+  ]) {
+    if (secretName !== undefined && /-[A-Za-z0-9]{6}$/.test(secretName)) {
+      problems.push(`secret name "${secretName}" ends like a Secrets Manager suffix (-xxxxxx)`);
+    }
+  }
   const memoryOk = FARGATE_MEMORY[config.worker.cpu];
   if (!memoryOk?.(config.worker.memoryMiB)) {
     problems.push(

@@ -8,6 +8,7 @@ import {
   resolveEnvironment,
   stackName,
   temporalUiUrl,
+  validateEnvironment,
 } from '../../../infra/config';
 import { addProvisionerStack } from '../../../infra/provisioner-app';
 
@@ -72,6 +73,22 @@ describe('resolveEnvironment', () => {
   ])('refuses invalid overrides %p', (overrides, problem) => {
     expect(() => resolveEnvironment('dev', overrides)).toThrow(
       new InvalidEnvironmentConfigError(`environment dev: ${problem}`),
+    );
+  });
+
+  it('accepts its own secret names and would refuse one that looks suffixed', () => {
+    for (const name of ENVIRONMENT_NAMES) {
+      expect(resolveEnvironment(name).temporal.apiKeySecretName).not.toMatch(/-[A-Za-z0-9]{6}$/);
+    }
+    expect(() =>
+      validateEnvironment({
+        ...resolveEnvironment('dev'),
+        temporal: { ...resolveEnvironment('dev').temporal, apiKeySecretName: 'temporal-apikey' },
+      }),
+    ).toThrow(
+      new InvalidEnvironmentConfigError(
+        'environment dev: secret name "temporal-apikey" ends like a Secrets Manager suffix (-xxxxxx)',
+      ),
     );
   });
 
