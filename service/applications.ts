@@ -87,7 +87,8 @@ export async function deploy(
     new EntityConflictError(`application "${input.name}" already exists`),
   );
   await ctx.repo.commit(tx);
-  const units = await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
+  const units =
+    numUnits === 0 ? [] : await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
   return { application: applicationView(record), units };
 }
 

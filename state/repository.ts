@@ -265,6 +265,8 @@ export const TRANSACTION_LIMIT = 100;
 
 export class Repository {
   readonly doc: DynamoDBDocumentClient;
+  /** Read capacity consumed by this repository's Queries, as DynamoDB reports it. */
+  consumedReadCapacity = 0;
 
   constructor(
     client: DynamoDBClient,
@@ -663,7 +665,10 @@ export class Repository {
     const items: Item[] = [];
     let start: Record<string, unknown> | undefined;
     do {
-      const out = await this.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      const out = await this.doc.send(
+        new QueryCommand({ ...input, ExclusiveStartKey: start, ReturnConsumedCapacity: 'TOTAL' }),
+      );
+      this.consumedReadCapacity += out.ConsumedCapacity?.CapacityUnits ?? 0;
       items.push(...((out.Items ?? []) as Item[]));
       start = out.LastEvaluatedKey;
     } while (start);

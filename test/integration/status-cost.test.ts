@@ -1,0 +1,69 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { ServiceContext } from '../../service/context';
+import { newMachine } from '../../service/records';
+import { modelStatus } from '../../service/status';
+import { Repository } from '../../state/repository';
+import { uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+const stack = loadTestStack();
+const client = new DynamoDBClient({
+  region: stack.region,
+  endpoint: stack.dynamodbEndpoint,
+  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+});
+const repo = new Repository(client, stack.tableName);
+const ctx: ServiceContext = {
+  repo,
+  workflows: {
+    start: () => Promise.reject(new Error('no workflows in this test')),
+    signal: () => Promise.reject(new Error('no workflows in this test')),
+  },
+  defaultRegion: stack.region,
+  now: () => new Date(),
+  log: { warn: () => undefined, info: () => undefined, error: () => undefined },
+};
+
+afterAll(() => client.destroy());
+
+async function modelWithMachines(count: number): Promise<string> {
+  const name = uniqueName('big');
+  const now = new Date().toISOString();
+  await repo.createModel({
+    name,
+    region: 'us-east-1',
+    constraints: '',
+    harvestMode: 'destroyed',
+    life: 'alive',
+    createdAt: now,
+  });
+  const ids = await repo.allocateMachineIds(name, count);
+  await repo.putNewMachines(
+    ids.map((id) =>
+      newMachine({ model: name, id, base: 'ubuntu@24.04', constraints: 'mem=2048M', now }),
+    ),
+  );
+  return name;
+}
+
+async function statusCost(model: string): Promise<{ capacity: number; machines: number }> {
+  const before = repo.consumedReadCapacity;
+  const status = await modelStatus(ctx, model);
+  return {
+    capacity: repo.consumedReadCapacity - before,
+    machines: Object.keys(status.machines).length,
+  };
+}
+
+describe('status of a large model', () => {
+  it("is served by Queries of its own partition: 1,000 machines, and a cost that other models' size does not change", async () => {
+    const model = await modelWithMachines(1000);
+    const first = await statusCost(model);
+    expect(first.machines).toBe(1000);
+    expect(first.capacity).toBeGreaterThan(0);
+
+    await modelWithMachines(1000);
+    const second = await statusCost(model);
+    expect(second).toEqual(first);
+  });
+});
