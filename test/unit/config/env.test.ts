@@ -1,0 +1,95 @@
+import { bearerToken, tokenSourceFromEnv, tokensMatch } from '../../../config/auth';
+import {
+  ConfigError,
+  durationEnv,
+  parseDuration,
+  positiveIntEnv,
+  provisioningTuning,
+  requireEnv,
+} from '../../../config/env';
+
+describe('durations', () => {
+  it.each([
+    ['500ms', 500],
+    ['10s', 10_000],
+    ['1.5s', 1500],
+    ['1m', 60_000],
+    ['2h', 7_200_000],
+  ])('parses %s as %i ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '10', 's', '-1s', '1d', '1 m x'])('refuses %j', (text) => {
+    expect(parseDuration(text)).toBeUndefined();
+  });
+
+  it('names the variable when it is malformed', () => {
+    expect(() =>
+      durationEnv('PROVISIONER_RETRY_DELAY', '10s', { PROVISIONER_RETRY_DELAY: 'soon' }),
+    ).toThrow(
+      new ConfigError(
+        'environment variable PROVISIONER_RETRY_DELAY: "soon" is not a duration like 500ms, 10s, 1m or 2h',
+      ),
+    );
+  });
+});
+
+describe('worker tuning', () => {
+  it("defaults to Juju's 10 attempts, 10 s apart", () => {
+    expect(provisioningTuning({})).toEqual({
+      startAttempts: 10,
+      retryDelayMs: 10_000,
+      sweepIntervalMs: 60_000,
+      strayGraceMs: 60_000,
+    });
+  });
+
+  it('reads each variable', () => {
+    expect(
+      provisioningTuning({
+        PROVISIONER_START_ATTEMPTS: '3',
+        PROVISIONER_RETRY_DELAY: '500ms',
+        PROVISIONER_SWEEP_INTERVAL: '5s',
+        PROVISIONER_STRAY_GRACE: '2s',
+      }),
+    ).toEqual({ startAttempts: 3, retryDelayMs: 500, sweepIntervalMs: 5000, strayGraceMs: 2000 });
+  });
+
+  it.each(['0', '-2', 'ten', '1.5'])('refuses %j attempts', (value) => {
+    expect(() =>
+      positiveIntEnv('PROVISIONER_START_ATTEMPTS', 10, { PROVISIONER_START_ATTEMPTS: value }),
+    ).toThrow(
+      `environment variable PROVISIONER_START_ATTEMPTS: "${value}" is not a positive integer`,
+    );
+  });
+
+  it('fails at start when a required variable is missing', () => {
+    expect(() => requireEnv('PROVISIONER_TABLE', {})).toThrow(
+      new ConfigError('environment variable PROVISIONER_TABLE is required but not set'),
+    );
+  });
+});
+
+describe('bearer auth', () => {
+  it('extracts the token of a Bearer header only', () => {
+    expect(bearerToken('Bearer abc')).toBe('abc');
+    expect(bearerToken('bearer abc ')).toBe('abc');
+    expect(bearerToken('Basic abc')).toBeUndefined();
+    expect(bearerToken('Bearer a b')).toBeUndefined();
+    expect(bearerToken(undefined)).toBeUndefined();
+  });
+
+  it('compares tokens exactly', () => {
+    expect(tokensMatch('abc', 'abc')).toBe(true);
+    expect(tokensMatch('abc', 'abd')).toBe(false);
+    expect(tokensMatch('ab', 'abc')).toBe(false);
+    expect(tokensMatch('', 'abc')).toBe(false);
+  });
+
+  it('takes the token from the environment, or refuses to start without a source', async () => {
+    await expect(tokenSourceFromEnv({ PROVISIONER_API_TOKEN: 't0k' })()).resolves.toBe('t0k');
+    expect(() => tokenSourceFromEnv({})).toThrow(
+      'environment variable PROVISIONER_API_TOKEN or PROVISIONER_API_TOKEN_SECRET_ARN is required but not set',
+    );
+  });
+});

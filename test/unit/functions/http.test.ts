@@ -1,0 +1,122 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { z } from 'zod';
+import { ConstraintsError, PlacementError } from '../../../core';
+import { ConflictError } from '../../../functions/errors';
+import { createHandler, parseBody } from '../../../functions/http';
+import { EntityNotFoundError } from '../../../state/errors';
+
+const TOKEN = 'secret-token';
+
+function event(overrides: Partial<APIGatewayProxyEventV2> = {}): APIGatewayProxyEventV2 {
+  return {
+    version: '2.0',
+    routeKey: 'POST /v1/models',
+    rawPath: '/v1/models',
+    rawQueryString: '',
+    headers: { authorization: `Bearer ${TOKEN}` },
+    requestContext: {
+      http: { method: 'POST', path: '/v1/models' },
+    } as APIGatewayProxyEventV2['requestContext'],
+    isBase64Encoded: false,
+    ...overrides,
+  };
+}
+
+const echo = createHandler(
+  {
+    'POST /v1/models': (req) =>
+      Promise.resolve({ status: 201, body: { got: req.body, params: req.pathParameters } }),
+    'GET /v1/models/{model}': (req) => {
+      const kind = req.pathParameters.model;
+      if (kind === 'constraints') throw new ConstraintsError('malformed constraint "x"');
+      if (kind === 'placement') throw new PlacementError('placement scope missing');
+      if (kind === 'missing') throw new EntityNotFoundError('model "missing" not found');
+      if (kind === 'taken') throw new ConflictError('taken');
+      throw new Error('boom with secret details');
+    },
+  },
+  () => Promise.resolve(TOKEN),
+);
+
+const body = (res: { body?: string }) => JSON.parse(res.body ?? '{}');
+
+describe('createHandler', () => {
+  it.each([
+    [{}, 'no header'],
+    [{ authorization: 'Bearer wrong' }, 'wrong token'],
+    [{ authorization: `Basic ${TOKEN}` }, 'wrong scheme'],
+    [{ authorization: `Bearer ${TOKEN}x` }, 'longer token'],
+  ])('answers 401 for %j (%s)', async (headers) => {
+    const res = await echo(event({ headers }));
+    expect(res.statusCode).toBe(401);
+    expect(body(res)).toEqual({
+      error: { code: 'unauthorized', message: 'missing or invalid bearer token' },
+    });
+  });
+
+  it('passes parsed JSON and decoded path parameters to the operation', async () => {
+    const res = await echo(
+      event({ body: '{"name":"demo"}', pathParameters: { id: '1%2Flxd%2F0' } }),
+    );
+    expect(res.statusCode).toBe(201);
+    expect(body(res)).toEqual({ got: { name: 'demo' }, params: { id: '1/lxd/0' } });
+  });
+
+  it('decodes a base64 body', async () => {
+    const res = await echo(
+      event({ body: Buffer.from('{"a":1}').toString('base64'), isBase64Encoded: true }),
+    );
+    expect(body(res).got).toEqual({ a: 1 });
+  });
+
+  it('answers malformed JSON with 400 bad-request', async () => {
+    const res = await echo(event({ body: '{' }));
+    expect(res.statusCode).toBe(400);
+    expect(body(res)).toEqual({
+      error: { code: 'bad-request', message: 'malformed JSON in request body' },
+    });
+  });
+
+  it.each([
+    ['constraints', 400, 'invalid-constraints', 'malformed constraint "x"'],
+    ['placement', 400, 'invalid-placement', 'placement scope missing'],
+    ['missing', 404, 'not-found', 'model "missing" not found'],
+    ['taken', 409, 'conflict', 'taken'],
+    ['other', 500, 'internal', 'internal error'],
+  ])('maps a %s error to %i %s without leaking internals', async (model, status, code, message) => {
+    const res = await echo(
+      event({ routeKey: 'GET /v1/models/{model}', pathParameters: { model } }),
+    );
+    expect(res.statusCode).toBe(status);
+    expect(body(res)).toEqual({ error: { code, message } });
+  });
+
+  it('answers the $default route with an authenticated 404', async () => {
+    const res = await echo(
+      event({
+        routeKey: '$default',
+        rawPath: '/v2/x',
+        requestContext: { http: { method: 'GET' } } as never,
+      }),
+    );
+    expect(res.statusCode).toBe(404);
+    expect(body(res)).toEqual({ error: { code: 'not-found', message: 'no route for GET /v2/x' } });
+  });
+});
+
+describe('parseBody', () => {
+  const Schema = z.strictObject({ name: z.string(), count: z.number().optional() });
+
+  it('accepts a valid body and an absent one as {}', () => {
+    expect(parseBody(Schema, { name: 'a', count: 2 })).toEqual({ name: 'a', count: 2 });
+    expect(() => parseBody(Schema, undefined)).toThrow('field "name"');
+  });
+
+  it('names unknown fields and the field that was wrong', () => {
+    expect(() => parseBody(Schema, { name: 'a', colour: 1, size: 2 })).toThrow(
+      'unknown fields "colour", "size"',
+    );
+    expect(() => parseBody(Schema, { name: 1 })).toThrow(/^field "name": /);
+    expect(() => parseBody(Schema, [])).toThrow(/^request body: /);
+  });
+});

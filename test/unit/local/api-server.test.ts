@@ -1,0 +1,84 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import type { AddressInfo } from 'node:net';
+import { createApiServer, type LambdaHandler } from '../../../local/api-server';
+import { ROUTE_GROUPS, type RouteGroup } from '../../../functions/routes';
+
+describe('local API server', () => {
+  const seen: Array<{ group: RouteGroup; event: APIGatewayProxyEventV2 }> = [];
+  const handlers = Object.fromEntries(
+    ROUTE_GROUPS.map((group) => [
+      group,
+      ((event) => {
+        seen.push({ group, event });
+        return Promise.resolve({
+          statusCode: 200,
+          headers: { 'content-type': 'application/json' },
+          body: '{"ok":true}',
+        });
+      }) as LambdaHandler,
+    ]),
+  ) as Record<RouteGroup, LambdaHandler>;
+  const server = createApiServer(handlers);
+  let base = '';
+
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  it('turns a request into an API Gateway v2 event for its route group', async () => {
+    const res = await fetch(`${base}/v1/models/demo/machines/0%2Flxd%2F1?force=true`, {
+      method: 'DELETE',
+      headers: { Authorization: 'Bearer x' },
+    });
+    expect(res.status).toBe(200);
+    expect(seen).toHaveLength(1);
+    const { group, event } = seen[0]!;
+    expect(group).toBe('machines');
+    expect(event).toMatchObject({
+      version: '2.0',
+      routeKey: 'DELETE /v1/models/{model}/machines/{id}',
+      rawPath: '/v1/models/demo/machines/0%2Flxd%2F1',
+      rawQueryString: 'force=true',
+      queryStringParameters: { force: 'true' },
+      pathParameters: { model: 'demo', id: '0/lxd/1' },
+      isBase64Encoded: false,
+      headers: expect.objectContaining({ authorization: 'Bearer x' }),
+      requestContext: expect.objectContaining({
+        http: expect.objectContaining({ method: 'DELETE' }),
+        stage: '$default',
+      }),
+    });
+    expect(event.body).toBeUndefined();
+  });
+
+  it('passes the body as text', async () => {
+    await fetch(`${base}/v1/models`, { method: 'POST', body: '{"name":"a"}' });
+    expect(seen[0]?.event.body).toBe('{"name":"a"}');
+    expect(seen[0]?.group).toBe('models');
+  });
+
+  it('sends unmatched paths to the $default route', async () => {
+    await fetch(`${base}/nothing/here`);
+    expect(seen[0]?.event.routeKey).toBe('$default');
+    expect(seen[0]?.event.pathParameters).toBeUndefined();
+  });
+
+  it('refuses a body over 1 MiB with 413', async () => {
+    const res = await fetch(`${base}/v1/models`, {
+      method: 'POST',
+      body: 'x'.repeat(1024 * 1024 + 1),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({
+      error: { code: 'bad-request', message: 'request body larger than 1048576 bytes' },
+    });
+    expect(seen).toHaveLength(0);
+  });
+});
