@@ -8,14 +8,14 @@ describe('local API server', () => {
   const handlers = Object.fromEntries(
     ROUTE_GROUPS.map((group) => [
       group,
-      ((event) => {
+      (event) => {
         seen.push({ group, event });
         return Promise.resolve({
           statusCode: 200,
           headers: { 'content-type': 'application/json' },
           body: '{"ok":true}',
         });
-      }) as LambdaHandler,
+      },
     ]),
   ) as Record<RouteGroup, LambdaHandler>;
   const server = createApiServer(handlers);
