@@ -11,6 +11,9 @@ export const PROJECT_ROOT = path.resolve(__dirname, '..');
 
 export const LAMBDA_RUNTIME = Runtime.NODEJS_22_X;
 
+/** Construct metadata naming a bundled function's entry file (relative to the project root). */
+export const ENTRY_METADATA = 'provisioner:entry';
+
 export interface BundledFunctionProps {
   /** Entry file, relative to the project root, exporting `handler`. */
   entry: string;
@@ -60,5 +63,7 @@ export function bundledFunction(
       logLevel: LogLevel.WARNING,
     },
   };
-  return new NodejsFunction(scope, id, fnProps);
+  const fn = new NodejsFunction(scope, id, fnProps);
+  fn.node.addMetadata(ENTRY_METADATA, props.entry);
+  return fn;
 }

@@ -16,6 +16,7 @@ import {
   type EnvironmentName,
   type EnvironmentOverrides,
 } from '../../../infra/config';
+import { ENTRY_METADATA } from '../../../infra/bundling';
 import { DEFAULT_ROUTE_GROUP } from '../../../infra/constructs/api';
 import { DEPLOYMENT_TAG, EC2_DESCRIBE_ACTIONS, TABLE_ACTIONS } from '../../../infra/permissions';
 import {
@@ -144,17 +145,16 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
     it.each(ROUTE_GROUPS)(
       '%s is bundled from functions/<group>.ts by esbuild, with source maps',
       (group) => {
-        const asset = synth.stack.api.functions.get(group)!.node.findChild('Code') as Asset;
+        const fn = synth.stack.api.functions.get(group)!;
+        const asset = fn.node.findChild('Code') as Asset;
         const dir = path.join(synth.outdir, asset.assetPath);
         expect(existsSync(path.join(dir, 'index.js'))).toBe(true);
         const map = JSON.parse(readFileSync(path.join(dir, 'index.js.map'), 'utf8')) as {
           sources: string[];
         };
-        const ownEntries = map.sources.filter((s) => /(^|\/)functions\/[a-z]+\.ts$/.test(s));
-        const groupEntries = ownEntries.filter((s) =>
-          ROUTE_GROUPS.some((g) => s.endsWith(`functions/${g}.ts`)),
-        );
-        expect(groupEntries.map((s) => path.basename(s))).toEqual([`${group}.ts`]);
+        const entry = fn.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data as string;
+        expect(entry).toBe(`functions/${group}.ts`);
+        expect(map.sources.filter((source) => source.endsWith(`/${entry}`))).toHaveLength(1);
       },
     );
 
@@ -516,7 +516,11 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
     });
 
     it('run on Node 22 like the API', () => {
-      const fn = resources()[logicalId(synth.stack.searchAttributes.node.findChild('Handler'))]!;
+      const handler = synth.stack.searchAttributes.node.findChild('Handler');
+      expect(handler.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data).toBe(
+        'infra/search-attributes/handler.ts',
+      );
+      const fn = resources()[logicalId(handler)]!;
       expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Handler: 'index.handler' });
     });
   });
