@@ -52,6 +52,9 @@ export function synthEnvironment(env: string, context: Record<string, string> = 
       outdir,
       cleanup: () => rmSync(outdir, { recursive: true, force: true }),
     };
+  } catch (err) {
+    rmSync(outdir, { recursive: true, force: true });
+    throw err;
   } finally {
     if (previousDocker === undefined) delete process.env.CDK_DOCKER;
     else process.env.CDK_DOCKER = previousDocker;
