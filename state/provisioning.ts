@@ -1,0 +1,481 @@
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import {
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { EntityConflictError, EntityNotFoundError } from './errors';
+import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { ZONE_CLAIMS_SK } from './provisioning-keys';
+import type { Hardware, Life, MachineRecord } from './types';
+
+type Item = Record<string, unknown>;
+
+/**
+ * What zone choice needs of each machine of a model. `zoneClaim` is the zone a
+ * machine's workflow has claimed for a launch in flight; `zone` is where its
+ * instance is. A machine counts in `zone ?? zoneClaim`.
+ */
+export interface PlacementMachine {
+  id: string;
+  life: Life;
+  applications: string[];
+  zone?: string;
+  zoneClaim?: string;
+}
+
+/** Thrown by a zone chooser to stop the claim (e.g. no zone left); passed through unchanged. */
+export type ZoneChooser = (machines: readonly PlacementMachine[]) => string;
+
+/** Too many concurrent claims in a row; the caller may try again later. */
+export class ZoneClaimContendedError extends Error {
+  override readonly name = 'ZoneClaimContendedError';
+}
+
+/** The machine went Dead: it must not claim a zone or launch. */
+export class MachineDeadError extends Error {
+  override readonly name = 'MachineDeadError';
+}
+
+export interface RunningRecord {
+  instanceId: string;
+  imageId: string;
+  zone: string;
+  instanceType: string;
+  hardware: Hardware;
+}
+
+export interface ProvisioningStoreOptions {
+  /** Claim tries before giving up with ZoneClaimContendedError. */
+  maxClaimTries?: number;
+  /** Waits between contended tries (tests pass a no-op). */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
+}
+
+const TRANSACTION_LIMIT = 100;
+
+function cancellationCodes(err: TransactionCanceledException): string[] {
+  return (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+}
+
+/**
+ * The DynamoDB writes the machine workflow makes beyond the Repository:
+ * atomic zone claims, recording a launch or a failure, removing a machine and
+ * then its model when the model is dying and empty.
+ *
+ * Zone claims use optimistic concurrency on one item per model
+ * (`#ZONE-CLAIMS`, a version number): read the version, read the model's
+ * machines, choose, then write the claim on the machine and bump the version
+ * in one transaction conditional on the version being unchanged. A claim that
+ * lost a race reads again, so machines of one group started at the same
+ * moment see each other's claims and spread evenly. Per model rather than per
+ * distribution group because groups overlap (a machine hosting two
+ * applications belongs to both) and a model's machines are one Query anyway.
+ */
+export class ProvisioningStore {
+  private readonly doc: DynamoDBDocumentClient;
+  private readonly maxClaimTries: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
+  constructor(
+    client: DynamoDBClient,
+    readonly tableName: string,
+    options: ProvisioningStoreOptions = {},
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+    this.maxClaimTries = options.maxClaimTries ?? 50;
+    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.random = options.random ?? Math.random;
+  }
+
+  /** The model's machines as zone choice sees them (strongly consistent). */
+  async placementMachines(model: string): Promise<PlacementMachine[]> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
+      ProjectionExpression: '#id, #life, #applications, #zone, #zoneClaim',
+      ExpressionAttributeNames: {
+        '#id': 'id',
+        '#life': 'life',
+        '#applications': 'applications',
+        '#zone': 'zone',
+        '#zoneClaim': 'zoneClaim',
+      },
+      ConsistentRead: true,
+    });
+    return items.map((i) => ({
+      id: String(i.id),
+      life: i.life as Life,
+      applications: Array.isArray(i.applications) ? (i.applications as string[]) : [],
+      ...(typeof i.zone === 'string' ? { zone: i.zone } : {}),
+      ...(typeof i.zoneClaim === 'string' ? { zoneClaim: i.zoneClaim } : {}),
+    }));
+  }
+
+  /** The zone the machine's workflow holds a claim on, if any. */
+  async zoneClaim(model: string, machineId: string): Promise<string | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: machineSk(machineId) },
+        ProjectionExpression: '#zoneClaim',
+        ExpressionAttributeNames: { '#zoneClaim': 'zoneClaim' },
+        ConsistentRead: true,
+      }),
+    );
+    const claim: unknown = out.Item?.zoneClaim;
+    return typeof claim === 'string' ? claim : undefined;
+  }
+
+  private async claimsVersion(model: string): Promise<number> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
+        ConsistentRead: true,
+      }),
+    );
+    const version: unknown = out.Item?.version;
+    return typeof version === 'number' ? version : 0;
+  }
+
+  /**
+   * Claims a zone for the machine: `choose` sees the model's machines as they
+   * are at a version no other claim has moved past when the claim is written.
+   * Throws EntityNotFoundError (machine gone), MachineDeadError, whatever
+   * `choose` throws, or ZoneClaimContendedError after too many lost races.
+   */
+  async claimZone(model: string, machineId: string, choose: ZoneChooser): Promise<string> {
+    for (let attempt = 1; attempt <= this.maxClaimTries; attempt++) {
+      // The version is read before the machines: a claim written after this
+      // read moves the version, and then this transaction fails and reads again.
+      const version = await this.claimsVersion(model);
+      const machines = await this.placementMachines(model);
+      const self = machines.find((m) => m.id === machineId);
+      if (!self) throw new EntityNotFoundError(`machine ${machineId} not found`);
+      if (self.life === 'dead') throw new MachineDeadError(`machine ${machineId} is dead`);
+      const zone = choose(machines);
+      try {
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                Update: {
+                  TableName: this.tableName,
+                  Key: { pk: modelPk(model), sk: machineSk(machineId) },
+                  UpdateExpression: 'SET #zoneClaim = :zone, #updatedAt = :now',
+                  ConditionExpression: 'attribute_exists(pk) AND #life <> :dead',
+                  ExpressionAttributeNames: {
+                    '#zoneClaim': 'zoneClaim',
+                    '#updatedAt': 'updatedAt',
+                    '#life': 'life',
+                  },
+                  ExpressionAttributeValues: {
+                    ':zone': zone,
+                    ':now': new Date().toISOString(),
+                    ':dead': 'dead',
+                  },
+                },
+              },
+              this.versionBump(model, version),
+            ],
+          }),
+        );
+        return zone;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const [machineCode] = cancellationCodes(err);
+        if (machineCode === 'ConditionalCheckFailed') continue; // re-read: gone or dead
+        // the version moved (or a concurrent transaction held an item): read again
+        await this.sleep(Math.floor(this.random() * Math.min(200, 10 * attempt)));
+      }
+    }
+    throw new ZoneClaimContendedError(
+      `could not claim a zone for machine ${machineId} after ${this.maxClaimTries} tries`,
+    );
+  }
+
+  private versionBump(model: string, expected?: number) {
+    const base = {
+      TableName: this.tableName,
+      Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
+    };
+    if (expected === undefined) {
+      return {
+        Update: {
+          ...base,
+          UpdateExpression: 'SET #type = :type ADD #version :one',
+          ExpressionAttributeNames: { '#type': 'type', '#version': 'version' },
+          ExpressionAttributeValues: { ':type': 'zone-claims', ':one': 1 },
+        },
+      };
+    }
+    return {
+      Update: {
+        ...base,
+        UpdateExpression: 'SET #version = :next, #type = :type',
+        ConditionExpression: expected === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
+        ExpressionAttributeNames: { '#type': 'type', '#version': 'version' },
+        ExpressionAttributeValues: {
+          ':next': expected + 1,
+          ':type': 'zone-claims',
+          ...(expected === 0 ? {} : { ':expected': expected }),
+        },
+      },
+    };
+  }
+
+  /** Gives up the machine's zone claim (after a failure), bumping the version so choosers re-read. */
+  async releaseZoneClaim(model: string, machineId: string): Promise<void> {
+    await this.transactOnMachine(machineId, [
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression: 'REMOVE #zoneClaim SET #updatedAt = :now',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: { '#zoneClaim': 'zoneClaim', '#updatedAt': 'updatedAt' },
+          ExpressionAttributeValues: { ':now': new Date().toISOString() },
+        },
+      },
+      this.versionBump(model),
+    ]);
+  }
+
+  /**
+   * Records a launched instance: status `running`, its id, image, zone, type
+   * and hardware; the claim becomes the zone. Returns the machine's life, so
+   * a machine that went Dead meanwhile is torn down.
+   */
+  async recordRunning(model: string, machineId: string, run: RunningRecord): Promise<Life> {
+    try {
+      const out = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression:
+            'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
+            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
+            '#updatedAt = :now REMOVE #zoneClaim',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#message': 'message',
+            '#instanceId': 'instanceId',
+            '#imageId': 'imageId',
+            '#zone': 'zone',
+            '#instanceType': 'instanceType',
+            '#hardware': 'hardware',
+            '#updatedAt': 'updatedAt',
+            '#zoneClaim': 'zoneClaim',
+          },
+          ExpressionAttributeValues: {
+            ':status': 'running',
+            ':empty': '',
+            ':instanceId': run.instanceId,
+            ':imageId': run.imageId,
+            ':zone': run.zone,
+            ':instanceType': run.instanceType,
+            ':hardware': run.hardware,
+            ':gsi2pk': machineStatusIndexPk(model, 'running'),
+            ':now': new Date().toISOString(),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return (out.Attributes?.life as Life | undefined) ?? 'alive';
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        throw new EntityNotFoundError(`machine ${machineId} not found`);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Records a final provisioning failure: status `error` with the cause, no
+   * instance id, no zone, no claim (so the zone no longer counts it).
+   */
+  async recordError(model: string, machineId: string, message: string): Promise<void> {
+    await this.transactOnMachine(machineId, [
+      {
+        Update: {
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression:
+            'SET #status = :status, #message = :message, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'REMOVE #instanceId, #zone, #zoneClaim',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#message': 'message',
+            '#updatedAt': 'updatedAt',
+            '#instanceId': 'instanceId',
+            '#zone': 'zone',
+            '#zoneClaim': 'zoneClaim',
+          },
+          ExpressionAttributeValues: {
+            ':status': 'error',
+            ':message': message,
+            ':gsi2pk': machineStatusIndexPk(model, 'error'),
+            ':now': new Date().toISOString(),
+          },
+        },
+      },
+      this.versionBump(model),
+    ]);
+  }
+
+  private async transactOnMachine(
+    machineId: string,
+    items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        return;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const [machineCode] = cancellationCodes(err);
+        if (machineCode === 'ConditionalCheckFailed') {
+          throw new EntityNotFoundError(`machine ${machineId} not found`);
+        }
+        // a concurrent transaction on the version item: unconditional bumps just go again
+        if (attempt >= this.maxClaimTries) throw err;
+        await this.sleep(Math.floor(this.random() * Math.min(200, 10 * attempt)));
+      }
+    }
+  }
+
+  /**
+   * Removes a Dead machine (only a Dead one), then its model if the model is
+   * dying and this was its last machine. Idempotent: an absent machine is
+   * already removed. Returns whether the model was removed.
+   */
+  async removeMachine(model: string, machineId: string): Promise<{ modelRemoved: boolean }> {
+    try {
+      await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          ConditionExpression: 'attribute_not_exists(pk) OR #life = :dead',
+          ExpressionAttributeNames: { '#life': 'life' },
+          ExpressionAttributeValues: { ':dead': 'dead' },
+        }),
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        throw new EntityConflictError(`machine ${machineId} is not dead`);
+      }
+      throw err;
+    }
+    return { modelRemoved: await this.removeModelIfDyingAndEmpty(model) };
+  }
+
+  /**
+   * Removes a dying model that has no entities left, with the items that only
+   * serve it (counters, the zone-claims version), in one transaction
+   * conditional on the model still dying. Every machine removal deletes its
+   * machine before looking, so the last one to go always finds the model empty.
+   */
+  async removeModelIfDyingAndEmpty(model: string): Promise<boolean> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': modelPk(model) },
+      ProjectionExpression: 'pk, sk, #life',
+      ExpressionAttributeNames: { '#life': 'life' },
+      ConsistentRead: true,
+    });
+    const modelItem = items.find((i) => i.sk === MODEL_SK);
+    if (!modelItem || modelItem.life !== 'dying') return false;
+    // Entities (machines, applications, units, relations) have keys without a leading `#`;
+    // `#`-keys beside the model item (counters, the zone-claims version) only serve the model.
+    if (items.some((i) => !String(i.sk).startsWith('#'))) return false;
+    const others = items.filter((i) => i.sk !== MODEL_SK);
+    if (others.length > TRANSACTION_LIMIT - 1) {
+      // more side items than one transaction holds: drop the surplus first (they only serve the model)
+      for (const i of others.splice(TRANSACTION_LIMIT - 1)) {
+        await this.doc.send(
+          new DeleteCommand({ TableName: this.tableName, Key: { pk: i.pk, sk: i.sk } }),
+        );
+      }
+    }
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Delete: {
+                TableName: this.tableName,
+                Key: { pk: modelPk(model), sk: MODEL_SK },
+                ConditionExpression: '#life = :dying',
+                ExpressionAttributeNames: { '#life': 'life' },
+                ExpressionAttributeValues: { ':dying': 'dying' },
+              },
+            },
+            ...others.map((i) => ({
+              Delete: { TableName: this.tableName, Key: { pk: i.pk, sk: i.sk } },
+            })),
+          ],
+        }),
+      );
+      return true;
+    } catch (err) {
+      // another removal got there first, or the model is not dying any more
+      if (err instanceof TransactionCanceledException) return false;
+      throw err;
+    }
+  }
+
+  /** The model's machines, for the sweep (strongly consistent). */
+  async machines(
+    model: string,
+  ): Promise<Array<Pick<MachineRecord, 'id' | 'life' | 'status' | 'instanceId' | 'manual'>>> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
+      ProjectionExpression: '#id, #life, #status, #instanceId, #manual',
+      ExpressionAttributeNames: {
+        '#id': 'id',
+        '#life': 'life',
+        '#status': 'status',
+        '#instanceId': 'instanceId',
+        '#manual': 'manual',
+      },
+      ConsistentRead: true,
+    });
+    return items.map((i) => ({
+      id: String(i.id),
+      life: i.life as Life,
+      status: i.status as MachineRecord['status'],
+      ...(typeof i.instanceId === 'string' ? { instanceId: i.instanceId } : {}),
+      ...(i.manual === true ? { manual: true } : {}),
+    }));
+  }
+
+  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
+    const items: Item[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
+      items.push(...((out.Items ?? []) as Item[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items;
+  }
+}
