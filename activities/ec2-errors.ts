@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE } from '../workflows/failures';
 
 /**
  * How an EC2 error is handled. Zone-specific errors move the machine to its
@@ -6,8 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
  * the inverse of Juju's ErrAvailabilityZoneIndependent); throttling is retried
  * in place with backoff; anything else spends an attempt.
  */
-export const ZONE_UNAVAILABLE = 'ZoneUnavailable';
-export const START_FAILED = 'StartInstanceFailed';
+export const ZONE_UNAVAILABLE = FAILURE.zoneUnavailable;
+export const START_FAILED = FAILURE.startFailed;
 
 const ZONE_SPECIFIC_CODES = new Set([
   'InsufficientInstanceCapacity',
@@ -15,6 +16,7 @@ const ZONE_SPECIFIC_CODES = new Set([
   'InsufficientReservedInstanceCapacity',
   'InsufficientCapacity',
   'InsufficientFreeAddressesInSubnet',
+  'InsufficientAddressCapacity',
 ]);
 
 const THROTTLING_CODES = new Set([
@@ -24,6 +26,7 @@ const THROTTLING_CODES = new Set([
   'RequestThrottled',
 ]);
 
+/** The EC2 error code of an SDK error (`InsufficientInstanceCapacity`), if it has one. */
 export function ec2ErrorCode(err: unknown): string | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const e = err as { name?: unknown; Code?: unknown; code?: unknown };
@@ -35,7 +38,10 @@ export function isZoneSpecific(code: string | undefined, message: string): boole
   if (!code) return false;
   if (ZONE_SPECIFIC_CODES.has(code)) return true;
   // `Unsupported` is zone-specific only when it names an Availability Zone (e.g. the type is not offered there).
-  return code === 'Unsupported' && /availability zone/i.test(message);
+  return (
+    (code === 'Unsupported' || code === 'InvalidParameterValue') &&
+    /availability zone/i.test(message)
+  );
 }
 
 export function isThrottling(code: string | undefined): boolean {

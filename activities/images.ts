@@ -1,27 +1,34 @@
 import { DescribeImagesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { archToEc2, ubuntuImageNamePattern } from '../core';
 
 /** Canonical's AWS account: the owner of official Ubuntu images. */
 export const CANONICAL_OWNER = '099720109477';
 
+/** No image for a base and arch in a region: not a zone problem, the machine goes to error at once. */
 export class NoImageError extends Error {
   override readonly name = 'NoImageError';
 }
 
-const EC2_ARCH: Record<string, string> = { amd64: 'x86_64', arm64: 'arm64' };
-
 export interface ImageQuery {
   region: string;
-  /** e.g. `24.04` */
-  version: string;
-  /** e.g. `noble` */
-  codename: string;
+  /** e.g. `ubuntu@24.04` */
+  base: string;
   /** Juju arch: amd64, arm64 */
   arch: string;
 }
 
-/** Finds the newest Canonical image for a base and arch, cached per region, base and arch for `ttlMs`. */
+export function noImageMessage(q: ImageQuery): string {
+  return `no image found for base "${q.base}" (arch ${q.arch}) in region ${q.region}`;
+}
+
+/**
+ * Finds the newest Canonical server image for a base and arch (DESIGN.md
+ * "Images"), cached per region, base and arch for `ttlMs`. Concurrent
+ * lookups of one key share a DescribeImages call. The EC2 client must be the
+ * region's.
+ */
 export class ImageFinder {
-  private readonly cache = new Map<string, { imageId: string; expires: number }>();
+  private readonly cache = new Map<string, { imageId: Promise<string>; expires: number }>();
 
   constructor(
     private readonly ec2: EC2Client,
@@ -29,26 +36,38 @@ export class ImageFinder {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async find(q: ImageQuery): Promise<string> {
-    const key = `${q.region}/${q.version}/${q.arch}`;
+  find(q: ImageQuery): Promise<string> {
+    const key = `${q.region}/${q.base}/${q.arch}`;
     const hit = this.cache.get(key);
     if (hit && hit.expires > this.now()) return hit.imageId;
-    const ec2Arch = EC2_ARCH[q.arch];
-    const out = ec2Arch
-      ? await this.ec2.send(
-          new DescribeImagesCommand({
-            Owners: [CANONICAL_OWNER],
-            Filters: [
-              {
-                Name: 'name',
-                Values: [`ubuntu/images/*/ubuntu-${q.codename}-${q.version}-${q.arch}-server-*`],
-              },
-              { Name: 'architecture', Values: [ec2Arch] },
-              { Name: 'state', Values: ['available'] },
-            ],
-          }),
-        )
-      : { Images: [] };
+    const imageId = this.lookup(q);
+    const entry = { imageId, expires: this.now() + this.ttlMs };
+    this.cache.set(key, entry);
+    imageId.catch(() => {
+      if (this.cache.get(key) === entry) this.cache.delete(key);
+    });
+    return imageId;
+  }
+
+  private async lookup(q: ImageQuery): Promise<string> {
+    let pattern: string | undefined;
+    try {
+      pattern = ubuntuImageNamePattern(q.base, q.arch);
+    } catch {
+      pattern = undefined; // an unparsable base has no image either
+    }
+    const ec2Arch = archToEc2(q.arch);
+    if (!pattern || !ec2Arch) throw new NoImageError(noImageMessage(q));
+    const out = await this.ec2.send(
+      new DescribeImagesCommand({
+        Owners: [CANONICAL_OWNER],
+        Filters: [
+          { Name: 'name', Values: [pattern] },
+          { Name: 'architecture', Values: [ec2Arch] },
+          { Name: 'state', Values: ['available'] },
+        ],
+      }),
+    );
     const newest = (out.Images ?? [])
       .filter((i) => i.ImageId && i.CreationDate)
       .sort(
@@ -56,12 +75,7 @@ export class ImageFinder {
           (b.CreationDate ?? '').localeCompare(a.CreationDate ?? '') ||
           (a.ImageId ?? '').localeCompare(b.ImageId ?? ''),
       )[0];
-    if (!newest?.ImageId) {
-      throw new NoImageError(
-        `no image found for base "ubuntu@${q.version}" (arch ${q.arch}) in region ${q.region}`,
-      );
-    }
-    this.cache.set(key, { imageId: newest.ImageId, expires: this.now() + this.ttlMs });
+    if (!newest?.ImageId) throw new NoImageError(noImageMessage(q));
     return newest.ImageId;
   }
 }

@@ -4,23 +4,17 @@ import {
   type EC2Client,
   type InstanceTypeInfo as Ec2InstanceTypeInfo,
 } from '@aws-sdk/client-ec2';
+import { archFromEc2, type InstanceTypeInfo } from '../core';
 
-/** One instance type as the provisioner sees it (cores are vCPUs, memory in MiB). */
-export interface CatalogueEntry {
-  name: string;
-  arches: string[];
-  cores: number;
-  mem: number;
-  currentGeneration: boolean;
-}
-
-const ARCH_FROM_EC2: Record<string, string> = { x86_64: 'amd64', arm64: 'arm64' };
+/** One instance type as the provisioner sees it (core's shape: cores are vCPUs, memory in MiB). */
+export type CatalogueEntry = InstanceTypeInfo & { currentGeneration: boolean };
 
 export function toCatalogueEntry(t: Ec2InstanceTypeInfo): CatalogueEntry | undefined {
   if (!t.InstanceType) return undefined;
   const arches = (t.ProcessorInfo?.SupportedArchitectures ?? [])
-    .map((a) => ARCH_FROM_EC2[a])
-    .filter((a): a is string => a !== undefined);
+    .map((a) => archFromEc2(a))
+    .filter((a): a is NonNullable<typeof a> => a !== undefined);
+  if (arches.length === 0) return undefined; // i386-only and the like: never launchable here
   return {
     name: t.InstanceType,
     arches,
@@ -30,13 +24,19 @@ export function toCatalogueEntry(t: Ec2InstanceTypeInfo): CatalogueEntry | undef
   };
 }
 
+interface Cached<T> {
+  value: Promise<T>;
+  expires: number;
+}
+
 /**
- * EC2's instance-type catalogue and per-zone offerings, fetched once per
- * region (paginated) and cached with a TTL, never an unfiltered call per machine.
+ * One region's instance-type catalogue and per-zone offerings, fetched once
+ * (paginated) and cached with a TTL, never a call per machine. Concurrent
+ * first callers share one fetch; a failed fetch is not cached.
  */
 export class InstanceTypeCatalogue {
-  private types?: { entries: CatalogueEntry[]; expires: number };
-  private readonly offerings = new Map<string, { names: Set<string>; expires: number }>();
+  private types?: Cached<CatalogueEntry[]>;
+  private readonly offerings = new Map<string, Cached<Set<string>>>();
 
   constructor(
     private readonly ec2: EC2Client,
@@ -44,8 +44,37 @@ export class InstanceTypeCatalogue {
     private readonly now: () => number = Date.now,
   ) {}
 
-  async all(): Promise<CatalogueEntry[]> {
-    if (this.types && this.types.expires > this.now()) return this.types.entries;
+  all(): Promise<CatalogueEntry[]> {
+    if (this.types && this.types.expires > this.now()) return this.types.value;
+    const value = this.fetchTypes();
+    const entry = { value, expires: this.now() + this.ttlMs };
+    this.types = entry;
+    value.catch(() => {
+      if (this.types === entry) this.types = undefined;
+    });
+    return value;
+  }
+
+  /** Names of the types offered in one availability zone. */
+  offeredIn(zone: string): Promise<Set<string>> {
+    const hit = this.offerings.get(zone);
+    if (hit && hit.expires > this.now()) return hit.value;
+    const value = this.fetchOfferings(zone);
+    const entry = { value, expires: this.now() + this.ttlMs };
+    this.offerings.set(zone, entry);
+    value.catch(() => {
+      if (this.offerings.get(zone) === entry) this.offerings.delete(zone);
+    });
+    return value;
+  }
+
+  /** Those of `zones` that offer `instanceType`, in the order given. */
+  async zonesOffering(instanceType: string, zones: readonly string[]): Promise<string[]> {
+    const offered = await Promise.all(zones.map((z) => this.offeredIn(z)));
+    return zones.filter((_, i) => offered[i]?.has(instanceType));
+  }
+
+  private async fetchTypes(): Promise<CatalogueEntry[]> {
     const entries: CatalogueEntry[] = [];
     let token: string | undefined;
     do {
@@ -58,14 +87,10 @@ export class InstanceTypeCatalogue {
       }
       token = out.NextToken;
     } while (token);
-    this.types = { entries, expires: this.now() + this.ttlMs };
     return entries;
   }
 
-  /** Names of the types offered in one availability zone. */
-  async offeredIn(zone: string): Promise<Set<string>> {
-    const hit = this.offerings.get(zone);
-    if (hit && hit.expires > this.now()) return hit.names;
+  private async fetchOfferings(zone: string): Promise<Set<string>> {
     const names = new Set<string>();
     let token: string | undefined;
     do {
@@ -81,7 +106,6 @@ export class InstanceTypeCatalogue {
         if (o.InstanceType) names.add(o.InstanceType);
       token = out.NextToken;
     } while (token);
-    this.offerings.set(zone, { names, expires: this.now() + this.ttlMs });
     return names;
   }
 }

@@ -1,53 +1,90 @@
+import {
+  CoreError,
+  DEFAULT_ARCH,
+  matchingInstanceTypes,
+  parseConstraints,
+  parsePlacement,
+  type InstanceTypeInfo,
+} from '../core';
 import type { MachineRecord, ModelRecord } from '../state/types';
-import type { ImageFinder } from './images';
-import type { InstanceTypeCatalogue } from './instance-types';
+import { NoImageError, type ImageQuery } from './images';
 import type { LaunchPlan } from './types';
 
-// TEMPORARY until core/ lands.
-export async function planLaunch(deps: {
-  model: ModelRecord;
-  machine: MachineRecord;
-  images: ImageFinder;
-  catalogue: InstanceTypeCatalogue;
-}): Promise<LaunchPlan> {
-  const types = (await deps.catalogue.all())
-    .filter(
-      (t) => t.currentGeneration && t.arches.includes('amd64') && t.cores >= 1 && t.mem >= 2048,
-    )
-    .sort((a, b) => a.mem - b.mem || a.cores - b.cores || a.name.localeCompare(b.name));
-  const t = types[0]!;
-  const version = deps.machine.base.split('@')[1] ?? '24.04';
-  const codename = { '20.04': 'focal', '22.04': 'jammy', '24.04': 'noble' }[version] ?? 'noble';
-  const imageId = await deps.images.find({
-    region: deps.model.region,
-    version,
-    codename,
-    arch: 'amd64',
-  });
-  const zone = deps.machine.placement?.startsWith('zone=') ? [deps.machine.placement.slice(5)] : [];
-  return {
-    region: deps.model.region,
-    instanceType: t.name,
-    imageId,
-    hardware: { arch: 'amd64', cores: t.cores, mem: t.mem },
-    allowedZones: zone,
-  };
+/** The machine cannot be launched as it stands (constraints, type, image): it goes to error at once. */
+export class LaunchPlanError extends Error {
+  override readonly name = 'LaunchPlanError';
 }
 
-export function orderZones(input: {
-  machineId: string;
-  zones: { name: string; state: string }[];
-  population: Record<string, number>;
-  failedZones: string[];
-  allowedZones: string[];
-}): string[] {
-  return input.zones
-    .filter((z) => z.state === 'available' && !input.failedZones.includes(z.name))
-    .filter((z) => input.allowedZones.length === 0 || input.allowedZones.includes(z.name))
-    .sort(
-      (a, b) =>
-        (input.population[a.name] ?? 0) - (input.population[b.name] ?? 0) ||
-        a.name.localeCompare(b.name),
-    )
-    .map((z) => z.name);
+export interface PlanInputs {
+  model: Pick<ModelRecord, 'region'>;
+  machine: Pick<MachineRecord, 'id' | 'base' | 'constraints' | 'placement' | 'applications'>;
+  /** The region's instance-type catalogue. */
+  catalogue: readonly InstanceTypeInfo[];
+  /** The region's zone names (any state: health is checked at each zone choice). */
+  zones: readonly string[];
+  /** Zones offering a type (DescribeInstanceTypeOfferings). */
+  zonesOffering(instanceType: string, zones: readonly string[]): Promise<string[]>;
+  findImage(q: ImageQuery): Promise<string>;
+}
+
+/**
+ * Decides what a machine is launched as: the cheapest, least wasteful type
+ * that satisfies its constraints (core's matching) and is offered in at least
+ * one zone the machine may use, and its image (the `image-id` constraint, or
+ * the newest Canonical image for its base and the type's arch). Throws
+ * LaunchPlanError with the message the machine's status shows.
+ */
+export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
+  const { machine, model } = inputs;
+  const region = model.region;
+  let placementZone: string | undefined;
+  let constraints;
+  let candidates: InstanceTypeInfo[];
+  try {
+    constraints = parseConstraints(machine.constraints);
+    const placement = machine.placement ? parsePlacement(machine.placement) : undefined;
+    if (placement?.kind === 'zone') placementZone = placement.zone;
+    candidates = matchingInstanceTypes(region, inputs.catalogue, constraints);
+  } catch (err) {
+    if (err instanceof CoreError) throw new LaunchPlanError(err.message);
+    throw err;
+  }
+  const zonesConstraint = [...(constraints.zones ?? [])];
+  const allowed = inputs.zones.filter(
+    (z) =>
+      (zonesConstraint.length === 0 || zonesConstraint.includes(z)) &&
+      (placementZone === undefined || z === placementZone),
+  );
+  let chosen: InstanceTypeInfo | undefined;
+  for (const candidate of candidates) {
+    if ((await inputs.zonesOffering(candidate.name, allowed)).length > 0) {
+      chosen = candidate;
+      break;
+    }
+  }
+  if (!chosen) {
+    const where = allowed.length > 0 ? allowed.join(', ') : 'no zone';
+    throw new LaunchPlanError(
+      `no instance type matching constraints "${machine.constraints}" is offered in ${where} (region ${region})`,
+    );
+  }
+  const arch = chosen.arches[0] ?? DEFAULT_ARCH;
+  let imageId = constraints.imageId;
+  if (!imageId) {
+    try {
+      imageId = await inputs.findImage({ region, base: machine.base, arch });
+    } catch (err) {
+      if (err instanceof NoImageError) throw new LaunchPlanError(err.message);
+      throw err;
+    }
+  }
+  return {
+    region,
+    instanceType: chosen.name,
+    imageId,
+    hardware: { arch, cores: chosen.cores, mem: chosen.mem },
+    zonesConstraint,
+    ...(placementZone !== undefined ? { placementZone } : {}),
+    applications: [...(machine.applications ?? [])],
+  };
 }

@@ -1,4 +1,4 @@
-import type { Hardware, MachineStatus } from '../state/types';
+import type { HarvestMode, Hardware, Life, MachineStatus } from '../state/types';
 
 /** What a machine will be launched as, decided once per provisioning pass. */
 export interface LaunchPlan {
@@ -6,8 +6,12 @@ export interface LaunchPlan {
   instanceType: string;
   imageId: string;
   hardware: Hardware;
-  /** Zones the machine may use (from `zone=` placement or the `zones` constraint); empty means any. */
-  allowedZones: string[];
+  /** The machine's `zones` constraint; empty allows every zone. */
+  zonesConstraint: string[];
+  /** The zone of a `zone=` placement, which allows only that zone. */
+  placementZone?: string;
+  /** The machine's distribution group key, also tagged on its instance. */
+  applications: string[];
 }
 
 export interface MachineRef {
@@ -15,7 +19,43 @@ export interface MachineRef {
   machineId: string;
 }
 
+/** A machine as its workflow needs it, re-read from DynamoDB (the source of truth) on every wake-up. */
+export interface MachineSnapshot {
+  life: Life;
+  status: MachineStatus;
+  message: string;
+  instanceId?: string;
+  applications: string[];
+  /** Manually provisioned (`ssh:`): never launched or terminated. */
+  manual: boolean;
+  /** A container (`1/lxd/0`): hosted by a machine, not launched on EC2. */
+  container: boolean;
+  region: string;
+  harvestMode: HarvestMode;
+}
+
 export interface StatusUpdate extends MachineRef {
   status: MachineStatus;
   message: string;
+}
+
+export interface StartedInstance {
+  instanceId: string;
+  zone: string;
+  instanceType: string;
+  imageId: string;
+  /** True when an instance already tagged for the machine was adopted instead of launching. */
+  adopted: boolean;
+}
+
+export interface SweepReport {
+  model: string;
+  /** The model is gone: its schedule was deleted. */
+  modelGone: boolean;
+  harvestMode?: HarvestMode;
+  /** Instances tagged for the model that no live machine owns, older than the grace period. */
+  strays: string[];
+  terminated: string[];
+  /** Machines whose workflow was missing and has been started again. */
+  restarted: string[];
 }

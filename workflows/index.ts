@@ -1,1 +1,2 @@
 export { machineWorkflow } from './machine';
+export { modelSweepWorkflow } from './sweep';

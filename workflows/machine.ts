@@ -1,191 +1,129 @@
 import {
-  ApplicationFailure,
   condition,
-  defineQuery,
-  defineSignal,
+  continueAsNew,
   log,
-  proxyActivities,
   setHandler,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities';
-import type { LaunchPlan } from '../activities/types';
+import { publish, type MachineContext } from './context';
+import {
+  destroySignal,
+  provisioningStateQuery,
+  retrySignal,
+  type MachineWorkflowInput,
+  type ProvisioningState,
+} from './definitions';
+import { provision } from './launch';
+import { ec2, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { tearDown } from './teardown';
 
-export interface MachineWorkflowInput {
-  model: string;
-  machineId: string;
-}
-
-/** What a person (or the API) can ask a machine's workflow. */
-export interface ProvisioningState {
-  phase: 'planning' | 'starting' | 'waiting' | 'running' | 'error';
-  attempt: number;
-  failedZones: string[];
-  lastError?: string;
-  instanceId?: string;
-  zone?: string;
-}
-
-export const provisioningStateQuery = defineQuery<ProvisioningState>('provisioningState');
-export const retrySignal = defineSignal('retry');
-
-// Zone and start failures are decided here, not retried inside the activity.
-const NON_RETRYABLE = [
-  'ZoneUnavailable',
-  'StartInstanceFailed',
-  'LaunchPlanFailed',
-  'NoSuitableZone',
-];
-
-const ec2 = proxyActivities<Activities>({
-  // RunInstances answers in seconds; a minute covers a slow endpoint without hiding a hung one.
-  startToCloseTimeout: '1 minute',
-  retry: {
-    // throttling and transport faults: back off, never give up on a machine for them
-    initialInterval: '1 second',
-    backoffCoefficient: 2,
-    maximumInterval: '30 seconds',
-    nonRetryableErrorTypes: NON_RETRYABLE,
-  },
-});
-
-function failureType(err: unknown): string | undefined {
-  if (err instanceof ApplicationFailure) return err.type ?? undefined;
-  const cause = (err as { cause?: unknown }).cause;
-  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
-}
-
-function failureMessage(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  if (cause instanceof Error) return cause.message;
-  return err instanceof Error ? err.message : String(err);
-}
+export { destroySignal, provisioningStateQuery, retrySignal } from './definitions';
+export type { MachineWorkflowInput, ProvisioningState } from './definitions';
 
 /**
- * One workflow per machine: plan the launch, try zones least to most
- * populous, fail over on zone-specific errors without spending an attempt,
- * record the outcome, and on final failure wait for a retry.
+ * One workflow per machine, for the machine's whole life (id
+ * `machine:<model>:<id>`). DynamoDB is the source of truth: the workflow
+ * re-reads the machine whenever it wakes (start, retry, destroy), then
+ * provisions it, waits, or tears it down. It ends when the machine is removed.
+ *
+ * - alive, no instance, not in error (or in error and asked to retry):
+ *   provision (see launch.ts);
+ * - running, in error, manual or a container: wait for a signal;
+ * - Dead: tear down (see teardown.ts) and end.
  */
 export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
   const { model, machineId } = input;
-  const state: ProvisioningState = { phase: 'planning', attempt: 0, failedZones: [] };
-  let retryRequested = false;
+  const state: ProvisioningState = input.carried?.state ?? {
+    phase: 'loading',
+    pass: 0,
+    attempt: 0,
+    maxAttempts: 0,
+    failedZones: [],
+  };
+  const signals = {
+    retry: input.carried?.retryRequested ?? false,
+    destroy: input.carried?.destroyRequested ?? false,
+  };
   setHandler(provisioningStateQuery, () => state);
   setHandler(retrySignal, () => {
-    retryRequested = true;
+    signals.retry = true;
   });
+  setHandler(destroySignal, () => {
+    signals.destroy = true;
+  });
+  // Started by a signal (signalWithStart) the workflow may lack these; cheap to set once per run.
   upsertSearchAttributes([
     { key: SEARCH_ATTRIBUTES.model, value: model },
     { key: SEARCH_ATTRIBUTES.machine, value: machineId },
-    { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
   ]);
 
-  const tuning = await ec2.tuning();
+  const tuning = await records.tuning();
+  state.maxAttempts = tuning.startAttempts;
+  const ctx: MachineContext = {
+    model,
+    machineId,
+    state,
+    signals,
+    tuning,
+    launched: [],
+    published: {},
+  };
 
   for (;;) {
-    const outcome = await provision(input, state, tuning);
-    if (outcome === 'running') {
-      state.phase = 'running';
-      upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: 'running' }]);
+    const machine = await records.loadMachine({ model, machineId });
+    if (!machine) {
+      if (ctx.launched.length > 0 && ctx.region) {
+        // removed while a launch was in flight: no orphan
+        await ec2.terminateInstances({ region: ctx.region, instanceIds: ctx.launched });
+      }
+      state.phase = 'removed';
+      log.info('machine is gone', { model, machineId });
       return;
     }
-    state.phase = 'error';
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.status, value: 'error' }]);
-    retryRequested = false;
-    await condition(() => retryRequested);
-    state.failedZones = [];
-    state.attempt = 0;
-    log.info('retrying provisioning', { model, machineId, workflowId: workflowInfo().workflowId });
+    ctx.region = machine.region;
+    publish(ctx, { status: machine.status, applications: machine.applications });
+    if (machine.life === 'dead') {
+      signals.destroy = false;
+      await tearDown(ctx, machine);
+      return;
+    }
+    signals.destroy = false; // a destroy for a machine that is not Dead: nothing to do
+
+    if (machine.manual || machine.container) {
+      state.phase = 'idle';
+    } else if (machine.instanceId) {
+      state.phase = 'running';
+      state.instanceId = machine.instanceId;
+    } else if (machine.status === 'error' && !signals.retry) {
+      state.phase = 'error';
+      state.lastError ??= machine.message;
+    } else {
+      signals.retry = false;
+      log.info('provisioning', { model, machineId, pass: state.pass + 1 });
+      await provision(ctx);
+      continue; // re-read: running, error, or Dead/removed meanwhile
+    }
+    // nothing to do until a signal: a retry only counts in error
+    signals.retry = false;
+    await waitForSignal(ctx, input);
   }
 }
 
-async function provision(
-  input: MachineWorkflowInput,
-  state: ProvisioningState,
-  tuning: { startAttempts: number; retryDelayMs: number },
-): Promise<'running' | 'error'> {
-  const { model, machineId } = input;
-  let plan: LaunchPlan;
-  try {
-    plan = await ec2.planLaunch(input);
-  } catch (err) {
-    state.lastError = failureMessage(err);
-    await ec2.recordStatus({ model, machineId, status: 'error', message: state.lastError });
-    return 'error';
+async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): Promise<void> {
+  const { signals } = ctx;
+  await condition(() => signals.retry || signals.destroy || workflowInfo().continueAsNewSuggested);
+  if (!signals.retry && !signals.destroy) {
+    // Long-lived: start afresh before the history grows large, carrying what matters.
+    await continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
+      model: input.model,
+      machineId: input.machineId,
+      carried: {
+        retryRequested: signals.retry,
+        destroyRequested: signals.destroy,
+        state: ctx.state,
+      },
+    });
   }
-
-  for (let attempt = 1; attempt <= tuning.startAttempts; attempt++) {
-    state.attempt = attempt;
-    state.failedZones = [];
-    state.phase = 'starting';
-    let zoneIndependentError: string | undefined;
-    for (;;) {
-      let zone: string;
-      try {
-        zone = await ec2.chooseZone({ model, machineId, plan, exclude: state.failedZones });
-      } catch (err) {
-        if (failureType(err) === 'NoSuitableZone' && state.failedZones.length > 0) break;
-        zoneIndependentError = failureMessage(err);
-        break;
-      }
-      state.zone = zone;
-      upsertSearchAttributes([
-        { key: SEARCH_ATTRIBUTES.zone, value: zone },
-        { key: SEARCH_ATTRIBUTES.status, value: 'allocating' },
-      ]);
-      await ec2.recordStatus({
-        model,
-        machineId,
-        status: 'allocating',
-        message: `starting in zone "${zone}" (attempt ${attempt} of ${tuning.startAttempts})`,
-      });
-      try {
-        const started = await ec2.startInstance({
-          model,
-          machineId,
-          zone,
-          plan,
-          // hashed to EC2's 64-character limit by the activity; stable across worker restarts
-          tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${attempt}/${zone}`,
-        });
-        await ec2.recordRunning({ model, machineId, plan, instanceId: started.instanceId, zone });
-        state.instanceId = started.instanceId;
-        state.lastError = undefined;
-        return 'running';
-      } catch (err) {
-        state.lastError = failureMessage(err);
-        if (failureType(err) === 'ZoneUnavailable') {
-          state.failedZones.push(zone);
-          log.warn('zone unavailable, trying the next', {
-            model,
-            machineId,
-            zone,
-            attempt,
-            error: state.lastError,
-          });
-          continue;
-        }
-        zoneIndependentError = state.lastError;
-        break;
-      }
-    }
-    if (attempt === tuning.startAttempts) break;
-    const delay = `${Math.round(tuning.retryDelayMs / 100) / 10}s`;
-    const message = zoneIndependentError
-      ? `failed to start machine ${machineId}, retrying in ${delay}: ${zoneIndependentError}`
-      : `failed to start machine ${machineId} in zone "${state.zone ?? ''}", retrying in ${delay} with new availability zone: ${state.lastError ?? ''}`;
-    state.phase = 'waiting';
-    await ec2.recordStatus({ model, machineId, status: 'allocating', message });
-    await sleep(tuning.retryDelayMs);
-  }
-  await ec2.recordStatus({
-    model,
-    machineId,
-    status: 'error',
-    message: state.lastError ?? 'provisioning failed',
-  });
-  return 'error';
 }

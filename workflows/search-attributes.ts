@@ -28,3 +28,12 @@ export const TASK_QUEUE = 'provisioner';
 export function machineWorkflowId(model: string, machineId: string): string {
   return `machine:${model}:${machineId}`;
 }
+
+/** Workflow type names, as clients start them. */
+export const MACHINE_WORKFLOW_TYPE = 'machineWorkflow';
+export const MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
+
+/** The Temporal Schedule that sweeps one model (stray instances, missing machine workflows). */
+export function sweepScheduleId(model: string): string {
+  return `sweep:${model}`;
+}

@@ -1,0 +1,23 @@
+import type { Client } from '@temporalio/client';
+import type { ProvisioningTuning } from '../config/env';
+import type { ProvisioningStore } from '../state/provisioning';
+import type { Repository } from '../state/repository';
+import type { RegionalEc2 } from './regional';
+
+/** What the activities are built from (activities-dependency-injection): real clients or fakes. */
+export interface ActivityDeps {
+  repo: Repository;
+  store: ProvisioningStore;
+  /** The EC2 client and caches of a model's region. */
+  ec2ForRegion: (region: string) => RegionalEc2;
+  /** The region of a machine whose model record is gone. */
+  defaultRegion: string;
+  tuning: ProvisioningTuning;
+  /** Tag value that scopes this deployment's instances (IAM conditions in the cloud use it). */
+  deployment: string;
+  /** For the sweep: restarting machine workflows and keeping its own schedule in line. */
+  temporal?: Client;
+  /** The task queue this worker polls; machine workflows the sweep restarts go there. */
+  taskQueue: string;
+  now?: () => number;
+}

@@ -1,0 +1,84 @@
+import {
+  DescribeInstancesCommand,
+  paginateDescribeInstances,
+  type EC2Client,
+  type Filter,
+  type Instance,
+} from '@aws-sdk/client-ec2';
+
+/** Tags on every instance the provisioner launches. */
+export const TAG_MODEL = 'provisioner:model';
+export const TAG_MACHINE = 'provisioner:machine';
+export const TAG_APPLICATIONS = 'provisioner:applications';
+/** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */
+export const TAG_DEPLOYMENT = 'provisioner:deployment';
+
+/** Instance states that still count as "this machine has an instance". */
+export const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
+
+export function instanceTags(input: {
+  model: string;
+  machineId: string;
+  applications: readonly string[];
+  deployment: string;
+}): Array<{ Key: string; Value: string }> {
+  return [
+    { Key: 'Name', Value: `${input.model}-machine-${input.machineId}` },
+    { Key: TAG_MODEL, Value: input.model },
+    { Key: TAG_MACHINE, Value: input.machineId },
+    ...(input.applications.length > 0
+      ? [{ Key: TAG_APPLICATIONS, Value: [...input.applications].sort().join(',') }]
+      : []),
+    { Key: TAG_DEPLOYMENT, Value: input.deployment },
+  ];
+}
+
+export function tagValue(instance: Instance, key: string): string | undefined {
+  return instance.Tags?.find((t) => t.Key === key)?.Value;
+}
+
+async function describeAll(ec2: EC2Client, filters: Filter[]): Promise<Instance[]> {
+  const found: Instance[] = [];
+  for await (const page of paginateDescribeInstances({ client: ec2 }, { Filters: filters })) {
+    for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
+  }
+  return found;
+}
+
+/** This deployment's live instances tagged for one model (and one machine, when given), oldest first. */
+export async function liveInstancesTagged(
+  ec2: EC2Client,
+  scope: { deployment: string; model: string; machineId?: string },
+): Promise<Instance[]> {
+  const filters: Filter[] = [
+    { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
+    { Name: `tag:${TAG_MODEL}`, Values: [scope.model] },
+    { Name: 'instance-state-name', Values: LIVE_STATES },
+  ];
+  if (scope.machineId !== undefined) {
+    filters.push({ Name: `tag:${TAG_MACHINE}`, Values: [scope.machineId] });
+  }
+  const instances = await describeAll(ec2, filters);
+  return instances.sort(
+    (a, b) =>
+      (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
+      (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
+  );
+}
+
+/** Those of `instanceIds` not yet terminated (absent ones count as gone). */
+export async function notTerminated(
+  ec2: EC2Client,
+  instanceIds: readonly string[],
+): Promise<string[]> {
+  if (instanceIds.length === 0) return [];
+  const out = await ec2.send(
+    new DescribeInstancesCommand({
+      Filters: [{ Name: 'instance-id', Values: [...instanceIds] }],
+    }),
+  );
+  return (out.Reservations ?? [])
+    .flatMap((r) => r.Instances ?? [])
+    .filter((i) => i.State?.Name !== 'terminated')
+    .flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
+}

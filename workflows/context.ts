@@ -1,0 +1,56 @@
+import type { SearchAttributeUpdatePair } from '@temporalio/common';
+import { upsertSearchAttributes } from '@temporalio/workflow';
+import type { MachineStatus } from '../state/types';
+import type { ProvisioningState } from './definitions';
+import { SEARCH_ATTRIBUTES } from './search-attributes';
+
+/** What one run of a machine workflow shares between its phases. */
+export interface MachineContext {
+  model: string;
+  machineId: string;
+  state: ProvisioningState;
+  /** Set by signal handlers, consumed by the workflow. */
+  signals: { retry: boolean; destroy: boolean };
+  tuning: { startAttempts: number; retryDelayMs: number };
+  /** The model's region, as last read. */
+  region?: string;
+  /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */
+  launched: string[];
+  published: Published;
+}
+
+export interface Published {
+  status?: MachineStatus;
+  zone?: string | null;
+  applications?: string;
+}
+
+/**
+ * Sets the machine's search attributes (status, zone, applications) when
+ * they change, so a person can find e.g. every machine in error in a model.
+ * Unchanged values are not written again (each upsert is a history event).
+ */
+export function publish(
+  ctx: MachineContext,
+  changes: { status?: MachineStatus; zone?: string | null; applications?: readonly string[] },
+): void {
+  const pairs: SearchAttributeUpdatePair[] = [];
+  const { published } = ctx;
+  if (changes.status !== undefined && changes.status !== published.status) {
+    pairs.push({ key: SEARCH_ATTRIBUTES.status, value: changes.status });
+    published.status = changes.status;
+  }
+  if (changes.zone !== undefined && changes.zone !== published.zone) {
+    pairs.push({ key: SEARCH_ATTRIBUTES.zone, value: changes.zone });
+    published.zone = changes.zone;
+  }
+  if (changes.applications !== undefined) {
+    const list = [...changes.applications].sort();
+    const joined = list.join(',');
+    if (joined !== published.applications) {
+      pairs.push({ key: SEARCH_ATTRIBUTES.applications, value: list.length > 0 ? list : null });
+      published.applications = joined;
+    }
+  }
+  if (pairs.length > 0) upsertSearchAttributes(pairs);
+}

@@ -1,0 +1,59 @@
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+
+/**
+ * Signals, queries and inputs of the provisioner's workflows. Kept apart from
+ * the workflow functions so API code can import them without pulling in
+ * activity proxies.
+ */
+
+export interface MachineWorkflowInput {
+  model: string;
+  machineId: string;
+  /** What a run hands to the next one on continue-as-new. */
+  carried?: CarriedState;
+}
+
+export interface CarriedState {
+  retryRequested: boolean;
+  destroyRequested: boolean;
+  state: ProvisioningState;
+}
+
+export type ProvisioningPhase =
+  | 'loading'
+  | 'planning'
+  | 'starting'
+  | 'waiting'
+  | 'running'
+  | 'error'
+  | 'idle'
+  | 'stopping'
+  | 'removed';
+
+/** What a person (or the API) can ask a machine's workflow: `provisioningState`. */
+export interface ProvisioningState {
+  phase: ProvisioningPhase;
+  /** Provisioning passes in this workflow's lifetime: the first, then one per retry. */
+  pass: number;
+  /** The attempt in flight or last spent (1-based; 0 before the first). */
+  attempt: number;
+  maxAttempts: number;
+  /** Zones that failed with a zone-specific error during the current attempt. */
+  failedZones: string[];
+  /** The zone claimed or in use. */
+  zone?: string;
+  instanceType?: string;
+  instanceId?: string;
+  /** The last failure's message (with its EC2 error code where there is one). */
+  lastError?: string;
+}
+
+/** Ask a machine in `error` to provision again, from a fresh zone list and its current constraints. */
+export const retrySignal = defineSignal('retry');
+/** Tell a machine's workflow that the machine's life changed (it went Dead): re-read it and tear down. */
+export const destroySignal = defineSignal('destroy');
+export const provisioningStateQuery = defineQuery<ProvisioningState>('provisioningState');
+
+export interface ModelSweepInput {
+  model: string;
+}

@@ -1,0 +1,21 @@
+/**
+ * ApplicationFailure types the activities raise and the workflows branch on.
+ * Each is non-retryable: the workflow decides what happens next (fail over,
+ * spend an attempt, record an error), never the activity retry policy.
+ */
+export const FAILURE = {
+  /** A zone-specific launch error: try the next zone without spending an attempt. */
+  zoneUnavailable: 'ZoneUnavailable',
+  /** A zone-independent launch error: spend an attempt. */
+  startFailed: 'StartInstanceFailed',
+  /** No zone is left to try (none healthy, allowed, offering the type, or not yet failed). */
+  noSuitableZone: 'NoSuitableZone',
+  /** The machine cannot be planned (bad constraints, no instance type, no image): error at once. */
+  planFailed: 'LaunchPlanFailed',
+  /** The machine's record is gone: nothing left to provision or tear down. */
+  machineGone: 'MachineGone',
+} as const;
+
+export type FailureType = (typeof FAILURE)[keyof typeof FAILURE];
+
+export const NON_RETRYABLE_FAILURES: string[] = Object.values(FAILURE);

@@ -1,0 +1,237 @@
+import { condition, log, workflowInfo } from '@temporalio/workflow';
+import type { LaunchPlan, StartedInstance } from '../activities/types';
+import { publish, type MachineContext } from './context';
+import { FAILURE } from './failures';
+import {
+  attemptFailedMessage,
+  recordFailedMessage,
+  startingMessage,
+  zoneFailoverMessage,
+} from './messages';
+import { ec2, failureMessage, failureType, planning, records, recording } from './proxies';
+
+/**
+ * How a provisioning pass ended. `recheck`: the machine went Dead or was
+ * removed meanwhile (the caller re-reads it and tears down what was launched).
+ */
+export type ProvisionOutcome = 'running' | 'error' | 'recheck';
+
+class MachineGoneSignal extends Error {}
+
+/** Runs an activity; "the machine is gone or Dead" becomes MachineGoneSignal for the pass to stop on. */
+async function orStop<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (failureType(err) === FAILURE.machineGone) throw new MachineGoneSignal();
+    throw err;
+  }
+}
+
+/**
+ * One provisioning pass (DESIGN.md "Provisioning", steps 1–4): plan, then up
+ * to `startAttempts` attempts, each trying the zones least to most populous
+ * within the machine's group. A zone-specific failure gives up that zone's
+ * claim and tries the next at once, without spending an attempt; when every
+ * zone failed, or on a zone-independent error, the attempt is spent and the
+ * workflow waits `retryDelay`. The final failure is recorded as `error`.
+ */
+export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> {
+  try {
+    return await runPass(ctx);
+  } catch (err) {
+    if (err instanceof MachineGoneSignal) return 'recheck';
+    throw err;
+  }
+}
+
+async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
+  const { model, machineId, state, tuning, signals } = ctx;
+  state.pass += 1;
+  state.attempt = 0;
+  state.failedZones = [];
+  state.lastError = undefined;
+  state.instanceId = undefined;
+  state.zone = undefined;
+  state.instanceType = undefined;
+  state.phase = 'planning';
+
+  let plan: LaunchPlan;
+  try {
+    plan = await orStop(planning.planLaunch({ model, machineId }));
+  } catch (err) {
+    if (failureType(err) === FAILURE.planFailed) return recordFailure(ctx, failureMessage(err));
+    throw err;
+  }
+  state.instanceType = plan.instanceType;
+
+  let lastError = 'provisioning failed';
+  for (let attempt = 1; attempt <= tuning.startAttempts; attempt++) {
+    state.attempt = attempt;
+    state.failedZones = [];
+    for (;;) {
+      if (signals.destroy) await stopIfDead(ctx);
+      state.phase = 'starting';
+      let zone: string;
+      try {
+        zone = await orStop(
+          records.claimZone({ model, machineId, plan, exclude: state.failedZones }),
+        );
+      } catch (err) {
+        if (failureType(err) !== FAILURE.noSuitableZone) throw err;
+        // no zone left: after zone failures the last of them is the cause; with none, this is
+        if (state.failedZones.length === 0) lastError = failureMessage(err);
+        break;
+      }
+      state.zone = zone;
+      publish(ctx, { status: 'allocating', zone });
+      await orStop(
+        records.recordStatus({
+          model,
+          machineId,
+          status: 'allocating',
+          message: startingMessage(zone, attempt, tuning.startAttempts),
+        }),
+      );
+      let started: StartedInstance;
+      try {
+        started = await ec2.startInstance({
+          model,
+          machineId,
+          zone,
+          plan,
+          // one token per machine, pass, attempt and zone: stable across worker restarts and replays
+          tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${state.pass}/${attempt}/${zone}`,
+        });
+      } catch (err) {
+        const type = failureType(err);
+        if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) throw err;
+        lastError = failureMessage(err);
+        state.lastError = lastError;
+        if (type === FAILURE.startFailed) {
+          log.warn('zone-independent start failure', {
+            model,
+            machineId,
+            zone,
+            attempt,
+            error: lastError,
+          });
+          break;
+        }
+        state.failedZones.push(zone);
+        log.warn('zone unavailable, trying the next', {
+          model,
+          machineId,
+          zone,
+          attempt,
+          error: lastError,
+        });
+        await orStop(
+          records.recordStatus({
+            model,
+            machineId,
+            status: 'allocating',
+            message: zoneFailoverMessage(machineId, zone, lastError),
+          }),
+        );
+        continue;
+      }
+      return recordLaunch(ctx, plan, started);
+    }
+
+    // The attempt is spent: give up the claim, then wait (unless it was the last).
+    state.lastError = lastError;
+    state.zone = undefined;
+    await orStop(records.releaseZone({ model, machineId }));
+    if (attempt === tuning.startAttempts) break;
+    state.phase = 'waiting';
+    await orStop(
+      records.recordStatus({
+        model,
+        machineId,
+        status: 'allocating',
+        message: attemptFailedMessage(
+          machineId,
+          lastError,
+          tuning.retryDelayMs,
+          tuning.startAttempts - attempt,
+        ),
+      }),
+    );
+    // a destroy cuts the wait short
+    await condition(() => signals.destroy, tuning.retryDelayMs);
+  }
+  return recordFailure(ctx, lastError);
+}
+
+/** Consumes a destroy signal: stops the pass if the machine is really Dead (or gone). */
+async function stopIfDead(ctx: MachineContext): Promise<void> {
+  ctx.signals.destroy = false;
+  const machine = await records.loadMachine({ model: ctx.model, machineId: ctx.machineId });
+  if (!machine || machine.life === 'dead') throw new MachineGoneSignal();
+}
+
+async function recordLaunch(
+  ctx: MachineContext,
+  plan: LaunchPlan,
+  started: StartedInstance,
+): Promise<ProvisionOutcome> {
+  const { model, machineId, state } = ctx;
+  ctx.launched.push(started.instanceId);
+  state.instanceId = started.instanceId;
+  state.zone = started.zone;
+  if (started.adopted) {
+    log.info('adopted an instance already tagged for the machine', {
+      model,
+      machineId,
+      instanceId: started.instanceId,
+      zone: started.zone,
+    });
+  }
+  // Dead while the launch was in flight: stop the instance as soon as the launch returns.
+  if (ctx.signals.destroy) await stopIfDead(ctx);
+
+  let life;
+  try {
+    life = await recording.recordRunning({ model, machineId, plan, started });
+  } catch (err) {
+    // No orphan: an instance that cannot be recorded is terminated.
+    log.error('cannot record the launched instance; terminating it', {
+      model,
+      machineId,
+      instanceId: started.instanceId,
+      error: failureMessage(err),
+    });
+    await ec2.terminateInstances({ region: plan.region, instanceIds: [started.instanceId] });
+    ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
+    state.instanceId = undefined;
+    if (failureType(err) === FAILURE.machineGone) return 'recheck';
+    return recordFailure(
+      ctx,
+      recordFailedMessage(machineId, started.instanceId, failureMessage(err)),
+    );
+  }
+  ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
+  if (life === 'dead') return 'recheck';
+  state.phase = 'running';
+  state.lastError = undefined;
+  publish(ctx, { status: 'running', zone: started.zone });
+  log.info('machine running', {
+    model,
+    machineId,
+    instanceId: started.instanceId,
+    zone: started.zone,
+  });
+  return 'running';
+}
+
+async function recordFailure(ctx: MachineContext, message: string): Promise<ProvisionOutcome> {
+  const { model, machineId, state } = ctx;
+  state.phase = 'error';
+  state.lastError = message;
+  state.zone = undefined;
+  await orStop(records.recordError({ model, machineId, message }));
+  publish(ctx, { status: 'error', zone: null });
+  log.warn('provisioning failed', { model, machineId, attempt: state.attempt, error: message });
+  return 'error';
+}

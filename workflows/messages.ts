@@ -1,0 +1,51 @@
+/**
+ * The status messages a machine shows while it is provisioned, worded like
+ * Juju's provisioner (internal/provisionertask). Pure, so workflows and tests
+ * share them.
+ */
+
+/** A duration as Go's `time.Duration.String()` prints it: `500ms`, `10s`, `1.5s`, `1m0s`, `1h0m0s`. */
+export function goDuration(ms: number): string {
+  const whole = Math.round(ms);
+  if (whole === 0) return '0s';
+  if (Math.abs(whole) < 1000) return `${whole}ms`;
+  const sign = whole < 0 ? '-' : '';
+  let rest = Math.abs(whole);
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = (rest / 1000).toFixed(3).replace(/\.?0+$/, '');
+  if (hours > 0) return `${sign}${hours}h${minutes}m${seconds}s`;
+  if (minutes > 0) return `${sign}${minutes}m${seconds}s`;
+  return `${sign}${seconds}s`;
+}
+
+/** While a launch is in flight: which zone and which attempt. */
+export function startingMessage(zone: string, attempt: number, maxAttempts: number): string {
+  return `starting in zone "${zone}" (attempt ${attempt} of ${maxAttempts})`;
+}
+
+/**
+ * After a zone-specific failure, when another zone is left to try. Unlike
+ * Juju, the next zone is tried at once (a capacity shortage in one zone says
+ * nothing about the next), so the message names no delay.
+ */
+export function zoneFailoverMessage(machineId: string, zone: string, cause: string): string {
+  return `failed to start machine ${machineId} in zone "${zone}", retrying with new availability zone: ${cause}`;
+}
+
+/** After an attempt is spent (every zone failed, or a zone-independent error): Juju's wording. */
+export function attemptFailedMessage(
+  machineId: string,
+  cause: string,
+  retryDelayMs: number,
+  attemptsLeft: number,
+): string {
+  return `failed to start machine ${machineId} (${cause}), retrying in ${goDuration(retryDelayMs)} (${attemptsLeft} more attempts)`;
+}
+
+/** The instance was launched but could not be recorded, so it was terminated. */
+export function recordFailedMessage(machineId: string, instanceId: string, cause: string): string {
+  return `cannot record instance ${instanceId} for machine ${machineId} (terminated): ${cause}`;
+}

@@ -1,0 +1,61 @@
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities';
+import { NON_RETRYABLE_FAILURES } from './failures';
+
+// Throttling and transport faults: back off and try again, never give up a machine for them.
+// The failure types the workflow branches on are non-retryable: it decides.
+const RETRY = {
+  initialInterval: '1 second',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
+} as const;
+
+/** DynamoDB reads and writes: milliseconds each; a zone claim may retry a few lost races inside. */
+export const records = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: RETRY,
+});
+
+/**
+ * Recording a launched instance: bounded, because an instance that cannot be
+ * recorded must be terminated rather than left running unowned.
+ */
+export const recording = proxyActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { ...RETRY, maximumAttempts: 8 },
+});
+
+/**
+ * Single EC2 calls (RunInstances answers in seconds). Short, so a worker that
+ * dies mid-call is noticed soon and the retried call adopts what was launched.
+ */
+export const ec2 = proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: RETRY,
+});
+
+/** Planning may page through a region's whole instance-type catalogue on a cold cache. */
+export const planning = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: RETRY,
+});
+
+/** The model sweep: a few EC2, DynamoDB and Temporal calls; the next scheduled run covers a failure. */
+export const sweeping = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { ...RETRY, maximumAttempts: 3 },
+});
+
+/** The ApplicationFailure type behind an activity failure, if any. */
+export function failureType(err: unknown): string | undefined {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof ApplicationFailure ? (cause.type ?? undefined) : undefined;
+}
+
+/** The message of the failure behind an activity failure (the activity's own words). */
+export function failureMessage(err: unknown): string {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (cause instanceof Error) return cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
