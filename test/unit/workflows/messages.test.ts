@@ -1,0 +1,58 @@
+import {
+  attemptFailedMessage,
+  goDuration,
+  recordFailedMessage,
+  startingMessage,
+  zoneFailoverMessage,
+} from '../../../workflows/messages';
+
+describe('goDuration (Go time.Duration.String)', () => {
+  it.each<[number, string]>([
+    [0, '0s'],
+    [1, '1ms'],
+    [500, '500ms'],
+    [999, '999ms'],
+    [1000, '1s'],
+    [1500, '1.5s'],
+    [10_000, '10s'],
+    [59_999, '59.999s'],
+    [60_000, '1m0s'],
+    [90_000, '1m30s'],
+    [3_600_000, '1h0m0s'],
+    [3_723_500, '1h2m3.5s'],
+  ])('%d ms → %s', (ms, text) => {
+    expect(goDuration(ms)).toBe(text);
+  });
+});
+
+describe('status messages', () => {
+  const cause =
+    'InsufficientInstanceCapacity: We currently do not have sufficient c7a.medium capacity';
+
+  it('says which zone and attempt a launch is in', () => {
+    expect(startingMessage('us-east-1b', 2, 10)).toBe(
+      'starting in zone "us-east-1b" (attempt 2 of 10)',
+    );
+  });
+
+  it('words a zone failover as Juju does, without a delay (the next zone is tried at once)', () => {
+    expect(zoneFailoverMessage('3', 'us-east-1b', cause)).toBe(
+      `failed to start machine 3 in zone "us-east-1b", retrying with new availability zone: ${cause}`,
+    );
+  });
+
+  it("words a spent attempt exactly as Juju's provisioner does", () => {
+    expect(attemptFailedMessage('3', cause, 10_000, 9)).toBe(
+      `failed to start machine 3 (${cause}), retrying in 10s (9 more attempts)`,
+    );
+    expect(attemptFailedMessage('0/lxd/1', 'boom', 500, 1)).toBe(
+      'failed to start machine 0/lxd/1 (boom), retrying in 500ms (1 more attempts)',
+    );
+  });
+
+  it('says an unrecordable instance was terminated', () => {
+    expect(recordFailedMessage('4', 'i-0abc', 'throughput exceeded')).toBe(
+      'cannot record instance i-0abc for machine 4 (terminated): throughput exceeded',
+    );
+  });
+});
