@@ -46,7 +46,7 @@ describe('createHandler', () => {
     [{ authorization: 'Bearer wrong' }, 'wrong token'],
     [{ authorization: `Basic ${TOKEN}` }, 'wrong scheme'],
     [{ authorization: `Bearer ${TOKEN}x` }, 'longer token'],
-  ])('answers 401 for %j (%s)', async (headers) => {
+  ])('answers 401 for %j (%s)', async (headers, _why) => {
     const res = await echo(event({ headers }));
     expect(res.statusCode).toBe(401);
     expect(body(res)).toEqual({

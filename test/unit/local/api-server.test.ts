@@ -5,19 +5,20 @@ import { ROUTE_GROUPS, type RouteGroup } from '../../../functions/routes';
 
 describe('local API server', () => {
   const seen: Array<{ group: RouteGroup; event: APIGatewayProxyEventV2 }> = [];
-  const handlers = Object.fromEntries(
-    ROUTE_GROUPS.map((group) => [
-      group,
-      (event) => {
-        seen.push({ group, event });
-        return Promise.resolve({
-          statusCode: 200,
-          headers: { 'content-type': 'application/json' },
-          body: '{"ok":true}',
-        });
-      },
-    ]),
-  ) as Record<RouteGroup, LambdaHandler>;
+  const handlerFor =
+    (group: RouteGroup): LambdaHandler =>
+    (event) => {
+      seen.push({ group, event });
+      return Promise.resolve({
+        statusCode: 200,
+        headers: { 'content-type': 'application/json' },
+        body: '{"ok":true}',
+      });
+    };
+  const handlers = Object.fromEntries(ROUTE_GROUPS.map((g) => [g, handlerFor(g)])) as Record<
+    RouteGroup,
+    LambdaHandler
+  >;
   const server = createApiServer(handlers);
   let base = '';
 
