@@ -1,0 +1,250 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { groupPopulation } from '../../activities/placement';
+import { orderZones } from '../../core';
+import { EntityConflictError, EntityNotFoundError } from '../../state/errors';
+import { MODEL_SK, counterSk, modelPk } from '../../state/keys';
+import { MachineDeadError, ProvisioningStore } from '../../state/provisioning';
+import { ZONE_CLAIMS_SK } from '../../state/provisioning-keys';
+import { Repository } from '../../state/repository';
+import type { MachineRecord } from '../../state/types';
+import { uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+/**
+ * The provisioning store on DynamoDB Local: zone claims stay atomic under
+ * far more concurrency than a test through the workflow can produce, and
+ * dying models go once empty.
+ */
+
+const stack = loadTestStack();
+const ddb = new DynamoDBClient({
+  region: stack.region,
+  endpoint: stack.dynamodbEndpoint,
+  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+});
+const doc = DynamoDBDocumentClient.from(ddb);
+const repo = new Repository(ddb, stack.tableName);
+const store = new ProvisioningStore(ddb, stack.tableName);
+const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'].map((name) => ({
+  name,
+  state: 'available',
+}));
+
+afterAll(() => ddb.destroy());
+
+async function newModel(): Promise<string> {
+  const name = uniqueName('store');
+  await repo.createModel({
+    name,
+    region: stack.region,
+    constraints: '',
+    harvestMode: 'destroyed',
+    life: 'alive',
+    createdAt: new Date().toISOString(),
+  });
+  return name;
+}
+
+async function addMachines(model: string, applications: string[][]): Promise<string[]> {
+  const ids = await repo.allocateMachineIds(model, applications.length);
+  const now = new Date().toISOString();
+  await repo.putNewMachines(
+    applications.map((apps, i): MachineRecord => ({
+      model,
+      id: ids[i]!,
+      base: 'ubuntu@24.04',
+      constraints: '',
+      applications: apps,
+      principals: [],
+      containers: [],
+      life: 'alive',
+      status: 'pending',
+      message: '',
+      createdAt: now,
+      updatedAt: now,
+    })),
+  );
+  return ids;
+}
+
+/** The workflow's chooser: least populous zone of the machine's group. */
+function chooser(machineId: string, exclude: string[] = []) {
+  return (machines: Parameters<typeof groupPopulation>[0]) => {
+    const self = machines.find((m) => m.id === machineId)!;
+    return orderZones({
+      machineId,
+      zones: ZONES,
+      population: groupPopulation(machines, self),
+      failedZones: exclude,
+    })[0]!;
+  };
+}
+
+function count(zones: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const z of zones) out[z] = (out[z] ?? 0) + 1;
+  return out;
+}
+
+describe('zone claims', () => {
+  it('spreads 30 machines of one group claiming at the same moment 10/10/10, and a second group independently', async () => {
+    const model = await newModel();
+    const web = await addMachines(
+      model,
+      Array.from({ length: 30 }, () => ['web']),
+    );
+    const db = await addMachines(
+      model,
+      Array.from({ length: 6 }, () => ['db']),
+    );
+    const claims = await Promise.all(
+      [...web, ...db].map((id) => store.claimZone(model, id, chooser(id))),
+    );
+    expect(count(claims.slice(0, 30))).toEqual({
+      'us-east-1a': 10,
+      'us-east-1b': 10,
+      'us-east-1c': 10,
+    });
+    expect(count(claims.slice(30))).toEqual({ 'us-east-1a': 2, 'us-east-1b': 2, 'us-east-1c': 2 });
+    const version = await doc.send(
+      new GetCommand({
+        TableName: stack.tableName,
+        Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
+      }),
+    );
+    expect(version.Item?.version).toBe(36); // one bump per successful claim
+  });
+
+  it('gives up a claim: the zone counts one fewer for the next chooser', async () => {
+    const model = await newModel();
+    const [a, b, c] = await addMachines(model, [['web'], ['web'], ['web']]);
+    expect(await store.claimZone(model, a!, chooser(a!))).toBe('us-east-1a');
+    expect(await store.claimZone(model, b!, chooser(b!))).toBe('us-east-1b');
+    await store.releaseZoneClaim(model, a!);
+    expect(await store.zoneClaim(model, a!)).toBeUndefined();
+    expect(await store.claimZone(model, c!, chooser(c!))).toBe('us-east-1a');
+    // a machine that failed in a and c is left with b
+    expect(await store.claimZone(model, a!, chooser(a!, ['us-east-1a', 'us-east-1c']))).toBe(
+      'us-east-1b',
+    );
+  });
+
+  it('refuses a claim for a Dead or missing machine', async () => {
+    const model = await newModel();
+    const [id] = await addMachines(model, [[]]);
+    await doc.send(
+      new PutCommand({
+        TableName: stack.tableName,
+        Item: {
+          ...(
+            await doc.send(
+              new GetCommand({
+                TableName: stack.tableName,
+                Key: { pk: modelPk(model), sk: `MACHINE#${id!}` },
+              }),
+            )
+          ).Item,
+          life: 'dead',
+        },
+      }),
+    );
+    await expect(store.claimZone(model, id!, chooser(id!))).rejects.toBeInstanceOf(
+      MachineDeadError,
+    );
+    await expect(store.claimZone(model, '999', chooser('999'))).rejects.toBeInstanceOf(
+      EntityNotFoundError,
+    );
+  });
+
+  it('records running and error with the claim gone, and answers not-found for a removed machine', async () => {
+    const model = await newModel();
+    const [ok, bad] = await addMachines(model, [[], []]);
+    await store.claimZone(model, ok!, chooser(ok!));
+    const life = await store.recordRunning(model, ok!, {
+      instanceId: 'i-1',
+      imageId: 'ami-1',
+      zone: 'us-east-1a',
+      instanceType: 't3.small',
+      hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+    });
+    expect(life).toBe('alive');
+    expect(await repo.getMachine(model, ok!)).toMatchObject({
+      status: 'running',
+      instanceId: 'i-1',
+      zone: 'us-east-1a',
+      hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+    });
+    expect(await store.zoneClaim(model, ok!)).toBeUndefined();
+
+    await store.claimZone(model, bad!, chooser(bad!));
+    await store.recordError(model, bad!, 'InsufficientInstanceCapacity: none left');
+    const failed = await repo.getMachine(model, bad!);
+    expect(failed).toMatchObject({
+      status: 'error',
+      message: 'InsufficientInstanceCapacity: none left',
+    });
+    expect(failed.instanceId).toBeUndefined();
+    expect(failed.zone).toBeUndefined();
+    expect(await repo.machinesWithStatus(model, 'error')).toEqual([bad]);
+
+    await expect(store.recordError(model, '999', 'x')).rejects.toBeInstanceOf(EntityNotFoundError);
+    await expect(
+      store.recordRunning(model, '999', {
+        instanceId: 'i-2',
+        imageId: 'ami-1',
+        zone: 'us-east-1a',
+        instanceType: 't3.small',
+        hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+      }),
+    ).rejects.toBeInstanceOf(EntityNotFoundError);
+  });
+});
+
+describe('removal', () => {
+  async function setLife(model: string, sk: string, life: string): Promise<void> {
+    const item = (
+      await doc.send(
+        new GetCommand({ TableName: stack.tableName, Key: { pk: modelPk(model), sk } }),
+      )
+    ).Item;
+    await doc.send(new PutCommand({ TableName: stack.tableName, Item: { ...item, life } }));
+  }
+
+  it('removes only a Dead machine, then the dying model with its side items once the last machine is gone', async () => {
+    const model = await newModel();
+    const [m0, m1] = await addMachines(model, [[], []]);
+    await store.claimZone(model, m0!, chooser(m0!)); // leaves the #ZONE-CLAIMS item
+    await doc.send(
+      new PutCommand({
+        TableName: stack.tableName,
+        Item: { pk: modelPk(model), sk: counterSk('test'), next: 3 },
+      }),
+    );
+    await expect(store.removeMachine(model, m0!)).rejects.toBeInstanceOf(EntityConflictError);
+
+    await setLife(model, MODEL_SK, 'dying');
+    await setLife(model, `MACHINE#${m0!}`, 'dead');
+    await setLife(model, `MACHINE#${m1!}`, 'dead');
+    expect(await store.removeMachine(model, m0!)).toEqual({ modelRemoved: false });
+    expect(await store.removeMachine(model, m1!)).toEqual({ modelRemoved: true });
+    await expect(repo.getModel(model)).rejects.toBeInstanceOf(EntityNotFoundError);
+    for (const sk of [ZONE_CLAIMS_SK, counterSk('test')]) {
+      const left = await doc.send(
+        new GetCommand({ TableName: stack.tableName, Key: { pk: modelPk(model), sk } }),
+      );
+      expect(left.Item).toBeUndefined();
+    }
+    // removing again is a no-op
+    expect(await store.removeMachine(model, m1!)).toEqual({ modelRemoved: false });
+  });
+
+  it('keeps an alive model, and a dying one that still has entities', async () => {
+    const model = await newModel();
+    expect(await store.removeModelIfDyingAndEmpty(model)).toBe(false);
+    await addMachines(model, [[]]);
+    await setLife(model, MODEL_SK, 'dying');
+    expect(await store.removeModelIfDyingAndEmpty(model)).toBe(false);
+    expect((await repo.getModel(model)).life).toBe('dying');
+  });
+});
