@@ -308,8 +308,30 @@ describe('zone failover', () => {
     const started = Date.now();
     const [id] = await addMachines(model, [{ constraints: 'zones=us-east-1a,us-east-1b' }]);
 
-    const failed = await untilStatus(model, id!, 'error');
+    // every status message the machine shows on the way
+    const seen = new Set<string>();
+    const failed = await eventually(
+      async () => {
+        const m = await machine(model, id!);
+        if (m?.status === 'allocating') seen.add(m.message as string);
+        return m;
+      },
+      (m) => m?.status === 'error',
+      60_000,
+      20,
+    );
     timing('2 zones x 3 attempts (500ms apart) to error', started);
+    const messages = [...seen];
+    const capacity = String.raw`InsufficientInstanceCapacity: We currently do not have sufficient \S+ capacity in the Availability Zone you requested \(us-east-1b\)[^)]*\.`;
+    // a spent attempt, worded as Juju words it, while the machine waits to retry
+    expect(messages).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          `^failed to start machine ${id!} \\(${capacity}\\), retrying in 500ms \\([12] more attempts\\)$`,
+        ),
+      ),
+    );
+    expect(messages.every((m) => /^(starting in zone|failed to start machine)/.test(m))).toBe(true);
     expect(failed.message).toMatch(
       /^InsufficientInstanceCapacity: We currently do not have sufficient \S+ capacity in the Availability Zone you requested \(us-east-1[ab]\)/,
     );

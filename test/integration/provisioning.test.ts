@@ -253,6 +253,21 @@ describe('zone spread', () => {
   });
 });
 
+describe('placement', () => {
+  it('launches a machine placed with zone= in that zone, whatever the spread says', async () => {
+    const model = await newModel('placed');
+    const ids = [
+      await addMachine(model, { placement: 'zone=us-east-1c' }),
+      await addMachine(model, { placement: 'zone=us-east-1c' }),
+    ];
+    for (const id of ids) {
+      const m = await untilStatus(model, id, 'running');
+      expect(m.zone).toBe('us-east-1c');
+      expect((await describe1(m.instanceId)).Placement?.AvailabilityZone).toBe('us-east-1c');
+    }
+  });
+});
+
 describe('errors and retry', () => {
   it('puts a machine whose base has no image in error at once, naming base, arch and region', async () => {
     const model = await newModel('noimage');
