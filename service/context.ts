@@ -3,7 +3,8 @@ import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-sec
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { dynamoDbClient, temporalClient } from '../config/clients';
 import { logger } from '../config/logger';
-import { serviceEndpoints } from '../config/env';
+import { optionalEnv, serviceEndpoints } from '../config/env';
+import { TASK_QUEUE } from '../workflows/search-attributes';
 import { Repository } from '../state/repository';
 import { TemporalMachineWorkflows, type MachineWorkflows } from './workflows';
 
@@ -46,7 +47,10 @@ export function serviceContext(): ServiceContext {
   };
   context = {
     repo: new Repository(dynamoDbClient(endpoints), endpoints.tableName),
-    workflows: new TemporalMachineWorkflows(connect),
+    workflows: new TemporalMachineWorkflows(
+      connect,
+      optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE),
+    ),
     defaultRegion: endpoints.region,
     now: () => new Date(),
     log: logger,

@@ -50,6 +50,15 @@ export async function createModel(
     createdAt: ctx.now().toISOString(),
   };
   await ctx.repo.createModel(record);
+  try {
+    await ctx.workflows.ensureSweep(record.name);
+  } catch (err) {
+    // The model is recorded either way; its sweep is created again by the next deploy or add-machine.
+    ctx.log.warn('could not create the model sweep schedule', {
+      model: record.name,
+      error: String(err),
+    });
+  }
   return modelView(record);
 }
 

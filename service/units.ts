@@ -311,14 +311,23 @@ export async function startWorkflows(
   model: string,
   machineIds: readonly string[],
 ): Promise<void> {
-  const results = await Promise.allSettled(machineIds.map((id) => ctx.workflows.start(model, id)));
-  results.forEach((r, i) => {
-    if (r.status === 'rejected')
-      ctx.log.warn('could not start machine workflow; the sweep will', {
+  if (machineIds.length === 0) return;
+  const [sweep, ...starts] = await Promise.allSettled([
+    // the model's sweep restarts a workflow that fails to start here: make sure it exists
+    ctx.workflows.ensureSweep(model),
+    ...machineIds.map((id) => ctx.workflows.start(model, id)),
+  ]);
+  if (sweep?.status === 'rejected') {
+    ctx.log.warn('could not ensure the model sweep', { model, error: String(sweep.reason) });
+  }
+  starts.forEach((r, i) => {
+    if (r.status === 'rejected') {
+      ctx.log.warn('could not start a machine workflow; the sweep will', {
         model,
         machineId: machineIds[i],
         error: String(r.reason),
       });
+    }
   });
 }
 

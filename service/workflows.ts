@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
+import { DEFAULT_SWEEP_INTERVAL_MS, ensureModelSweep } from '../activities/schedules';
 import { SEARCH_ATTRIBUTES, TASK_QUEUE, machineWorkflowId } from '../workflows/search-attributes';
 
 /**
@@ -11,14 +12,24 @@ import { SEARCH_ATTRIBUTES, TASK_QUEUE, machineWorkflowId } from '../workflows/s
 export interface MachineWorkflows {
   start(model: string, machineId: string): Promise<void>;
   signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void>;
+  /** Makes sure the model's sweep schedule (strays and missing workflows) exists. */
+  ensureSweep(model: string): Promise<void>;
 }
 
 export class TemporalMachineWorkflows implements MachineWorkflows {
-  constructor(private readonly client: () => Promise<Client>) {}
+  constructor(
+    private readonly client: () => Promise<Client>,
+    /** The worker's queue (`PROVISIONER_TASK_QUEUE`, shared by default). */
+    private readonly taskQueue: string = TASK_QUEUE,
+  ) {}
+
+  async ensureSweep(model: string): Promise<void> {
+    await ensureModelSweep(await this.client(), model, DEFAULT_SWEEP_INTERVAL_MS, this.taskQueue);
+  }
 
   private options(model: string, machineId: string) {
     return {
-      taskQueue: TASK_QUEUE,
+      taskQueue: this.taskQueue,
       workflowId: machineWorkflowId(model, machineId),
       args: [{ model, machineId }],
       typedSearchAttributes: [

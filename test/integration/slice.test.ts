@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { sweepScheduleId } from '../../workflows/search-attributes';
 import { loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -115,6 +116,19 @@ describe('models', () => {
     });
     const add = await api.post('/v1/models/nope-never/machines', {});
     expect(add.status).toBe(404);
+  });
+});
+
+describe('model sweep', () => {
+  it("creates the model's sweep schedule with the model", async () => {
+    const model = uniqueName('sweep');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+    const schedule = await temporal.schedule.getHandle(sweepScheduleId(model)).describe();
+    expect(schedule.scheduleId).toBe(sweepScheduleId(model));
+    expect(schedule.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'modelSweepWorkflow',
+    });
   });
 });
 

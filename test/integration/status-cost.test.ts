@@ -18,6 +18,7 @@ const ctx: ServiceContext = {
   workflows: {
     start: () => Promise.reject(new Error('no workflows in this test')),
     signal: () => Promise.reject(new Error('no workflows in this test')),
+    ensureSweep: () => Promise.reject(new Error('no workflows in this test')),
   },
   defaultRegion: stack.region,
   now: () => new Date(),
