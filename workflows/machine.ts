@@ -72,6 +72,11 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
   };
 
   for (;;) {
+    // Signals are consumed before the machine is read, never after: one that
+    // lands while the read is in flight stays set and wakes the next wait.
+    const retryRequested = signals.retry;
+    signals.retry = false;
+    signals.destroy = false;
     const machine = await records.loadMachine({ model, machineId });
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
@@ -85,28 +90,24 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     ctx.region = machine.region;
     publish(ctx, { status: machine.status, applications: machine.applications });
     if (machine.life === 'dead') {
-      signals.destroy = false;
       await tearDown(ctx, machine);
       return;
     }
-    signals.destroy = false; // a destroy for a machine that is not Dead: nothing to do
 
     if (machine.manual || machine.container) {
       state.phase = 'idle';
     } else if (machine.instanceId) {
       state.phase = 'running';
       state.instanceId = machine.instanceId;
-    } else if (machine.status === 'error' && !signals.retry) {
+    } else if (machine.status === 'error' && !retryRequested) {
       state.phase = 'error';
       state.lastError ??= machine.message;
     } else {
-      signals.retry = false;
       log.info('provisioning', { model, machineId, pass: state.pass + 1 });
       await provision(ctx);
       continue; // re-read: running, error, or Dead/removed meanwhile
     }
-    // nothing to do until a signal: a retry only counts in error
-    signals.retry = false;
+    // Nothing to do until a signal (a retry only counts in error; a destroy only once Dead).
     await waitForSignal(ctx, input);
   }
 }
