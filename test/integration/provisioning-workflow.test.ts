@@ -1,0 +1,305 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import type { Activities } from '../../activities';
+import type {
+  LaunchPlan,
+  MachineRef,
+  MachineSnapshot,
+  StartedInstance,
+  StatusUpdate,
+} from '../../activities/types';
+import { destroySignal, provisioningStateQuery } from '../../workflows/definitions';
+import { FAILURE } from '../../workflows/failures';
+import {
+  attemptFailedMessage,
+  startingMessage,
+  zoneFailoverMessage,
+} from '../../workflows/messages';
+import { uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+/**
+ * The machine workflow's decisions on the stack's real Temporal server, with
+ * injected activities (an in-process worker on a task queue of its own): the
+ * exact sequence of zone tries, messages and attempts, a destroy cutting a
+ * wait short, and a destroy landing while the machine is being re-read.
+ */
+
+const stack = loadTestStack();
+const ZONES = ['us-east-1a', 'us-east-1b'];
+const PLAN: LaunchPlan = {
+  region: 'us-east-1',
+  instanceType: 't3.small',
+  imageId: 'ami-1',
+  hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+  zonesConstraint: ZONES,
+  applications: [],
+};
+
+let connection: Connection;
+let client: Client;
+let nativeConnection: NativeConnection;
+
+beforeAll(async () => {
+  // the injected failures are expected: keep the in-process worker's log to errors
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  connection = await Connection.connect({ address: stack.temporalAddress });
+  client = new Client({ connection, namespace: stack.temporalNamespace });
+  nativeConnection = await NativeConnection.connect({ address: stack.temporalAddress });
+});
+
+afterAll(async () => {
+  await nativeConnection.close();
+  await connection.close();
+});
+
+/** One machine's world as the activities see it, and what the workflow did to it. */
+class FakeWorld {
+  machine: MachineSnapshot = {
+    life: 'alive',
+    status: 'pending',
+    message: '',
+    applications: [],
+    manual: false,
+    container: false,
+    region: 'us-east-1',
+    harvestMode: 'destroyed',
+  };
+  removed = false;
+  statuses: Array<Pick<StatusUpdate, 'status' | 'message'>> = [];
+  launches: string[] = [];
+  terminated: string[] = [];
+  releases = 0;
+  /** Zone → how many launches there fail before one succeeds. */
+  failures: Record<string, number> = {};
+  onLoad?: (world: FakeWorld) => Promise<void>;
+
+  constructor(
+    readonly tuning: { startAttempts: number; retryDelayMs: number },
+    readonly zones: string[] = ZONES,
+  ) {}
+
+  activities(): Partial<Activities> {
+    return {
+      tuning: () => Promise.resolve(this.tuning),
+      loadMachine: async () => {
+        const snapshot = this.removed ? null : { ...this.machine };
+        await this.onLoad?.(this);
+        return snapshot;
+      },
+      planLaunch: () => Promise.resolve(PLAN),
+      claimZone: (input: MachineRef & { exclude: string[] }) => {
+        const zone = this.zones.find((z) => !input.exclude.includes(z));
+        if (!zone) {
+          throw ApplicationFailure.create({
+            type: FAILURE.noSuitableZone,
+            message: `suitable availability zone for machine ${input.machineId} not found`,
+            nonRetryable: true,
+          });
+        }
+        return Promise.resolve(zone);
+      },
+      releaseZone: () => {
+        this.releases += 1;
+        return Promise.resolve();
+      },
+      recordStatus: (u: StatusUpdate) => {
+        this.statuses.push({ status: u.status, message: u.message });
+        this.machine.status = u.status;
+        this.machine.message = u.message;
+        return Promise.resolve();
+      },
+      startInstance: (input: { zone: string }): Promise<StartedInstance> => {
+        this.launches.push(input.zone);
+        const left = this.failures[input.zone] ?? 0;
+        if (left > 0) {
+          this.failures[input.zone] = left - 1;
+          throw ApplicationFailure.create({
+            type: FAILURE.zoneUnavailable,
+            message: `InsufficientInstanceCapacity: none in ${input.zone}`,
+            nonRetryable: true,
+          });
+        }
+        return Promise.resolve({
+          instanceId: `i-${input.zone}`,
+          zone: input.zone,
+          instanceType: PLAN.instanceType,
+          imageId: PLAN.imageId,
+          adopted: false,
+        });
+      },
+      recordRunning: (input: { started: StartedInstance }) => {
+        Object.assign(this.machine, {
+          status: 'running',
+          message: '',
+          instanceId: input.started.instanceId,
+        });
+        return Promise.resolve(this.machine.life);
+      },
+      recordError: (input: { message: string }) => {
+        this.statuses.push({ status: 'error', message: input.message });
+        Object.assign(this.machine, { status: 'error', message: input.message });
+        return Promise.resolve();
+      },
+      instancesTaggedFor: () =>
+        Promise.resolve(this.machine.instanceId ? [this.machine.instanceId] : []),
+      terminateInstances: (input: { instanceIds: string[] }) => {
+        this.terminated.push(...input.instanceIds);
+        return Promise.resolve();
+      },
+      instancesNotTerminated: () => Promise.resolve([]),
+      removeMachine: () => {
+        this.removed = true;
+        return Promise.resolve({ modelRemoved: false });
+      },
+    };
+  }
+}
+
+/** Runs one machine workflow against `world` until `until` resolves. */
+async function withWorker<T>(
+  world: FakeWorld,
+  body: (taskQueue: string) => Promise<T>,
+): Promise<T> {
+  const taskQueue = `provisioner-wf-${randomUUID().slice(0, 8)}`;
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace: stack.temporalNamespace,
+    taskQueue,
+    workflowsPath: require.resolve('../../workflows'),
+    activities: world.activities(),
+  });
+  return worker.runUntil(body(taskQueue));
+}
+
+function start(taskQueue: string, model: string) {
+  return client.workflow.start('machineWorkflow', {
+    taskQueue,
+    workflowId: `machine:${model}:0`,
+    args: [{ model, machineId: '0' }],
+  });
+}
+
+/** The workflow's result, or a failure after `ms` (a lost signal would otherwise wait forever). */
+async function resultWithin(handle: { result(): Promise<unknown> }, ms = 20_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      handle.result(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`workflow did not finish in ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('machine workflow decisions', () => {
+  it('tries zones in order, fails over without spending an attempt, spends one when all failed, then runs', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    // attempt 1: a and b fail; attempt 2: a fails, b runs
+    world.failures = { 'us-east-1a': 2, 'us-east-1b': 1 };
+    const model = uniqueName('wf');
+    const state = await withWorker(world, async (taskQueue) => {
+      const handle = await start(taskQueue, model);
+      await until(() => world.machine.status === 'running');
+      return handle.query(provisioningStateQuery);
+    });
+    const cause = (zone: string) => `InsufficientInstanceCapacity: none in ${zone}`;
+    expect(world.launches).toEqual(['us-east-1a', 'us-east-1b', 'us-east-1a', 'us-east-1b']);
+    expect(world.statuses).toEqual([
+      { status: 'allocating', message: startingMessage('us-east-1a', 1, 3) },
+      {
+        status: 'allocating',
+        message: zoneFailoverMessage('0', 'us-east-1a', cause('us-east-1a')),
+      },
+      { status: 'allocating', message: startingMessage('us-east-1b', 1, 3) },
+      {
+        status: 'allocating',
+        message: zoneFailoverMessage('0', 'us-east-1b', cause('us-east-1b')),
+      },
+      {
+        status: 'allocating',
+        message: attemptFailedMessage('0', cause('us-east-1b'), 100, 2),
+      },
+      { status: 'allocating', message: startingMessage('us-east-1a', 2, 3) },
+      {
+        status: 'allocating',
+        message: zoneFailoverMessage('0', 'us-east-1a', cause('us-east-1a')),
+      },
+      { status: 'allocating', message: startingMessage('us-east-1b', 2, 3) },
+    ]);
+    expect(world.releases).toBe(1);
+    expect(state).toMatchObject({
+      phase: 'running',
+      attempt: 2,
+      failedZones: ['us-east-1a'],
+      zone: 'us-east-1b',
+      instanceId: 'i-us-east-1b',
+    });
+  });
+
+  it('records error with the last cause after the last attempt, and does not wait after it', async () => {
+    const world = new FakeWorld({ startAttempts: 2, retryDelayMs: 100 });
+    world.failures = { 'us-east-1a': 99, 'us-east-1b': 99 };
+    const model = uniqueName('wf');
+    await withWorker(world, async (taskQueue) => {
+      await start(taskQueue, model);
+      await until(() => world.machine.status === 'error');
+    });
+    expect(world.launches).toHaveLength(4);
+    expect(world.statuses.at(-1)).toEqual({
+      status: 'error',
+      message: 'InsufficientInstanceCapacity: none in us-east-1b',
+    });
+    expect(world.statuses.filter((s) => s.message.includes('more attempts'))).toHaveLength(1);
+    expect(world.releases).toBe(2);
+  });
+
+  it('cuts the wait between attempts short when the machine goes Dead, and tears it down', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 3_600_000 });
+    world.failures = { 'us-east-1a': 99, 'us-east-1b': 99 };
+    const model = uniqueName('wf');
+    await withWorker(world, async (taskQueue) => {
+      const handle = await start(taskQueue, model);
+      await until(() => world.statuses.some((s) => s.message.includes('more attempts')));
+      world.machine.life = 'dead';
+      await handle.signal(destroySignal);
+      await resultWithin(handle);
+    });
+    expect(world.removed).toBe(true);
+    expect(world.launches).toHaveLength(2);
+    expect(world.statuses.at(-1)).toEqual({ status: 'stopping', message: '' });
+  });
+
+  it('does not lose a destroy that lands while the machine is being re-read', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { status: 'running', instanceId: 'i-running' });
+    const model = uniqueName('wf');
+    await withWorker(world, async (taskQueue) => {
+      let first = true;
+      // the API's order: the machine goes Dead, then the signal; both while the first read is in flight
+      world.onLoad = async (w) => {
+        if (!first) return;
+        first = false;
+        w.machine.life = 'dead';
+        await client.workflow.getHandle(`machine:${model}:0`).signal(destroySignal);
+      };
+      const handle = await start(taskQueue, model);
+      await resultWithin(handle);
+    });
+    expect(world.terminated).toEqual(['i-running']);
+    expect(world.removed).toBe(true);
+  });
+});
