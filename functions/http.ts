@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import type { z } from 'zod';
 import { bearerToken, tokensMatch, tokenSourceFromEnv, type TokenSource } from '../config/auth';
 import { logger } from '../config/logger';
+import { NAME_PATTERN } from '../service/names';
 import {
   ApiError,
   BadRequestError,
@@ -146,8 +147,19 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   throw new BadRequestError(`${where}: ${issue.message}`);
 }
 
+/** What each path parameter must look like; a malformed one is a bad request, never a 500. */
+const PARAM_RULES: Record<string, { pattern: RegExp; what: string }> = {
+  model: { pattern: NAME_PATTERN, what: 'model name' },
+  app: { pattern: NAME_PATTERN, what: 'application name' },
+  id: { pattern: /^(?:0|[1-9][0-9]{0,8})(?:\/lxd\/(?:0|[1-9][0-9]{0,8}))?$/, what: 'machine id' },
+  n: { pattern: /^(?:0|[1-9][0-9]{0,8})$/, what: 'unit number' },
+};
+
 export function param(request: ApiRequest, name: string): string {
   const value = request.pathParameters[name];
   if (value === undefined) throw new BadRequestError(`missing path parameter ${name}`);
+  const rule = PARAM_RULES[name];
+  if (rule && !rule.pattern.test(value))
+    throw new BadRequestError(`invalid ${rule.what} "${value.slice(0, 100)}"`);
   return value;
 }

@@ -99,7 +99,14 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
         sendError(res, 413, 'bad-request', `request body larger than ${MAX_BODY_BYTES} bytes`);
         return;
       }
-      const { event, group } = toApiGatewayEvent(req, Buffer.concat(chunks));
+      let converted: ReturnType<typeof toApiGatewayEvent>;
+      try {
+        converted = toApiGatewayEvent(req, Buffer.concat(chunks));
+      } catch {
+        sendError(res, 400, 'bad-request', 'malformed request target');
+        return;
+      }
+      const { event, group } = converted;
       handlers[group](event).then(
         (result) => send(res, result),
         () => sendError(res, 500, 'internal', 'internal error'),

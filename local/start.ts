@@ -48,16 +48,33 @@ async function main(): Promise<void> {
   );
   const started: ManagedProcess[] = [];
   let stopping = false;
+  // Children run in their own process groups, so a terminal's Ctrl-C reaches
+  // only this process: it must take them down whatever way it ends.
+  const killAll = () => {
+    for (const p of started) {
+      if (p.child.pid === undefined) continue;
+      try {
+        process.kill(-p.child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  process.on('exit', killAll);
   const stop = async (code: number) => {
-    if (stopping) return;
+    if (stopping) {
+      // a second Ctrl-C: no more waiting
+      killAll();
+      process.exit(code || 130);
+    }
     stopping = true;
     console.log('\nstopping…');
     rmSync(stackFile, { force: true });
     await Promise.all(started.map((p) => p.stop()));
     process.exit(code);
   };
-  process.once('SIGINT', () => void stop(0));
-  process.once('SIGTERM', () => void stop(0));
+  process.on('SIGINT', () => void stop(0));
+  process.on('SIGTERM', () => void stop(0));
 
   const stack: RunningStack = await startStack({
     track: (p) => started.push(p),
@@ -78,7 +95,8 @@ async function main(): Promise<void> {
   }
   const { motoEndpoint: _moto, tableName: _table, ...published } = stack.info;
   mkdirSync(stateDir, { recursive: true });
-  writeFileSync(stackFile, `${JSON.stringify(published, null, 2)}\n`);
+  // it holds the API token: readable by this user only
+  writeFileSync(stackFile, `${JSON.stringify(published, null, 2)}\n`, { mode: 0o600 });
   const i = stack.info;
   console.log(`
 The provisioner is up (Ctrl-C stops everything):

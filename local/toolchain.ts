@@ -6,6 +6,7 @@ import {
   renameSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs';
 import { homedir } from 'node:os';
@@ -214,9 +215,19 @@ async function withLock<T>(lock: string, fn: () => Promise<T>): Promise<T> {
       await new Promise((r) => setTimeout(r, 500));
     }
   }
+  // a heartbeat keeps a long install's lock fresh, so it is never taken as abandoned
+  const heartbeat = setInterval(() => {
+    try {
+      const now = new Date();
+      utimesSync(lock, now, now);
+    } catch {
+      // released meanwhile
+    }
+  }, 30_000);
   try {
     return await fn();
   } finally {
+    clearInterval(heartbeat);
     rmSync(lock, { recursive: true, force: true });
   }
 }

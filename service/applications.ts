@@ -1,6 +1,6 @@
 import { checkUnitOnMachineBase } from '../core';
 import { BadRequestError } from '../functions/errors';
-import { EntityConflictError } from '../state/errors';
+import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
@@ -8,7 +8,13 @@ import type { ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
 import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
-import { addSubordinateUnits, addUnits, guardModelAndApp, type PlacedUnit } from './units';
+import {
+  addSubordinateUnits,
+  addUnits,
+  checkUnitPlacements,
+  guardModelAndApp,
+  type PlacedUnit,
+} from './units';
 
 export interface DeployInput {
   name: string;
@@ -66,7 +72,9 @@ export async function deploy(
     throw new BadRequestError('subordinate application must be deployed without units');
   if (subordinate && (input.to?.length ?? 0) > 0)
     throw new BadRequestError('subordinate application cannot have placement directives');
-  await ctx.repo.getLiveModel(model);
+  const modelRecord = await ctx.repo.getLiveModel(model);
+  // refuse bad placement before anything is recorded
+  await checkUnitPlacements(ctx, modelRecord, { name: input.name, base }, numUnits, input.to ?? []);
   const record: ApplicationRecord = {
     model,
     name: input.name,
@@ -148,8 +156,12 @@ export async function destroyApplication(
   }
   const dead: string[] = [];
   for (const unit of await ctx.repo.listUnits(model, app)) {
-    if (unit.principal !== undefined) await removeSubordinateUnit(ctx, model, unit.name);
-    else dead.push(...(await removePrincipalUnit(ctx, model, unit.name)));
+    try {
+      if (unit.principal !== undefined) await removeSubordinateUnit(ctx, model, unit.name);
+      else dead.push(...(await removePrincipalUnit(ctx, model, unit.name)));
+    } catch (err) {
+      if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
+    }
   }
   const tx = ctx.repo.transaction();
   for (const r of (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app))) {
@@ -170,15 +182,31 @@ export async function relate(
   model: string,
   endpoints: string[],
 ): Promise<{ endpoints: [string, string] }> {
+  return retryOnConcurrentChange(() => relateOnce(ctx, model, endpoints));
+}
+
+async function relateOnce(
+  ctx: ServiceContext,
+  model: string,
+  endpoints: string[],
+): Promise<{ endpoints: [string, string] }> {
   if (endpoints.length !== 2)
     throw new BadRequestError(`a relation needs exactly two endpoints, got ${endpoints.length}`);
   const [a, b] = endpoints.map((e) => e.split(':')[0] ?? e).sort() as [string, string];
+  for (const name of [a, b]) {
+    if (!NAME_PATTERN.test(name))
+      throw new BadRequestError(`invalid application name "${name.slice(0, 100)}"`);
+  }
   if (a === b) throw new BadRequestError(`cannot relate application "${a}" to itself`);
   await ctx.repo.getLiveModel(model);
   const [appA, appB] = await Promise.all([
     ctx.repo.getApplication(model, a),
     ctx.repo.getApplication(model, b),
   ]);
+  for (const app of [appA, appB]) {
+    if (app.life !== 'alive')
+      throw new EntityConflictError(`application "${app.name}" is being destroyed`);
+  }
   if (appA.subordinate && appB.subordinate) {
     throw new BadRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
   }
@@ -187,7 +215,15 @@ export async function relate(
     checkUnitOnMachineBase(subordinate.base, principal.base);
   }
   const tx = ctx.repo.transaction();
-  guardModelAndApp(tx, model, [a, b]);
+  guardModelAndApp(tx, model, []);
+  // Bumping both versions makes a unit being added to either concurrently
+  // retry, so it is written with its new subordinates or before the relation.
+  for (const app of [appA, appB]) {
+    tx.update(appKey(model, app.name), 'SET version = :next', {
+      condition: 'life = :alive AND version = :v',
+      values: { ':alive': 'alive', ':v': app.version ?? 0, ':next': (app.version ?? 0) + 1 },
+    });
+  }
   tx.put(
     relationItem({ model, endpoints: [a, b], createdAt: ctx.now().toISOString() }),
     'attribute_not_exists(pk)',

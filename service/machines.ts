@@ -2,11 +2,13 @@ import { BadRequestError } from '../functions/errors';
 import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 import { machineItem, machineKey } from '../state/repository';
 import { machineStatusIndexPk } from '../state/keys';
+import type { MachineRecord } from '../state/types';
 import { collapseConstraints, validateConstraints } from './constraints';
 import type { ServiceContext } from './context';
 import { parseMachinePlacement, placementText, validateBase } from './placement';
 import { isProvisioned, newMachine } from './records';
 import {
+  checkContainerHost,
   checkZoneInRegion,
   guardModelAndApp,
   startWorkflows,
@@ -52,12 +54,16 @@ export async function addMachines(
   if (placement?.kind === 'container') {
     if (placement.machineId !== undefined) {
       const hostId = placement.machineId;
+      checkContainerHost(hostId);
       const host = await ctx.repo.getMachine(model, hostId);
       if (host.life !== 'alive')
         throw new EntityConflictError(`machine ${hostId} is being destroyed`);
       const ids = await ctx.repo.allocateContainerIds(model, hostId, count);
       await retryOnConcurrentChange(async () => {
         const current = await ctx.repo.getMachine(model, hostId);
+        // the write below is conditional on this read's version, so this check holds at commit
+        if (current.life !== 'alive')
+          throw new EntityConflictError(`machine ${hostId} is being destroyed`);
         const tx = ctx.repo.transaction();
         guardModelAndApp(tx, model, []);
         for (const id of ids)
@@ -114,12 +120,12 @@ export async function retryMachine(
     constraints === undefined
       ? undefined
       : collapseConstraints(modelRecord.constraints, validateConstraints(constraints).canonical);
-  const machine = await ctx.repo.getMachine(model, id);
-  if (machine.status !== 'error' || machine.life !== 'alive') {
-    throw new EntityConflictError(
-      `machine ${id} is not in an error state (${machine.life === 'alive' ? machine.status : machine.life})`,
+  const notInError = (m: MachineRecord) =>
+    new EntityConflictError(
+      `machine ${id} is not in an error state (${m.life === 'alive' ? m.status : m.life})`,
     );
-  }
+  const machine = await ctx.repo.getMachine(model, id);
+  if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
     const tx = ctx.repo.transaction();
     tx.update(
@@ -135,12 +141,17 @@ export async function retryMachine(
           ':one': 1,
           ':gsi2pk': machineStatusIndexPk(model, 'error'),
         },
-        onFail: new EntityConflictError(
-          `machine ${id} is not in an error state (it changed meanwhile)`,
-        ),
+        onFail: new EntityConflictError(`machine ${id} changed meanwhile`),
       },
     );
-    await ctx.repo.commit(tx);
+    try {
+      await ctx.repo.commit(tx);
+    } catch (err) {
+      // it left `error` between the read and the write: say where it is now, in Juju's words
+      if (err instanceof EntityConflictError)
+        throw notInError(await ctx.repo.getMachine(model, id));
+      throw err;
+    }
   }
   await ctx.workflows.signal(model, id, 'retry');
 }

@@ -2,6 +2,7 @@ import { BadRequestError } from '../functions/errors';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { destroyApplication } from './applications';
 import { canonicalConstraints, constraintsView } from './constraints';
+import { EntityNotFoundError } from '../state/errors';
 import { NAME_PATTERN } from './names';
 import { retireMachine, signalDead } from './removal';
 import type { ServiceContext } from './context';
@@ -90,11 +91,20 @@ export async function destroyModel(ctx: ServiceContext, name: string): Promise<v
   await ctx.repo.getModel(name);
   await ctx.repo.markModelDying(name);
   const contents = await ctx.repo.loadModel(name);
-  for (const app of contents.applications) await destroyApplication(ctx, name, app.name);
+  for (const app of contents.applications) {
+    await destroyApplication(ctx, name, app.name).catch((err: unknown) => {
+      if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
+    });
+  }
   const dead: string[] = [];
   const machines = (await ctx.repo.listMachines(name)).sort((a, b) => b.id.length - a.id.length);
-  for (const m of machines)
-    dead.push(...(await retireMachine(ctx, name, m.id).catch(() => [] as string[])));
+  for (const m of machines) {
+    const retired = await retireMachine(ctx, name, m.id).catch((err: unknown) => {
+      if (err instanceof EntityNotFoundError) return [] as string[]; // removed meanwhile
+      throw err;
+    });
+    dead.push(...retired);
+  }
   await signalDead(ctx, name, dead);
   await ctx.repo.removeModelIfEmpty(name);
 }

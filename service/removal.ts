@@ -1,4 +1,5 @@
-import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
+import { parentMachineId } from '../core';
+import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { machineKey, unitKey, type Transaction } from '../state/repository';
 import type { MachineRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
@@ -31,6 +32,8 @@ async function writeMachineChange(
   tx: Transaction,
   machine: MachineRecord,
   next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'>,
+  /** The machine itself is being destroyed (not just losing its last unit). */
+  retiring = false,
 ): Promise<string[]> {
   if (!emptied(next)) {
     updateMachineMembership(tx, machine, next);
@@ -40,13 +43,22 @@ async function writeMachineChange(
     tx.delete(machineKey(machine.model, machine.id), 'version = :v', {
       ':v': machine.version ?? 0,
     });
-    const hostId = machine.id.slice(0, machine.id.indexOf('/'));
-    const host = await ctx.repo.getMachine(machine.model, hostId);
+    const hostId = parentMachineId(machine.id) ?? '';
+    const host = await ctx.repo.getMachine(machine.model, hostId).catch((err: unknown) => {
+      if (err instanceof EntityNotFoundError) return undefined; // host already gone: nothing to update
+      throw err;
+    });
+    if (host === undefined) return [];
     return writeMachineChange(ctx, tx, host, {
       principals: host.principals,
       applications: host.applications,
       containers: host.containers.filter((c) => c !== machine.id),
     });
+  }
+  if (machine.manual && !retiring) {
+    // a manual machine was not created for its units: it stays until destroyed itself (as in Juju)
+    updateMachineMembership(tx, machine, next);
+    return [];
   }
   if (machine.manual) {
     tx.delete(machineKey(machine.model, machine.id), 'version = :v', {
@@ -59,7 +71,8 @@ async function writeMachineChange(
 }
 
 function removeUnitItems(tx: Transaction, unit: UnitRecord): void {
-  tx.delete(unitKey(unit.model, unit.name));
+  // under its version: a subordinate added meanwhile makes this retry and go too
+  tx.delete(unitKey(unit.model, unit.name), 'version = :v', { ':v': unit.version ?? 0 });
   for (const sub of unit.subordinates) tx.delete(unitKey(unit.model, sub));
 }
 
@@ -131,10 +144,28 @@ export async function signalDead(
   });
 }
 
+/** Juju's refusal to destroy a machine that still hosts something. */
+function checkEmpty(machine: MachineRecord): void {
+  const unit = machine.principals[0];
+  if (unit !== undefined)
+    throw new EntityConflictError(`machine ${machine.id} has unit "${unit}" assigned`);
+  if (machine.containers.length > 0) {
+    throw new EntityConflictError(
+      `machine ${machine.id} is hosting containers "${machine.containers.join(', ')}"`,
+    );
+  }
+}
+
+const ignoreNotFound = (err: unknown): undefined => {
+  if (err instanceof EntityNotFoundError) return undefined;
+  throw err;
+};
+
 /**
  * destroy-machine: refused while it hosts units or containers unless
- * `force`, which removes them first (Juju's texts). A machine already Dead
- * is accepted again (the request is idempotent).
+ * `force`, which removes them first (Juju's texts). The emptiness check is
+ * made on the same read the write is conditional on, so a unit placed
+ * meanwhile is never wiped. A machine already Dead is accepted again.
  */
 export async function destroyMachine(
   ctx: ServiceContext,
@@ -143,50 +174,66 @@ export async function destroyMachine(
   force: boolean,
 ): Promise<void> {
   await ctx.repo.getModel(model);
-  const machine = await ctx.repo.getMachine(model, id);
-  if (machine.life === 'dead') return;
-  if (!force) {
-    const unit = machine.principals[0];
-    if (unit !== undefined)
-      throw new EntityConflictError(`machine ${id} has unit "${unit}" assigned`);
-    if (machine.containers.length > 0) {
-      throw new EntityConflictError(
-        `machine ${id} is hosting containers "${machine.containers.join(', ')}"`,
-      );
-    }
-  }
   const dead: string[] = [];
-  for (const container of machine.containers) {
-    const c = await ctx.repo.getMachine(model, container).catch(() => undefined);
-    for (const unit of c?.principals ?? [])
-      dead.push(...(await removePrincipalUnit(ctx, model, unit)));
-    // an empty container that survived (never had units) goes now
-    if (c && (await ctx.repo.getMachine(model, container).catch(() => undefined))) {
-      dead.push(...(await retireMachine(ctx, model, container)));
+  for (let round = 0; ; round++) {
+    const machine = await ctx.repo
+      .getMachine(model, id)
+      .catch(round === 0 ? undefined : ignoreNotFound);
+    if (machine === undefined || machine.life === 'dead') break;
+    if (force && !emptied(machine)) {
+      for (const container of machine.containers)
+        dead.push(...(await destroyContents(ctx, model, container)));
+      for (const unit of machine.principals) {
+        dead.push(...((await removePrincipalUnit(ctx, model, unit).catch(ignoreNotFound)) ?? []));
+      }
+      // something may have been placed meanwhile: look again (a bounded number of times)
+      if (round < 20) continue;
     }
+    const retired = await retireMachine(ctx, model, id, true).catch(ignoreNotFound);
+    dead.push(...(retired ?? []));
+    break;
   }
-  for (const unit of machine.principals)
-    dead.push(...(await removePrincipalUnit(ctx, model, unit)));
-  if (await ctx.repo.getMachine(model, id).catch(() => undefined))
-    dead.push(...(await retireMachine(ctx, model, id)));
   await signalDead(ctx, model, [...new Set(dead)]);
 }
 
-/** Takes an empty machine out of service: Dead, or removed when there is nothing to tear down. */
+/** Removes a container's units and then the container (force path). */
+async function destroyContents(
+  ctx: ServiceContext,
+  model: string,
+  container: string,
+): Promise<string[]> {
+  const c = await ctx.repo.getMachine(model, container).catch(ignoreNotFound);
+  if (c === undefined) return [];
+  const dead: string[] = [];
+  for (const unit of c.principals)
+    dead.push(...((await removePrincipalUnit(ctx, model, unit).catch(ignoreNotFound)) ?? []));
+  dead.push(...((await retireMachine(ctx, model, container, false).catch(ignoreNotFound)) ?? []));
+  return dead;
+}
+
+/**
+ * Takes a machine out of service: Dead, or removed when there is nothing to
+ * tear down. With `requireEmpty` it refuses (Juju's texts) a machine that
+ * hosts anything on the read the write depends on.
+ */
 export async function retireMachine(
   ctx: ServiceContext,
   model: string,
   id: string,
+  requireEmpty = false,
 ): Promise<string[]> {
   return retryOnConcurrentChange(async () => {
     const machine = await ctx.repo.getMachine(model, id);
     if (machine.life === 'dead') return [];
+    if (requireEmpty) checkEmpty(machine);
     const tx = ctx.repo.transaction();
-    const dead = await writeMachineChange(ctx, tx, machine, {
-      principals: [],
-      applications: [],
-      containers: [],
-    });
+    const dead = await writeMachineChange(
+      ctx,
+      tx,
+      machine,
+      { principals: [], applications: [], containers: [] },
+      true,
+    );
     await ctx.repo.commit(tx);
     return dead;
   });

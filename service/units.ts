@@ -5,7 +5,7 @@ import {
   type Placement,
 } from '../core';
 import { BadRequestError } from '../functions/errors';
-import { EntityConflictError } from '../state/errors';
+import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
 import {
   appKey,
@@ -102,6 +102,58 @@ function union(list: readonly string[], more: readonly string[]): string[] {
   return [...new Set([...list, ...more])].sort();
 }
 
+/** A new top-level machine is needed for this placement (none, zone=, subnet=, or `lxd` alone). */
+function needsNewHost(p: Placement | undefined): boolean {
+  return (
+    p === undefined ||
+    p.kind === 'zone' ||
+    p.kind === 'subnet' ||
+    (p.kind === 'container' && p.machineId === undefined)
+  );
+}
+
+/**
+ * Parses and checks `to` directives for units of `app` before anything is
+ * written or any number spent, so deploy can refuse bad placement before it
+ * records the application: zone in the region, target machines exist, are
+ * alive and of the unit's base, containers only on top-level machines.
+ */
+export async function checkUnitPlacements(
+  ctx: ServiceContext,
+  model: ModelRecord,
+  app: Pick<ApplicationRecord, 'name' | 'base'>,
+  count: number,
+  directives: readonly string[],
+): Promise<Placement[]> {
+  const placements = parseUnitPlacements(directives).slice(0, count);
+  for (const p of placements) {
+    if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);
+    if (p.kind === 'machine') {
+      const target = await ctx.repo.getMachine(model.name, p.machineId);
+      checkUnitMachineAssignment({
+        subordinate: false,
+        unitBase: app.base,
+        machineBase: target.base,
+      });
+      if (target.life !== 'alive')
+        throw new EntityConflictError(`machine ${target.id} is being destroyed`);
+    } else if (p.kind === 'container' && p.machineId !== undefined) {
+      checkContainerHost(p.machineId);
+      const host = await ctx.repo.getMachine(model.name, p.machineId);
+      if (host.life !== 'alive')
+        throw new EntityConflictError(`machine ${host.id} is being destroyed`);
+    }
+  }
+  return placements;
+}
+
+/** Containers go on top-level machines only (`lxd:0`, not `lxd:0/lxd/1`). */
+export function checkContainerHost(hostId: string): void {
+  if (hostId.includes('/')) {
+    throw new PlacementError(`cannot place a container on container "${hostId}"`);
+  }
+}
+
 /**
  * deploy and add-unit: `count` principal units of `app`, one placement
  * directive each (the rest get new machines; extra directives are ignored, as
@@ -128,72 +180,49 @@ export async function addUnits(
   if (app.subordinate)
     throw new EntityConflictError(`cannot add units to subordinate application "${appName}"`);
   if (count === 0) return [];
-  const placements = parseUnitPlacements(directives).slice(0, count);
-  for (const p of placements) if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);
-  const subordinates = await relatedSubordinates(ctx, modelName, appName);
-
-  // Refuse what can be refused before any number is spent.
-  for (const p of placements) {
-    if (p.kind === 'machine') {
-      const target = await ctx.repo.getMachine(modelName, p.machineId);
-      checkUnitMachineAssignment({
-        subordinate: false,
-        unitBase: app.base,
-        machineBase: target.base,
-      });
-      for (const sub of subordinates) checkUnitOnMachineBase(sub.base, target.base);
-      if (target.life !== 'alive')
-        throw new EntityConflictError(`machine ${target.id} is being destroyed`);
-    } else if (p.kind === 'container' && p.machineId !== undefined) {
-      const host = await ctx.repo.getMachine(modelName, p.machineId);
-      if (host.life !== 'alive')
-        throw new EntityConflictError(`machine ${host.id} is being destroyed`);
-    }
-  }
-  for (const sub of subordinates) checkUnitOnMachineBase(sub.base, app.base);
+  const placements = await checkUnitPlacements(ctx, model, app, count, directives);
+  for (const sub of await relatedSubordinates(ctx, modelName, appName))
+    checkUnitOnMachineBase(sub.base, app.base);
 
   const constraints = collapseConstraints(model.constraints, app.constraints);
   const numbers = await ctx.repo.allocateUnitNumbers(modelName, appName, count);
-  const subNumbers = new Map<string, number[]>();
-  for (const sub of subordinates)
-    subNumbers.set(sub.name, await ctx.repo.allocateUnitNumbers(modelName, sub.name, count));
-  const newHosts = Array.from({ length: count }, (_, i) => placements[i]).filter(
-    (p) =>
-      p === undefined ||
-      p.kind === 'zone' ||
-      p.kind === 'subnet' ||
-      (p.kind === 'container' && p.machineId === undefined),
-  ).length;
-  const machineIds = await ctx.repo.allocateMachineIds(modelName, newHosts);
+  const hosts = Array.from({ length: count }, (_, i) => placements[i]).filter(needsNewHost).length;
+  const machineIds = await ctx.repo.allocateMachineIds(modelName, hosts);
 
   const placed: PlacedUnit[] = [];
   const toStart: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const placement = placements[i];
-    const unitNumber = numbers[i]!;
-    const fresh =
-      placement === undefined ||
-      placement.kind === 'zone' ||
-      placement.kind === 'subnet' ||
-      (placement.kind === 'container' && placement.machineId === undefined);
-    const hostId = fresh ? machineIds.shift()! : undefined;
-    let containerId: string | undefined;
-    if (placement?.kind === 'container') {
-      const host = placement.machineId ?? hostId!;
-      if (placement.machineId !== undefined) {
-        containerId = (await ctx.repo.allocateContainerIds(modelName, host, 1))[0]!;
-      } else {
-        containerId = `${host}/lxd/0`;
+  try {
+    for (let i = 0; i < count; i++) {
+      const placement = placements[i];
+      const unitNumber = numbers[i]!;
+      const hostId = needsNewHost(placement) ? machineIds.shift()! : undefined;
+      let containerId: string | undefined;
+      if (placement?.kind === 'container') {
+        containerId =
+          placement.machineId === undefined
+            ? `${hostId!}/lxd/0`
+            : (await ctx.repo.allocateContainerIds(modelName, placement.machineId, 1))[0]!;
       }
+      const subNumbers = new Map<string, number>();
+      const machineId = await retryOnConcurrentChange(() =>
+        placeOne(ctx, {
+          model,
+          appName,
+          unitNumber,
+          placement,
+          hostId,
+          containerId,
+          subNumbers,
+          constraints,
+        }),
+      );
+      placed.push({ name: `${appName}/${unitNumber}`, machine: machineId });
+      if (hostId !== undefined) toStart.push(hostId);
     }
-    const subs = subordinates.map((sub) => ({ app: sub, number: subNumbers.get(sub.name)![i]! }));
-    const machineId = await retryOnConcurrentChange(() =>
-      placeOne(ctx, { model, app, unitNumber, placement, hostId, containerId, subs, constraints }),
-    );
-    placed.push({ name: `${appName}/${unitNumber}`, machine: machineId });
-    if (hostId !== undefined) toStart.push(hostId);
+  } finally {
+    // whatever was recorded gets its workflow, even when a later unit failed
+    await startWorkflows(ctx, modelName, toStart);
   }
-  await startWorkflows(ctx, modelName, toStart);
   return placed;
 }
 
@@ -201,26 +230,49 @@ async function placeOne(
   ctx: ServiceContext,
   args: {
     model: ModelRecord;
-    app: ApplicationRecord;
+    appName: string;
     unitNumber: number;
     placement: Placement | undefined;
     hostId?: string;
     containerId?: string;
-    subs: { app: ApplicationRecord; number: number }[];
+    /** Subordinate unit numbers already reserved by an earlier try, by application. */
+    subNumbers: Map<string, number>;
     constraints: string;
   },
 ): Promise<string> {
-  const { model, app, placement } = args;
+  const { model, placement } = args;
+  // Read inside the retry: a relation made meanwhile bumps the application's
+  // version, so this unit is written with its subordinates or not at all.
+  const app = await ctx.repo.getApplication(model.name, args.appName);
+  checkAlive(app);
+  const subordinates = await relatedSubordinates(ctx, model.name, app.name);
+  for (const sub of subordinates) {
+    if (!args.subNumbers.has(sub.name)) {
+      args.subNumbers.set(
+        sub.name,
+        (await ctx.repo.allocateUnitNumbers(model.name, sub.name, 1))[0]!,
+      );
+    }
+  }
   const now = ctx.now().toISOString();
   const unitName = `${app.name}/${args.unitNumber}`;
   const tx = ctx.repo.transaction();
-  guardModelAndApp(tx, model.name, [app.name, ...args.subs.map((s) => s.app.name)]);
+  guardModelAndApp(tx, model.name, []);
+  tx.check(appKey(model.name, app.name), 'life = :alive AND version = :v', {
+    ':alive': 'alive',
+    ':v': app.version ?? 0,
+  });
+  for (const sub of subordinates) {
+    // no error of its own: a subordinate application going away meanwhile is re-read on the retry
+    tx.check(appKey(model.name, sub.name), 'life = :alive', { ':alive': 'alive' });
+  }
   let machineId: string;
 
   if (placement?.kind === 'machine') {
     const target = await ctx.repo.getMachine(model.name, placement.machineId);
     if (target.life !== 'alive')
       throw new EntityConflictError(`machine ${target.id} is being destroyed`);
+    for (const sub of subordinates) checkUnitOnMachineBase(sub.base, target.base);
     machineId = target.id;
     updateMachineMembership(tx, target, {
       principals: union(target.principals, [unitName]),
@@ -275,11 +327,11 @@ async function placeOne(
     tx.put(machineItem(machine), 'attribute_not_exists(pk)');
   }
 
-  const subUnits = args.subs.map((s) =>
+  const subUnits = subordinates.map((sub) =>
     newUnit({
       model: model.name,
-      application: s.app.name,
-      number: s.number,
+      application: sub.name,
+      number: args.subNumbers.get(sub.name)!,
       machine: machineId,
       constraints: '',
       principal: unitName,
@@ -296,7 +348,7 @@ async function placeOne(
     now,
   });
   tx.put(unitItem(unit), 'attribute_not_exists(pk)');
-  for (const s of subUnits) tx.put(unitItem(s), 'attribute_not_exists(pk)');
+  for (const sub of subUnits) tx.put(unitItem(sub), 'attribute_not_exists(pk)');
   await ctx.repo.commit(tx);
   return machineId;
 }
@@ -350,7 +402,11 @@ export async function addSubordinateUnits(
   await Promise.all(
     units.map((unit, i) =>
       retryOnConcurrentChange(async () => {
-        const current = await ctx.repo.getUnit(model, unit.name);
+        const current = await ctx.repo.getUnit(model, unit.name).catch((err: unknown) => {
+          if (err instanceof EntityNotFoundError) return undefined; // removed meanwhile: nothing to add
+          throw err;
+        });
+        if (current === undefined) return;
         if (current.subordinates.some((s) => s.startsWith(`${subordinate.name}/`))) return;
         const sub = newUnit({
           model,

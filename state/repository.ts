@@ -4,7 +4,6 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
-  DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
@@ -14,7 +13,13 @@ import {
   type QueryCommandInput,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from './errors';
+import {
+  ConcurrentChangeError,
+  EntityConflictError,
+  EntityNotFoundError,
+  retryTransactionConflicts,
+} from './errors';
+import { ProvisioningStore } from './provisioning';
 import {
   APP_SK_PREFIX,
   MACHINE_SK_PREFIX,
@@ -269,7 +274,7 @@ export class Repository {
   consumedReadCapacity = 0;
 
   constructor(
-    client: DynamoDBClient,
+    private readonly client: DynamoDBClient,
     readonly tableName: string,
   ) {
     this.doc = DynamoDBDocumentClient.from(client, {
@@ -353,15 +358,17 @@ export class Repository {
 
   async setModelConstraints(name: string, constraints: string): Promise<void> {
     try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: modelKey(name),
-          UpdateExpression: 'SET #c = :c',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#c': 'constraints' },
-          ExpressionAttributeValues: { ':c': constraints },
-        }),
+      await retryTransactionConflicts(() =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: modelKey(name),
+            UpdateExpression: 'SET #c = :c',
+            ConditionExpression: 'attribute_exists(pk)',
+            ExpressionAttributeNames: { '#c': 'constraints' },
+            ExpressionAttributeValues: { ':c': constraints },
+          }),
+        ),
       );
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException)
@@ -387,35 +394,12 @@ export class Repository {
   }
 
   /**
-   * Removes a Dying model once nothing is left in its partition but the model
-   * item. Returns whether it was removed.
+   * Removes a Dying model once no entity is left in its partition (its
+   * `#`-keyed bookkeeping goes with it): the same rule the workflow applies
+   * when it removes a model's last machine. Returns whether it was removed.
    */
   async removeModelIfEmpty(name: string): Promise<boolean> {
-    const out = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': modelPk(name) },
-        ProjectionExpression: 'sk',
-        Limit: 2,
-        ConsistentRead: true,
-      }),
-    );
-    if ((out.Items ?? []).some((i) => i.sk !== MODEL_SK)) return false;
-    try {
-      await this.doc.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: modelKey(name),
-          ConditionExpression: 'life = :dying',
-          ExpressionAttributeValues: { ':dying': 'dying' },
-        }),
-      );
-      return true;
-    } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
-      throw err;
-    }
+    return new ProvisioningStore(this.client, this.tableName).removeModelIfDyingAndEmpty(name);
   }
 
   /**
@@ -458,16 +442,18 @@ export class Repository {
     explain: () => Promise<void>,
   ): Promise<number> {
     try {
-      const out = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: key,
-          UpdateExpression: 'SET #n = if_not_exists(#n, :zero) + :n',
-          ConditionExpression: 'attribute_exists(pk) AND life = :alive',
-          ExpressionAttributeNames: { '#n': counter },
-          ExpressionAttributeValues: { ':zero': 0, ':n': count, ':alive': 'alive' },
-          ReturnValues: 'UPDATED_NEW',
-        }),
+      const out = await retryTransactionConflicts(() =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: key,
+            UpdateExpression: 'SET #n = if_not_exists(#n, :zero) + :n',
+            ConditionExpression: 'attribute_exists(pk) AND life = :alive',
+            ExpressionAttributeNames: { '#n': counter },
+            ExpressionAttributeValues: { ':zero': 0, ':n': count, ':alive': 'alive' },
+            ReturnValues: 'UPDATED_NEW',
+          }),
+        ),
       );
       return Number(out.Attributes?.[counter]);
     } catch (err) {

@@ -207,6 +207,13 @@ describe('placement', () => {
         },
       },
     });
+    // refused before anything was recorded
+    expect((await api.get(`/v1/models/${model}/applications/db`)).status).toBe(404);
+    await api.post(`/v1/models/${model}/applications`, {
+      name: 'db',
+      base: 'ubuntu@22.04',
+      numUnits: 0,
+    });
     const add = await api.post(`/v1/models/${model}/applications/db/units`, { to: ['0'] });
     expect(add.body.error.code).toBe('base-mismatch');
     expect((await status(model)).applications.db.units).toEqual({});
@@ -667,5 +674,120 @@ describe('concurrency', () => {
       5000,
     );
     expect(s.machines['0'].units).toHaveLength(20);
+  });
+});
+
+describe('races and malformed input found in review', () => {
+  it('refuses bad placement at deploy without leaving the application behind', async () => {
+    const model = await newModel('halfapp');
+    const bad = await api.post(`/v1/models/${model}/applications`, {
+      name: 'web',
+      base: 'ubuntu@22.04',
+      to: ['zone=eu-west-1a'],
+    });
+    expect(bad.status).toBe(400);
+    expect((await api.get(`/v1/models/${model}/applications/web`)).status).toBe(404);
+    const good = await api.post(`/v1/models/${model}/applications`, {
+      name: 'web',
+      base: 'ubuntu@22.04',
+      numUnits: 0,
+    });
+    expect(good.status).toBe(201);
+  });
+
+  it('never leaves a unit on a machine destroyed at the same moment', async () => {
+    const model = await newModel('racedm');
+    await api.post(`/v1/models/${model}/applications`, {
+      name: 'app',
+      base: 'ubuntu@24.04',
+      numUnits: 0,
+    });
+    for (let round = 0; round < 8; round++) {
+      const { body } = await api.post(`/v1/models/${model}/machines`, {
+        placement: `ssh:host-${round}`,
+      });
+      const id = body.machines[0].id as string;
+      const [destroyed, added] = await Promise.all([
+        api.delete(`/v1/models/${model}/machines/${id}`),
+        api.post(`/v1/models/${model}/applications/app/units`, { to: [id] }),
+      ]);
+      // exactly one of them wins
+      expect([destroyed.status, added.status].filter((s) => s === 202 || s === 201)).toHaveLength(
+        1,
+      );
+      const s = await status(model);
+      for (const [name, unit] of Object.entries<any>(s.applications.app.units)) {
+        expect({ name, machineExists: s.machines[unit.machine] !== undefined }).toEqual({
+          name,
+          machineExists: true,
+        });
+      }
+    }
+  });
+
+  it('gives every principal unit its subordinate when relate races add-unit', async () => {
+    const model = await newModel('racerel');
+    await api.post(`/v1/models/${model}/applications`, {
+      name: 'app',
+      base: 'ubuntu@24.04',
+      numUnits: 0,
+      constraints: 'cores=9999',
+    });
+    await api.post(`/v1/models/${model}/applications`, {
+      name: 'tg',
+      base: 'ubuntu@24.04',
+      subordinate: true,
+    });
+    const results = await Promise.all([
+      ...Array.from({ length: 6 }, () =>
+        api.post(`/v1/models/${model}/applications/app/units`, {}),
+      ),
+      api.post(`/v1/models/${model}/relations`, { endpoints: ['app', 'tg'] }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201, 201, 201, 201]);
+    const s = await status(model);
+    const principals = Object.values<any>(s.applications.app.units);
+    expect(principals).toHaveLength(6);
+    for (const u of principals) expect(u.subordinates).toHaveLength(1);
+    expect(Object.keys(s.applications.tg.units)).toHaveLength(6);
+  });
+
+  it.each([
+    ['/v1/models/BAD/status', 'invalid model name "BAD"'],
+    [`/v1/models/${'x'.repeat(300)}/status`, `invalid model name "${'x'.repeat(100)}"`],
+    ['/v1/models/ok/applications/Nope', 'invalid application name "Nope"'],
+    ['/v1/models/ok/machines/01', 'invalid machine id "01"'],
+    ['/v1/models/ok/machines/0%2Fkvm%2F1', 'invalid machine id "0/kvm/1"'],
+  ])('answers a malformed path parameter in %s with 400', async (path, message) => {
+    const res = await api.get(path);
+    expect(res).toEqual({ status: 400, body: { error: { code: 'bad-request', message } } });
+  });
+
+  it('refuses a container inside a container', async () => {
+    const model = await newModel('nest');
+    await api.post(`/v1/models/${model}/machines`, { placement: 'ssh:host-n' });
+    await api.post(`/v1/models/${model}/machines`, { placement: 'lxd:0' });
+    const res = await api.post(`/v1/models/${model}/machines`, { placement: 'lxd:0/lxd/0' });
+    expect(res).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid-placement',
+          message: 'cannot place a container on container "0/lxd/0"',
+        },
+      },
+    });
+    await api.post(`/v1/models/${model}/applications`, {
+      name: 'app',
+      base: 'ubuntu@24.04',
+      numUnits: 0,
+    });
+    const unit = await api.post(`/v1/models/${model}/applications/app/units`, {
+      to: ['lxd:0/lxd/0'],
+    });
+    expect(unit.body.error).toEqual({
+      code: 'invalid-placement',
+      message: 'cannot place a container on container "0/lxd/0"',
+    });
   });
 });

@@ -71,6 +71,21 @@ describe('local API server', () => {
     expect(seen[0]?.event.pathParameters).toBeUndefined();
   });
 
+  it('answers a request target it cannot parse with 400 and stays up', async () => {
+    const { request } = await import('node:http');
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(base, { method: 'GET', path: 'http://a:99999/' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(400);
+    expect(seen).toHaveLength(0);
+    expect((await fetch(`${base}/v1/models`)).status).toBe(200);
+  });
+
   it('refuses a body over 1 MiB with 413', async () => {
     const res = await fetch(`${base}/v1/models`, {
       method: 'POST',
