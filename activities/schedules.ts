@@ -32,7 +32,8 @@ export function sweepScheduleOptions(
     action: {
       type: 'startWorkflow',
       workflowType: MODEL_SWEEP_WORKFLOW_TYPE,
-      args: [{ model }],
+      // the interval travels with each run, so the sweep knows whether to align it
+      args: [{ model, intervalMs }],
       taskQueue,
       workflowId: sweepScheduleId(model),
       // a sweep is a few calls; a run that takes longer than this is stuck, and the next one starts clean
@@ -44,14 +45,18 @@ export function sweepScheduleOptions(
       overlap: ScheduleOverlapPolicy.SKIP,
       catchupWindow: '1 minute',
     },
+    // the first sweep also aligns the interval with the worker's tuning
+    state: { triggerImmediately: true },
   };
 }
 
 /**
- * Makes sure the model's sweep schedule exists (call on model creation;
- * idempotent). An existing schedule keeps running; its interval is brought
- * to `intervalMs` if it differs. The worker's own PROVISIONER_SWEEP_INTERVAL
- * wins in the end: each sweep puts its schedule back on the worker's interval.
+ * Makes sure the model's sweep schedule exists (call on model creation and
+ * whenever machine workflows are started; idempotent). A new schedule sweeps
+ * once at once, and that first sweep puts the schedule on the worker's own
+ * PROVISIONER_SWEEP_INTERVAL (the worker's tuning is the one that counts, and
+ * the API need not know it); `intervalMs` only holds until then. An existing
+ * schedule is left exactly as it is, so callers never undo the worker's interval.
  */
 export async function ensureModelSweep(
   client: Client,
@@ -63,7 +68,6 @@ export async function ensureModelSweep(
     await client.schedule.create(sweepScheduleOptions(model, intervalMs, taskQueue));
   } catch (err) {
     if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await alignSweepInterval(client, model, intervalMs);
   }
 }
 
@@ -76,10 +80,25 @@ export async function alignSweepInterval(
   const handle = client.schedule.getHandle(sweepScheduleId(model));
   const description = await handle.describe();
   const intervals = description.spec.intervals ?? [];
-  if (intervals.length === 1 && Number(intervals[0]?.every) === intervalMs) return false;
+  const action = description.action;
+  const carried =
+    action.type === 'startWorkflow'
+      ? (action.args?.[0] as { intervalMs?: number } | undefined)
+      : undefined;
+  if (
+    intervals.length === 1 &&
+    Number(intervals[0]?.every) === intervalMs &&
+    carried?.intervalMs === intervalMs
+  ) {
+    return false;
+  }
   await handle.update((previous) => ({
     ...previous,
     spec: { ...previous.spec, intervals: [{ every: intervalMs }] },
+    action:
+      previous.action.type === 'startWorkflow'
+        ? { ...previous.action, args: [{ model, intervalMs }] }
+        : previous.action,
   }));
   return true;
 }

@@ -88,12 +88,15 @@ export function sweepActivities(deps: ActivityDeps) {
   ): Promise<string[]> {
     const client = deps.temporal;
     if (!client) return [];
+    const needing = machines.filter(
+      // Manual machines and containers have nothing to launch; once Dead they need their workflow to be removed.
+      (m) => !((m.manual || isContainerMachineId(m.id)) && m.life !== 'dead'),
+    );
+    if (needing.length === 0) return [];
     // Visibility lags a little: a workflow missing from it is described before it is started again.
     const running = await runningMachineWorkflows(model);
     const restarted: string[] = [];
-    for (const m of machines) {
-      // Manual machines and containers have nothing to launch; once Dead they need their workflow to be removed.
-      if ((m.manual || isContainerMachineId(m.id)) && m.life !== 'dead') continue;
+    for (const m of needing) {
       const workflowId = machineWorkflowId(model, m.id);
       if (running.has(workflowId)) continue;
       try {
@@ -124,7 +127,11 @@ export function sweepActivities(deps: ActivityDeps) {
   }
 
   return {
-    async sweepModel(input: { model: string }): Promise<SweepReport> {
+    /**
+     * `intervalMs`: the interval the schedule runs at (its action carries it),
+     * so it is put on the worker's own interval only when they differ.
+     */
+    async sweepModel(input: { model: string; intervalMs?: number }): Promise<SweepReport> {
       const { model } = input;
       let record;
       try {
@@ -136,34 +143,42 @@ export function sweepActivities(deps: ActivityDeps) {
       if (record.life === 'dying' && (await deps.store.removeModelIfDyingAndEmpty(model))) {
         return modelGone(model);
       }
-      const { ec2 } = deps.ec2ForRegion(record.region);
-      // Instances first, then machines: a launch recorded in between is seen as owned.
-      const instances = await liveInstancesTagged(ec2, { deployment: deps.deployment, model });
-      const machines = await deps.store.machines(model);
-      const strays = selectStrays({
-        instances: instances.flatMap((i) =>
-          i.InstanceId
-            ? [
-                {
-                  instanceId: i.InstanceId,
-                  ...(tagValue(i, TAG_MACHINE) !== undefined
-                    ? { machineId: tagValue(i, TAG_MACHINE) }
-                    : {}),
-                  ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
-                },
-              ]
-            : [],
-        ),
-        machines,
-        now: now(),
-        graceMs: deps.tuning.strayGraceMs,
-      });
-      const terminated = harvestsStrays(record.harvestMode) ? strays : [];
-      if (terminated.length > 0) {
-        await ec2.send(new TerminateInstancesCommand({ InstanceIds: terminated }));
+      let strays: string[] = [];
+      let terminated: string[] = [];
+      let machines;
+      if (harvestsStrays(record.harvestMode)) {
+        const { ec2 } = deps.ec2ForRegion(record.region);
+        // Instances first, then machines: a launch recorded in between is seen as owned.
+        const instances = await liveInstancesTagged(ec2, { deployment: deps.deployment, model });
+        machines = await deps.store.machines(model);
+        strays = selectStrays({
+          instances: instances.flatMap((i) =>
+            i.InstanceId
+              ? [
+                  {
+                    instanceId: i.InstanceId,
+                    ...(tagValue(i, TAG_MACHINE) !== undefined
+                      ? { machineId: tagValue(i, TAG_MACHINE) }
+                      : {}),
+                    ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
+                  },
+                ]
+              : [],
+          ),
+          machines,
+          now: now(),
+          graceMs: deps.tuning.strayGraceMs,
+        });
+        terminated = strays;
+        if (terminated.length > 0) {
+          await ec2.send(new TerminateInstancesCommand({ InstanceIds: terminated }));
+        }
+      } else {
+        // `none` and `destroyed` never harvest unknown instances: EC2 need not be asked.
+        machines = await deps.store.machines(model);
       }
       const restarted = await reconcile(model, machines);
-      if (deps.temporal) {
+      if (deps.temporal && input.intervalMs !== deps.tuning.sweepIntervalMs) {
         // The worker's PROVISIONER_SWEEP_INTERVAL is the one that counts.
         await alignSweepInterval(deps.temporal, model, deps.tuning.sweepIntervalMs).catch(
           () => false,

@@ -56,4 +56,6 @@ export const provisioningStateQuery = defineQuery<ProvisioningState>('provisioni
 
 export interface ModelSweepInput {
   model: string;
+  /** The interval the model's schedule runs at (the sweep aligns it with the worker's tuning). */
+  intervalMs?: number;
 }

@@ -9,7 +9,7 @@ import { sweeping } from './proxies';
  * mode allows, and restarts missing machine workflows.
  */
 export async function modelSweepWorkflow(input: ModelSweepInput): Promise<SweepReport> {
-  const report = await sweeping.sweepModel({ model: input.model });
+  const report = await sweeping.sweepModel(input);
   if (report.terminated.length > 0 || report.restarted.length > 0 || report.strays.length > 0) {
     log.info('model swept', { ...report });
   }
