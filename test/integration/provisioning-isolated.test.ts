@@ -204,8 +204,17 @@ function untilStatus(model: string, id: string, wanted: string, timeoutMs = 60_0
   );
 }
 
-function provisioningState(model: string, id: string): Promise<ProvisioningState> {
-  return temporal.workflow.getHandle(machineWorkflowId(model, id)).query(provisioningStateQuery);
+/** The workflow's own view, once it has caught up with the status it recorded (`phase`). */
+function provisioningState(
+  model: string,
+  id: string,
+  phase: ProvisioningState['phase'] = 'running',
+): Promise<ProvisioningState> {
+  return eventually(
+    () => temporal.workflow.getHandle(machineWorkflowId(model, id)).query(provisioningStateQuery),
+    (s) => s.phase === phase,
+    20_000,
+  );
 }
 
 /** Every instance EC2 holds tagged for the model (any state), by machine id. */
@@ -343,7 +352,7 @@ describe('zone failover', () => {
       (after.injected.InsufficientInstanceCapacity ?? 0) -
         (before.injected.InsufficientInstanceCapacity ?? 0),
     ).toBe(6);
-    expect(await provisioningState(model, id!)).toMatchObject({
+    expect(await provisioningState(model, id!, 'error')).toMatchObject({
       phase: 'error',
       attempt: 3,
       maxAttempts: 3,

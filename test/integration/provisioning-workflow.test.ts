@@ -197,7 +197,7 @@ async function resultWithin(handle: { result(): Promise<unknown> }, ms = 20_000)
   }
 }
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
@@ -214,7 +214,12 @@ describe('machine workflow decisions', () => {
     const state = await withWorker(world, async (taskQueue) => {
       const handle = await start(taskQueue, model);
       await until(() => world.machine.status === 'running');
-      return handle.query(provisioningStateQuery);
+      // the workflow's own view catches up once recordRunning's result is processed
+      let state = await handle.query(provisioningStateQuery);
+      await until(
+        async () => (state = await handle.query(provisioningStateQuery)).phase === 'running',
+      );
+      return state;
     });
     const cause = (zone: string) => `InsufficientInstanceCapacity: none in ${zone}`;
     expect(world.launches).toEqual(['us-east-1a', 'us-east-1b', 'us-east-1a', 'us-east-1b']);

@@ -109,6 +109,15 @@ function expectedType(constraints: string): CatalogueEntry {
   return catalogue.find((t) => t.name === first?.name)!;
 }
 
+/** The workflow's own view, once it has caught up with the status it recorded (`phase`). */
+function provisioningState(model: string, id: string, phase: string) {
+  return eventually(
+    () => temporal.workflow.getHandle(machineWorkflowId(model, id)).query(provisioningStateQuery),
+    (s) => s.phase === phase,
+    20_000,
+  );
+}
+
 async function workflowIds(query: string): Promise<string[]> {
   const ids: string[] = [];
   for await (const wf of temporal.workflow.list({ query })) ids.push(wf.workflowId);
@@ -216,9 +225,7 @@ describe('zone spread', () => {
     }
 
     // the workflow's state and search attributes say the same
-    const state = await temporal.workflow
-      .getHandle(machineWorkflowId(model, webMachines[0]!))
-      .query(provisioningStateQuery);
+    const state = await provisioningState(model, webMachines[0]!, 'running');
     expect(state).toMatchObject({
       phase: 'running',
       pass: 1,
@@ -278,9 +285,7 @@ describe('errors and retry', () => {
     );
     expect(m.instanceId).toBeUndefined();
     expect(m.zone).toBeUndefined();
-    const state = await temporal.workflow
-      .getHandle(machineWorkflowId(model, id))
-      .query(provisioningStateQuery);
+    const state = await provisioningState(model, id, 'error');
     // no attempt was spent: it is not a zone problem
     expect(state).toMatchObject({ phase: 'error', attempt: 0, lastError: m.message });
     const inError = await eventually(
@@ -321,9 +326,7 @@ describe('errors and retry', () => {
       message: '',
     });
     expect(ZONES).toContain(running.zone);
-    const state = await temporal.workflow
-      .getHandle(machineWorkflowId(model, id))
-      .query(provisioningStateQuery);
+    const state = await provisioningState(model, id, 'running');
     expect(state).toMatchObject({ phase: 'running', pass: 3, attempt: 1, failedZones: [] });
   });
 });
