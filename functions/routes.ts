@@ -92,10 +92,3 @@ export function matchRoute(method: string, rawPath: string): RouteMatch | undefi
   }
   return undefined;
 }
-
-/** Whether some route exists for this path with another method (405 rather than 404). */
-export function pathExists(rawPath: string): boolean {
-  return (['GET', 'POST', 'PUT', 'DELETE'] as const).some(
-    (m) => matchRoute(m, rawPath) !== undefined,
-  );
-}

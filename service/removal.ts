@@ -8,16 +8,6 @@ import { updateMachineMembership } from './units';
 /** The application of a unit name (`wordpress/3` → `wordpress`). */
 export const applicationOf = (unit: string): string => unit.slice(0, unit.lastIndexOf('/'));
 
-/**
- * What becomes of a machine that loses principals or containers: with none
- * left it goes Dead (a provisioned machine is then torn down by its workflow;
- * a container or manual machine has nothing to tear down and is removed).
- */
-export interface Retirement {
-  /** Provisioned machines that went Dead: signal their workflows. */
-  dead: string[];
-}
-
 function emptied(m: Pick<MachineRecord, 'principals' | 'containers'>): boolean {
   return m.principals.length === 0 && m.containers.length === 0;
 }

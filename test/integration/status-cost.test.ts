@@ -1,9 +1,9 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { ServiceContext } from '../../service/context';
-import { newMachine } from '../../service/records';
+import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
-import { Repository } from '../../state/repository';
-import { uniqueName } from './api-client';
+import { Repository, unitItem } from '../../state/repository';
+import { eventually, uniqueName } from './api-client';
 import { loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -66,5 +66,71 @@ describe('status of a large model', () => {
     await modelWithMachines(1000);
     const second = await statusCost(model);
     expect(second).toEqual(first);
+  });
+});
+
+describe('indexes', () => {
+  it('finds the machines hosting an application (gsi1) and the machines in one status (gsi2)', async () => {
+    const model = uniqueName('idx');
+    const now = new Date().toISOString();
+    await repo.createModel({
+      name: model,
+      region: 'us-east-1',
+      constraints: '',
+      harvestMode: 'destroyed',
+      life: 'alive',
+      createdAt: now,
+    });
+    const ids = await repo.allocateMachineIds(model, 3);
+    await repo.putNewMachines(
+      ids.map((id) => newMachine({ model, id, base: 'ubuntu@24.04', constraints: '', now })),
+    );
+    const tx = repo.transaction();
+    tx.put(
+      unitItem(
+        newUnit({ model, application: 'web', number: 0, machine: '0', constraints: '', now }),
+      ),
+    );
+    tx.put(
+      unitItem(
+        newUnit({ model, application: 'web', number: 1, machine: '2', constraints: '', now }),
+      ),
+    );
+    tx.put(
+      unitItem(
+        newUnit({ model, application: 'db', number: 0, machine: '1', constraints: '', now }),
+      ),
+    );
+    // a subordinate unit does not make its machine part of the application's group
+    tx.put(
+      unitItem(
+        newUnit({
+          model,
+          application: 'web',
+          number: 2,
+          machine: '1',
+          constraints: '',
+          principal: 'db/0',
+          now,
+        }),
+      ),
+    );
+    await repo.commit(tx);
+    await repo.updateMachine(model, '2', { status: 'error', message: 'boom' });
+    // global secondary indexes are eventually consistent
+    await eventually(
+      () => repo.machinesOfApplication(model, 'web'),
+      (m) => m.length === 2,
+      5000,
+    );
+    expect((await repo.machinesOfApplication(model, 'web')).sort()).toEqual(['0', '2']);
+    expect(await repo.machinesOfApplication(model, 'db')).toEqual(['1']);
+    await eventually(
+      () => repo.machinesWithStatus(model, 'error'),
+      (m) => m.length === 1,
+      5000,
+    );
+    expect(await repo.machinesWithStatus(model, 'error')).toEqual(['2']);
+    expect((await repo.machinesWithStatus(model, 'pending')).sort()).toEqual(['0', '1']);
   });
 });
