@@ -5,10 +5,13 @@ import { FAILURE } from '../workflows/failures';
 import { classifyLaunchError } from './ec2-errors';
 import type { ActivityDeps } from './deps';
 import { failure, orMachineGone } from './failures';
-import { buildLaunchPlan, LaunchPlanError } from './plan';
+import { buildLaunchPlan, LaunchPlanError, MIN_ROOT_DISK_MIB } from './plan';
 import { groupPopulation } from './placement';
 import { instanceTags, liveInstancesTagged } from './tags';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
+
+/** The root device of Canonical's Ubuntu images (Juju uses the same). */
+const ROOT_DEVICE = '/dev/sda1';
 
 /** EC2's idempotency token: at most 64 ASCII characters, stable for one machine and zone attempt. */
 export function clientToken(seed: string): string {
@@ -130,6 +133,17 @@ export function launchActivities(deps: ActivityDeps) {
             MaxCount: 1,
             ClientToken: clientToken(input.tokenSeed),
             Placement: { AvailabilityZone: input.zone },
+            // Juju's root device for Ubuntu images; its size is the plan's root disk (root-disk constraint, 8 GiB at least)
+            BlockDeviceMappings: [
+              {
+                DeviceName: ROOT_DEVICE,
+                Ebs: {
+                  VolumeSize: Math.ceil((input.plan.hardware.rootDisk ?? MIN_ROOT_DISK_MIB) / 1024),
+                  VolumeType: 'gp3',
+                  DeleteOnTermination: true,
+                },
+              },
+            ],
             TagSpecifications: [
               {
                 ResourceType: 'instance',

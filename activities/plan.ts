@@ -10,6 +10,14 @@ import type { MachineRecord, ModelRecord } from '../state/types';
 import { NoImageError, type ImageQuery } from './images';
 import type { LaunchPlan } from './types';
 
+/** Juju's EC2 root disk: 8 GiB unless the `root-disk` constraint asks for more. */
+export const MIN_ROOT_DISK_MIB = 8 * 1024;
+
+/** The root volume's size in GiB (EC2's unit), rounded up, never below the minimum. */
+export function rootDiskGiB(constraintMiB: number | undefined): number {
+  return Math.ceil(Math.max(constraintMiB ?? 0, MIN_ROOT_DISK_MIB) / 1024);
+}
+
 /** The machine cannot be launched as it stands (constraints, type, image): it goes to error at once. */
 export class LaunchPlanError extends Error {
   override readonly name = 'LaunchPlanError';
@@ -82,7 +90,12 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     region,
     instanceType: chosen.name,
     imageId,
-    hardware: { arch, cores: chosen.cores, mem: chosen.mem },
+    hardware: {
+      arch,
+      cores: chosen.cores,
+      mem: chosen.mem,
+      rootDisk: rootDiskGiB(constraints.rootDisk) * 1024,
+    },
     zonesConstraint,
     ...(placementZone !== undefined ? { placementZone } : {}),
     applications: [...(machine.applications ?? [])],

@@ -1,4 +1,4 @@
-import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -188,6 +188,34 @@ describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () 
       20_000,
     );
     expect(found).toEqual([`machine:${model}:0`]);
+  });
+
+  it("launches with a root volume of the root-disk constraint's size (8 GiB at least)", async () => {
+    const model = uniqueName('disk');
+    await api.post('/v1/models', { name: model });
+    await api.post(`/v1/models/${model}/machines`, { constraints: 'root-disk=20G' });
+    await api.post(`/v1/models/${model}/machines`, {});
+    const status = await eventually(
+      () => api.get(`/v1/models/${model}/status`),
+      (res) => ['0', '1'].every((id) => res.body?.machines?.[id]?.status === 'running'),
+    );
+    const sizes: number[] = [];
+    for (const id of ['0', '1']) {
+      const machine = status.body.machines[id];
+      const described = await ec2.send(
+        new DescribeInstancesCommand({ InstanceIds: [machine.instanceId] }),
+      );
+      const mapping = described.Reservations?.[0]?.Instances?.[0]?.BlockDeviceMappings?.find(
+        (m) => m.DeviceName === '/dev/sda1',
+      );
+      const volumes = await ec2.send(
+        new DescribeVolumesCommand({ VolumeIds: [mapping!.Ebs!.VolumeId!] }),
+      );
+      sizes.push(volumes.Volumes?.[0]?.Size ?? 0);
+    }
+    expect(sizes).toEqual([20, 8]);
+    expect(status.body.machines['0'].hardware.rootDisk).toBe(20480);
+    expect(status.body.machines['1'].hardware.rootDisk).toBe(8192);
   });
 
   it('gets one machine by id and 404s an unknown one', async () => {

@@ -1,5 +1,10 @@
 import { NoImageError, noImageMessage, type ImageQuery } from '../../../activities/images';
-import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from '../../../activities/plan';
+import {
+  buildLaunchPlan,
+  LaunchPlanError,
+  rootDiskGiB,
+  type PlanInputs,
+} from '../../../activities/plan';
 import type { InstanceTypeInfo } from '../../../core';
 
 const CATALOGUE: InstanceTypeInfo[] = [
@@ -41,6 +46,24 @@ async function planError(p: Promise<unknown>): Promise<Error> {
   throw new Error('expected the plan to fail');
 }
 
+describe('rootDiskGiB', () => {
+  it.each([
+    [undefined, 8],
+    [0, 8],
+    [4096, 8],
+    [8192, 8],
+    [8193, 9],
+    [20 * 1024, 20],
+  ])("gives root-disk %s MiB a %i GiB root volume (Juju's 8 GiB floor)", (mib, gib) => {
+    expect(rootDiskGiB(mib)).toBe(gib);
+  });
+
+  it('records the root disk the constraint asks for in the hardware', async () => {
+    const plan = await buildLaunchPlan(inputs({ constraints: 'root-disk=20G' }));
+    expect(plan.hardware.rootDisk).toBe(20 * 1024);
+  });
+});
+
 describe('buildLaunchPlan', () => {
   it('takes the cheapest current type with the defaults (1 core, 2 GiB, amd64) and its image', async () => {
     const i = inputs({ applications: ['wordpress', 'mysql'] });
@@ -48,7 +71,7 @@ describe('buildLaunchPlan', () => {
       region: 'us-east-1',
       instanceType: 'small.2g',
       imageId: 'ami-ubuntu@24.04-amd64',
-      hardware: { arch: 'amd64', cores: 1, mem: 2048 },
+      hardware: { arch: 'amd64', cores: 1, mem: 2048, rootDisk: 8192 },
       zonesConstraint: [],
       applications: ['wordpress', 'mysql'],
     });
@@ -58,7 +81,7 @@ describe('buildLaunchPlan', () => {
   it('takes the least wasteful type that fits: mem=3G with 4G and 6G types gives 4G', async () => {
     const plan = await buildLaunchPlan(inputs({ constraints: 'mem=3072M' }));
     expect(plan.instanceType).toBe('mid.4g');
-    expect(plan.hardware).toEqual({ arch: 'amd64', cores: 2, mem: 4096 });
+    expect(plan.hardware).toEqual({ arch: 'amd64', cores: 2, mem: 4096, rootDisk: 8192 });
   });
 
   it('looks the image up for the arch of the chosen type', async () => {
