@@ -1,4 +1,9 @@
-import { DescribeAvailabilityZonesCommand, RunInstancesCommand } from '@aws-sdk/client-ec2';
+import {
+  DescribeAvailabilityZonesCommand,
+  DescribeSubnetsCommand,
+  RunInstancesCommand,
+  type EC2Client,
+} from '@aws-sdk/client-ec2';
 import { createHash } from 'node:crypto';
 import { NoSuitableZoneError, orderZones, type AvailabilityZone } from '../core';
 import { FAILURE } from '../workflows/failures';
@@ -9,6 +14,19 @@ import { buildLaunchPlan, LaunchPlanError, MIN_ROOT_DISK_MIB } from './plan';
 import { groupPopulation } from './placement';
 import { instanceTags, liveInstancesTagged } from './tags';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
+
+/** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
+async function findSubnet(
+  ec2: EC2Client,
+  idOrCidr: string,
+): Promise<{ subnetId: string; zone: string } | undefined> {
+  const filter = idOrCidr.startsWith('subnet-')
+    ? { Name: 'subnet-id', Values: [idOrCidr] }
+    : { Name: 'cidr-block', Values: [idOrCidr] };
+  const out = await ec2.send(new DescribeSubnetsCommand({ Filters: [filter] }));
+  const subnet = (out.Subnets ?? []).find((s) => s.SubnetId && s.AvailabilityZone);
+  return subnet ? { subnetId: subnet.SubnetId!, zone: subnet.AvailabilityZone! } : undefined;
+}
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
 const ROOT_DEVICE = '/dev/sda1';
@@ -52,6 +70,7 @@ export function launchActivities(deps: ActivityDeps) {
           zones: zones.map((z) => z.name),
           zonesOffering: (type, names) => regional.catalogue.zonesOffering(type, names),
           findImage: (q) => regional.images.find(q),
+          findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
         });
       } catch (err) {
         if (err instanceof LaunchPlanError) throw failure(FAILURE.planFailed, err.message);
@@ -133,6 +152,7 @@ export function launchActivities(deps: ActivityDeps) {
             MaxCount: 1,
             ClientToken: clientToken(input.tokenSeed),
             Placement: { AvailabilityZone: input.zone },
+            ...(input.plan.subnetId ? { SubnetId: input.plan.subnetId } : {}),
             // Juju's root device for Ubuntu images; its size is the plan's root disk (root-disk constraint, 8 GiB at least)
             BlockDeviceMappings: [
               {

@@ -33,6 +33,8 @@ export interface PlanInputs {
   /** Zones offering a type (DescribeInstanceTypeOfferings). */
   zonesOffering(instanceType: string, zones: readonly string[]): Promise<string[]>;
   findImage(q: ImageQuery): Promise<string>;
+  /** The subnet a `subnet=` placement names (by id or CIDR), with its zone; undefined when there is none. */
+  findSubnet(idOrCidr: string): Promise<{ subnetId: string; zone: string } | undefined>;
 }
 
 /**
@@ -46,16 +48,27 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
   const { machine, model } = inputs;
   const region = model.region;
   let placementZone: string | undefined;
+  let subnetPlacement: string | undefined;
+  let subnetId: string | undefined;
   let constraints;
   let candidates: InstanceTypeInfo[];
   try {
     constraints = parseConstraints(machine.constraints);
     const placement = machine.placement ? parsePlacement(machine.placement) : undefined;
     if (placement?.kind === 'zone') placementZone = placement.zone;
+    if (placement?.kind === 'subnet') subnetPlacement = placement.subnet;
     candidates = matchingInstanceTypes(region, inputs.catalogue, constraints);
   } catch (err) {
     if (err instanceof CoreError) throw new LaunchPlanError(err.message);
     throw err;
+  }
+  if (subnetPlacement !== undefined) {
+    // a subnet lives in one zone: the machine goes there (Juju: the subnet decides the zone)
+    const subnet = await inputs.findSubnet(subnetPlacement);
+    if (!subnet)
+      throw new LaunchPlanError(`unable to find subnet "${subnetPlacement}" in region ${region}`);
+    subnetId = subnet.subnetId;
+    placementZone = subnet.zone;
   }
   const zonesConstraint = [...(constraints.zones ?? [])];
   const allowed = inputs.zones.filter(
@@ -98,6 +111,7 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     },
     zonesConstraint,
     ...(placementZone !== undefined ? { placementZone } : {}),
+    ...(subnetId !== undefined ? { subnetId } : {}),
     applications: [...(machine.applications ?? [])],
   };
 }

@@ -8,8 +8,10 @@ export interface LaunchPlan {
   hardware: Hardware;
   /** The machine's `zones` constraint; empty allows every zone. */
   zonesConstraint: string[];
-  /** The zone of a `zone=` placement, which allows only that zone. */
+  /** The zone of a `zone=` placement (or of a `subnet=` placement's subnet), which allows only that zone. */
   placementZone?: string;
+  /** The subnet of a `subnet=` placement: the instance is launched into it. */
+  subnetId?: string;
   /** The machine's distribution group key, also tagged on its instance. */
   applications: string[];
 }

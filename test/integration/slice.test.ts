@@ -1,4 +1,9 @@
-import { DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import {
+  DescribeInstancesCommand,
+  DescribeSubnetsCommand,
+  DescribeVolumesCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -216,6 +221,46 @@ describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () 
     expect(sizes).toEqual([20, 8]);
     expect(status.body.machines['0'].hardware.rootDisk).toBe(20480);
     expect(status.body.machines['1'].hardware.rootDisk).toBe(8192);
+  });
+
+  it('launches a subnet= machine into that subnet and its zone; an unknown subnet is a provisioning error', async () => {
+    const subnets = await ec2.send(
+      new DescribeSubnetsCommand({
+        Filters: [{ Name: 'availability-zone', Values: ['us-east-1d'] }],
+      }),
+    );
+    const subnet = subnets.Subnets?.[0];
+    expect(subnet?.SubnetId).toMatch(/^subnet-/);
+    const model = uniqueName('subnet');
+    await api.post('/v1/models', { name: model });
+    expect(
+      (await api.post(`/v1/models/${model}/machines`, { placement: `subnet=${subnet!.SubnetId!}` }))
+        .status,
+    ).toBe(201);
+    expect(
+      (
+        await api.post(`/v1/models/${model}/machines`, {
+          placement: 'subnet=subnet-00000000000000000',
+        })
+      ).status,
+    ).toBe(201);
+    const status = await eventually(
+      () => api.get(`/v1/models/${model}/status`),
+      (res) =>
+        res.body?.machines?.['0']?.status === 'running' &&
+        res.body?.machines?.['1']?.status === 'error',
+    );
+    const running = status.body.machines['0'];
+    expect(running.zone).toBe('us-east-1d');
+    const described = await ec2.send(
+      new DescribeInstancesCommand({ InstanceIds: [running.instanceId] }),
+    );
+    expect(described.Reservations?.[0]?.Instances?.[0]?.SubnetId).toBe(subnet!.SubnetId);
+    expect(status.body.machines['1']).toMatchObject({
+      status: 'error',
+      message: 'unable to find subnet "subnet-00000000000000000" in region us-east-1',
+    });
+    expect(status.body.machines['1'].instanceId).toBeUndefined();
   });
 
   it('gets one machine by id and 404s an unknown one', async () => {

@@ -33,6 +33,12 @@ function inputs(
       imageQueries.push(q);
       return Promise.resolve(`ami-${q.base}-${q.arch}`);
     },
+    findSubnet: (idOrCidr) =>
+      Promise.resolve(
+        idOrCidr === 'subnet-0b' || idOrCidr === '10.0.1.0/24'
+          ? { subnetId: 'subnet-0b', zone: 'us-east-1b' }
+          : undefined,
+      ),
     ...overrides,
   };
 }
@@ -61,6 +67,22 @@ describe('rootDiskGiB', () => {
   it('records the root disk the constraint asks for in the hardware', async () => {
     const plan = await buildLaunchPlan(inputs({ constraints: 'root-disk=20G' }));
     expect(plan.hardware.rootDisk).toBe(20 * 1024);
+  });
+});
+
+describe('subnet placement', () => {
+  it.each(['subnet=subnet-0b', 'subnet=10.0.1.0/24'])(
+    '%s launches into the subnet, in its zone',
+    async (placement) => {
+      const plan = await buildLaunchPlan(inputs({ placement }));
+      expect(plan).toMatchObject({ subnetId: 'subnet-0b', placementZone: 'us-east-1b' });
+    },
+  );
+
+  it('fails the plan for a subnet that does not exist', async () => {
+    await expect(buildLaunchPlan(inputs({ placement: 'subnet=subnet-nope' }))).rejects.toThrow(
+      new LaunchPlanError('unable to find subnet "subnet-nope" in region us-east-1'),
+    );
   });
 });
 
