@@ -98,6 +98,18 @@ export function sweepActivities(deps: ActivityDeps) {
     const restarted: string[] = [];
     for (const m of needing) {
       const workflowId = machineWorkflowId(model, m.id);
+      if (m.life === 'dead' && running.has(workflowId)) {
+        // A Dead machine's destroy signal is sent best effort by the API; an idle
+        // workflow that missed it would wait forever, so the sweep sends it again
+        // (harmless: the workflow re-reads the machine). A workflow that has
+        // finished meanwhile needs nothing more.
+        try {
+          await client.workflow.getHandle(workflowId).signal('destroy');
+        } catch (err) {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        }
+        continue;
+      }
       if (running.has(workflowId)) continue;
       try {
         const d = await client.workflow.getHandle(workflowId).describe();

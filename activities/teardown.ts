@@ -1,5 +1,6 @@
 import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import type { ActivityDeps } from './deps';
+import { ec2ErrorCode } from './ec2-errors';
 import { liveInstancesTagged, notTerminated } from './tags';
 import type { MachineRef } from './types';
 
@@ -16,13 +17,31 @@ export function teardownActivities(deps: ActivityDeps) {
       return instances.flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
     },
 
-    /** Asks EC2 to terminate instances; terminated or unknown ones are skipped. */
-    async terminateInstances(input: { region: string; instanceIds: string[] }): Promise<void> {
+    /**
+     * Asks EC2 to terminate instances, one call each (terminating a terminated
+     * instance is a no-op). An id EC2 does not know is gone, unless this run
+     * launched it: EC2 lists a new instance only after a few seconds, so a
+     * fresh id it does not know yet is retried (with the activity's backoff),
+     * never skipped, and never left running.
+     */
+    async terminateInstances(input: {
+      region: string;
+      instanceIds: string[];
+      fresh?: string[];
+    }): Promise<void> {
       const { ec2 } = deps.ec2ForRegion(input.region);
-      // Only those EC2 still knows and has not terminated: an unknown id fails the whole call.
-      const live = await notTerminated(ec2, input.instanceIds);
-      if (live.length === 0) return;
-      await ec2.send(new TerminateInstancesCommand({ InstanceIds: live }));
+      for (const id of input.instanceIds) {
+        try {
+          await ec2.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
+        } catch (err) {
+          if (ec2ErrorCode(err) !== 'InvalidInstanceID.NotFound') throw err;
+          if (input.fresh?.includes(id)) {
+            throw new Error(
+              `instance ${id} was just launched and EC2 does not list it yet; retrying`,
+            );
+          }
+        }
+      }
     },
 
     /** Those of the instances EC2 does not yet report terminated. */

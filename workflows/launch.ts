@@ -202,7 +202,11 @@ async function recordLaunch(
       instanceId: started.instanceId,
       error: failureMessage(err),
     });
-    await ec2.terminateInstances({ region: plan.region, instanceIds: [started.instanceId] });
+    await ec2.terminateInstances({
+      region: plan.region,
+      instanceIds: [started.instanceId],
+      fresh: [started.instanceId],
+    });
     ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
     state.instanceId = undefined;
     if (failureType(err) === FAILURE.machineGone) return 'recheck';
@@ -211,8 +215,10 @@ async function recordLaunch(
       recordFailedMessage(machineId, started.instanceId, failureMessage(err)),
     );
   }
-  ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
+  // Dead meanwhile: the instance stays in `launched`, so teardown treats it as
+  // fresh (EC2 may not list it yet) and never skips terminating it.
   if (life === 'dead') return 'recheck';
+  ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
   state.phase = 'running';
   state.lastError = undefined;
   publish(ctx, { status: 'running', zone: started.zone });

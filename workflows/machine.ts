@@ -81,7 +81,11 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
-        await ec2.terminateInstances({ region: ctx.region, instanceIds: ctx.launched });
+        await ec2.terminateInstances({
+          region: ctx.region,
+          instanceIds: ctx.launched,
+          fresh: ctx.launched,
+        });
       }
       state.phase = 'removed';
       log.info('machine is gone', { model, machineId });

@@ -42,7 +42,7 @@ export async function tearDown(ctx: MachineContext, machine: MachineSnapshot): P
   }
   if (terminate && instanceIds.length > 0) {
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
-    await ec2.terminateInstances({ region: machine.region, instanceIds });
+    await ec2.terminateInstances({ region: machine.region, instanceIds, fresh: ctx.launched });
     for (let poll = 0; ; poll++) {
       const remaining = await ec2.instancesNotTerminated({ region: machine.region, instanceIds });
       if (remaining.length === 0) break;
