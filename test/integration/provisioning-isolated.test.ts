@@ -1,8 +1,8 @@
-import { DeleteItemCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand } from '@aws-sdk/client-dynamodb';
 import {
   DescribeInstancesCommand,
-  EC2Client,
   paginateDescribeInstances,
+  type EC2Client,
   type Instance,
 } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
@@ -20,7 +20,7 @@ import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery, type ProvisioningState } from '../../workflows/definitions';
 import { machineWorkflowId } from '../../workflows/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 /**
  * Provisioning under EC2 faults, throttling and a worker crash, isolated from
@@ -43,11 +43,7 @@ const IN_ZONES = `zones=${ZONES.join(',')}`;
 const TASK_QUEUE = `provisioner-isolated-${randomUUID().slice(0, 8)}`;
 const logDir = mkdtempSync(join(tmpdir(), 'provisioner-isolated-'));
 
-const ddb = new DynamoDBClient({
-  region: stack.region,
-  endpoint: stack.dynamodbEndpoint,
-  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-});
+const ddb = dynamoClientFor(stack);
 const repo = new Repository(ddb, stack.tableName);
 let proxy: Ec2Proxy;
 let ec2: EC2Client;
@@ -235,12 +231,7 @@ async function instancesByMachine(model: string): Promise<Map<string, Instance[]
 
 beforeAll(async () => {
   proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
-  ec2 = new EC2Client({
-    region: stack.region,
-    endpoint: proxy.url,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    maxAttempts: 1,
-  });
+  ec2 = ec2ClientFor(stack, proxy.url);
   connection = await Connection.connect({ address: stack.temporalAddress });
   temporal = new Client({ connection, namespace: stack.temporalNamespace });
   worker = await startWorker();

@@ -1,4 +1,3 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { groupPopulation } from '../../activities/placement';
 import { orderZones } from '../../core';
@@ -9,7 +8,7 @@ import { ZONE_CLAIMS_SK } from '../../state/provisioning-keys';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { dynamoClientFor, loadTestStack } from './stack';
 
 /**
  * The provisioning store on DynamoDB Local: zone claims stay atomic under
@@ -18,11 +17,7 @@ import { loadTestStack } from './stack';
  */
 
 const stack = loadTestStack();
-const ddb = new DynamoDBClient({
-  region: stack.region,
-  endpoint: stack.dynamodbEndpoint,
-  credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-});
+const ddb = dynamoClientFor(stack);
 const doc = DynamoDBDocumentClient.from(ddb);
 const repo = new Repository(ddb, stack.tableName);
 const store = new ProvisioningStore(ddb, stack.tableName);

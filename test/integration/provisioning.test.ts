@@ -1,7 +1,6 @@
 import {
   DescribeInstancesCommand,
   DescribeInstanceTypesCommand,
-  EC2Client,
   RunInstancesCommand,
   TerminateInstancesCommand,
   type Instance,
@@ -14,7 +13,7 @@ import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { machineWorkflowId, sweepScheduleId } from '../../workflows/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { ec2ClientFor, loadTestStack } from './stack';
 
 /**
  * The machine workflow on the shared local stack, driven through the API as a
@@ -28,12 +27,7 @@ import { loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const api = apiClient(stack);
-const ec2 = new EC2Client({
-  region: stack.region,
-  endpoint: stack.ec2Endpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-});
+const ec2 = ec2ClientFor(stack);
 const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
 const IN_ZONES = `zones=${ZONES.join(',')}`;
 /** The deployment tag value of the local stack's worker (PROVISIONER_DEPLOYMENT unset). */

@@ -2,23 +2,17 @@ import {
   DescribeInstancesCommand,
   DescribeSubnetsCommand,
   DescribeVolumesCommand,
-  EC2Client,
 } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { sweepScheduleId } from '../../workflows/search-attributes';
-import { loadTestStack } from './stack';
+import { ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const api = apiClient(stack);
-const ec2 = new EC2Client({
-  region: stack.region,
-  endpoint: stack.ec2Endpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-});
+const ec2 = ec2ClientFor(stack);
 let connection: Connection;
 let temporal: Client;
 

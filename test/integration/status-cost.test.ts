@@ -1,17 +1,12 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { ServiceContext } from '../../service/context';
 import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
 import { Repository, unitItem } from '../../state/repository';
 import { eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { dynamoClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
-const client = new DynamoDBClient({
-  region: stack.region,
-  endpoint: stack.dynamodbEndpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
+const client = dynamoClientFor(stack);
 const repo = new Repository(client, stack.tableName);
 const ctx: ServiceContext = {
   repo,

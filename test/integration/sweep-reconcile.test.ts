@@ -1,24 +1,14 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeInstancesCommand } from '@aws-sdk/client-ec2';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { machineKey } from '../../state/repository';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const api = apiClient(stack);
-const ddb = new DynamoDBClient({
-  region: stack.region,
-  endpoint: stack.dynamodbEndpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-});
+const ddb = dynamoClientFor(stack);
 const doc = DynamoDBDocumentClient.from(ddb);
-const ec2 = new EC2Client({
-  region: stack.region,
-  endpoint: stack.ec2Endpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-});
+const ec2 = ec2ClientFor(stack);
 
 afterAll(() => {
   ddb.destroy();

@@ -1,20 +1,14 @@
 import {
   DescribeImagesCommand,
   DescribeInstancesCommand,
-  EC2Client,
   RunInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import { teardownActivities } from '../../activities/teardown';
 import type { ActivityDeps } from '../../activities/deps';
-import { loadTestStack } from './stack';
+import { ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
-const ec2 = new EC2Client({
-  region: stack.region,
-  endpoint: stack.ec2Endpoint,
-  credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  maxAttempts: 1,
-});
+const ec2 = ec2ClientFor(stack);
 // only what teardown uses: the region's EC2 client
 const activities = teardownActivities({
   ec2ForRegion: () => ({ ec2 }),
