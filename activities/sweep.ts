@@ -117,6 +117,13 @@ export function sweepActivities(deps: ActivityDeps) {
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
+      // The machine list was read before; its workflow may have removed it
+      // since and finished. Read it again so a removed machine gets no new run.
+      const still = await deps.repo.getMachine(model, m.id).catch((err: unknown) => {
+        if (err instanceof EntityNotFoundError) return undefined;
+        throw err;
+      });
+      if (still === undefined) continue;
       await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
         taskQueue: deps.taskQueue,
         workflowId,
