@@ -340,7 +340,14 @@ describe('teardown', () => {
     timing('destroy-machine to machine removed', started);
     expect(gone.body).toEqual({ error: { code: 'not-found', message: `machine ${id} not found` } });
     expect(await instanceState(instanceId)).toBe('terminated');
-    const closed = await temporal.workflow.getHandle(machineWorkflowId(model, id)).describe();
+    // The API's destroy signal (signalWithStart) can land just after the
+    // sweep's re-signal let the workflow finish, starting a run that finds the
+    // machine gone and ends at once: wait for whichever run is latest to close.
+    const closed = await eventually(
+      () => temporal.workflow.getHandle(machineWorkflowId(model, id)).describe(),
+      (d) => d.status.name !== 'RUNNING',
+      10_000,
+    );
     expect(closed.status.name).toBe('COMPLETED');
   });
 
