@@ -8,6 +8,8 @@ import {
 
 /** Tags on every instance the provisioner launches. */
 export const TAG_MODEL = 'provisioner:model';
+/** The model's uid (ModelRecord.uid): tells a re-created model's instances from the old one's. */
+export const TAG_MODEL_UID = 'provisioner:model-uid';
 export const TAG_MACHINE = 'provisioner:machine';
 export const TAG_APPLICATIONS = 'provisioner:applications';
 /** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */

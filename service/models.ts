@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { BadRequestError } from '../functions/errors';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { destroyApplication } from './applications';
@@ -21,6 +22,8 @@ export interface ModelView {
   region: string;
   constraints: string;
   harvestMode: HarvestMode;
+  availabilitySets: boolean;
+  reprovisionLost: boolean;
   createdAt: string;
 }
 
@@ -30,6 +33,8 @@ export function modelView(m: ModelRecord): ModelView {
     region: m.region,
     constraints: m.constraints,
     harvestMode: m.harvestMode,
+    availabilitySets: m.availabilitySets,
+    reprovisionLost: m.reprovisionLost,
     createdAt: m.createdAt,
   };
 }
@@ -44,9 +49,12 @@ export async function createModel(
   if (!REGION_PATTERN.test(region)) throw new BadRequestError(`invalid region "${region}"`);
   const record: ModelRecord = {
     name: input.name,
+    uid: randomUUID(),
     region,
     constraints: canonicalConstraints(input.constraints ?? ''),
     harvestMode: input.harvestMode ?? 'destroyed',
+    availabilitySets: false,
+    reprovisionLost: false,
     life: 'alive',
     createdAt: ctx.now().toISOString(),
   };

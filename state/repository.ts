@@ -48,7 +48,17 @@ type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
-const MODEL_FIELDS = ['name', 'region', 'constraints', 'harvestMode', 'life', 'createdAt'] as const;
+const MODEL_FIELDS = [
+  'name',
+  'uid',
+  'region',
+  'constraints',
+  'harvestMode',
+  'availabilitySets',
+  'reprovisionLost',
+  'life',
+  'createdAt',
+] as const;
 const APP_FIELDS = [
   'model',
   'name',
@@ -90,6 +100,10 @@ const MACHINE_FIELDS = [
   'zone',
   'instanceType',
   'hardware',
+  'instanceStatus',
+  'placementGroup',
+  'partition',
+  'pricePerHour',
   'createdAt',
   'updatedAt',
   'version',
@@ -102,7 +116,12 @@ function pick<T>(item: Item, fields: readonly string[]): T {
 }
 
 export function toModel(item: Item): ModelRecord {
-  return pick<ModelRecord>(item, MODEL_FIELDS);
+  const m = pick<ModelRecord>(item, MODEL_FIELDS);
+  return {
+    ...m,
+    availabilitySets: m.availabilitySets ?? false,
+    reprovisionLost: m.reprovisionLost ?? false,
+  };
 }
 export function toApplication(item: Item): ApplicationRecord {
   return pick<ApplicationRecord>(item, APP_FIELDS);

@@ -2,14 +2,28 @@ export type HarvestMode = 'none' | 'unknown' | 'destroyed' | 'all';
 export const HARVEST_MODES: readonly HarvestMode[] = ['none', 'unknown', 'destroyed', 'all'];
 
 export type Life = 'alive' | 'dying' | 'dead';
-export type MachineStatus = 'pending' | 'allocating' | 'running' | 'error' | 'stopping';
+export type MachineStatus = 'pending' | 'allocating' | 'running' | 'error' | 'down' | 'stopping';
+
+/** EC2's instance state as the provisioner last saw it; `unknown` when EC2 no longer lists the instance. */
+export type InstanceState =
+  'pending' | 'running' | 'stopping' | 'stopped' | 'shutting-down' | 'terminated' | 'unknown';
 
 export interface ModelRecord {
   name: string;
+  /**
+   * Made at creation and never reused: a model re-created under the same name
+   * is another model, and its instances are told apart by this id (tagged on
+   * every instance), never by the name alone.
+   */
+  uid: string;
   region: string;
   /** Canonical constraint string (core's toString). */
   constraints: string;
   harvestMode: HarvestMode;
+  /** Availability-set mode (Juju's availability-sets-enabled): fixed at creation. */
+  availabilitySets: boolean;
+  /** The sweep reprovisions machines whose instance was lost (status `down`) by itself. */
+  reprovisionLost: boolean;
   life: Life;
   createdAt: string;
 }
@@ -86,6 +100,13 @@ export interface MachineRecord {
   zone?: string;
   instanceType?: string;
   hardware?: Hardware;
+  /** EC2's state of `instanceId` as last seen (liveness). */
+  instanceStatus?: InstanceState;
+  /** Availability-set mode: the partition placement group and partition the instance is in. */
+  placementGroup?: string;
+  partition?: number;
+  /** On-demand USD per hour of `instanceType` when it was chosen. */
+  pricePerHour?: number;
   createdAt: string;
   updatedAt: string;
   /** Bumped by every API change to membership, life or constraints (the workflow's status writes leave it alone). */

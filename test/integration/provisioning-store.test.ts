@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { groupPopulation } from '../../activities/placement';
 import { orderZones } from '../../core';
@@ -32,6 +33,9 @@ async function newModel(): Promise<string> {
   const name = uniqueName('store');
   await repo.createModel({
     name,
+    uid: randomUUID(),
+    availabilitySets: false,
+    reprovisionLost: false,
     region: stack.region,
     constraints: '',
     harvestMode: 'destroyed',

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../../service/context';
 import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
@@ -27,6 +28,9 @@ async function modelWithMachines(count: number): Promise<string> {
   const now = new Date().toISOString();
   await repo.createModel({
     name,
+    uid: randomUUID(),
+    availabilitySets: false,
+    reprovisionLost: false,
     region: 'us-east-1',
     constraints: '',
     harvestMode: 'destroyed',
@@ -70,6 +74,9 @@ describe('indexes', () => {
     const now = new Date().toISOString();
     await repo.createModel({
       name: model,
+      uid: randomUUID(),
+      availabilitySets: false,
+      reprovisionLost: false,
       region: 'us-east-1',
       constraints: '',
       harvestMode: 'destroyed',
