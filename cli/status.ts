@@ -80,6 +80,8 @@ export function filterStatus(status: Status, filters: string[]): Status {
 
 /** Juju's two-level view of a unit: workload and agent, with a message. */
 function unitView(unit: Unit, machine: Machine | undefined) {
+  if (machine?.status === 'down')
+    return { workload: 'unknown', agent: 'lost', message: `machine ${unit.machine} is down` };
   switch (unit.status) {
     case 'deployed':
       return { workload: 'active', agent: 'idle', message: '' };
@@ -90,22 +92,33 @@ function unitView(unit: Unit, machine: Machine | undefined) {
         message: `machine ${unit.machine} failed to start`,
       };
     default:
-      return {
-        workload: 'waiting',
-        agent: 'allocating',
-        message:
-          machine?.status === 'down' ? `machine ${unit.machine} is down` : 'waiting for machine',
-      };
+      return { workload: 'waiting', agent: 'allocating', message: 'waiting for machine' };
   }
 }
 
-/** An application's status, summed from its units as Juju does. */
-function applicationView(units: Unit[]): { status: string; message: string } {
-  if (units.some((u) => u.status === 'error'))
-    return { status: 'error', message: "a unit's machine failed to start" };
-  if (units.some((u) => u.status !== 'deployed'))
-    return { status: 'waiting', message: 'waiting for machine' };
-  return { status: units.length ? 'active' : 'unknown', message: '' };
+/** An application's status, summed from its units as Juju does; a unit on a down machine is not deployed. */
+function applicationView(
+  units: Unit[],
+  machines: Record<string, Machine>,
+): { status: string; message: string; deployed: number } {
+  const down = (u: Unit) => machines[u.machine]?.status === 'down';
+  const deployed = units.filter((u) => u.status === 'deployed' && !down(u)).length;
+  const list = (ids: string[], what: string) => {
+    const unique = [...new Set(ids)].sort(machineIdCompare);
+    return `machine${unique.length > 1 ? 's' : ''} ${unique.join(', ')} ${what}`;
+  };
+  const failed = units.filter((u) => u.status === 'error').map((u) => u.machine);
+  if (failed.length) return { status: 'error', message: list(failed, 'failed to start'), deployed };
+  const lost = units.filter(down).map((u) => u.machine);
+  if (lost.length)
+    return {
+      status: 'error',
+      message: list(lost, lost.length > 1 ? 'are down' : 'is down'),
+      deployed,
+    };
+  if (deployed < units.length)
+    return { status: 'waiting', message: 'waiting for machine', deployed };
+  return { status: units.length ? 'active' : 'unknown', message: '', deployed };
 }
 
 /** The Message column for a machine: its message, else EC2's state of its instance. */
@@ -172,8 +185,8 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
         appNames.map((name) => {
           const app = status.applications[name]!;
           const units = Object.values(app.units);
-          const view = applicationView(units);
-          const deployed = units.filter((u) => u.status === 'deployed').length;
+          const view = applicationView(units, status.machines);
+          const deployed = view.deployed;
           const scale =
             deployed === units.length ? String(units.length) : `${deployed}/${units.length}`;
           return [

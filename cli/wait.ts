@@ -88,13 +88,14 @@ export async function waitForMachines(
     : undefined;
   let last = '';
   let lastFailover = '';
-  let progress: Progress = tally(ids, {
-    model: { name: model, region: '', constraints: '' },
-    machines: {},
-    applications: {},
-  });
-  progress.error = 0;
-  progress.pending = ids.length;
+  let progress: Progress = {
+    total: ids.length,
+    pending: ids.length,
+    allocating: 0,
+    running: 0,
+    error: 0,
+    failover: '',
+  };
   bar?.start(ids.length, 0, { line: progressLine(progress), failover: '' });
   let status: Status;
   try {
