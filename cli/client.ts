@@ -33,9 +33,9 @@ export function unreachable(apiUrl: string, err: unknown): CliError {
     return new CliError(
       `the provisioner API at ${apiUrl} did not answer within ${REQUEST_TIMEOUT_MS / 1000}s`,
     );
-  return new CliError(
-    `cannot connect to the provisioner API at ${apiUrl}: ${code ?? (err as Error).message}`,
-  );
+  const cause = (err as { cause?: unknown }).cause;
+  const detail = code ?? (cause instanceof Error ? cause.message : (err as Error).message);
+  return new CliError(`cannot connect to the provisioner API at ${apiUrl}: ${detail}`);
 }
 
 export interface Client {

@@ -10,6 +10,12 @@ export interface WaitOptions {
   /** Where progress goes (stderr); a terminal gets one live line, anything else plain lines. */
   out: NodeJS.WriteStream | { write(text: string): unknown; isTTY?: boolean };
   pollMs?: number;
+  /**
+   * Machines just asked to retry, with the error message they had: the API
+   * answers 202 before the workflow takes the retry up, so until a machine is
+   * seen to leave that error it counts as pending, not failed again.
+   */
+  retried?: Map<string, string>;
 }
 
 export interface Progress {
@@ -60,6 +66,19 @@ function failureLine(id: string, m: Machine | undefined): string {
   return `machine ${id} ${m.status}: ${m.message || m.instanceStatus || 'no message'}`;
 }
 
+/** A retried machine still showing the error it had is reported pending; once it moves on it is forgotten. */
+function withRetriesPending(status: Status, retried: Map<string, string>): Status {
+  if (retried.size === 0) return status;
+  const machines = { ...status.machines };
+  for (const [id, message] of [...retried]) {
+    const m = machines[id];
+    if (m && m.status === 'error' && m.message === message)
+      machines[id] = { ...m, status: 'pending', message: 'retry requested' };
+    else retried.delete(id);
+  }
+  return { ...status, machines };
+}
+
 /**
  * Polls the model's status until every machine is running or has failed;
  * resolves when all run, throws a CliError listing the failures otherwise
@@ -86,6 +105,7 @@ export async function waitForMachines(
         linewrap: false,
       })
     : undefined;
+  const retried = new Map(opts.retried ?? []);
   let last = '';
   let lastFailover = '';
   let progress: Progress = {
@@ -101,7 +121,7 @@ export async function waitForMachines(
   try {
     for (;;) {
       status = await client.get<Status>(`/v1/models/${segment(model)}/status`);
-      progress = tally(ids, status, progress.failover);
+      progress = tally(ids, withRetriesPending(status, retried), progress.failover);
       const line = progressLine(progress);
       if (bar) {
         bar.update(progress.running + progress.error, {

@@ -73,11 +73,13 @@ export async function maybeWait(
   timeoutMs: number | undefined,
   model: string,
   machineIds: string[],
+  retried?: Map<string, string>,
 ): Promise<void> {
   if (timeoutMs === undefined) return;
   await waitForMachines(session.client(), model, machineIds, {
     timeoutMs,
     out: session.ctx.stderr,
+    ...(retried ? { retried } : {}),
   });
 }
 

@@ -134,9 +134,13 @@ export function registerMachineCommands(program: Command, session: Session): voi
       const model = session.model(opts.model);
       const client = session.client();
       let targets = ids;
+      // the errors machines have now, to tell a retry not yet taken up from a new failure
+      const before =
+        opts.all || timeoutMs !== undefined
+          ? await client.get<Status>(`/v1/models/${segment(model)}/status`)
+          : undefined;
       if (opts.all) {
-        const status = await client.get<Status>(`/v1/models/${segment(model)}/status`);
-        targets = Object.values(status.machines)
+        targets = Object.values(before!.machines)
           .filter((m) => m.status === 'error')
           .map((m) => m.id)
           .sort(machineIdCompare);
@@ -154,7 +158,13 @@ export function registerMachineCommands(program: Command, session: Session): voi
         );
         session.info(`retrying provisioning of machine ${id}\n`);
       });
-      await maybeWait(session, timeoutMs, model, retried);
+      await maybeWait(
+        session,
+        timeoutMs,
+        model,
+        retried,
+        new Map(retried.map((id) => [id, before?.machines[id]?.message ?? ''])),
+      );
     },
   );
 

@@ -139,4 +139,39 @@ describe('--wait', () => {
     expect(out.text.split('\n')).toHaveLength(3);
     expect(out.text.endsWith('\n1 machine running (3)\n')).toBe(true);
   });
+
+  it('after a retry, the old error is not taken for a new failure until the machine moves on', async () => {
+    const old = 'failed to start machine 3 (no capacity)';
+    const out = sink(false);
+    await waitForMachines(
+      scripted([
+        machineStates({ '3': ['error', old] }),
+        machineStates({ '3': ['error', old] }),
+        machineStates({ '3': ['allocating'] }),
+        machineStates({ '3': ['running'] }),
+      ]),
+      'demo',
+      ['3'],
+      { timeoutMs: 60_000, out, pollMs: 1, retried: new Map([['3', old]]) },
+    );
+    expect(out.text.split('\n')[0]).toBe(
+      'machines 0/1 settled: 1 pending, 0 allocating, 0 running, 0 error',
+    );
+    expect(out.text).toContain('1 machine running (3)');
+
+    // once it has moved on, an error (even with the same words) is a failure
+    const again = await waitForMachines(
+      scripted([
+        machineStates({ '3': ['error', old] }),
+        machineStates({ '3': ['allocating'] }),
+        machineStates({ '3': ['error', old] }),
+      ]),
+      'demo',
+      ['3'],
+      { timeoutMs: 60_000, out: sink(false), pollMs: 1, retried: new Map([['3', old]]) },
+    ).catch((e: unknown) => e as Error);
+    expect((again as Error).message).toBe(
+      `1 of 1 machines failed to start:\n  machine 3 error: ${old}`,
+    );
+  });
 });
