@@ -117,6 +117,12 @@ export async function waitForMachines(
     failover: '',
   };
   bar?.start(ids.length, 0, { line: progressLine(progress), failover: '' });
+  // the bar hides the cursor: give it back when the wait is interrupted
+  const interrupted = () => {
+    bar?.stop();
+    process.exit(130);
+  };
+  if (bar) process.once('SIGINT', interrupted);
   let status: Status;
   try {
     for (;;) {
@@ -149,6 +155,7 @@ export async function waitForMachines(
     }
   } finally {
     bar?.stop();
+    process.removeListener('SIGINT', interrupted);
   }
   if (progress.error === 0) {
     opts.out.write(
