@@ -63,7 +63,7 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-function constraintsOutput(
+export function constraintsOutput(
   session: Session,
   format: Format | 'constraints',
   answer: ConstraintsAnswer,
@@ -264,5 +264,3 @@ export function registerModelCommands(program: Command, session: Session): void 
       session.info(`WARNING unsupported constraints: ${answer.unsupported.join(',')}\n`);
   });
 }
-
-export { constraintsOutput };
