@@ -28,7 +28,9 @@ import { syntheticPrice, syntheticPriceInput } from './pricing-synthetic';
 
 export interface PricingEmulatorOptions {
   /** The EC2 endpoint whose catalogue is priced (moto itself: no proxy faults or limits). */
-  ec2Endpoint: string;
+  ec2Endpoint?: string;
+  /** Instead of an EC2 endpoint: the catalogue of a region (tests). */
+  catalogue?: (region: string) => Promise<Ec2InstanceTypeInfo[]>;
   host?: string;
   port?: number;
 }
@@ -311,34 +313,42 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
+async function describeInstanceTypes(
+  opts: PricingEmulatorOptions,
+  region: string,
+): Promise<Ec2InstanceTypeInfo[]> {
+  if (!opts.ec2Endpoint) throw new Error('the pricing emulator needs an EC2 endpoint');
+  const ec2 = new EC2Client({
+    region,
+    endpoint: opts.ec2Endpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    const types: Ec2InstanceTypeInfo[] = [];
+    let token: string | undefined;
+    do {
+      const out = await ec2.send(
+        new DescribeInstanceTypesCommand({ MaxResults: 100, NextToken: token }),
+      );
+      types.push(...(out.InstanceTypes ?? []));
+      token = out.NextToken;
+    } while (token);
+    return types;
+  } finally {
+    ec2.destroy();
+  }
+}
+
 export async function startPricingEmulator(opts: PricingEmulatorOptions): Promise<PricingEmulator> {
   const catalogues = new Map<string, Promise<Product[]>>();
   let getProducts = 0;
 
+  const catalogue = opts.catalogue ?? ((region: string) => describeInstanceTypes(opts, region));
+
   function productsOf(region: string): Promise<Product[]> {
     let hit = catalogues.get(region);
     if (!hit) {
-      hit = (async () => {
-        const ec2 = new EC2Client({
-          region,
-          endpoint: opts.ec2Endpoint,
-          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-        });
-        try {
-          const products: Product[] = [];
-          let token: string | undefined;
-          do {
-            const out = await ec2.send(
-              new DescribeInstanceTypesCommand({ MaxResults: 100, NextToken: token }),
-            );
-            for (const t of out.InstanceTypes ?? []) products.push(...productsFor(region, t));
-            token = out.NextToken;
-          } while (token);
-          return products;
-        } finally {
-          ec2.destroy();
-        }
-      })();
+      hit = catalogue(region).then((types) => types.flatMap((t) => productsFor(region, t)));
       catalogues.set(region, hit);
       hit.catch(() => catalogues.delete(region));
     }
