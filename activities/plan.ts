@@ -40,10 +40,10 @@ export interface PlanInputs {
 }
 
 /** The catalogue with each type's price as its cost (core orders by it, then by waste). */
-export function priced(
-  catalogue: readonly InstanceTypeInfo[],
+export function priced<T extends InstanceTypeInfo>(
+  catalogue: readonly T[],
   prices: ReadonlyMap<string, number> | undefined,
-): InstanceTypeInfo[] {
+): T[] {
   return catalogue.map((t) => {
     const price = prices?.get(t.name);
     return price === undefined ? t : { ...t, cost: price };

@@ -187,11 +187,17 @@ export class InstancePrices {
 
 /**
  * The Price List API client: `PRICING_ENDPOINT` points it at a local
- * emulator (with the local stack's dummy credentials), otherwise AWS's in
- * `PRICING_REGION` (default us-east-1) with the worker's own credentials.
+ * emulator (with the local stack's dummy credentials); otherwise, when
+ * `EC2_ENDPOINT` points EC2 somewhere local, there is none (a local EC2 has
+ * no AWS prices: every type unpriced, and AWS is never called); otherwise
+ * AWS's, in `PRICING_REGION` (default us-east-1), with the worker's own
+ * credentials.
  */
-export function pricingClientFromEnv(env: NodeJS.ProcessEnv = process.env): PricingClient {
+export function pricingClientFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): PricingClient | undefined {
   const endpoint = env.PRICING_ENDPOINT?.trim() || undefined;
+  if (!endpoint && env.EC2_ENDPOINT?.trim()) return undefined;
   return new PricingClient({
     region: env.PRICING_REGION?.trim() || PRICING_API_REGION,
     ...(endpoint

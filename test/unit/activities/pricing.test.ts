@@ -227,16 +227,21 @@ describe('InstancePrices', () => {
 
 describe('pricingClientFromEnv', () => {
   it('talks to AWS in us-east-1 unless told otherwise', async () => {
-    const client = pricingClientFromEnv({});
+    const client = pricingClientFromEnv({})!;
     expect(await client.config.region()).toBe('us-east-1');
     client.destroy();
+  });
+
+  it('is absent when EC2 is local and no price emulator is named: AWS is never called', () => {
+    expect(pricingClientFromEnv({ EC2_ENDPOINT: 'http://127.0.0.1:5000' })).toBeUndefined();
   });
 
   it('PRICING_ENDPOINT points it at a local emulator; PRICING_REGION moves it', async () => {
     const client = pricingClientFromEnv({
       PRICING_ENDPOINT: 'http://127.0.0.1:4999',
       PRICING_REGION: 'ap-south-1',
-    });
+      EC2_ENDPOINT: 'http://127.0.0.1:5000',
+    })!;
     expect(await client.config.region()).toBe('ap-south-1');
     const endpoint = await client.config.endpoint?.();
     expect(endpoint).toMatchObject({ hostname: '127.0.0.1', port: 4999, protocol: 'http:' });
