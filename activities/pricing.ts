@@ -117,6 +117,7 @@ interface Cached {
  */
 export class InstancePrices {
   private readonly cache = new Map<string, Cached>();
+  private readonly lastKnown = new Map<string, ReadonlyMap<string, number>>();
   private readonly ttlMs: number;
   private readonly failureTtlMs: number;
   private readonly timeoutMs: number;
@@ -135,11 +136,23 @@ export class InstancePrices {
     this.log = options.log ?? ((line) => console.warn(line));
   }
 
+  /**
+   * The region's prices as last fetched, without waiting for a fetch (for
+   * calls that must stay short); undefined when none has succeeded yet.
+   */
+  known(region: string): ReadonlyMap<string, number> | undefined {
+    return this.lastKnown.get(region);
+  }
+
   forRegion(region: string): Promise<ReadonlyMap<string, number>> {
     const hit = this.cache.get(region);
     if (hit && hit.expires > this.now()) return hit.value;
     const entry: Cached = { value: Promise.resolve(new Map()), expires: this.now() + this.ttlMs };
-    entry.value = this.fetch(region).catch((err: unknown) => {
+    const fetched = this.fetch(region).then((prices) => {
+      if (prices.size > 0) this.lastKnown.set(region, prices);
+      return prices;
+    });
+    entry.value = fetched.catch((err: unknown) => {
       const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
       this.log(
         `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +

@@ -74,7 +74,8 @@ export function recordActivities(deps: ActivityDeps) {
       let hardware = plan.hardware;
       let pricePerHour = plan.pricePerHour;
       if (started.instanceType !== plan.instanceType) {
-        pricePerHour = (await deps.prices?.forRegion(plan.region))?.get(started.instanceType);
+        // an adopted instance of another type: its price if known, never a fetch here
+        pricePerHour = deps.prices?.known(plan.region)?.get(started.instanceType);
         // an adopted instance launched from an earlier plan: record what it is
         const entry = (await deps.ec2ForRegion(plan.region).catalogue.all()).find(
           (t) => t.name === started.instanceType,

@@ -175,6 +175,18 @@ describe('InstancePrices', () => {
     expect(pricing.calls).toHaveLength(2);
   });
 
+  it('known() gives the last fetched prices at once, kept through a later failure', async () => {
+    const pages: Record<string, Page | Error> = { '': { PriceList: [M5_LARGE] } };
+    const prices = new InstancePrices(fakePricing(pages), options);
+    expect(prices.known('us-east-1')).toBeUndefined();
+    await prices.forRegion('us-east-1');
+    expect(prices.known('us-east-1')?.get('m5.large')).toBe(0.096);
+    pages[''] = new Error('down');
+    now += 24 * 3_600_000 + 1;
+    expect((await prices.forRegion('us-east-1')).size).toBe(0);
+    expect(prices.known('us-east-1')?.get('m5.large')).toBe(0.096);
+  });
+
   it('a failure on a later page gives no prices at all, never a partial list', async () => {
     const pricing = fakePricing({
       '': { PriceList: [M5_LARGE], NextToken: 'p2' },
