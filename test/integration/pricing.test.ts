@@ -73,6 +73,11 @@ function smallest(cores: number, memMiB: number): ServedType {
   return fitting(cores, memMiB).sort(bySize)[0]!;
 }
 
+async function getProductsCalls(): Promise<number> {
+  const res = await fetch(`${stack.pricingEndpoint}/_admin/stats`);
+  return ((await res.json()) as { getProducts: number }).getProducts;
+}
+
 async function newModel(prefix: string): Promise<string> {
   const name = uniqueName(prefix);
   expect((await api.post('/v1/models', { name })).status).toBe(201);
@@ -108,6 +113,7 @@ describe('the cheapest type that fits, by the prices the local Price List API se
 
   it('no constraints, mem=3G, cores=4 and virt-type=hvm each get the cheapest fitting type; status shows the prices and the model total', async () => {
     const started = Date.now();
+    const callsBefore = await getProductsCalls();
     const model = await newModel('price');
     const cases: Array<[string, ServedType]> = [
       ['', cheapest(1, 2048)],
@@ -120,6 +126,9 @@ describe('the cheapest type that fits, by the prices the local Price List API se
     for (const [constraints] of cases) ids.push(await addMachine(model, constraints));
     const machines = await Promise.all(ids.map((id) => untilSettled(model, id)));
     timing('4 machines priced and running', started);
+    // four plans, at most one paged fetch of the region's prices (none if the worker had them)
+    const pages = Math.ceil(prices.size / 100);
+    expect([0, pages]).toContain((await getProductsCalls()) - callsBefore);
 
     cases.forEach(([constraints, expected], i) => {
       const m = machines[i];
@@ -145,7 +154,7 @@ describe('the cheapest type that fits, by the prices the local Price List API se
       expect(status.machines[id].pricePerHour).toBe(prices.get(cases[i]![1].name));
     }
     process.stderr.write(
-      `[prices] ${cases.map(([c, t]) => `"${c}" → ${t.name} $${prices.get(t.name)}/h (by size: ${smallest(c === 'cores=4' ? 4 : 1, c === 'mem=3G' ? 3072 : 2048).name})`).join('; ')}; model $${status.model.pricePerHour}/h\n`,
+      `[prices] ${prices.size} of ${catalogue.length} types priced, ${pages} GetProducts pages per region; ${cases.map(([c, t]) => `"${c}" → ${t.name} $${prices.get(t.name)}/h (by size: ${smallest(c === 'cores=4' ? 4 : 1, c === 'mem=3G' ? 3072 : 2048).name})`).join('; ')}; model $${status.model.pricePerHour}/h\n`,
     );
   });
 });
