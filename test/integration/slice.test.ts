@@ -69,6 +69,8 @@ describe('models', () => {
       region: 'us-east-1',
       constraints: '',
       harvestMode: 'destroyed',
+      availabilitySets: false,
+      reprovisionLost: false,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     const list = await api.get('/v1/models');
