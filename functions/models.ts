@@ -7,6 +7,7 @@ import {
   getModelConstraints,
   listModels,
   setModelConstraints,
+  updateModel,
 } from '../service/models';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { createHandler, param, parseBody } from './http';
@@ -16,6 +17,14 @@ const CreateModel = z.strictObject({
   region: z.string().optional(),
   constraints: z.string().optional(),
   harvestMode: z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).optional(),
+  availabilitySets: z.boolean().optional(),
+  reprovisionLost: z.boolean().optional(),
+});
+
+const UpdateModel = z.strictObject({
+  harvestMode: z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).optional(),
+  reprovisionLost: z.boolean().optional(),
+  availabilitySets: z.boolean().optional(),
 });
 
 export const SetConstraints = z.strictObject({ constraints: z.string() });
@@ -32,6 +41,14 @@ export const handler = createHandler({
   'GET /v1/models/{model}': async (req) => ({
     status: 200,
     body: await getModel(serviceContext(), param(req, 'model')),
+  }),
+  'PATCH /v1/models/{model}': async (req) => ({
+    status: 200,
+    body: await updateModel(
+      serviceContext(),
+      param(req, 'model'),
+      parseBody(UpdateModel, req.body),
+    ),
   }),
   'DELETE /v1/models/{model}': async (req) => {
     await destroyModel(serviceContext(), param(req, 'model'));

@@ -3,7 +3,7 @@
  * server and the CDK stack, so the deployed routes cannot drift from API.md.
  * Each route group is one Lambda (one file in functions/ exporting `handler`).
  */
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export const ROUTE_GROUPS = ['models', 'applications', 'units', 'machines', 'status'] as const;
 export type RouteGroup = (typeof ROUTE_GROUPS)[number];
@@ -19,6 +19,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/models', group: 'models' },
   { method: 'GET', path: '/v1/models', group: 'models' },
   { method: 'GET', path: '/v1/models/{model}', group: 'models' },
+  { method: 'PATCH', path: '/v1/models/{model}', group: 'models' },
   { method: 'DELETE', path: '/v1/models/{model}', group: 'models' },
   { method: 'GET', path: '/v1/models/{model}/constraints', group: 'models' },
   { method: 'PUT', path: '/v1/models/{model}/constraints', group: 'models' },

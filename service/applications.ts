@@ -4,7 +4,7 @@ import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } fro
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
-import type { ServiceContext } from './context';
+import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
 import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
@@ -94,7 +94,11 @@ export async function deploy(
     undefined,
     new EntityConflictError(`application "${input.name}" already exists`),
   );
-  await ctx.repo.commit(tx);
+  // a step, so a deploy cut off after this write and retried with its Idempotency-Key goes on
+  await requestStep(ctx, 'application', async () => {
+    await ctx.repo.commit(tx);
+    return true;
+  });
   const units =
     numUnits === 0 ? [] : await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
   return { application: applicationView(record), units };

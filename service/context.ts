@@ -6,6 +6,7 @@ import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
 import { TASK_QUEUE } from '../workflows/search-attributes';
 import { Repository } from '../state/repository';
+import { Ec2Regions, type RegionCheck } from './regions';
 import { TemporalMachineWorkflows, type MachineWorkflows } from './workflows';
 
 /** What the services need; built once per Lambda container (or local API process). */
@@ -13,6 +14,8 @@ export interface ServiceContext {
   repo: Repository;
   workflows: MachineWorkflows;
   defaultRegion: string;
+  /** The regions EC2 offers; absent (tests), only a region's shape is checked. */
+  regions?: RegionCheck;
   now(): Date;
   log: Pick<Logger, 'warn' | 'info' | 'error'>;
   /**
@@ -73,6 +76,7 @@ function sharedContext(): ServiceContext {
       optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE),
     ),
     defaultRegion: endpoints.region,
+    regions: Ec2Regions.fromEndpoint(endpoints.region, endpoints.ec2Endpoint),
     now: () => new Date(),
     log: logger,
   };

@@ -49,6 +49,9 @@ export async function addMachines(
   const placement = parseMachinePlacement(input.placement, count, own.value);
   const base = validateBase(input.base ?? DEFAULT_BASE);
   const modelRecord = await ctx.repo.getLiveModel(model);
+  if (modelRecord.availabilitySets) {
+    throw new EntityConflictError('add-machine is not supported with availability-sets-enabled');
+  }
   if (placement?.kind === 'zone') checkZoneInRegion(placement.zone, modelRecord.region);
   const constraints = collapseConstraints(modelRecord.constraints, own.canonical);
   const now = ctx.now().toISOString();

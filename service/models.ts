@@ -3,7 +3,7 @@ import { BadRequestError } from '../functions/errors';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { destroyApplication } from './applications';
 import { canonicalConstraints, constraintsView } from './constraints';
-import { EntityNotFoundError } from '../state/errors';
+import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { NAME_PATTERN } from './names';
 import { retireMachine, signalDead } from './removal';
 import type { ServiceContext } from './context';
@@ -15,6 +15,15 @@ export interface CreateModelInput {
   region?: string;
   constraints?: string;
   harvestMode?: HarvestMode;
+  availabilitySets?: boolean;
+  reprovisionLost?: boolean;
+}
+
+export interface UpdateModelInput {
+  harvestMode?: HarvestMode;
+  reprovisionLost?: boolean;
+  /** Fixed at creation: only its current value is accepted. */
+  availabilitySets?: boolean;
 }
 
 export interface ModelView {
@@ -47,14 +56,17 @@ export async function createModel(
     throw new BadRequestError(`invalid model name "${input.name}"`);
   const region = input.region ?? ctx.defaultRegion;
   if (!REGION_PATTERN.test(region)) throw new BadRequestError(`invalid region "${region}"`);
+  if (ctx.regions && !(await ctx.regions.offered()).has(region)) {
+    throw new BadRequestError(`region "${region}" not found`);
+  }
   const record: ModelRecord = {
     name: input.name,
     uid: randomUUID(),
     region,
     constraints: canonicalConstraints(input.constraints ?? ''),
     harvestMode: input.harvestMode ?? 'destroyed',
-    availabilitySets: false,
-    reprovisionLost: false,
+    availabilitySets: input.availabilitySets ?? false,
+    reprovisionLost: input.reprovisionLost ?? false,
     life: 'alive',
     createdAt: ctx.now().toISOString(),
   };
@@ -69,6 +81,30 @@ export async function createModel(
     });
   }
   return modelView(record);
+}
+
+/**
+ * PATCH a model: harvest mode and reprovision-lost may change; the
+ * availability-set mode is fixed at creation (Juju's azure-mode), so a PATCH
+ * that would change it is refused and changes nothing.
+ */
+export async function updateModel(
+  ctx: ServiceContext,
+  name: string,
+  input: UpdateModelInput,
+): Promise<ModelView> {
+  const current = await ctx.repo.getLiveModel(name);
+  if (input.availabilitySets !== undefined && input.availabilitySets !== current.availabilitySets) {
+    throw new EntityConflictError(
+      'availability-sets-enabled cannot be changed after the model is created',
+    );
+  }
+  return modelView(
+    await ctx.repo.updateModelSettings(name, {
+      harvestMode: input.harvestMode,
+      reprovisionLost: input.reprovisionLost,
+    }),
+  );
 }
 
 export async function listModels(ctx: ServiceContext): Promise<ModelView[]> {

@@ -127,6 +127,10 @@ export async function checkUnitPlacements(
   count: number,
   directives: readonly string[],
 ): Promise<Placement[]> {
+  if (model.availabilitySets && directives.length > 0) {
+    // every instance exists for one application's units (Juju's Azure availability sets)
+    throw new PlacementError('unit placement is not supported with availability-sets-enabled');
+  }
   const placements = parseUnitPlacements(directives).slice(0, count);
   for (const p of placements) {
     if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);

@@ -396,6 +396,45 @@ export class Repository {
     }
   }
 
+  /** Changes a live model's settings; returns the model as written. */
+  async updateModelSettings(
+    name: string,
+    settings: Partial<Pick<ModelRecord, 'harvestMode' | 'reprovisionLost'>>,
+  ): Promise<ModelRecord> {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':alive': 'alive' };
+    const sets: string[] = [];
+    for (const [field, value] of Object.entries(settings)) {
+      if (value === undefined) continue;
+      names[`#${field}`] = field;
+      values[`:${field}`] = value;
+      sets.push(`#${field} = :${field}`);
+    }
+    if (sets.length === 0) return this.getLiveModel(name);
+    try {
+      const out = await retryTransactionConflicts(() =>
+        this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: modelKey(name),
+            UpdateExpression: `SET ${sets.join(', ')}`,
+            ConditionExpression: 'attribute_exists(pk) AND life = :alive',
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      return toModel(out.Attributes ?? {});
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        await this.getLiveModel(name); // not found, or being destroyed
+        throw new EntityConflictError(`model "${name}" changed meanwhile`);
+      }
+      throw err;
+    }
+  }
+
   async markModelDying(name: string): Promise<void> {
     await this.doc
       .send(

@@ -7,6 +7,7 @@ import {
   LogGroupLogDestination,
 } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -33,6 +34,7 @@ const METHODS: Record<string, HttpMethod> = {
   GET: HttpMethod.GET,
   POST: HttpMethod.POST,
   PUT: HttpMethod.PUT,
+  PATCH: HttpMethod.PATCH,
   DELETE: HttpMethod.DELETE,
 };
 
@@ -61,6 +63,12 @@ export class ProvisionerApi extends Construct {
         environment: props.environment,
       });
       props.table.grantRepositoryAccess(fn);
+      if (group === 'models') {
+        // model creation refuses a region EC2 does not offer; DescribeRegions has no resource scoping
+        fn.addToRolePolicy(
+          new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }),
+        );
+      }
       props.apiTokenSecret.grantRead(fn);
       props.temporalApiKeySecret.grantRead(fn);
       functions.set(group, fn);

@@ -1,0 +1,128 @@
+import { apiClient, uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+const stack = loadTestStack();
+const api = apiClient(stack);
+
+async function patch(model: string, body: unknown) {
+  return api.call('PATCH', `/v1/models/${model}`, body);
+}
+
+describe('model settings', () => {
+  it('takes availabilitySets and reprovisionLost at creation', async () => {
+    const name = uniqueName('settings');
+    const created = await api.post('/v1/models', {
+      name,
+      availabilitySets: true,
+      reprovisionLost: true,
+      harvestMode: 'none',
+    });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      name,
+      harvestMode: 'none',
+      availabilitySets: true,
+      reprovisionLost: true,
+    });
+    expect((await api.get(`/v1/models/${name}`)).body).toEqual(created.body);
+  });
+
+  it('refuses a region EC2 does not offer, and a region of the wrong shape', async () => {
+    const missing = await api.post('/v1/models', { name: uniqueName('r'), region: 'us-east-9' });
+    expect(missing).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'region "us-east-9" not found' } },
+    });
+    const shape = await api.post('/v1/models', { name: uniqueName('r'), region: 'mars' });
+    expect(shape.status).toBe(400);
+    expect(shape.body.error.message).toBe('invalid region "mars"');
+    const other = await api.post('/v1/models', { name: uniqueName('r'), region: 'eu-west-1' });
+    expect(other.status).toBe(201);
+    expect(other.body.region).toBe('eu-west-1');
+  });
+
+  it('PATCH changes harvest mode and reprovision-lost, never availability sets', async () => {
+    const name = uniqueName('patch');
+    await api.post('/v1/models', { name });
+    const changed = await patch(name, { harvestMode: 'all', reprovisionLost: true });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({
+      name,
+      harvestMode: 'all',
+      reprovisionLost: true,
+      availabilitySets: false,
+    });
+    expect((await api.get(`/v1/models/${name}`)).body).toEqual(changed.body);
+    // the same value is no change and is accepted
+    expect((await patch(name, { availabilitySets: false })).status).toBe(200);
+    const refused = await patch(name, { availabilitySets: true, harvestMode: 'none' });
+    expect(refused).toEqual({
+      status: 409,
+      body: {
+        error: {
+          code: 'conflict',
+          message: 'availability-sets-enabled cannot be changed after the model is created',
+        },
+      },
+    });
+    // nothing of the refused request was written
+    expect((await api.get(`/v1/models/${name}`)).body.harvestMode).toBe('all');
+    const unknown = await patch(name, { region: 'eu-west-1' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toEqual({ code: 'bad-request', message: 'unknown field "region"' });
+    const badMode = await patch(name, { harvestMode: 'sometimes' });
+    expect(badMode.status).toBe(400);
+    expect(badMode.body.error.code).toBe('bad-request');
+    const missing = await patch(uniqueName('nope'), { harvestMode: 'none' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('not-found');
+  });
+});
+
+describe('availability-set mode', () => {
+  it('refuses unit placement and add-machine with Juju’s words, and deploys without placement', async () => {
+    const name = uniqueName('avset');
+    await api.post('/v1/models', { name, availabilitySets: true });
+    const placed = await api.post(`/v1/models/${name}/applications`, {
+      name: 'web',
+      base: 'ubuntu@22.04',
+      to: ['zone=us-east-1a'],
+    });
+    expect(placed).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid-placement',
+          message: 'unit placement is not supported with availability-sets-enabled',
+        },
+      },
+    });
+    // refused before anything was recorded
+    expect((await api.get(`/v1/models/${name}/applications/web`)).status).toBe(404);
+    const deployed = await api.post(`/v1/models/${name}/applications`, {
+      name: 'web',
+      base: 'ubuntu@22.04',
+      numUnits: 2,
+    });
+    expect(deployed.status).toBe(201);
+    expect(deployed.body.units).toHaveLength(2);
+    const addUnit = await api.post(`/v1/models/${name}/applications/web/units`, {
+      count: 1,
+      to: ['0'],
+    });
+    expect(addUnit.status).toBe(400);
+    expect(addUnit.body.error.message).toBe(
+      'unit placement is not supported with availability-sets-enabled',
+    );
+    const machine = await api.post(`/v1/models/${name}/machines`, {});
+    expect(machine).toEqual({
+      status: 409,
+      body: {
+        error: {
+          code: 'conflict',
+          message: 'add-machine is not supported with availability-sets-enabled',
+        },
+      },
+    });
+  });
+});
