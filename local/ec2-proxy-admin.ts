@@ -1,5 +1,7 @@
 import type { FaultSet } from './ec2-proxy-faults';
 import { AdminBadRequestError, NO_FAULTS, parseFaultSet } from './ec2-proxy-faults';
+import type { LatencySet } from './ec2-proxy-latency';
+import { NO_LATENCY, parseLatencySet } from './ec2-proxy-latency';
 import type { RequestLimiter } from './ec2-proxy-limits';
 import { parseLimitSet } from './ec2-proxy-limits';
 import type { ProxyStats } from './ec2-proxy-stats';
@@ -13,6 +15,7 @@ import type { ProxyStats } from './ec2-proxy-stats';
  * |---|---|---|---|
  * | `/_admin/faults` | current set | replace the set → 200 + the set | clear → 200 + the empty set |
  * | `/_admin/limits` | current limits | replace → 200 + the limits | clear → 200 + `{}` |
+ * | `/_admin/latency` | current delays | replace → 200 + the delays | all 0 → 200 + the delays |
  * | `/_admin/stats` | counters since start (or last reset) | | reset → 200 + zeroed counters |
  * | `/_admin/health` | `{ "ok": true }` | | |
  */
@@ -25,6 +28,7 @@ export function isAdminPath(pathname: string): boolean {
 
 export interface AdminState {
   faults: FaultSet;
+  latency: LatencySet;
   readonly limiter: RequestLimiter;
   readonly stats: ProxyStats;
   readonly isKnownAction: (action: string) => boolean;
@@ -57,7 +61,7 @@ const ROUTES: Routes = {
   '/_admin/faults': {
     GET: (s) => ok(s.faults),
     PUT: (s, body) => {
-      s.faults = parseFaultSet(parseJson(body));
+      s.faults = parseFaultSet(parseJson(body), s.isKnownAction);
       return ok(s.faults);
     },
     DELETE: (s) => {
@@ -74,6 +78,17 @@ const ROUTES: Routes = {
     DELETE: (s) => {
       s.limiter.clear();
       return ok(s.limiter.current());
+    },
+  },
+  '/_admin/latency': {
+    GET: (s) => ok(s.latency),
+    PUT: (s, body) => {
+      s.latency = parseLatencySet(parseJson(body), s.isKnownAction);
+      return ok(s.latency);
+    },
+    DELETE: (s) => {
+      s.latency = NO_LATENCY;
+      return ok(s.latency);
     },
   },
   '/_admin/stats': {

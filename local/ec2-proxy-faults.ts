@@ -18,9 +18,24 @@ export interface FaultSet {
   readonly zones: Readonly<Record<string, string>>;
   /** Zone name → the state DescribeAvailabilityZones reports for it. */
   readonly zoneStates: Readonly<Record<string, ZoneState>>;
+  /** Every EC2 call answers HTTP 503 `Unavailable` while true. */
+  readonly unavailable: boolean;
+  /**
+   * Lower-camel action name → how many more calls of it are carried out and
+   * then left unanswered (the connection closed); counts down as they happen.
+   */
+  readonly loseResponses: Readonly<Record<string, number>>;
 }
 
-export const NO_FAULTS: FaultSet = { zones: {}, zoneStates: {} };
+export const NO_FAULTS: FaultSet = {
+  zones: {},
+  zoneStates: {},
+  unavailable: false,
+  loseResponses: {},
+};
+
+const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses'];
+const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /** A request body the admin API refuses (answered 400 `bad-request`). */
 export class AdminBadRequestError extends Error {
@@ -80,18 +95,64 @@ function parseZoneStates(value: unknown): Record<string, ZoneState> {
   return states;
 }
 
-/** Validates a `PUT /_admin/faults` body (already JSON-decoded); both fields are optional. */
-export function parseFaultSet(body: unknown): FaultSet {
+function parseLoseResponses(
+  value: unknown,
+  isKnownAction: (action: string) => boolean,
+): Record<string, number> {
+  if (!isPlainObject(value)) throw new AdminBadRequestError('"loseResponses" must be an object');
+  const out: Record<string, number> = {};
+  for (const [key, count] of Object.entries(value)) {
+    const action = key.charAt(0).toUpperCase() + key.slice(1);
+    if (!ACTION_KEY.test(key) || !isKnownAction(action)) {
+      throw new AdminBadRequestError(
+        `"loseResponses": unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
+      );
+    }
+    if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) {
+      throw new AdminBadRequestError(`"loseResponses.${key}" must be an integer of at least 0`);
+    }
+    if (count > 0) out[key] = count;
+  }
+  return out;
+}
+
+/** Validates a `PUT /_admin/faults` body (already JSON-decoded); every field is optional. */
+export function parseFaultSet(
+  body: unknown,
+  isKnownAction: (action: string) => boolean = () => true,
+): FaultSet {
   if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
   for (const key of Object.keys(body)) {
-    if (key !== 'zones' && key !== 'zoneStates') {
-      throw new AdminBadRequestError(`unknown field "${key}" (expected "zones", "zoneStates")`);
+    if (!FAULT_FIELDS.includes(key)) {
+      throw new AdminBadRequestError(
+        `unknown field "${key}" (expected ${FAULT_FIELDS.map((f) => `"${f}"`).join(', ')})`,
+      );
     }
+  }
+  if (body.unavailable !== undefined && typeof body.unavailable !== 'boolean') {
+    throw new AdminBadRequestError('"unavailable" must be true or false');
   }
   return {
     zones: body.zones === undefined ? {} : parseZoneCodes(body.zones),
     zoneStates: body.zoneStates === undefined ? {} : parseZoneStates(body.zoneStates),
+    unavailable: body.unavailable === true,
+    loseResponses:
+      body.loseResponses === undefined ? {} : parseLoseResponses(body.loseResponses, isKnownAction),
   };
+}
+
+/**
+ * Takes one lost response for `action` (upper-camel) if any are left: the fault
+ * set with that count lowered, or undefined when this call is answered normally.
+ */
+export function takeLostResponse(faults: FaultSet, action: string): FaultSet | undefined {
+  const key = action.charAt(0).toLowerCase() + action.slice(1);
+  const left = Object.hasOwn(faults.loseResponses, key) ? (faults.loseResponses[key] ?? 0) : 0;
+  if (left <= 0) return undefined;
+  const loseResponses: Record<string, number> = { ...faults.loseResponses };
+  if (left === 1) delete loseResponses[key];
+  else loseResponses[key] = left - 1;
+  return { ...faults, loseResponses };
 }
 
 /** Zones a faulted launch's message suggests instead: known, not faulted, reported available. */

@@ -23,6 +23,12 @@ export const systemClock: Clock = () => performance.now();
 
 const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
+/**
+ * The key of EC2's resource token bucket for RunInstances, counted per
+ * instance launched rather than per call.
+ */
+export const LAUNCHED_INSTANCES = 'launchedInstances';
+
 export function actionFromLimitKey(key: string): string {
   return key.charAt(0).toUpperCase() + key.slice(1);
 }
@@ -61,7 +67,10 @@ export function parseLimitSet(body: unknown, isKnownAction: (action: string) => 
   if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
   const limits: Record<string, BucketLimit> = {};
   for (const [key, value] of Object.entries(body)) {
-    if (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key))) {
+    if (
+      key !== LAUNCHED_INSTANCES &&
+      (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key)))
+    ) {
       throw new AdminBadRequestError(
         `unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
       );
@@ -85,10 +94,23 @@ export class TokenBucket {
 
   /** Takes one token; false when the bucket is empty. */
   take(): boolean {
+    return this.takeUpTo(1, 1) === 1;
+  }
+
+  /** Takes between `min` and `max` whole tokens, as many as there are; 0 (nothing taken) when fewer than `min`. */
+  takeUpTo(min: number, max: number): number {
     this.refill();
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
+    const whole = Math.floor(this.tokens);
+    if (whole < min || whole < 1) return 0;
+    const taken = Math.min(whole, max);
+    this.tokens -= taken;
+    return taken;
+  }
+
+  /** Gives back tokens taken for work that did not happen. */
+  giveBack(count: number): void {
+    this.refill();
+    this.tokens = Math.min(this.limit.burst, this.tokens + count);
   }
 
   private refill(): void {
@@ -117,7 +139,9 @@ export class RequestLimiter {
   set(limits: LimitSet): void {
     this.limits = limits;
     this.byAction = new Map(
-      Object.entries(limits).map(([key, limit]) => [actionFromLimitKey(key), limit]),
+      Object.entries(limits)
+        .filter(([key]) => key !== LAUNCHED_INSTANCES)
+        .map(([key, limit]) => [actionFromLimitKey(key), limit]),
     );
     this.buckets = new Map();
   }
@@ -133,13 +157,33 @@ export class RequestLimiter {
   /** True when a call to `action` (upper-camel, as in `Action=`) in `region` may go ahead. */
   allow(action: string, region: string): boolean {
     const limit = this.byAction.get(action);
-    if (!limit) return true;
-    const key = JSON.stringify([region, action]);
+    return limit ? this.bucket(region, action, limit).take() : true;
+  }
+
+  /**
+   * How many instances a RunInstances asking for `min`..`max` may launch in
+   * `region` (the resource bucket's tokens, taken now): `max` when that bucket
+   * is off, 0 when fewer than `min` are left (RequestLimitExceeded).
+   */
+  launchable(region: string, min: number, max: number): number {
+    const limit = this.limits[LAUNCHED_INSTANCES];
+    if (!limit) return max;
+    return this.bucket(region, LAUNCHED_INSTANCES, limit).takeUpTo(min, max);
+  }
+
+  /** Returns resource tokens for instances that were not launched after all. */
+  unlaunched(region: string, count: number): void {
+    const limit = this.limits[LAUNCHED_INSTANCES];
+    if (limit && count > 0) this.bucket(region, LAUNCHED_INSTANCES, limit).giveBack(count);
+  }
+
+  private bucket(region: string, name: string, limit: BucketLimit): TokenBucket {
+    const key = JSON.stringify([region, name]);
     let bucket = this.buckets.get(key);
     if (!bucket) {
       bucket = new TokenBucket(limit, this.clock);
       this.buckets.set(key, bucket);
     }
-    return bucket.take();
+    return bucket;
   }
 }

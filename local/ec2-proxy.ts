@@ -20,7 +20,7 @@ import {
   newRequestId,
   REQUEST_LIMIT_EXCEEDED,
 } from './ec2-proxy-errors';
-import { alternativeZones, NO_FAULTS } from './ec2-proxy-faults';
+import { alternativeZones, NO_FAULTS, takeLostResponse } from './ec2-proxy-faults';
 import type { IdempotencyScope, LaunchRecord } from './ec2-proxy-idempotency';
 import {
   callerScope,
@@ -29,10 +29,35 @@ import {
   idempotencyKey,
   launchFingerprint,
 } from './ec2-proxy-idempotency';
+import type { TrackedInstance } from './ec2-proxy-instances';
+import {
+  assignPartitions,
+  INSTANCE_FILTERS,
+  InstanceBook,
+  rewriteDescribeInstances,
+  rewriteDescribeInstanceStatus,
+  rewriteRunInstances,
+} from './ec2-proxy-instances';
+import { latencyFor, NO_LATENCY, pendingToRunningMs } from './ec2-proxy-latency';
 import type { Clock } from './ec2-proxy-limits';
 import { RequestLimiter, systemClock } from './ec2-proxy-limits';
 import type { QueryParams } from './ec2-proxy-query';
-import { encodeQuery, parseQuery, queryAction, takeFilters } from './ec2-proxy-query';
+import { encodeQuery, paramValue, parseQuery, queryAction, takeFilters } from './ec2-proxy-query';
+import type { Ec2Refusal, ResolvedPlacement } from './ec2-proxy-placement';
+import {
+  createPlacementGroupXml,
+  deletePlacementGroupXml,
+  describePlacementGroups,
+  describePlacementGroupsXml,
+  groupInUse,
+  groupKey,
+  parseCreatePlacementGroup,
+  parsePlacementRequest,
+  PLACEMENT_PARAMS,
+  PlacementGroups,
+  resolvePlacement,
+  unknownGroup,
+} from './ec2-proxy-placement';
 import type { LaunchTarget, RunInstancesRequest } from './ec2-proxy-run';
 import {
   parseDescribeInstancesResponse,
@@ -52,6 +77,7 @@ import {
   UpstreamUnreachableError,
 } from './ec2-proxy-upstream';
 import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones';
+import { DiscardedResponse } from './ec2-proxy-lost';
 
 /**
  * The EC2 endpoint of the local stack: an HTTP proxy in front of moto that
@@ -83,6 +109,21 @@ import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones'
  * DescribeAvailabilityZones: moto's answer with `zoneStates` written into
  * `<zoneState>`; the `state` / `zone-state` filters are taken out of the
  * request and applied by the proxy to the rewritten states.
+ *
+ * Added by the admin API's later settings (API.md section 2):
+ * - latency: each call waits its action's delay (or `default`) before it is
+ *   handled; `pendingToRunning`: DescribeInstances / DescribeInstanceStatus
+ *   report an instance launched through the proxy as `pending` that long
+ *   (moto says `running` at once), state filters applied by the proxy
+ *   (ec2-proxy-instances.ts);
+ * - `unavailable`: every EC2 call answers 503 `Unavailable`;
+ *   `loseResponses`: the call is carried out in full (launches recorded for
+ *   their token) and the client's connection destroyed without an answer;
+ * - the `launchedInstances` resource bucket: RunInstances takes
+ *   MinCount..MaxCount tokens, and is forwarded with MinCount = MaxCount = the
+ *   number granted (moto launches MinCount instances);
+ * - placement groups, served by the proxy (ec2-proxy-placement.ts), kept per
+ *   instance and written into RunInstances / DescribeInstances answers.
  *
  * Limits are checked first, for every action, per Region (as EC2 throttles per
  * account and Region); stats count every EC2 call
@@ -200,14 +241,18 @@ class ProxyHandler {
   private readonly admin: AdminState;
   private readonly idempotency = new IdempotencyStore();
   private readonly moto: MotoLookups;
+  private readonly instances: InstanceBook;
+  private readonly placementGroups = new PlacementGroups();
 
   constructor(
     private readonly upstream: Upstream,
     clock: Clock,
   ) {
     this.moto = new MotoLookups(upstream);
+    this.instances = new InstanceBook(clock);
     this.admin = {
       faults: NO_FAULTS,
+      latency: NO_LATENCY,
       limiter: new RequestLimiter(clock),
       stats: new ProxyStats(),
       isKnownAction: (action) => Object.hasOwn(ec2Sdk, `${action}Command`),
@@ -232,16 +277,46 @@ class ProxyHandler {
       return;
     }
     this.admin.stats.call(call.action);
+    const delay = latencyFor(this.admin.latency, call.action);
+    if (delay > 0) await sleep(delay);
+    if (this.admin.faults.unavailable) {
+      this.admin.stats.inject(UNAVAILABLE.code);
+      sendEc2Error(res, UNAVAILABLE.code, UNAVAILABLE.message);
+      return;
+    }
     if (!this.admin.limiter.allow(call.action, call.scope.region)) {
       this.admin.stats.throttle();
       sendEc2Error(res, REQUEST_LIMIT_EXCEEDED.code, REQUEST_LIMIT_EXCEEDED.message);
       return;
     }
+    const lost = takeLostResponse(this.admin.faults, call.action);
+    if (!lost) return this.dispatch(call, res);
+    this.admin.faults = lost;
+    this.admin.stats.inject(LOST_RESPONSE);
+    const sink = new DiscardedResponse();
+    try {
+      await this.dispatch(call, sink.asServerResponse());
+    } finally {
+      res.destroy();
+    }
+  }
+
+  private dispatch(call: Ec2Call, res: ServerResponse): Promise<void> {
     switch (call.action) {
       case 'RunInstances':
         return this.runInstances(call, res);
       case 'DescribeAvailabilityZones':
         return this.describeAvailabilityZones(call, res);
+      case 'DescribeInstances':
+        return this.describeInstances(call, res, false);
+      case 'DescribeInstanceStatus':
+        return this.describeInstances(call, res, true);
+      case 'CreatePlacementGroup':
+        return Promise.resolve(this.createPlacementGroup(call, res));
+      case 'DescribePlacementGroups':
+        return Promise.resolve(this.describePlacementGroups(call, res));
+      case 'DeletePlacementGroup':
+        return this.deletePlacementGroup(call, res);
       default:
         return this.forwardCall(call, res);
     }
@@ -356,6 +431,94 @@ class ProxyHandler {
     });
   }
 
+  // --- DescribeInstances / DescribeInstanceStatus -------------------------------
+
+  /** moto's answer with the proxy's states and placements, its filters applied here. */
+  private async describeInstances(
+    call: Ec2Call,
+    res: ServerResponse,
+    status: boolean,
+  ): Promise<void> {
+    const query = takeFilters(call.queryParams, INSTANCE_FILTERS);
+    const form = takeFilters(call.formParams, INSTANCE_FILTERS);
+    const filters = [...query.taken, ...form.taken];
+    const path =
+      call.pathname + (query.taken.length > 0 ? `?${encodeQuery(query.rest)}` : call.search);
+    const body = form.taken.length > 0 ? Buffer.from(encodeQuery(form.rest)) : call.body;
+    const answer = await this.upstream.fetch(
+      call.method,
+      path,
+      endToEndHeaders(call.headers),
+      body,
+    );
+    if (answer.status !== 200) {
+      sendAnswer(res, answer);
+      return;
+    }
+    const pendingMs = pendingToRunningMs(this.admin.latency);
+    const viewOf = (id: string) => this.instances.view(id, pendingMs);
+    const rewritten = status
+      ? rewriteDescribeInstanceStatus(
+          answer.body,
+          viewOf,
+          filters,
+          paramValue(call.params, 'IncludeAllInstances') === 'true',
+        )
+      : rewriteDescribeInstances(answer.body, viewOf, filters);
+    sendAnswer(res, { ...answer, body: rewritten });
+  }
+
+  // --- placement groups -----------------------------------------------------
+
+  private createPlacementGroup(call: Ec2Call, res: ServerResponse): void {
+    const account = accountOf(call.headers);
+    const parsed = parseCreatePlacementGroup(call.params, call.scope.region, account);
+    if (!parsed.ok) return sendRefusal(res, parsed.error);
+    if (paramValue(call.params, 'DryRun') === 'true') return sendRefusal(res, DRY_RUN_OK);
+    const added = this.placementGroups.add(call.scope, parsed.value);
+    if (!added.ok) return sendRefusal(res, added.error);
+    sendXml(res, 200, createPlacementGroupXml(added.value, newRequestId()));
+  }
+
+  private describePlacementGroups(call: Ec2Call, res: ServerResponse): void {
+    const found = describePlacementGroups(this.placementGroups.list(call.scope), call.params);
+    if (!found.ok) return sendRefusal(res, found.error);
+    sendXml(res, 200, describePlacementGroupsXml(found.value, newRequestId()));
+  }
+
+  private async deletePlacementGroup(call: Ec2Call, res: ServerResponse): Promise<void> {
+    const name = paramValue(call.params, 'GroupName');
+    if (!name) {
+      return sendRefusal(res, {
+        code: 'MissingParameter',
+        message: 'The request must contain the parameter groupName',
+      });
+    }
+    if (!this.placementGroups.get(call.scope, name)) return sendRefusal(res, unknownGroup(name));
+    const key = groupKey(call.scope, name);
+    const members = this.instances.inGroup(key);
+    if (members.length > 0 && (await this.anyAlive(call, members))) {
+      return sendRefusal(res, groupInUse(name));
+    }
+    if (paramValue(call.params, 'DryRun') === 'true') return sendRefusal(res, DRY_RUN_OK);
+    this.placementGroups.delete(call.scope, name);
+    this.instances.forgetGroup(key);
+    sendXml(res, 200, deletePlacementGroupXml(newRequestId()));
+  }
+
+  /** Whether moto still has any of these instances in a state other than terminated. */
+  private async anyAlive(call: Ec2Call, instanceIds: readonly string[]): Promise<boolean> {
+    const described = await this.moto.ask(call, [
+      ['Action', 'DescribeInstances'],
+      ['Filter.1.Name', 'instance-id'],
+      ...instanceIds.map((id, i): [string, string] => [`Filter.1.Value.${i + 1}`, id]),
+    ]);
+    if (described.status !== 200) return true;
+    return parseDescribeInstancesResponse(described.body).some((r) =>
+      [...r.instanceStates.values()].some((state) => state !== 'terminated'),
+    );
+  }
+
   // --- RunInstances ---------------------------------------------------------
 
   private async runInstances(call: Ec2Call, res: ServerResponse): Promise<void> {
@@ -366,8 +529,8 @@ class ProxyHandler {
     );
     if (!target) return this.forwardCall(call, res);
     if (!run.clientToken) {
-      if (await this.answerFault(call, res, run, target)) return;
-      return this.forwardCall(call, res);
+      await this.launchOnce(call, res, run, target, '');
+      return;
     }
     const key = idempotencyKey(
       call.scope,
@@ -409,11 +572,104 @@ class ProxyHandler {
     fingerprint: string,
   ): Promise<LaunchRecord | undefined> {
     if (await this.answerFault(call, res, run, target)) return undefined;
-    const answer = await this.fetchCall(call);
-    sendAnswer(res, answer);
-    if (answer.status !== 200) return undefined;
+    const placement = resolvePlacement(parsePlacementRequest(call.params), (name) =>
+      this.placementGroups.get(call.scope, name),
+    );
+    if (!placement.ok) {
+      sendRefusal(res, placement.error);
+      return undefined;
+    }
+    const counts = launchCounts(call.params);
+    if (!counts.ok) {
+      sendRefusal(res, counts.error);
+      return undefined;
+    }
+    const region = call.scope.region;
+    const granted = this.admin.limiter.launchable(region, counts.min, counts.max);
+    if (granted === 0) {
+      this.admin.stats.throttle();
+      sendEc2Error(res, REQUEST_LIMIT_EXCEEDED.code, REQUEST_LIMIT_EXCEEDED.message);
+      return undefined;
+    }
+    const answer = await this.fetchWith(call, PLACEMENT_PARAMS, {
+      MinCount: String(granted),
+      MaxCount: String(granted),
+    }).catch((err: unknown) => {
+      this.admin.limiter.unlaunched(region, granted);
+      throw err;
+    });
+    if (answer.status !== 200) {
+      this.admin.limiter.unlaunched(region, granted);
+      sendAnswer(res, answer);
+      return undefined;
+    }
     const launched = parseRunInstancesResponse(answer.body);
-    return launched && { fingerprint, ...launched, responseBody: answer.body };
+    if (!launched) {
+      sendAnswer(res, answer);
+      return undefined;
+    }
+    this.admin.limiter.unlaunched(region, granted - launched.instanceIds.length);
+    this.recordLaunch(call, launched.instanceIds, placement.value);
+    const pendingMs = pendingToRunningMs(this.admin.latency);
+    const body = rewriteRunInstances(answer.body, (id) => this.instances.view(id, pendingMs));
+    sendAnswer(res, { ...answer, body });
+    return { fingerprint, ...launched, responseBody: body };
+  }
+
+  /** Remembers launched instances: their launch time and placement group / partition. */
+  private recordLaunch(
+    call: Ec2Call,
+    instanceIds: readonly string[],
+    placement: ResolvedPlacement | undefined,
+  ): void {
+    if (!placement) {
+      instanceIds.forEach((id) => this.instances.record(id, {}));
+      return;
+    }
+    const { group } = placement;
+    const key = groupKey(call.scope, group.groupName);
+    const partitions =
+      group.partitionCount === undefined
+        ? []
+        : placement.partitionNumber !== undefined
+          ? instanceIds.map(() => placement.partitionNumber)
+          : assignPartitions(
+              this.instances.partitionLoad(key, group.partitionCount),
+              instanceIds.length,
+            );
+    instanceIds.forEach((id, i) => {
+      const partitionNumber = partitions[i];
+      const tracked: Omit<TrackedInstance, 'launchedAt'> = {
+        groupName: group.groupName,
+        groupKey: key,
+        ...(partitionNumber === undefined ? {} : { partitionNumber }),
+      };
+      this.instances.record(id, tracked);
+    });
+  }
+
+  /** Sends the call to moto with `drop` parameters taken out and `set` ones replaced (or added). */
+  private fetchWith(
+    call: Ec2Call,
+    drop: ReadonlySet<string>,
+    set: Readonly<Record<string, string>>,
+  ): Promise<UpstreamAnswer> {
+    const edit = (params: QueryParams): Array<[string, string]> =>
+      params
+        .filter(([k]) => !drop.has(k))
+        .map(([k, v]): [string, string] => [k, Object.hasOwn(set, k) ? (set[k] ?? v) : v]);
+    const query = edit(call.queryParams);
+    const form = edit(call.formParams);
+    const present = new Set([...query, ...form].map(([k]) => k));
+    const missing = Object.entries(set).filter(([k]) => !present.has(k));
+    const useForm = call.formParams.length > 0 || call.queryParams.length === 0;
+    (useForm ? form : query).push(...missing);
+    const path =
+      call.pathname + (call.queryParams.length > 0 || !useForm ? `?${encodeQuery(query)}` : '');
+    const body = useForm ? Buffer.from(encodeQuery(form)) : call.body;
+    const headers = endToEndHeaders(call.headers);
+    if (useForm) headers['content-type'] = 'application/x-www-form-urlencoded; charset=utf-8';
+    return this.upstream.fetch(call.method, path, headers, body);
   }
 
   /**
@@ -446,10 +702,15 @@ class ProxyHandler {
       };
     }
     const namespace = responseNamespace(record.responseBody);
+    const pendingMs = pendingToRunningMs(this.admin.latency);
+    const viewOf = (id: string) => this.instances.view(id, pendingMs);
     return {
       kind: 'answer',
       status: 200,
-      xml: runInstancesResponseXml(reservation, namespace, newRequestId()),
+      xml: rewriteRunInstances(
+        runInstancesResponseXml(reservation, namespace, newRequestId()),
+        viewOf,
+      ),
     };
   }
 
@@ -481,6 +742,64 @@ class ProxyHandler {
 }
 
 // --- responses ----------------------------------------------------------------
+
+const UNAVAILABLE = {
+  code: 'Unavailable',
+  message: 'The server is overloaded or is not accepting requests at this time.',
+} as const;
+
+/** What the stats count a lost response under (`injected`). */
+const LOST_RESPONSE = 'LostResponse';
+
+/** EC2's answer to a DryRun that would have succeeded. */
+const DRY_RUN_OK: Ec2Refusal = {
+  code: 'DryRunOperation',
+  message: 'Request would have succeeded, but DryRun flag is set.',
+};
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function accountOf(headers: IncomingHttpHeaders): string {
+  const account = headers['x-moto-account-id'];
+  return typeof account === 'string' && /^\d{12}$/.test(account) ? account : '123456789012';
+}
+
+type LaunchCounts =
+  | { readonly ok: true; readonly min: number; readonly max: number }
+  | { readonly ok: false; readonly error: Ec2Refusal };
+
+/** RunInstances' MinCount / MaxCount (each defaulting to the other, then 1), checked as EC2 does. */
+function launchCounts(params: QueryParams): LaunchCounts {
+  const rawMin = paramValue(params, 'MinCount');
+  const rawMax = paramValue(params, 'MaxCount');
+  const min = Number(rawMin ?? rawMax ?? '1');
+  const max = Number(rawMax ?? rawMin ?? '1');
+  const bad = (name: string, value: string | undefined): LaunchCounts => ({
+    ok: false,
+    error: {
+      code: 'InvalidParameterValue',
+      message: `Value (${value ?? ''}) for parameter ${name} is invalid. Expected a positive integer.`,
+    },
+  });
+  if (!Number.isInteger(min) || min < 1) return bad('minCount', rawMin);
+  if (!Number.isInteger(max) || max < 1) return bad('maxCount', rawMax);
+  if (min > max) {
+    return {
+      ok: false,
+      error: {
+        code: 'InvalidParameterValue',
+        message: `MinCount (${min}) must be less than or equal to MaxCount (${max}).`,
+      },
+    };
+  }
+  return { ok: true, min, max };
+}
+
+function sendRefusal(res: ServerResponse, refusal: Ec2Refusal): void {
+  sendEc2Error(res, refusal.code, refusal.message);
+}
 
 function sendXml(res: ServerResponse, status: number, xml: string): void {
   res.writeHead(status, {

@@ -228,20 +228,33 @@ describe('admin API', () => {
       zones: { 'us-west-2d': 'InsufficientInstanceCapacity' },
       zoneStates: { 'us-west-2c': 'impaired' },
     };
-    expect(await admin('PUT', '/_admin/faults', first)).toEqual({ status: 200, body: first });
+    expect(await admin('PUT', '/_admin/faults', first)).toEqual({
+      status: 200,
+      body: { ...first, unavailable: false, loseResponses: {} },
+    });
     expect(
       await admin('PUT', '/_admin/faults', { zoneStates: { 'us-west-2d': 'constrained' } }),
     ).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: { 'us-west-2d': 'constrained' } },
+      body: {
+        zones: {},
+        zoneStates: { 'us-west-2d': 'constrained' },
+        unavailable: false,
+        loseResponses: {},
+      },
     });
     expect(await admin('GET', '/_admin/faults')).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: { 'us-west-2d': 'constrained' } },
+      body: {
+        zones: {},
+        zoneStates: { 'us-west-2d': 'constrained' },
+        unavailable: false,
+        loseResponses: {},
+      },
     });
     expect(await admin('DELETE', '/_admin/faults')).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: {} },
+      body: { zones: {}, zoneStates: {}, unavailable: false, loseResponses: {} },
     });
   });
 
@@ -280,7 +293,12 @@ describe('admin API', () => {
       expect(reply.body).toEqual({
         error: { code: 'bad-request', message: expect.stringContaining(message) as string },
       });
-      expect((await admin('GET', '/_admin/faults')).body).toEqual({ zones: {}, zoneStates: {} });
+      expect((await admin('GET', '/_admin/faults')).body).toEqual({
+        zones: {},
+        zoneStates: {},
+        unavailable: false,
+        loseResponses: {},
+      });
       expect((await admin('GET', '/_admin/limits')).body).toEqual({});
     },
   );
@@ -403,7 +421,7 @@ describe('zone faults', () => {
 
     expect(await admin('DELETE', '/_admin/faults')).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: {} },
+      body: { zones: {}, zoneStates: {}, unavailable: false, loseResponses: {} },
     });
     const [inF] = await launch(tag, { Placement: { AvailabilityZone: 'us-west-2d' } });
     expect(inF?.Placement?.AvailabilityZone).toBe('us-west-2d');

@@ -1,12 +1,14 @@
 import type { AdminState } from '../../../local/ec2-proxy-admin';
 import { handleAdmin, isAdminPath } from '../../../local/ec2-proxy-admin';
 import { NO_FAULTS } from '../../../local/ec2-proxy-faults';
+import { NO_LATENCY } from '../../../local/ec2-proxy-latency';
 import { RequestLimiter } from '../../../local/ec2-proxy-limits';
 import { ProxyStats } from '../../../local/ec2-proxy-stats';
 
 function state(): AdminState {
   return {
     faults: NO_FAULTS,
+    latency: NO_LATENCY,
     limiter: new RequestLimiter(() => 0),
     stats: new ProxyStats(),
     isKnownAction: (a) => a === 'RunInstances',
@@ -40,7 +42,7 @@ describe('handleAdmin', () => {
     };
     expect(handleAdmin(s, 'PUT', '/_admin/faults', JSON.stringify(body))).toEqual({
       status: 200,
-      body,
+      body: { ...body, unavailable: false, loseResponses: {} },
     });
     expect(
       handleAdmin(
@@ -52,12 +54,19 @@ describe('handleAdmin', () => {
     ).toEqual({
       zones: { 'us-east-1a': 'InsufficientInstanceCapacity' },
       zoneStates: {},
+      unavailable: false,
+      loseResponses: {},
     });
     expect(handleAdmin(s, 'DELETE', '/_admin/faults', '')).toEqual({
       status: 200,
-      body: { zones: {}, zoneStates: {} },
+      body: { zones: {}, zoneStates: {}, unavailable: false, loseResponses: {} },
     });
-    expect(handleAdmin(s, 'GET', '/_admin/faults', '').body).toEqual({ zones: {}, zoneStates: {} });
+    expect(handleAdmin(s, 'GET', '/_admin/faults', '').body).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: false,
+      loseResponses: {},
+    });
   });
 
   it('keeps the old faults when a PUT is refused', () => {

@@ -14,14 +14,23 @@ describe('parseFaultSet', () => {
     ).toEqual({
       zones: { 'us-east-1b': 'InsufficientInstanceCapacity' },
       zoneStates: { 'us-east-1c': 'impaired' },
+      unavailable: false,
+      loseResponses: {},
     });
   });
 
   it('treats both fields as optional', () => {
-    expect(parseFaultSet({})).toEqual({ zones: {}, zoneStates: {} });
+    expect(parseFaultSet({})).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: false,
+      loseResponses: {},
+    });
     expect(parseFaultSet({ zoneStates: { 'us-east-1a': 'unavailable' } })).toEqual({
       zones: {},
       zoneStates: { 'us-east-1a': 'unavailable' },
+      unavailable: false,
+      loseResponses: {},
     });
   });
 
@@ -64,15 +73,20 @@ describe('alternativeZones', () => {
       alternativeZones(all, 'us-east-1b', {
         zones: { 'us-east-1b': 'InsufficientInstanceCapacity', 'us-east-1d': 'Unsupported' },
         zoneStates: { 'us-east-1c': 'impaired', 'us-east-1a': 'available' },
+        unavailable: false,
+        loseResponses: {},
       }),
     ).toEqual(['us-east-1a']);
   });
 
   it('lists every other zone when nothing else is faulted', () => {
-    expect(alternativeZones(all, 'us-east-1a', { zones: {}, zoneStates: {} })).toEqual([
-      'us-east-1b',
-      'us-east-1c',
-      'us-east-1d',
-    ]);
+    expect(
+      alternativeZones(all, 'us-east-1a', {
+        zones: {},
+        zoneStates: {},
+        unavailable: false,
+        loseResponses: {},
+      }),
+    ).toEqual(['us-east-1b', 'us-east-1c', 'us-east-1d']);
   });
 });

@@ -1,0 +1,61 @@
+import { AdminBadRequestError, isPlainObject } from './ec2-proxy-faults';
+import { actionFromLimitKey } from './ec2-proxy-limits';
+
+/**
+ * `PUT /_admin/latency` (API.md, section 2): milliseconds the proxy waits
+ * before answering each call of an EC2 action (lower-camel action names,
+ * `default` for every other action), and `pendingToRunning`, how long a newly
+ * launched instance reports `pending` before `running` (ec2-proxy-lifecycle.ts).
+ * All 0 by default and after `DELETE`.
+ */
+
+/** Lower-camel action name, `default` or `pendingToRunning` → milliseconds. */
+export type LatencySet = Readonly<Record<string, number>>;
+
+export const NO_LATENCY: LatencySet = { default: 0, pendingToRunning: 0 };
+
+const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
+/** More than ten minutes is a typo, not a simulation. */
+export const MAX_LATENCY_MS = 600_000;
+
+/** Validates a `PUT /_admin/latency` body; keys absent are 0. */
+export function parseLatencySet(
+  body: unknown,
+  isKnownAction: (action: string) => boolean,
+): LatencySet {
+  if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
+  const out: Record<string, number> = { ...NO_LATENCY };
+  for (const [key, value] of Object.entries(body)) {
+    const special = key === 'default' || key === 'pendingToRunning';
+    if (!special && (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key)))) {
+      throw new AdminBadRequestError(
+        `unknown field "${key}" (expected "default", "pendingToRunning" or lower-camel EC2 action names such as "runInstances")`,
+      );
+    }
+    if (
+      typeof value !== 'number' ||
+      !Number.isInteger(value) ||
+      value < 0 ||
+      value > MAX_LATENCY_MS
+    ) {
+      throw new AdminBadRequestError(
+        `"${key}" must be an integer number of milliseconds from 0 to ${MAX_LATENCY_MS}`,
+      );
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** The delay before answering a call to `action` (upper-camel, as in `Action=`). */
+export function latencyFor(latency: LatencySet, action: string): number {
+  const key = action.charAt(0).toLowerCase() + action.slice(1);
+  if (key !== 'default' && key !== 'pendingToRunning' && Object.hasOwn(latency, key)) {
+    return latency[key] ?? 0;
+  }
+  return latency.default ?? 0;
+}
+
+export function pendingToRunningMs(latency: LatencySet): number {
+  return latency.pendingToRunning ?? 0;
+}

@@ -1,0 +1,483 @@
+import { randomUUID } from 'node:crypto';
+import type { Instance, RunInstancesCommandInput } from '@aws-sdk/client-ec2';
+import {
+  CreatePlacementGroupCommand,
+  DeletePlacementGroupCommand,
+  DescribeImagesCommand,
+  DescribeInstancesCommand,
+  DescribePlacementGroupsCommand,
+  DescribeRegionsCommand,
+  EC2Client,
+  EC2ServiceException,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
+import type { Ec2Proxy } from '../../local/ec2-proxy';
+import { startEc2Proxy } from '../../local/ec2-proxy';
+import { loadTestStack } from './stack';
+
+/**
+ * The EC2 proxy's later admin settings (latency, pendingToRunning, the
+ * launchedInstances resource bucket, unavailable, lost responses) and its
+ * placement groups, through the AWS SDK. These settings are global to a proxy
+ * (an unavailable proxy would fail every other test file), so this file starts
+ * its own proxy in front of the stack's moto and works in a Region the rest of
+ * the suite never uses.
+ */
+
+const REGION = 'eu-west-1';
+const stack = loadTestStack();
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+const TAG_KEY = 'ec2-proxy-extras-test';
+const launched = new Set<string>();
+let proxy: Ec2Proxy;
+let ec2: EC2Client;
+const moto = new EC2Client({
+  endpoint: stack.motoEndpoint,
+  region: REGION,
+  credentials,
+  maxAttempts: 1,
+});
+let imageId = '';
+
+async function admin(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${proxy.url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+}
+
+interface Stats {
+  calls: Record<string, number>;
+  injected: Record<string, number>;
+  throttled: number;
+}
+
+async function stats(): Promise<Stats> {
+  return (await admin('GET', '/_admin/stats')).body as Stats;
+}
+
+interface Ec2Failure {
+  code: string;
+  status: number | undefined;
+  message: string;
+}
+
+async function failure(call: Promise<unknown>): Promise<Ec2Failure> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof EC2ServiceException) {
+      return { code: err.name, status: err.$metadata.httpStatusCode, message: err.message };
+    }
+    throw err;
+  }
+  throw new Error('expected the EC2 call to fail');
+}
+
+function launchInput(
+  tag: string,
+  extra: Partial<RunInstancesCommandInput> = {},
+): RunInstancesCommandInput {
+  return {
+    ImageId: imageId,
+    InstanceType: 't3.small',
+    MinCount: 1,
+    MaxCount: 1,
+    TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: TAG_KEY, Value: tag }] }],
+    ...extra,
+  };
+}
+
+async function launch(
+  tag: string,
+  extra: Partial<RunInstancesCommandInput> = {},
+): Promise<Instance[]> {
+  const out = await ec2.send(new RunInstancesCommand(launchInput(tag, extra)));
+  const instances = out.Instances ?? [];
+  instances.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
+  return instances;
+}
+
+/** Instances moto holds with this test tag (asked of moto directly). */
+async function motoInstances(tag: string): Promise<Instance[]> {
+  const out = await moto.send(
+    new DescribeInstancesCommand({ Filters: [{ Name: `tag:${TAG_KEY}`, Values: [tag] }] }),
+  );
+  const found = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+  found.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
+  return found;
+}
+
+/** Instances through the proxy, by tag plus extra filters. */
+async function described(
+  tag: string,
+  filters: Array<{ Name: string; Values: string[] }> = [],
+): Promise<Instance[]> {
+  const out = await ec2.send(
+    new DescribeInstancesCommand({
+      Filters: [{ Name: `tag:${TAG_KEY}`, Values: [tag] }, ...filters],
+    }),
+  );
+  return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+}
+
+const ids = (instances: readonly Instance[]): string[] =>
+  instances.map((i) => i.InstanceId ?? '').sort();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function resetProxy(): Promise<void> {
+  expect((await admin('DELETE', '/_admin/faults')).status).toBe(200);
+  expect((await admin('DELETE', '/_admin/limits')).status).toBe(200);
+  expect((await admin('DELETE', '/_admin/latency')).status).toBe(200);
+}
+
+beforeAll(async () => {
+  proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
+  ec2 = new EC2Client({ endpoint: proxy.url, region: REGION, credentials, maxAttempts: 1 });
+  const images = await moto.send(new DescribeImagesCommand({}));
+  imageId = images.Images?.find((i) => i.ImageId)?.ImageId ?? '';
+  expect(imageId).not.toBe('');
+});
+
+beforeEach(resetProxy);
+afterEach(resetProxy);
+
+afterAll(async () => {
+  const all = [...launched];
+  if (all.length > 0) await moto.send(new TerminateInstancesCommand({ InstanceIds: all }));
+  ec2.destroy();
+  moto.destroy();
+  await proxy.close();
+});
+
+describe('latency', () => {
+  it('shows, replaces and clears the delays, refusing unknown actions', async () => {
+    expect(await admin('GET', '/_admin/latency')).toEqual({
+      status: 200,
+      body: { default: 0, pendingToRunning: 0 },
+    });
+    expect(
+      await admin('PUT', '/_admin/latency', {
+        runInstances: 1500,
+        default: 50,
+        pendingToRunning: 5000,
+      }),
+    ).toEqual({ status: 200, body: { runInstances: 1500, default: 50, pendingToRunning: 5000 } });
+    expect(await admin('PUT', '/_admin/latency', { runInstancez: 1 })).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'bad-request',
+          message:
+            'unknown field "runInstancez" (expected "default", "pendingToRunning" or lower-camel EC2 action names such as "runInstances")',
+        },
+      },
+    });
+    expect((await admin('PUT', '/_admin/latency', { default: -1 })).status).toBe(400);
+    expect(await admin('DELETE', '/_admin/latency')).toEqual({
+      status: 200,
+      body: { default: 0, pendingToRunning: 0 },
+    });
+  });
+
+  it("delays each call by its action's latency, others by the default", async () => {
+    await admin('PUT', '/_admin/latency', { describeRegions: 1500, default: 400 });
+    let started = performance.now();
+    const regions = await ec2.send(new DescribeRegionsCommand({}));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(1500);
+    expect(regions.Regions?.some((r) => r.RegionName === REGION)).toBe(true);
+    started = performance.now();
+    await ec2.send(new DescribeImagesCommand({ ImageIds: [imageId] }));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(400);
+  });
+});
+
+describe('pending to running', () => {
+  it('reports a new instance pending, filters on that state, then running', async () => {
+    await admin('PUT', '/_admin/latency', { pendingToRunning: 5000 });
+    const tag = randomUUID();
+    const [instance] = await launch(tag);
+    const id = instance?.InstanceId ?? '';
+    expect(instance?.State).toEqual({ Code: 0, Name: 'pending' });
+    const stateFilter = (name: string) => [{ Name: 'instance-state-name', Values: [name] }];
+    // moto itself already says running
+    expect((await motoInstances(tag))[0]?.State?.Name).toBe('running');
+    const first = await described(tag);
+    // Bounded below only: if the machine was slow the instance may already be running.
+    if (first[0]?.State?.Name === 'pending') {
+      expect(first[0]?.State).toEqual({ Code: 0, Name: 'pending' });
+      expect(ids(await described(tag, stateFilter('pending')))).toEqual([id]);
+      expect(await described(tag, stateFilter('running'))).toEqual([]);
+    }
+    let state = first[0]?.State?.Name;
+    const deadline = Date.now() + 60_000;
+    while (state !== 'running' && Date.now() < deadline) {
+      await sleep(500);
+      state = (await described(tag))[0]?.State?.Name;
+    }
+    expect(state).toBe('running');
+    expect(ids(await described(tag, stateFilter('running')))).toEqual([id]);
+    expect(await described(tag, stateFilter('pending'))).toEqual([]);
+    expect(ids(await described(tag, [{ Name: 'instance-state-code', Values: ['16'] }]))).toEqual([
+      id,
+    ]);
+  });
+
+  it('keeps an instance pending while pendingToRunning covers it, at least', async () => {
+    await admin('PUT', '/_admin/latency', { pendingToRunning: 600_000 });
+    const tag = randomUUID();
+    const [instance] = await launch(tag);
+    const [seen] = await described(tag);
+    expect(seen?.InstanceId).toBe(instance?.InstanceId);
+    expect(seen?.State).toEqual({ Code: 0, Name: 'pending' });
+    expect(await described(tag, [{ Name: 'instance-state-name', Values: ['running'] }])).toEqual(
+      [],
+    );
+    await admin('DELETE', '/_admin/latency');
+    expect((await described(tag))[0]?.State?.Name).toBe('running');
+  });
+});
+
+describe('launchedInstances resource bucket', () => {
+  it('launches as many as there are tokens, then refuses a MinCount above what is left', async () => {
+    expect(
+      await admin('PUT', '/_admin/limits', { launchedInstances: { burst: 4, refillPerSecond: 0 } }),
+    ).toEqual({ status: 200, body: { launchedInstances: { burst: 4, refillPerSecond: 0 } } });
+    const tag = randomUUID();
+    const before = await stats();
+    const three = await launch(tag, { MinCount: 1, MaxCount: 3 });
+    expect(three.map((i) => i.AmiLaunchIndex)).toEqual([0, 1, 2]);
+    const refused = await failure(launch(tag, { MinCount: 2, MaxCount: 5 }));
+    expect(refused).toEqual({
+      code: 'RequestLimitExceeded',
+      status: 503,
+      message: 'Request limit exceeded.',
+    });
+    const partial = await launch(tag, { MinCount: 1, MaxCount: 5 });
+    expect(partial).toHaveLength(1);
+    expect((await failure(launch(tag))).code).toBe('RequestLimitExceeded');
+    expect(await motoInstances(tag)).toHaveLength(4);
+    expect((await stats()).throttled - before.throttled).toBe(2);
+  });
+
+  it('replays a MaxCount launch by its ClientToken with the same instances, taking no tokens', async () => {
+    await admin('PUT', '/_admin/limits', { launchedInstances: { burst: 3, refillPerSecond: 0 } });
+    const tag = randomUUID();
+    const input = { MinCount: 3, MaxCount: 3, ClientToken: randomUUID() };
+    const first = await launch(tag, input);
+    expect(first.map((i) => i.AmiLaunchIndex)).toEqual([0, 1, 2]);
+    const again = await launch(tag, input);
+    expect(ids(again)).toEqual(ids(first));
+    expect(again.map((i) => i.AmiLaunchIndex)).toEqual([0, 1, 2]);
+    expect(await motoInstances(tag)).toHaveLength(3);
+    // the bucket is empty: the replay was answered without it
+    expect((await failure(launch(tag, { ClientToken: randomUUID() }))).code).toBe(
+      'RequestLimitExceeded',
+    );
+  });
+});
+
+describe('unavailable and lost responses', () => {
+  it('answers every call 503 Unavailable until cleared', async () => {
+    const before = await stats();
+    expect((await admin('PUT', '/_admin/faults', { unavailable: true })).body).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: true,
+      loseResponses: {},
+    });
+    expect(await failure(ec2.send(new DescribeRegionsCommand({})))).toEqual({
+      code: 'Unavailable',
+      status: 503,
+      message: 'The server is overloaded or is not accepting requests at this time.',
+    });
+    const tag = randomUUID();
+    expect((await failure(launch(tag))).code).toBe('Unavailable');
+    expect(await motoInstances(tag)).toEqual([]);
+    expect((await stats()).injected.Unavailable ?? 0).toBe((before.injected.Unavailable ?? 0) + 2);
+    await admin('DELETE', '/_admin/faults');
+    expect((await ec2.send(new DescribeRegionsCommand({}))).Regions?.length).toBeGreaterThan(0);
+  });
+
+  it('carries out a launch whose answer is lost; a retry with its token answers that instance', async () => {
+    const before = await stats();
+    expect(
+      (await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: 1 } })).body,
+    ).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: false,
+      loseResponses: { runInstances: 1 },
+    });
+    const tag = randomUUID();
+    const input = { ClientToken: randomUUID(), MinCount: 2, MaxCount: 2 };
+    await expect(launch(tag, input)).rejects.toThrow(/socket hang up|ECONNRESET|closed/i);
+    const atMoto = await motoInstances(tag);
+    expect(atMoto).toHaveLength(2);
+    expect((await admin('GET', '/_admin/faults')).body).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: false,
+      loseResponses: {},
+    });
+    const retried = await launch(tag, input);
+    expect(ids(retried)).toEqual(ids(atMoto));
+    expect(await motoInstances(tag)).toHaveLength(2);
+    expect((await stats()).injected.LostResponse ?? 0).toBe(
+      (before.injected.LostResponse ?? 0) + 1,
+    );
+  });
+
+  it('refuses a malformed fault set', async () => {
+    expect(await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: -1 } })).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'bad-request',
+          message: '"loseResponses.runInstances" must be an integer of at least 0',
+        },
+      },
+    });
+    expect((await admin('PUT', '/_admin/faults', { unavailable: 'yes' })).body).toEqual({
+      error: { code: 'bad-request', message: '"unavailable" must be true or false' },
+    });
+  });
+});
+
+describe('placement groups', () => {
+  it('creates, describes, launches into, refuses and deletes groups', async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const cluster = `cluster-${suffix}`;
+    const parts = `parts-${suffix}`;
+    const created = await ec2.send(
+      new CreatePlacementGroupCommand({ GroupName: cluster, Strategy: 'cluster' }),
+    );
+    expect(created.PlacementGroup).toMatchObject({
+      GroupName: cluster,
+      Strategy: 'cluster',
+      State: 'available',
+    });
+    expect(created.PlacementGroup?.GroupId).toMatch(/^pg-[0-9a-f]{17}$/);
+    await ec2.send(
+      new CreatePlacementGroupCommand({
+        GroupName: parts,
+        Strategy: 'partition',
+        PartitionCount: 3,
+      }),
+    );
+    expect(
+      await failure(
+        ec2.send(new CreatePlacementGroupCommand({ GroupName: cluster, Strategy: 'spread' })),
+      ),
+    ).toEqual({
+      code: 'InvalidPlacementGroup.Duplicate',
+      status: 400,
+      message: `The Placement Group '${cluster}' already exists.`,
+    });
+    expect(
+      (
+        await failure(
+          ec2.send(
+            new CreatePlacementGroupCommand({
+              GroupName: `x-${suffix}`,
+              Strategy: 'partition',
+              PartitionCount: 8,
+            }),
+          ),
+        )
+      ).code,
+    ).toBe('InvalidParameterValue');
+
+    const byName = await ec2.send(
+      new DescribePlacementGroupsCommand({ GroupNames: [parts, cluster] }),
+    );
+    expect(byName.PlacementGroups?.map((g) => [g.GroupName, g.Strategy, g.PartitionCount])).toEqual(
+      [
+        [cluster, 'cluster', undefined],
+        [parts, 'partition', 3],
+      ],
+    );
+    const byFilter = await ec2.send(
+      new DescribePlacementGroupsCommand({
+        Filters: [
+          { Name: 'strategy', Values: ['partition'] },
+          { Name: 'group-name', Values: [`*-${suffix}`] },
+        ],
+      }),
+    );
+    expect(byFilter.PlacementGroups?.map((g) => g.GroupName)).toEqual([parts]);
+    const byId = await ec2.send(
+      new DescribePlacementGroupsCommand({ GroupIds: [created.PlacementGroup?.GroupId ?? ''] }),
+    );
+    expect(byId.PlacementGroups?.map((g) => g.GroupName)).toEqual([cluster]);
+    expect(
+      (
+        await failure(
+          ec2.send(new DescribePlacementGroupsCommand({ GroupNames: [`none-${suffix}`] })),
+        )
+      ).code,
+    ).toBe('InvalidPlacementGroup.Unknown');
+
+    const tag = randomUUID();
+    const spread = await launch(tag, { MinCount: 3, MaxCount: 3, Placement: { GroupName: parts } });
+    expect(spread.map((i) => [i.Placement?.GroupName, i.Placement?.PartitionNumber])).toEqual([
+      [parts, 1],
+      [parts, 2],
+      [parts, 3],
+    ]);
+    const [second] = await launch(tag, { Placement: { GroupName: parts, PartitionNumber: 2 } });
+    expect(second?.Placement).toMatchObject({ GroupName: parts, PartitionNumber: 2 });
+    const [clustered] = await launch(tag, { Placement: { GroupName: cluster } });
+    expect(clustered?.Placement?.GroupName).toBe(cluster);
+    expect(clustered?.Placement?.PartitionNumber).toBeUndefined();
+
+    expect(
+      await failure(launch(tag, { Placement: { GroupName: parts, PartitionNumber: 4 } })),
+    ).toEqual({
+      code: 'InvalidParameterValue',
+      status: 400,
+      message: `Value (4) for parameter partitionNumber is invalid. Partition number must be between 1 and 3 for placement group '${parts}'.`,
+    });
+    expect(await failure(launch(tag, { Placement: { GroupName: `none-${suffix}` } }))).toEqual({
+      code: 'InvalidPlacementGroup.Unknown',
+      status: 400,
+      message: `The Placement Group 'none-${suffix}' is unknown.`,
+    });
+    expect(await motoInstances(tag)).toHaveLength(5);
+
+    const inParts = await described(tag, [{ Name: 'placement-group-name', Values: [parts] }]);
+    expect(
+      inParts.map((i) => `${i.Placement?.GroupName}:${i.Placement?.PartitionNumber}`).sort(),
+    ).toEqual([`${parts}:1`, `${parts}:2`, `${parts}:2`, `${parts}:3`]);
+    expect(
+      ids(await described(tag, [{ Name: 'placement-partition-number', Values: ['2'] }])),
+    ).toEqual(ids([spread[1] ?? {}, second ?? {}]));
+
+    expect(await failure(ec2.send(new DeletePlacementGroupCommand({ GroupName: parts })))).toEqual({
+      code: 'InvalidPlacementGroup.InUse',
+      status: 400,
+      message: `The placement group '${parts}' is in use and may not be deleted.`,
+    });
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: ids(inParts) }));
+    await ec2.send(new DeletePlacementGroupCommand({ GroupName: parts }));
+    expect(
+      (await failure(ec2.send(new DeletePlacementGroupCommand({ GroupName: parts })))).code,
+    ).toBe('InvalidPlacementGroup.Unknown');
+    const left = await ec2.send(
+      new DescribePlacementGroupsCommand({
+        Filters: [{ Name: 'group-name', Values: [`*-${suffix}`] }],
+      }),
+    );
+    expect(left.PlacementGroups?.map((g) => g.GroupName)).toEqual([cluster]);
+  });
+});
