@@ -47,7 +47,7 @@ async function postWithKey(path: string, key: string, body: unknown) {
     body: JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as any) : undefined };
+  return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
 describe('bulk requests', () => {
