@@ -48,14 +48,24 @@ function isThrottle(err: unknown): boolean {
 export async function runFloor(
   ec2: EC2Client,
   opts: { n: number; region: string; runTag: string; deadline: number },
+  notes: string[] = [],
 ): Promise<FloorResult> {
   const imageId = ubuntuImage();
-  const result: FloorResult = { launchedMs: 0, runInstancesCalls: 0, throttled: 0, describeCalls: 0 };
+  const result: FloorResult = {
+    launchedMs: 0,
+    runInstancesCalls: 0,
+    throttled: 0,
+    describeCalls: 0,
+  };
   const ids: string[] = [];
   const start = performance.now();
+  // moto launches MinCount instances and ignores MaxCount; an EC2 proxy without
+  // MaxCount launches passes that on. Seen once, the floor asks for exact counts.
+  let exactCounts = false;
   const launchZone = async (zone: string, count: number) => {
     let left = count;
     let attempt = 0;
+    let firstAnswer = true;
     while (left > 0) {
       if (Date.now() > opts.deadline) throw new Error('floor: deadline passed while launching');
       result.runInstancesCalls += 1;
@@ -64,7 +74,7 @@ export async function runFloor(
           new RunInstancesCommand({
             ImageId: imageId,
             InstanceType: FLOOR_INSTANCE_TYPE,
-            MinCount: 1,
+            MinCount: exactCounts ? left : 1,
             MaxCount: left,
             Placement: { AvailabilityZone: zone },
             TagSpecifications: [
@@ -74,8 +84,15 @@ export async function runFloor(
         );
         const got = (out.Instances ?? []).flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
         ids.push(...got);
+        if (firstAnswer && !exactCounts && got.length === 1 && left > 1) {
+          exactCounts = true;
+          notes.push(
+            `the EC2 endpoint launched 1 instance for MinCount 1, MaxCount ${left} (no MaxCount launches): the floor asked for exact counts (MinCount = MaxCount)`,
+          );
+        }
         left -= got.length;
         attempt = 0;
+        firstAnswer = false;
         if (left > 0) await sleep(1000); // the launched-instances bucket refills 2 a second
       } catch (err) {
         if (!isThrottle(err)) throw err;

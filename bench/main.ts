@@ -52,7 +52,8 @@ async function main(): Promise<void> {
   const outDir = join(PROJECT_ROOT, '.provisioner', 'bench');
   const runDir = join(outDir, runId);
   mkdirSync(runDir, { recursive: true });
-  const log = (line: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  const log = (line: string) =>
+    process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
   const revision = gitRevision();
   log(`code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size`);
 
@@ -69,7 +70,10 @@ async function main(): Promise<void> {
       results: results.map((r) => ({
         ...r,
         derived: derive(r),
-        targets: checkTargets(r, results.find((b) => b.n === 100)),
+        targets: checkTargets(
+          r,
+          results.find((b) => b.n === 100),
+        ),
       })),
     };
     const text = `${JSON.stringify(doc, null, 2)}\n`;

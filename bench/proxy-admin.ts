@@ -71,9 +71,13 @@ export async function configureProxy(endpoint: string): Promise<string[]> {
   }
   const latency = await admin(endpoint, 'PUT', 'latency', EC2_LATENCY);
   if (latency.status === 404) {
-    notes.push('the proxy has no /_admin/latency: no latency injected, instances are running at once');
+    notes.push(
+      'the proxy has no /_admin/latency: no latency injected, instances are running at once',
+    );
   } else if (latency.status !== 200) {
-    throw new Error(`PUT /_admin/latency answered ${latency.status}: ${JSON.stringify(latency.json)}`);
+    throw new Error(
+      `PUT /_admin/latency answered ${latency.status}: ${JSON.stringify(latency.json)}`,
+    );
   }
   return notes;
 }

@@ -37,7 +37,10 @@ export interface SizeOptions {
 export async function runSize(opts: SizeOptions): Promise<SizeResult> {
   const { n, log } = opts;
   const result: SizeResult = { n, notes: [] };
-  const metrics = { worker: join(opts.dir, 'ddb-worker.json'), api: join(opts.dir, 'ddb-api.json') };
+  const metrics = {
+    worker: join(opts.dir, 'ddb-worker.json'),
+    api: join(opts.dir, 'ddb-api.json'),
+  };
   log(`N=${n}: starting a private stack (logs in ${opts.dir}/data/logs)`);
   const stack = await startStack({
     ports: {
@@ -80,12 +83,16 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     result.notes.push(...(await configureProxy(info.ec2Endpoint)));
     if (opts.floor) {
       log(`N=${n}: bare-SDK floor`);
-      result.floor = await runFloor(ec2, {
-        n,
-        region: info.region,
-        runTag: `floor-${n}`,
-        deadline: Date.now() + opts.timeoutMs,
-      });
+      result.floor = await runFloor(
+        ec2,
+        {
+          n,
+          region: info.region,
+          runTag: `floor-${n}`,
+          deadline: Date.now() + opts.timeoutMs,
+        },
+        result.notes,
+      );
       log(
         `N=${n}: floor launched in ${(result.floor.launchedMs / 1000).toFixed(1)} s, running in ${result.floor.runningMs === undefined ? '—' : (result.floor.runningMs / 1000).toFixed(1)} s`,
       );
@@ -153,10 +160,7 @@ function readTotals(file: string): CapacityTotals {
   return JSON.parse(readFileSync(file, 'utf8')) as CapacityTotals;
 }
 
-function capacitySince(
-  before: CapacityTotals[],
-  after: CapacityTotals[],
-): CapacityUse {
+function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): CapacityUse {
   const use: CapacityUse = { readUnits: 0, writeUnits: 0, calls: {} };
   for (const t of after) {
     use.readUnits += t.readUnits;
@@ -172,10 +176,7 @@ function capacitySince(
 }
 
 /** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
-async function describeModel(
-  client: EC2Client,
-  onCall: () => void,
-): Promise<InstanceView[]> {
+async function describeModel(client: EC2Client, onCall: () => void): Promise<InstanceView[]> {
   const found: InstanceView[] = [];
   let token: string | undefined;
   do {
@@ -217,7 +218,13 @@ async function requestMachines(ctx: PhaseContext, p: ProvisionerResult): Promise
   const { n, info } = ctx;
   const start = performance.now();
   try {
-    const res = await api(info, 'POST', `/v1/models/${MODEL}/machines`, { count: n }, ctx.requestTimeoutMs);
+    const res = await api(
+      info,
+      'POST',
+      `/v1/models/${MODEL}/machines`,
+      { count: n },
+      ctx.requestTimeoutMs,
+    );
     if (res.status === 201) {
       p.apiAnswerMs = performance.now() - start;
       return;
@@ -232,10 +239,18 @@ async function requestMachines(ctx: PhaseContext, p: ProvisionerResult): Promise
   let have = (await ctx.repo.listMachines(MODEL)).length;
   while (have < n) {
     const count = Math.min(chunk, n - have);
-    const res = await api(info, 'POST', `/v1/models/${MODEL}/machines`, { count }, ctx.requestTimeoutMs);
+    const res = await api(
+      info,
+      'POST',
+      `/v1/models/${MODEL}/machines`,
+      { count },
+      ctx.requestTimeoutMs,
+    );
     p.requests += 1;
     if (res.status !== 201) {
-      throw new Error(`fallback request of ${count} answered ${res.status}: ${JSON.stringify(res.json)}`);
+      throw new Error(
+        `fallback request of ${count} answered ${res.status}: ${JSON.stringify(res.json)}`,
+      );
     }
     have += count;
   }
@@ -294,7 +309,9 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
       try {
         const instances = await describeModel(ctx.ec2, () => (ownDescribes += 1));
         const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
-        p.running = instances.filter((i) => recorded.has(i.instanceId) && i.state === 'running').length;
+        p.running = instances.filter(
+          (i) => recorded.has(i.instanceId) && i.state === 'running',
+        ).length;
       } catch (err) {
         if ((err as { name?: string }).name !== 'RequestLimitExceeded') throw err;
         ownThrottled += 1;

@@ -1,10 +1,11 @@
 import { checkTargets, derive, type SizeResult, type TargetCheck } from './figures';
 
 /** Pads cells into a plain-text table with a rule under the header; numbers right-aligned. */
-export function renderTable(header: readonly string[], rows: ReadonlyArray<readonly string[]>): string {
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)),
-  );
+export function renderTable(
+  header: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const numeric = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
   const line = (cells: readonly string[]) =>
     cells
@@ -14,9 +15,7 @@ export function renderTable(header: readonly string[], rows: ReadonlyArray<reado
       })
       .join('  ')
       .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join(
-    '\n',
-  );
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 export function seconds(ms: number | undefined): string {
@@ -38,9 +37,7 @@ export function figuresTable(results: readonly SizeResult[]): string {
   const d = results.map(derive);
   const p = results.map((r) => r.provisioner);
   const f = results.map((r) => r.floor);
-  const actions = [
-    ...new Set(d.flatMap((x) => Object.keys(x.ec2CallsPerMachineByAction))),
-  ].sort();
+  const actions = [...new Set(d.flatMap((x) => Object.keys(x.ec2CallsPerMachineByAction)))].sort();
   const row = (label: string, cell: (i: number) => string): string[] => [
     label,
     ...results.map((_, i) => cell(i)),
@@ -56,6 +53,7 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('floor: all launched', (i) => seconds(f[i]?.launchedMs)),
     row('floor: all running', (i) => seconds(f[i]?.runningMs)),
     row('floor: RunInstances calls', (i) => num(f[i]?.runInstancesCalls)),
+    row('floor: throttled calls', (i) => num(f[i]?.throttled)),
     row('launched ÷ floor', (i) => num(d[i]?.launchedVsFloor, 1)),
     row('running ÷ floor', (i) => num(d[i]?.runningVsFloor, 1)),
     row('EC2 calls per machine', (i) => num(d[i]?.ec2CallsPerMachine)),

@@ -42,7 +42,7 @@ export function emptyTotals(): CapacityTotals {
 
 function asList(consumed: unknown): ConsumedCapacity[] {
   if (Array.isArray(consumed)) return consumed as ConsumedCapacity[];
-  if (consumed && typeof consumed === 'object') return [consumed as ConsumedCapacity];
+  if (consumed && typeof consumed === 'object') return [consumed];
   return [];
 }
 
@@ -86,7 +86,11 @@ export function meterCapacity(client: DynamoDBClient, totals: CapacityTotals): v
       try {
         const result = await next(args);
         bump(totals.calls, name);
-        addConsumed(totals, kind, (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity);
+        addConsumed(
+          totals,
+          kind,
+          (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity,
+        );
         return result;
       } catch (err) {
         bump(totals.failed, name);
