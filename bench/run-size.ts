@@ -172,6 +172,7 @@ function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): Capac
     use.writeUnits -= t.writeUnits;
     for (const [k, v] of Object.entries(t.calls)) use.calls[k] = (use.calls[k] ?? 0) - v;
   }
+  for (const [k, v] of Object.entries(use.calls)) if (v === 0) delete use.calls[k];
   return use;
 }
 
