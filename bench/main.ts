@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   const out: string[] = [
     '',
     `Benchmark on ${revision}, ${startedAt.toISOString()}`,
-    `EC2 proxy: RunInstances burst 5 refill 2/s, launched instances burst 1000 refill 2/s; latency RunInstances ${EC2_LATENCY.runInstances} ms, others ${EC2_LATENCY.default} ms, pending→running ${EC2_LATENCY.pendingToRunning} ms`,
+    `Asked of the EC2 proxy (see the notes for what it could not take): RunInstances burst 5 refill 2/s, launched instances burst 1000 refill 2/s; latency RunInstances ${EC2_LATENCY.runInstances} ms, others ${EC2_LATENCY.default} ms, pending→running ${EC2_LATENCY.pendingToRunning} ms`,
     '',
     figuresTable(results),
     '',

@@ -82,7 +82,9 @@ export function figuresTable(results: readonly SizeResult[]): string {
 export function targetsTable(results: readonly SizeResult[]): string {
   const baseline = results.find((r) => r.n === 100);
   const checks: TargetCheck[][] = results.map((r) => checkTargets(r, baseline));
-  const targets = [...new Set(checks.flatMap((c) => c.map((x) => x.target)))];
+  // in the order of the fullest list (a size with a baseline has the growth check in its place)
+  const fullest = checks.reduce<TargetCheck[]>((a, c) => (c.length > a.length ? c : a), []);
+  const targets = [...new Set([...fullest, ...checks.flat()].map((x) => x.target))];
   const rows = targets.map((t) => [
     t,
     ...checks.map((c) => {

@@ -93,3 +93,23 @@ describe('the printed tables', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^RunInstances calls ≤ 20\s+300 FAIL$/));
   });
 });
+
+describe('targets over several sizes', () => {
+  it('keeps the growth check in its place although the first size has none', () => {
+    // the same capacity over three times the machines: a third of the reads per machine
+    const big: SizeResult = { ...result, n: 300, provisioner: { ...result.provisioner!, n: 300 } };
+    const lines = targetsTable([result, big]).split('\n');
+    const names = lines.slice(2).map((l) => l.split(/\s{2,}/)[0]);
+    expect(names).toEqual([
+      'all launched ≤ 2 × floor',
+      'machines in error = 0',
+      'duplicates = 0',
+      'RunInstances calls ≤ 20',
+      'EC2 calls per machine ≤ 1.5',
+      'DynamoDB reads per machine ≤ 1.2 × N=100',
+      'Temporal actions per machine ≤ 15',
+      'API answer ≤ 3 s, one request',
+    ]);
+    expect(lines[7]).toMatch(/^DynamoDB reads per machine ≤ 1\.2 × N=100\s+—\s+0\.33 pass$/);
+  });
+});
