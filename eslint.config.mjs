@@ -7,7 +7,16 @@ const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'cdk.out/', '.provisioner/', 'coverage/', 'dist/', '*.js', '*.mjs'],
+    ignores: [
+      'node_modules/',
+      'cdk.out/',
+      '.provisioner/',
+      'coverage/',
+      'dist/',
+      '*.js',
+      '*.mjs',
+      'cli/bin.js',
+    ],
   },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
@@ -69,6 +78,19 @@ export default tseslint.config(
       ],
     },
   },
+  // The CLI is a client of the HTTPS API like any other: it imports no server code.
+  ...[
+    ['cli/*.ts', '^\\.\\./'],
+    ['cli/*/*.ts', '^\\.\\./\\.\\./'],
+  ].map(([files, regex]) => ({
+    files: [files],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex, message: 'cli/ is an API client: it imports no server code.' }] },
+      ],
+    },
+  })),
   {
     files: ['test/**/*.ts'],
     rules: {

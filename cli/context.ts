@@ -1,0 +1,67 @@
+import { createClient, type Client } from './client';
+import { colourEnabled, colours, type Colours } from './colour';
+import { resolveEndpoint, selectModel, type Endpoint, type Env } from './config';
+
+export interface Output {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+/** Everything a command touches outside itself, so tests can hand in their own. */
+export interface Context {
+  env: Env;
+  cwd: string;
+  stdout: Output;
+  stderr: Output;
+  stdinIsTTY: boolean;
+  now: () => Date;
+  connect: (endpoint: Endpoint) => Client;
+}
+
+export function processContext(): Context {
+  return {
+    env: process.env,
+    cwd: process.cwd(),
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdinIsTTY: process.stdin.isTTY === true,
+    now: () => new Date(),
+    connect: createClient,
+  };
+}
+
+/** What a command needs once it runs: the endpoint, a client, the model, the colours. */
+export class Session {
+  private endpointCache?: Endpoint;
+  private clientCache?: Client;
+
+  constructor(readonly ctx: Context) {}
+
+  endpoint(): Endpoint {
+    this.endpointCache ??= resolveEndpoint(this.ctx.cwd, this.ctx.env);
+    return this.endpointCache;
+  }
+
+  client(): Client {
+    this.clientCache ??= this.ctx.connect(this.endpoint());
+    return this.clientCache;
+  }
+
+  model(flag: string | undefined): string {
+    return selectModel(flag, this.endpoint().apiUrl, this.ctx.env);
+  }
+
+  colours(): Colours {
+    return colours(colourEnabled(this.ctx.stdout, this.ctx.env));
+  }
+
+  out(text: string): void {
+    this.ctx.stdout.write(text);
+  }
+
+  /** Juju writes what it did (as opposed to what was asked for) on stderr. */
+  info(text: string): void {
+    this.ctx.stderr.write(text);
+  }
+}

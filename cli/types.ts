@@ -1,0 +1,73 @@
+/**
+ * The API's answers as the CLI reads them (API.md and docs/api.md). Declared
+ * here, not imported from the server: the CLI is a client like any other.
+ * Fields the server may not send yet are optional.
+ */
+export interface Model {
+  name: string;
+  region: string;
+  constraints: string;
+  harvestMode?: string;
+  availabilitySets?: boolean;
+  reprovisionLost?: boolean;
+  createdAt?: string;
+}
+
+export interface Hardware {
+  arch?: string;
+  cores?: number;
+  mem?: number;
+  rootDisk?: number;
+  [key: string]: unknown;
+}
+
+export interface Machine {
+  id: string;
+  base: string;
+  life: string;
+  status: string;
+  message: string;
+  instanceId?: string;
+  instanceStatus?: string;
+  imageId?: string;
+  zone?: string;
+  instanceType?: string;
+  constraints: string;
+  hardware?: Hardware;
+  units: string[];
+  containers: string[];
+  placementGroup?: string;
+  partition?: number;
+  pricePerHour?: number;
+}
+
+export interface Unit {
+  machine: string;
+  life: string;
+  status: string;
+  subordinates: string[];
+}
+
+export interface ApplicationStatus {
+  base: string;
+  charm?: string;
+  constraints: string;
+  subordinate: boolean;
+  units: Record<string, Unit>;
+}
+
+export interface Status {
+  model: { name: string; region: string; constraints: string; pricePerHour?: number };
+  machines: Record<string, Machine>;
+  applications: Record<string, ApplicationStatus>;
+}
+
+export interface ConstraintsAnswer {
+  constraints: string;
+  unsupported?: string[];
+}
+
+export interface UnitRef {
+  name: string;
+  machine: string;
+}

@@ -1,0 +1,172 @@
+import { SingleBar } from 'cli-progress';
+import type { Client } from './client';
+import { segment } from './client';
+import { formatDuration } from './duration';
+import { CliError } from './errors';
+import type { Machine, Status } from './types';
+
+export interface WaitOptions {
+  timeoutMs: number;
+  /** Where progress goes (stderr); a terminal gets one live line, anything else plain lines. */
+  out: NodeJS.WriteStream | { write(text: string): unknown; isTTY?: boolean };
+  pollMs?: number;
+  /**
+   * Machines just asked to retry, with the error message they had: the API
+   * answers 202 before the workflow takes the retry up, so until a machine is
+   * seen to leave that error it counts as pending, not failed again.
+   */
+  retried?: Map<string, string>;
+}
+
+export interface Progress {
+  total: number;
+  pending: number;
+  allocating: number;
+  running: number;
+  error: number;
+  /** The latest "retrying with new availability zone" or "retrying in" message seen. */
+  failover: string;
+}
+
+const FAILOVER = /retrying with new availability zone|retrying in /;
+
+/** Where each waited-for machine is: `error` also holds machines down or gone. */
+export function tally(ids: string[], status: Status, previousFailover = ''): Progress {
+  const p: Progress = {
+    total: ids.length,
+    pending: 0,
+    allocating: 0,
+    running: 0,
+    error: 0,
+    failover: previousFailover,
+  };
+  for (const id of ids) {
+    const m = status.machines[id];
+    if (!m || m.status === 'error' || m.status === 'down' || m.status === 'stopping') p.error++;
+    else if (m.status === 'running') p.running++;
+    else if (m.status === 'allocating') p.allocating++;
+    else p.pending++;
+    if (m && FAILOVER.test(m.message)) p.failover = m.message;
+  }
+  return p;
+}
+
+export function progressLine(p: Progress): string {
+  const counts = `${p.pending} pending, ${p.allocating} allocating, ${p.running} running, ${p.error} error`;
+  return `machines ${p.running + p.error}/${p.total} settled: ${counts}`;
+}
+
+/** Containers are recorded, never provisioned here, so waiting for one would never end. */
+export function waitable(ids: string[]): string[] {
+  return [...new Set(ids)].filter((id) => !id.includes('/'));
+}
+
+function failureLine(id: string, m: Machine | undefined): string {
+  if (!m) return `machine ${id} was removed`;
+  return `machine ${id} ${m.status}: ${m.message || m.instanceStatus || 'no message'}`;
+}
+
+/** A retried machine still showing the error it had is reported pending; once it moves on it is forgotten. */
+function withRetriesPending(status: Status, retried: Map<string, string>): Status {
+  if (retried.size === 0) return status;
+  const machines = { ...status.machines };
+  for (const [id, message] of [...retried]) {
+    const m = machines[id];
+    if (m && m.status === 'error' && m.message === message)
+      machines[id] = { ...m, status: 'pending', message: 'retry requested' };
+    else retried.delete(id);
+  }
+  return { ...status, machines };
+}
+
+/**
+ * Polls the model's status until every machine is running or has failed;
+ * resolves when all run, throws a CliError listing the failures otherwise
+ * (or when the timeout passes first).
+ */
+export async function waitForMachines(
+  client: Client,
+  model: string,
+  machineIds: string[],
+  opts: WaitOptions,
+): Promise<void> {
+  const ids = waitable(machineIds);
+  if (ids.length === 0) return;
+  const pollMs = opts.pollMs ?? 1000;
+  const deadline = Date.now() + opts.timeoutMs;
+  const tty = opts.out.isTTY === true;
+  const bar = tty
+    ? new SingleBar({
+        stream: opts.out as NodeJS.WriteStream,
+        format: ' {bar} {line}{failover}',
+        barsize: 20,
+        hideCursor: true,
+        clearOnComplete: false,
+        linewrap: false,
+      })
+    : undefined;
+  const retried = new Map(opts.retried ?? []);
+  let last = '';
+  let lastFailover = '';
+  let progress: Progress = {
+    total: ids.length,
+    pending: ids.length,
+    allocating: 0,
+    running: 0,
+    error: 0,
+    failover: '',
+  };
+  bar?.start(ids.length, 0, { line: progressLine(progress), failover: '' });
+  // the bar hides the cursor: give it back when the wait is interrupted
+  const interrupted = () => {
+    bar?.stop();
+    process.exit(130);
+  };
+  if (bar) process.once('SIGINT', interrupted);
+  let status: Status;
+  try {
+    for (;;) {
+      status = await client.get<Status>(`/v1/models/${segment(model)}/status`);
+      progress = tally(ids, withRetriesPending(status, retried), progress.failover);
+      const line = progressLine(progress);
+      if (bar) {
+        bar.update(progress.running + progress.error, {
+          line,
+          failover: progress.failover ? ` | ${progress.failover}` : '',
+        });
+      } else {
+        if (line !== last) opts.out.write(`${line}\n`);
+        if (progress.failover && progress.failover !== lastFailover)
+          opts.out.write(`  ${progress.failover}\n`);
+      }
+      last = line;
+      lastFailover = progress.failover;
+      if (progress.running + progress.error === progress.total) break;
+      if (Date.now() >= deadline) {
+        const waiting = ids.filter((id) => {
+          const s = status.machines[id]?.status;
+          return s === 'pending' || s === 'allocating';
+        });
+        throw new CliError(
+          `timed out after ${formatDuration(opts.timeoutMs)} waiting for machine${waiting.length > 1 ? 's' : ''} ${waiting.join(', ')} to start`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  } finally {
+    bar?.stop();
+    process.removeListener('SIGINT', interrupted);
+  }
+  if (progress.error === 0) {
+    opts.out.write(
+      `${progress.total} machine${progress.total > 1 ? 's' : ''} running (${ids.join(', ')})\n`,
+    );
+    return;
+  }
+  const failures = ids
+    .filter((id) => status.machines[id]?.status !== 'running')
+    .map((id) => failureLine(id, status.machines[id]));
+  throw new CliError(
+    `${progress.error} of ${progress.total} machines failed to start:\n${failures.map((f) => `  ${f}`).join('\n')}`,
+  );
+}
