@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { ProvisioningTuning } from '../config/env';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { Repository } from '../state/repository';
+import type { InstancePrices } from './pricing';
 import type { RegionalEc2 } from './regional';
 
 /** What the activities are built from (activities-dependency-injection): real clients or fakes. */
@@ -12,6 +13,8 @@ export interface ActivityDeps {
   ec2ForRegion: (region: string) => RegionalEc2;
   /** The region of a machine whose model record is gone. */
   defaultRegion: string;
+  /** On-demand prices by region (issue 14); absent: every type unpriced, the least-wasteful order. */
+  prices?: InstancePrices;
   tuning: ProvisioningTuning;
   /** Tag value that scopes this deployment's instances (IAM conditions in the cloud use it). */
   deployment: string;

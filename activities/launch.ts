@@ -58,15 +58,18 @@ export function launchActivities(deps: ActivityDeps) {
         Promise.all([repo.getModel(ref.model), repo.getMachine(ref.model, ref.machineId)]),
       );
       const regional = deps.ec2ForRegion(model.region);
-      const [catalogue, zones] = await Promise.all([
+      const [catalogue, zones, prices] = await Promise.all([
         regional.catalogue.all(),
         zonesOf(model.region),
+        // never throws: an unreadable price list gives no prices (size order)
+        deps.prices?.forRegion(model.region),
       ]);
       try {
         return await buildLaunchPlan({
           model,
           machine,
           catalogue,
+          ...(prices ? { prices } : {}),
           zones: zones.map((z) => z.name),
           zonesOffering: (type, names) => regional.catalogue.zonesOffering(type, names),
           findImage: (q) => regional.images.find(q),

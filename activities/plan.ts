@@ -28,6 +28,8 @@ export interface PlanInputs {
   machine: Pick<MachineRecord, 'id' | 'base' | 'constraints' | 'placement' | 'applications'>;
   /** The region's instance-type catalogue. */
   catalogue: readonly InstanceTypeInfo[];
+  /** On-demand USD per hour by type name (issue 14); a type without one sorts after the priced. */
+  prices?: ReadonlyMap<string, number>;
   /** The region's zone names (any state: health is checked at each zone choice). */
   zones: readonly string[];
   /** Zones offering a type (DescribeInstanceTypeOfferings). */
@@ -35,6 +37,17 @@ export interface PlanInputs {
   findImage(q: ImageQuery): Promise<string>;
   /** The subnet a `subnet=` placement names (by id or CIDR), with its zone; undefined when there is none. */
   findSubnet(idOrCidr: string): Promise<{ subnetId: string; zone: string } | undefined>;
+}
+
+/** The catalogue with each type's price as its cost (core orders by it, then by waste). */
+export function priced<T extends InstanceTypeInfo>(
+  catalogue: readonly T[],
+  prices: ReadonlyMap<string, number> | undefined,
+): T[] {
+  return catalogue.map((t) => {
+    const price = prices?.get(t.name);
+    return price === undefined ? t : { ...t, cost: price };
+  });
 }
 
 /**
@@ -57,7 +70,11 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     const placement = machine.placement ? parsePlacement(machine.placement) : undefined;
     if (placement?.kind === 'zone') placementZone = placement.zone;
     if (placement?.kind === 'subnet') subnetPlacement = placement.subnet;
-    candidates = matchingInstanceTypes(region, inputs.catalogue, constraints);
+    candidates = matchingInstanceTypes(
+      region,
+      priced(inputs.catalogue, inputs.prices),
+      constraints,
+    );
   } catch (err) {
     if (err instanceof CoreError) throw new LaunchPlanError(err.message);
     throw err;
@@ -113,5 +130,6 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     ...(placementZone !== undefined ? { placementZone } : {}),
     ...(subnetId !== undefined ? { subnetId } : {}),
     applications: [...(machine.applications ?? [])],
+    ...(chosen.cost !== undefined ? { pricePerHour: chosen.cost } : {}),
   };
 }

@@ -72,7 +72,10 @@ export function recordActivities(deps: ActivityDeps) {
     ): Promise<Life> {
       const { plan, started } = input;
       let hardware = plan.hardware;
+      let pricePerHour = plan.pricePerHour;
       if (started.instanceType !== plan.instanceType) {
+        // an adopted instance of another type: its price if known, never a fetch here
+        pricePerHour = deps.prices?.known(plan.region)?.get(started.instanceType);
         // an adopted instance launched from an earlier plan: record what it is
         const entry = (await deps.ec2ForRegion(plan.region).catalogue.all()).find(
           (t) => t.name === started.instanceType,
@@ -92,6 +95,7 @@ export function recordActivities(deps: ActivityDeps) {
           zone: started.zone,
           instanceType: started.instanceType,
           hardware,
+          ...(pricePerHour !== undefined ? { pricePerHour } : {}),
         }),
       );
     },

@@ -14,6 +14,8 @@ export interface LaunchPlan {
   subnetId?: string;
   /** The machine's distribution group key, also tagged on its instance. */
   applications: string[];
+  /** The type's on-demand USD per hour it was chosen at, when the price was known. */
+  pricePerHour?: number;
 }
 
 export interface MachineRef {

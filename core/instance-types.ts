@@ -3,7 +3,15 @@
  * with DESIGN.md's rule for `instance-type` combined with other constraints.
  */
 import { DEFAULT_ARCH } from './arch';
-import { type Constraints, constraintsToString, hasArch, hasInstanceType } from './constraints';
+import {
+  type ConstraintKey,
+  type Constraints,
+  constraintsToString,
+  hasArch,
+  hasInstanceType,
+  withoutConstraints,
+} from './constraints';
+import { EC2_UNSUPPORTED_CONSTRAINTS } from './ec2-validator';
 import { NoMatchingInstanceTypeError } from './errors';
 import { compareStrings, goQuote } from './text';
 
@@ -20,9 +28,12 @@ export interface InstanceTypeInfo {
   readonly cpuPower?: number;
   /** MiB of instance-store root disk, when fixed; types without it pass any root-disk constraint. */
   readonly rootDisk?: number;
-  /** Price, in any unit that is the same for the whole catalogue, when known. */
+  /**
+   * Price, in any unit that is the same for the whole catalogue (the
+   * provisioner uses USD per on-demand hour), when known. Types without one
+   * sort after every priced type.
+   */
   readonly cost?: number;
-  readonly virtType?: string;
   /** Previous-generation types are only chosen when `instance-type` names them. */
   readonly deprecated?: boolean;
   /** `false` is the same as `deprecated: true` (EC2's CurrentGeneration). */
@@ -41,7 +52,6 @@ interface Requirements {
   readonly mem?: number;
   readonly cpuPower?: number;
   readonly rootDisk?: number;
-  readonly virtType?: string;
   readonly allowDeprecated: boolean;
 }
 
@@ -68,8 +78,6 @@ function match(t: InstanceTypeInfo, req: Requirements): InstanceTypeInfo | undef
   ) {
     return undefined;
   }
-  if (req.virtType !== undefined && req.virtType !== '' && t.virtType !== req.virtType)
-    return undefined;
   return { ...t, arches };
 }
 
@@ -123,19 +131,22 @@ function max(a: number | undefined, b: number | undefined): number | undefined {
  *   named type's and the constraints' cores, mem and cpu-power, in the
  *   constraint's arch or else the named type's.
  *
- * Throws `NoMatchingInstanceTypeError`:
- * `no instance types in us-east-1 matching constraints "mem=1048576M"`.
+ * Keys the provider reports as unsupported (EC2's: `virt-type`, `tags`,
+ * `allocate-public-ip`) are kept on the machine and shown, but take no part
+ * in matching. Price (`cost`) orders what fits and never decides it.
+ *
+ * Throws `NoMatchingInstanceTypeError`, naming the constraints that were
+ * matched: `no instance types in us-east-1 matching constraints "mem=1048576M"`.
  */
 export function matchingInstanceTypes(
   region: string,
   catalogue: readonly InstanceTypeInfo[],
-  constraints: Constraints,
+  requested: Constraints,
+  unsupported: readonly ConstraintKey[] = EC2_UNSUPPORTED_CONSTRAINTS,
 ): InstanceTypeInfo[] {
+  const constraints = withoutConstraints(requested, unsupported);
   const arch = hasArch(constraints) ? [constraints.arch ?? ''] : undefined;
-  const common = {
-    rootDisk: constraints.rootDisk,
-    virtType: constraints.virtType,
-  };
+  const common = { rootDisk: constraints.rootDisk };
   let found: InstanceTypeInfo[] = [];
 
   if (hasInstanceType(constraints)) {

@@ -28,6 +28,22 @@ export const EC2_DESCRIBE_ACTIONS = [
   'ec2:DescribeSubnets',
 ] as const;
 
+/**
+ * The Price List API call the worker makes to order instance types by price
+ * (activities/pricing.ts). The Price List API has no resources to scope to.
+ */
+export const PRICING_ACTIONS = ['pricing:GetProducts'] as const;
+
+/** Reading on-demand prices: GetProducts on every resource (the only form IAM offers). */
+export function pricingWorkerStatement(): PolicyStatement {
+  return new PolicyStatement({
+    sid: 'ReadPrices',
+    effect: Effect.ALLOW,
+    actions: [...PRICING_ACTIONS],
+    resources: ['*'],
+  });
+}
+
 function ec2Arn(scope: Construct, resource: string, account: string = Aws.ACCOUNT_ID): string {
   return Arn.format(
     {

@@ -7,6 +7,8 @@ export interface StackInfo {
   temporalUiUrl: string;
   dynamodbEndpoint: string;
   ec2Endpoint: string;
+  /** The Price List API emulator (synthetic prices for moto's catalogue). */
+  pricingEndpoint: string;
   region: string;
   /** moto itself, behind the EC2 proxy. */
   motoEndpoint: string;

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../workflows/search-attributes';
 import { startEc2Proxy } from './ec2-proxy';
+import { startPricingEmulator } from './pricing-emulator';
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
 import type { StackInfo } from './stack-info';
 import { ensureToolchain } from './toolchain';
@@ -18,6 +19,8 @@ export interface StackPorts {
   dynamodb: number;
   ec2: number;
   moto: number;
+  /** The Price List API emulator; a free port when not given. */
+  pricing?: number;
 }
 
 export interface StackOptions {
@@ -201,6 +204,13 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     const proxy = await startEc2Proxy({ upstream: motoEndpoint, host: LOOPBACK, port: ports.ec2 });
     closers.push(() => proxy.close());
     const ec2Endpoint = proxy.url;
+    // the synthetic price list is made from moto's own catalogue (no proxy faults or limits)
+    const pricing = await startPricingEmulator({
+      ec2Endpoint: motoEndpoint,
+      host: LOOPBACK,
+      port: ports.pricing ?? 0,
+    });
+    closers.push(() => pricing.close());
 
     const serviceEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -211,6 +221,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       PROVISIONER_TABLE: tableName,
       DYNAMODB_ENDPOINT: dynamodbEndpoint,
       EC2_ENDPOINT: ec2Endpoint,
+      PRICING_ENDPOINT: pricing.url,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_NAMESPACE: namespace,
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
@@ -259,6 +270,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       temporalUiUrl: `http://${LOOPBACK}:${ports.temporalUi}`,
       dynamodbEndpoint,
       ec2Endpoint,
+      pricingEndpoint: pricing.url,
       region,
       motoEndpoint,
       tableName,

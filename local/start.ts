@@ -105,6 +105,7 @@ The provisioner is up (Ctrl-C stops everything):
   Temporal          ${i.temporalAddress} (namespace ${i.temporalNamespace})
   DynamoDB Local    ${i.dynamodbEndpoint}
   EC2 endpoint      ${i.ec2Endpoint}   (admin: ${i.ec2Endpoint}/_admin/faults)
+  Price List API    ${i.pricingEndpoint}   (synthetic prices)
   logs              ${join(stateDir, 'data', 'logs')}
   stack file        ${stackFile}`);
 }

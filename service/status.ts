@@ -13,6 +13,8 @@ export interface MachineView {
   instanceType?: string;
   constraints: string;
   hardware?: MachineRecord['hardware'];
+  /** On-demand USD per hour its type was chosen at (API.md). */
+  pricePerHour?: number;
   units: string[];
   containers: string[];
 }
@@ -54,6 +56,7 @@ export function machineView(m: MachineRecord): MachineView {
     ...(m.instanceType ? { instanceType: m.instanceType } : {}),
     constraints: m.constraints,
     ...(m.hardware ? { hardware: m.hardware } : {}),
+    ...(m.pricePerHour !== undefined ? { pricePerHour: m.pricePerHour } : {}),
     units: [...m.principals].sort(compareUnitNames),
     containers: [...m.containers].sort(compareMachineIds),
   };
@@ -68,6 +71,18 @@ export function unitStatus(
   return 'allocating';
 }
 
+/**
+ * The model's on-demand USD per hour: the sum over its running machines that
+ * carry a price (rounded to 6 decimals, so sums of AWS's 4-decimal prices
+ * read as written); undefined when none does.
+ */
+export function modelPricePerHour(machines: readonly MachineRecord[]): number | undefined {
+  const priced = machines.filter((m) => m.status === 'running' && m.pricePerHour !== undefined);
+  if (priced.length === 0) return undefined;
+  const sum = priced.reduce((total, m) => total + (m.pricePerHour ?? 0), 0);
+  return Math.round(sum * 1e6) / 1e6;
+}
+
 /** A model's status, built from one Query of the model's partition. */
 export async function modelStatus(ctx: ServiceContext, model: string) {
   const contents = await ctx.repo.loadModel(model);
@@ -77,11 +92,13 @@ export async function modelStatus(ctx: ServiceContext, model: string) {
     unitsByApp.set(u.application, [...(unitsByApp.get(u.application) ?? []), u]);
   const sortedMachines = [...contents.machines].sort((a, b) => compareMachineIds(a.id, b.id));
   const apps = [...contents.applications].sort((a, b) => a.name.localeCompare(b.name));
+  const pricePerHour = modelPricePerHour(contents.machines);
   return {
     model: {
       name: contents.model.name,
       region: contents.model.region,
       constraints: contents.model.constraints,
+      ...(pricePerHour !== undefined ? { pricePerHour } : {}),
     },
     machines: Object.fromEntries(sortedMachines.map((m) => [m.id, machineView(m)])),
     applications: Object.fromEntries(

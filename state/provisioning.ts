@@ -51,6 +51,8 @@ export interface RunningRecord {
   zone: string;
   instanceType: string;
   hardware: Hardware;
+  /** On-demand USD per hour the type was chosen at; absent when unknown. */
+  pricePerHour?: number;
 }
 
 export interface ProvisioningStoreOptions {
@@ -269,9 +271,13 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
             '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
-            '#updatedAt = :now REMOVE #zoneClaim',
+            '#updatedAt = :now' +
+            (run.pricePerHour !== undefined ? ', #price = :price' : '') +
+            ' REMOVE #zoneClaim' +
+            (run.pricePerHour === undefined ? ', #price' : ''),
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: {
+            '#price': 'pricePerHour',
             '#status': 'status',
             '#message': 'message',
             '#instanceId': 'instanceId',
@@ -292,6 +298,7 @@ export class ProvisioningStore {
             ':hardware': run.hardware,
             ':gsi2pk': machineStatusIndexPk(model, 'running'),
             ':now': new Date().toISOString(),
+            ...(run.pricePerHour !== undefined ? { ':price': run.pricePerHour } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),

@@ -2,6 +2,7 @@ import { EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2 } from '../activities/regional';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, provisioningTuning, serviceEndpoints } from '../config/env';
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
       store,
       ec2ForRegion,
       defaultRegion: endpoints.region,
+      prices: new InstancePrices(pricingClientFromEnv()),
       tuning,
       deployment: optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
       temporal,

@@ -25,7 +25,7 @@ import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from '../bundling';
 import type { WorkerSettings } from '../config';
-import { ec2WorkerStatements } from '../permissions';
+import { ec2WorkerStatements, pricingWorkerStatement } from '../permissions';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerWorkerProps {
@@ -117,6 +117,7 @@ export class ProvisionerWorker extends Construct {
     for (const statement of ec2WorkerStatements(this, props.deployment)) {
       taskRole.addToPrincipalPolicy(statement);
     }
+    taskRole.addToPrincipalPolicy(pricingWorkerStatement());
 
     // No inbound traffic at all; out only to HTTPS (AWS APIs) and the Temporal frontend.
     const securityGroup = new SecurityGroup(this, 'SecurityGroup', {

@@ -7,12 +7,14 @@ import {
 } from '@aws-sdk/client-ec2';
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { toCatalogueEntry, type CatalogueEntry } from '../../activities/instance-types';
+import { priced } from '../../activities/plan';
 import { ensureModelSweep, removeModelSweep } from '../../activities/schedules';
 import { TAG_DEPLOYMENT, TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { machineWorkflowId, sweepScheduleId } from '../../workflows/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { servedPrices } from './prices';
 import { ec2ClientFor, loadTestStack } from './stack';
 
 /**
@@ -42,7 +44,12 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: stack.temporalAddress });
   temporal = new Client({ connection, namespace: stack.temporalNamespace });
   const out = await ec2.send(new DescribeInstanceTypesCommand({}));
-  catalogue = (out.InstanceTypes ?? []).flatMap((t) => toCatalogueEntry(t) ?? []);
+  // the worker orders types by the prices the local Price List API serves (issue 14)
+  const prices = await servedPrices(stack);
+  catalogue = priced(
+    (out.InstanceTypes ?? []).flatMap((t) => toCatalogueEntry(t) ?? []),
+    prices,
+  );
 });
 
 afterAll(async () => {

@@ -69,6 +69,8 @@ describe('models', () => {
       region: 'us-east-1',
       constraints: '',
       harvestMode: 'destroyed',
+      availabilitySets: false,
+      reprovisionLost: false,
       createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     const list = await api.get('/v1/models');
@@ -158,7 +160,14 @@ describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () 
       hardware: { arch: 'amd64', cores: expect.any(Number), mem: expect.any(Number) },
     });
     expect(machine.hardware.mem).toBeGreaterThanOrEqual(2048);
-    expect(status.body.model).toEqual({ name: model, region: 'us-east-1', constraints: '' });
+    // the one running machine's on-demand price is the model's total (issue 14)
+    expect(machine.pricePerHour).toEqual(expect.any(Number));
+    expect(status.body.model).toEqual({
+      name: model,
+      region: 'us-east-1',
+      constraints: '',
+      pricePerHour: machine.pricePerHour,
+    });
 
     const described = await ec2.send(
       new DescribeInstancesCommand({ InstanceIds: [machine.instanceId] }),

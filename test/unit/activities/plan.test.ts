@@ -190,3 +190,63 @@ describe('buildLaunchPlan', () => {
     );
   });
 });
+
+describe('price (issue 14)', () => {
+  // mid.4g is dearer than big.6g; small2.2g is the cheapest default fit; arm.2g has no price
+  const PRICES = new Map([
+    ['big.6g', 0.04],
+    ['mid.4g', 0.05],
+    ['small.2g', 0.03],
+    ['small2.2g', 0.02],
+    ['old.2g', 0.001],
+  ]);
+
+  it('chooses the cheapest fitting type and records its price in the plan', async () => {
+    const plan = await buildLaunchPlan(inputs({}, { prices: PRICES }));
+    expect(plan).toMatchObject({ instanceType: 'small2.2g', pricePerHour: 0.02 });
+  });
+
+  it('mem=3G: the cheaper 6G type over the 4G one', async () => {
+    const plan = await buildLaunchPlan(inputs({ constraints: 'mem=3G' }, { prices: PRICES }));
+    expect(plan).toMatchObject({ instanceType: 'big.6g', pricePerHour: 0.04 });
+  });
+
+  it('never a previous-generation type for being cheap, never a type that does not fit', async () => {
+    const plan = await buildLaunchPlan(
+      inputs({ constraints: 'cores=2 mem=5G' }, { prices: PRICES }),
+    );
+    expect(plan.instanceType).toBe('big.6g');
+  });
+
+  it('the cheapest type not offered in an allowed zone gives way to the next cheapest', async () => {
+    const plan = await buildLaunchPlan(
+      inputs(
+        {},
+        {
+          prices: PRICES,
+          zonesOffering: (t, zones) => Promise.resolve(t === 'small2.2g' ? [] : [...zones]),
+        },
+      ),
+    );
+    expect(plan).toMatchObject({ instanceType: 'small.2g', pricePerHour: 0.03 });
+  });
+
+  it('an unpriced type has no pricePerHour', async () => {
+    const plan = await buildLaunchPlan(inputs({ constraints: 'arch=arm64' }, { prices: PRICES }));
+    expect(plan.instanceType).toBe('arm.2g');
+    expect(plan).not.toHaveProperty('pricePerHour');
+  });
+
+  it('without prices: the least wasteful type, as before, and no pricePerHour', async () => {
+    const plan = await buildLaunchPlan(inputs({ constraints: 'mem=3G' }));
+    expect(plan.instanceType).toBe('mid.4g');
+    expect(plan).not.toHaveProperty('pricePerHour');
+  });
+
+  it('virt-type=hvm does not filter: the machine gets the default choice', async () => {
+    const plan = await buildLaunchPlan(
+      inputs({ constraints: 'virt-type=hvm' }, { prices: PRICES }),
+    );
+    expect(plan.instanceType).toBe('small2.2g');
+  });
+});

@@ -73,7 +73,6 @@ const jujuTypes: InstanceTypeInfo[] = [
     cpuPower: 3350,
     mem: 23552,
     cost: 1300,
-    virtType: 'hvm',
   },
   {
     name: 'cc2.8xlarge',
@@ -82,7 +81,6 @@ const jujuTypes: InstanceTypeInfo[] = [
     cpuPower: 8800,
     mem: 61952,
     cost: 2400,
-    virtType: 'hvm',
   },
 ];
 
@@ -167,7 +165,6 @@ describe('matchingInstanceTypes (Juju getInstanceTypesTest)', () => {
         it('it-1', 512, 4, { cost: 100 }),
       ],
     ],
-    ['virt-type filtered by constraint', 'virt-type=hvm', ['cc1.4xlarge', 'cc2.8xlarge']],
   ])('%s', (_about, cons, expected, catalogue = jujuTypes) => {
     expect(names(matchingInstanceTypes('test', catalogue, parseConstraints(cons)))).toStrictEqual(
       expected,
@@ -200,7 +197,6 @@ describe('matchingInstanceTypes (Juju getInstanceTypesTest)', () => {
       jujuTypes,
       'no instance types in test matching constraints "instance-type=dep.medium mem=8192M"',
     ],
-    ['virt-type=pv', jujuTypes, 'no instance types in test matching constraints "virt-type=pv"'],
     [
       'instance-type=cc2.8xlarge arch=arm64',
       jujuTypes,
@@ -381,5 +377,118 @@ describe('compareInstanceTypes (Juju byCostTests, and ties)', () => {
     ['everything equal: by name', [it('b', 1, 1), it('a', 1, 1)], ['a', 'b']],
   ])('%s', (_about, types, expected) => {
     expect(names([...types].sort(compareInstanceTypes))).toStrictEqual(expected);
+  });
+});
+
+describe('unsupported keys take no part in matching (issue 11, finding 5)', () => {
+  // EC2 reports virt-type, tags and allocate-public-ip as unsupported: kept and
+  // shown, never a filter.
+  const withVirt = [...jujuTypes.slice(0, 3), it('x.large', 8192, 2, { cost: 300 })];
+  test.each<[string]>([
+    ['virt-type=hvm'],
+    ['virt-type=pv'],
+    ['virt-type=kvm mem=4G'],
+    ['tags=a,b'],
+    ['allocate-public-ip=true'],
+    ['virt-type=hvm tags=x allocate-public-ip=false cores=2'],
+  ])('%s matches what the supported keys alone match', (cons) => {
+    const supportedOnly = cons.replace(/(virt-type|tags|allocate-public-ip)=\S*/g, '');
+    const withUnsupported = matchingInstanceTypes('test', withVirt, parseConstraints(cons));
+    const without = matchingInstanceTypes('test', withVirt, parseConstraints(supportedOnly));
+    expect(names(withUnsupported)).toStrictEqual(names(without));
+    expect(withUnsupported.length).toBeGreaterThan(0);
+  });
+
+  test('virt-type=hvm on a catalogue without virtualization types still chooses the default', () => {
+    expect(
+      matchingInstanceTypes('us-east-1', jujuTypes, parseConstraints('virt-type=hvm'))[0]?.name,
+    ).toBe('m1.medium');
+  });
+
+  test('the no-match message names only the keys that were matched', () => {
+    expectThrows(
+      () => matchingInstanceTypes('test', jujuTypes, parseConstraints('virt-type=pv cores=9000')),
+      NoMatchingInstanceTypeError,
+      'no instance types in test matching constraints "cores=9000"',
+    );
+  });
+});
+
+describe('price orders what fits; it never decides what fits (issue 14)', () => {
+  // Prices (cost, USD per hour) unlike size: the burstable t-types are cheap,
+  // the compute-optimised ones dear, one type has no known price.
+  const priced: InstanceTypeInfo[] = [
+    it('t3.micro', 1024, 2, { cost: 0.0104 }),
+    it('t3.small', 2048, 2, { cost: 0.0208 }),
+    it('c7a.medium', 2048, 1, { cost: 0.0513 }),
+    it('t3.medium', 4096, 2, { cost: 0.0416 }),
+    it('m7a.medium', 4096, 1, { cost: 0.058 }),
+    it('m5.large', 8192, 2, { cost: 0.096 }),
+    it('c5.xlarge', 8192, 4, { cost: 0.17 }),
+    it('r5.large', 16384, 2, { cost: 0.126 }),
+    it('m6g.large', 8192, 2, { arches: ['arm64'], cost: 0.077 }),
+    it('t4g.small', 2048, 2, { arches: ['arm64'], cost: 0.0168 }),
+    it('unpriced.small', 2048, 1),
+    it('unpriced.large', 8192, 2),
+    it('m4.large', 8192, 2, { currentGeneration: false, cost: 0.1 }),
+    it('z.dear', 3072, 1, { cost: 5 }),
+    { ...it('disk.large', 8192, 2, { cost: 0.05 }), rootDisk: 50 * 1024 },
+    { ...it('tiny.disk', 8192, 2, { cost: 0.045 }), rootDisk: 4 * 1024 },
+  ];
+  const pick = (cons: string): string[] =>
+    names(matchingInstanceTypes('us-east-1', priced, parseConstraints(cons)));
+
+  test.each<[string, string, string]>([
+    ['no constraints: the cheapest fitting type, not the smallest', '', 't3.small'],
+    ['mem=3G: t3.medium is cheaper than m7a.medium', 'mem=3G', 't3.medium'],
+    ['cores=4 is a hard floor: c5.xlarge however dear', 'cores=4', 'c5.xlarge'],
+    ['mem=16G is a hard floor', 'mem=16G', 'r5.large'],
+    ['arch=arm64: the cheapest arm64 type', 'arch=arm64', 't4g.small'],
+    ['arch=arm64 mem=4G', 'arch=arm64 mem=4G', 'm6g.large'],
+    ['instance-type names a dear type: that type', 'instance-type=z.dear', 'z.dear'],
+    [
+      'instance-type names an unpriced type: that type',
+      'instance-type=unpriced.large',
+      'unpriced.large',
+    ],
+    ['instance-type names a previous-generation type', 'instance-type=m4.large', 'm4.large'],
+    [
+      'instance-type with a tighter mem: the cheapest with both',
+      'instance-type=t3.medium mem=8G',
+      'tiny.disk',
+    ],
+    ['root-disk=20G rules out a smaller instance store', 'root-disk=20G mem=8G', 'disk.large'],
+    ['root-disk=60G: neither fixed disk, an EBS type', 'root-disk=60G mem=8G', 'm5.large'],
+    ['virt-type=hvm no longer filters', 'virt-type=hvm', 't3.small'],
+  ])('%s', (_about, cons, expected) => {
+    expect(pick(cons)[0]).toBe(expected);
+  });
+
+  test('unpriced types sort after every priced type, however small', () => {
+    expect(pick('')).toStrictEqual([
+      't3.small',
+      't3.medium',
+      'tiny.disk',
+      'disk.large',
+      'c7a.medium',
+      'm7a.medium',
+      'm5.large',
+      'r5.large',
+      'c5.xlarge',
+      'z.dear',
+      'unpriced.small',
+      'unpriced.large',
+    ]);
+  });
+
+  test('a previous-generation type is never chosen for being cheap', () => {
+    expect(pick('mem=8G')).not.toContain('m4.large');
+  });
+
+  test('with no prices at all the order is the least wasteful (today’s order)', () => {
+    const unpriced = priced.map(({ cost: _cost, ...rest }) => rest);
+    expect(
+      names(matchingInstanceTypes('us-east-1', unpriced, parseConstraints('mem=3G'))).slice(0, 3),
+    ).toStrictEqual(['z.dear', 'm7a.medium', 't3.medium']);
   });
 });

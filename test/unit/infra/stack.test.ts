@@ -18,7 +18,12 @@ import {
 } from '../../../infra/config';
 import { ENTRY_METADATA } from '../../../infra/bundling';
 import { DEFAULT_ROUTE_GROUP } from '../../../infra/constructs/api';
-import { DEPLOYMENT_TAG, EC2_DESCRIBE_ACTIONS, TABLE_ACTIONS } from '../../../infra/permissions';
+import {
+  DEPLOYMENT_TAG,
+  EC2_DESCRIBE_ACTIONS,
+  PRICING_ACTIONS,
+  TABLE_ACTIONS,
+} from '../../../infra/permissions';
 import {
   allPolicyStatements,
   asList,
@@ -43,6 +48,7 @@ const OVERRIDES: Record<EnvironmentName, EnvironmentOverrides> = {
 /** The only actions any statement may grant on every resource (EC2 cannot scope them). */
 const RESOURCE_WILDCARD_ALLOWED = new Set<string>([
   ...EC2_DESCRIBE_ACTIONS,
+  ...PRICING_ACTIONS,
   'ecr:GetAuthorizationToken',
 ]);
 
@@ -446,7 +452,16 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       const services = new Set(
         taskRoleStatements().flatMap((s) => asList(s.Action).map((a) => a.split(':')[0])),
       );
-      expect([...services].sort()).toEqual(['dynamodb', 'ec2', 'secretsmanager']);
+      expect([...services].sort()).toEqual(['dynamodb', 'ec2', 'pricing', 'secretsmanager']);
+    });
+
+    it('may read on-demand prices (pricing:GetProducts) and nothing else of the Price List API', () => {
+      const pricing = taskRoleStatements().filter((s) =>
+        asList(s.Action).some((a) => a.startsWith('pricing:')),
+      );
+      expect(pricing).toEqual([
+        { Sid: 'ReadPrices', Effect: 'Allow', Action: 'pricing:GetProducts', Resource: '*' },
+      ]);
     });
 
     it('accepts no inbound traffic', () => {

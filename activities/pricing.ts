@@ -1,0 +1,221 @@
+import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-pricing';
+
+/**
+ * On-demand prices of a region's instance types, from the AWS Price List API
+ * (`GetProducts`), so instance-type matching can put the cheapest fitting
+ * type first (DESIGN.md: "Availability sets, price, containers").
+ *
+ * A lookup never fails a launch: when the Price List API cannot be read, the
+ * region's prices are "unknown" (an empty map), matching falls back to the
+ * least-wasteful order, and the worker's log says so.
+ */
+
+/** The Price List API's own region: it answers for every EC2 region from here. */
+export const PRICING_API_REGION = 'us-east-1';
+/** Prices change rarely (AWS publishes a few times a month): one fetch per region a day. */
+export const PRICE_TTL_MS = 24 * 60 * 60_000;
+/** After a failed lookup the fallback order is used this long before trying again. */
+export const PRICE_FAILURE_TTL_MS = 5 * 60_000;
+/** A lookup (every page) that takes longer than this is given up for the fallback. */
+export const PRICE_LOOKUP_TIMEOUT_MS = 30_000;
+
+/**
+ * The products whose price is what an instance launched by the provisioner
+ * costs: the region's EC2 instances, Linux, shared tenancy, no pre-installed
+ * software (SQL Server and the like), capacity actually used (not a reserved
+ * capacity's unused share), on demand.
+ */
+export function priceListFilters(region: string): Filter[] {
+  const match = (Field: string, Value: string): Filter => ({ Type: 'TERM_MATCH', Field, Value });
+  return [
+    match('regionCode', region),
+    match('operatingSystem', 'Linux'),
+    match('tenancy', 'Shared'),
+    match('preInstalledSw', 'NA'),
+    match('capacitystatus', 'Used'),
+    match('marketoption', 'OnDemand'),
+  ];
+}
+
+/** One instance type's on-demand price. */
+export interface InstancePrice {
+  instanceType: string;
+  /** USD per hour. */
+  usdPerHour: number;
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Reads one `PriceList` entry as AWS sends it (a JSON document in a string:
+ * `product.attributes.instanceType`, `terms.OnDemand.<offer>.priceDimensions.
+ * <rate>.pricePerUnit.USD`, unit `Hrs`). Entries that are not an hourly
+ * on-demand USD price of an instance type, or that price it at 0, give
+ * undefined.
+ */
+export function parsePriceListItem(item: unknown): InstancePrice | undefined {
+  let doc: unknown;
+  try {
+    doc = typeof item === 'string' ? JSON.parse(item) : JSON.parse(String(item));
+  } catch {
+    return undefined;
+  }
+  if (!isObject(doc) || !isObject(doc.product) || !isObject(doc.product.attributes)) {
+    return undefined;
+  }
+  const instanceType = doc.product.attributes.instanceType;
+  if (typeof instanceType !== 'string' || instanceType === '') return undefined;
+  const onDemand = isObject(doc.terms) ? doc.terms.OnDemand : undefined;
+  if (!isObject(onDemand)) return undefined;
+  let best: number | undefined;
+  for (const offer of Object.values(onDemand)) {
+    if (!isObject(offer) || !isObject(offer.priceDimensions)) continue;
+    for (const dim of Object.values(offer.priceDimensions)) {
+      if (!isObject(dim) || dim.unit !== 'Hrs' || !isObject(dim.pricePerUnit)) continue;
+      const usd = Number(dim.pricePerUnit.USD);
+      if (!Number.isFinite(usd) || usd <= 0) continue;
+      best = best === undefined ? usd : Math.min(best, usd);
+    }
+  }
+  return best === undefined ? undefined : { instanceType, usdPerHour: best };
+}
+
+/** What InstancePrices needs of a Pricing client (tests pass a fake). */
+export interface PricingSender {
+  send(
+    command: GetProductsCommand,
+    options?: { abortSignal?: AbortSignal },
+  ): Promise<{
+    PriceList?: unknown;
+    NextToken?: string;
+  }>;
+}
+
+export interface InstancePricesOptions {
+  ttlMs?: number;
+  failureTtlMs?: number;
+  timeoutMs?: number;
+  now?: () => number;
+  log?: (line: string) => void;
+}
+
+interface Cached {
+  value: Promise<ReadonlyMap<string, number>>;
+  expires: number;
+}
+
+/**
+ * Each region's on-demand Linux prices (USD per hour, by instance type),
+ * fetched once, paged, and cached for a day; concurrent first callers share
+ * one fetch. Never throws: a failed or slow lookup gives an empty map (every
+ * type unpriced, so the least-wasteful order decides) for a few minutes and
+ * is logged.
+ */
+export class InstancePrices {
+  private readonly cache = new Map<string, Cached>();
+  private readonly lastKnown = new Map<string, ReadonlyMap<string, number>>();
+  private readonly ttlMs: number;
+  private readonly failureTtlMs: number;
+  private readonly timeoutMs: number;
+  private readonly now: () => number;
+  private readonly log: (line: string) => void;
+
+  /** `pricing` undefined: prices are never looked up (every type unpriced). */
+  constructor(
+    private readonly pricing: PricingSender | undefined,
+    options: InstancePricesOptions = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? PRICE_TTL_MS;
+    this.failureTtlMs = options.failureTtlMs ?? PRICE_FAILURE_TTL_MS;
+    this.timeoutMs = options.timeoutMs ?? PRICE_LOOKUP_TIMEOUT_MS;
+    this.now = options.now ?? Date.now;
+    this.log = options.log ?? ((line) => console.warn(line));
+  }
+
+  /**
+   * The region's prices as last fetched, without waiting for a fetch (for
+   * calls that must stay short); undefined when none has succeeded yet.
+   */
+  known(region: string): ReadonlyMap<string, number> | undefined {
+    return this.lastKnown.get(region);
+  }
+
+  forRegion(region: string): Promise<ReadonlyMap<string, number>> {
+    const hit = this.cache.get(region);
+    if (hit && hit.expires > this.now()) return hit.value;
+    const entry: Cached = { value: Promise.resolve(new Map()), expires: this.now() + this.ttlMs };
+    const fetched = this.fetch(region).then((prices) => {
+      if (prices.size > 0) this.lastKnown.set(region, prices);
+      return prices;
+    });
+    entry.value = fetched.catch((err: unknown) => {
+      const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+      this.log(
+        `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +
+          `for ${Math.round(this.failureTtlMs / 1000)} s`,
+      );
+      entry.expires = this.now() + this.failureTtlMs;
+      return new Map<string, number>();
+    });
+    this.cache.set(region, entry);
+    return entry.value;
+  }
+
+  private async fetch(region: string): Promise<ReadonlyMap<string, number>> {
+    if (!this.pricing) return new Map();
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    const prices = new Map<string, number>();
+    let token: string | undefined;
+    do {
+      const out = await this.pricing.send(
+        new GetProductsCommand({
+          ServiceCode: 'AmazonEC2',
+          Filters: priceListFilters(region),
+          FormatVersion: 'aws_v1',
+          MaxResults: 100,
+          NextToken: token,
+        }),
+        { abortSignal: signal },
+      );
+      const items: unknown[] = Array.isArray(out.PriceList) ? out.PriceList : [];
+      for (const item of items) {
+        const price = parsePriceListItem(item);
+        if (!price) continue;
+        const known = prices.get(price.instanceType);
+        // one product per type after the filters; should AWS list two, the lower is what one pays
+        if (known === undefined || price.usdPerHour < known) {
+          prices.set(price.instanceType, price.usdPerHour);
+        }
+      }
+      token = out.NextToken || undefined;
+    } while (token);
+    if (prices.size === 0) throw new Error(`the Price List API lists no instance prices`);
+    return prices;
+  }
+}
+
+/**
+ * The Price List API client: `PRICING_ENDPOINT` points it at a local
+ * emulator (with the local stack's dummy credentials); otherwise, when
+ * `EC2_ENDPOINT` points EC2 somewhere local, there is none (a local EC2 has
+ * no AWS prices: every type unpriced, and AWS is never called); otherwise
+ * AWS's, in `PRICING_REGION` (default us-east-1), with the worker's own
+ * credentials.
+ */
+export function pricingClientFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+): PricingClient | undefined {
+  const endpoint = env.PRICING_ENDPOINT?.trim() || undefined;
+  if (!endpoint && env.EC2_ENDPOINT?.trim()) return undefined;
+  return new PricingClient({
+    region: env.PRICING_REGION?.trim() || PRICING_API_REGION,
+    ...(endpoint
+      ? { endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+      : {}),
+    maxAttempts: 2,
+  });
+}
