@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { launchActivities } from './launch';
 import { recordActivities } from './records';
+import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
 import { teardownActivities } from './teardown';
 
@@ -13,6 +14,7 @@ export function createActivities(deps: ActivityDeps) {
     ...launchActivities(deps),
     ...teardownActivities(deps),
     ...sweepActivities(deps),
+    ...starterActivities(deps),
   };
 }
 

@@ -26,26 +26,30 @@ const Relate = z.strictObject({ endpoints: z.array(z.string()) });
 export const handler = createHandler({
   'POST /v1/models/{model}/applications': async (req) => ({
     status: 201,
-    body: await deploy(serviceContext(), param(req, 'model'), parseBody(Deploy, req.body)),
+    body: await deploy(serviceContext(req.step), param(req, 'model'), parseBody(Deploy, req.body)),
   }),
   'GET /v1/models/{model}/applications/{app}': async (req) => ({
     status: 200,
-    body: await getApplication(serviceContext(), param(req, 'model'), param(req, 'app')),
+    body: await getApplication(serviceContext(req.step), param(req, 'model'), param(req, 'app')),
   }),
   'DELETE /v1/models/{model}/applications/{app}': async (req) => {
-    await destroyApplication(serviceContext(), param(req, 'model'), param(req, 'app'));
+    await destroyApplication(serviceContext(req.step), param(req, 'model'), param(req, 'app'));
     return { status: 202 };
   },
   'GET /v1/models/{model}/applications/{app}/constraints': async (req) => ({
     status: 200,
-    body: await getApplicationConstraints(serviceContext(), param(req, 'model'), param(req, 'app')),
+    body: await getApplicationConstraints(
+      serviceContext(req.step),
+      param(req, 'model'),
+      param(req, 'app'),
+    ),
   }),
   'PUT /v1/models/{model}/applications/{app}/constraints': async (req) => {
     const { constraints } = parseBody(SetConstraints, req.body);
     return {
       status: 200,
       body: await setApplicationConstraints(
-        serviceContext(),
+        serviceContext(req.step),
         param(req, 'model'),
         param(req, 'app'),
         constraints,
@@ -54,6 +58,9 @@ export const handler = createHandler({
   },
   'POST /v1/models/{model}/relations': async (req) => {
     const { endpoints } = parseBody(Relate, req.body);
-    return { status: 201, body: await relate(serviceContext(), param(req, 'model'), endpoints) };
+    return {
+      status: 201,
+      body: await relate(serviceContext(req.step), param(req, 'model'), endpoints),
+    };
   },
 });

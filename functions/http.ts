@@ -1,7 +1,10 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
 import { bearerToken, tokensMatch, tokenSourceFromEnv, type TokenSource } from '../config/auth';
+import { dynamoDbClient } from '../config/clients';
+import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
+import { IdempotencyStore } from '../state/idempotency';
 import { NAME_PATTERN } from '../service/names';
 import {
   ApiError,
@@ -17,7 +20,18 @@ export interface ApiRequest {
   query: Record<string, string>;
   /** Parsed JSON body; undefined when the request had none. */
   body: unknown;
+  /**
+   * Runs one step of the operation at most once per Idempotency-Key: a retry
+   * of a request that was cut off gets the first run's result (e.g. the
+   * machine ids it reserved) instead of running the step again. Without a
+   * key it just runs the step.
+   */
+  step: Step;
 }
+
+export type Step = <T>(name: string, run: () => Promise<T>) => Promise<T>;
+
+const runStep: Step = (_name, run) => run();
 
 export interface ApiResponse {
   status: number;
@@ -35,6 +49,20 @@ const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'not-found': 404,
   conflict: 409,
 };
+
+/** Methods an Idempotency-Key applies to (API.md §1). */
+const IDEMPOTENT_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** 1–255 visible ASCII characters. */
+const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+let idempotencyStore: IdempotencyStore | undefined;
+function idempotencyFromEnv(): IdempotencyStore {
+  if (!idempotencyStore) {
+    const endpoints = serviceEndpoints();
+    idempotencyStore = new IdempotencyStore(dynamoDbClient(endpoints), endpoints.tableName);
+  }
+  return idempotencyStore;
+}
 
 function errorResponse(
   status: number,
@@ -84,6 +112,7 @@ function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
 export function createHandler(
   operations: Record<string, Operation>,
   tokenSource: TokenSource = tokenSourceFromEnv(),
+  idempotency: () => IdempotencyStore = idempotencyFromEnv,
 ): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
   return async (event) => {
     try {
@@ -99,17 +128,107 @@ export function createHandler(
             )
           : new NotImplementedError(`${event.routeKey} is not implemented yet`);
       }
-      const result = await operation({
+      const request = (step: Step): ApiRequest => ({
         routeKey: event.routeKey,
         pathParameters: decodeParams(event.pathParameters ?? {}),
         query: compact(event.queryStringParameters ?? {}),
         body: parseJsonBody(event),
+        step,
       });
-      return json(result.status, result.body);
+      const key = idempotencyKey(event);
+      if (key === undefined) {
+        const result = await operation(request(runStep));
+        return json(result.status, result.body);
+      }
+      return await runOnce(idempotency(), key, event, operation, request);
     } catch (err) {
       return toErrorResponse(err);
     }
   };
+}
+
+function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
+  for (const [k, v] of Object.entries(event.headers ?? {})) {
+    if (k.toLowerCase() === name) return v;
+  }
+  return undefined;
+}
+
+/** The request's Idempotency-Key, when it carries one on a method it applies to. */
+function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {
+  const key = header(event, 'idempotency-key');
+  const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
+  if (key === undefined || !IDEMPOTENT_METHODS.has(method)) return undefined;
+  if (!IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    throw new BadRequestError('header "Idempotency-Key" must be 1 to 255 visible ASCII characters');
+  }
+  return key;
+}
+
+/**
+ * API.md §1 "Retried requests": the same key with the same method, path and
+ * body answers the first answer again and does nothing more; another body is
+ * 422; a first request still running is 409; a first request that was cut
+ * off is completed by the retry, its steps never run twice.
+ */
+async function runOnce(
+  store: IdempotencyStore,
+  key: string,
+  event: APIGatewayProxyEventV2,
+  operation: Operation,
+  request: (step: Step) => ApiRequest,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
+  const rawBody =
+    event.body && event.isBase64Encoded
+      ? Buffer.from(event.body, 'base64').toString('utf8')
+      : (event.body ?? '');
+  const claim = await store.claim(
+    key,
+    IdempotencyStore.fingerprint(method, event.rawPath, rawBody),
+  );
+  switch (claim.kind) {
+    case 'mismatch':
+      return errorResponse(
+        422,
+        'idempotency-key-reused',
+        'this Idempotency-Key was used with another request (method, path or body)',
+      );
+    case 'in-flight':
+      return errorResponse(409, 'conflict', 'a request with this Idempotency-Key is still running');
+    case 'replay':
+      return json(claim.response.status, claim.response.body);
+    case 'run':
+      break;
+  }
+  const memo = claim.memo;
+  const step: Step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+    if (Object.hasOwn(memo, name)) return memo[name] as T;
+    const value = await run();
+    await store.remember(key, name, value);
+    memo[name] = value;
+    return value;
+  };
+  let response: APIGatewayProxyStructuredResultV2;
+  let stored: { status: number; body?: unknown };
+  try {
+    const result = await operation(request(step));
+    response = json(result.status, result.body);
+    stored = { status: result.status, ...(result.body === undefined ? {} : { body: result.body }) };
+  } catch (err) {
+    response = toErrorResponse(err);
+    stored = {
+      status: response.statusCode ?? 500,
+      body: JSON.parse(String(response.body)) as unknown,
+    };
+  }
+  if (stored.status >= 500) {
+    // ours, not the request's: a retry with the key completes what this one began
+    await store.abandon(key).catch(() => undefined);
+  } else {
+    await store.complete(key, stored);
+  }
+  return response;
 }
 
 function compact(record: Record<string, string | undefined>): Record<string, string> {

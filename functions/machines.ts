@@ -25,7 +25,7 @@ function forceFlag(query: Record<string, string>): boolean {
 export const handler = createHandler({
   'POST /v1/models/{model}/machines': async (req) => {
     const machines = await addMachines(
-      serviceContext(),
+      serviceContext(req.step),
       param(req, 'model'),
       parseBody(AddMachines, req.body),
     );
@@ -33,11 +33,11 @@ export const handler = createHandler({
   },
   'GET /v1/models/{model}/machines/{id}': async (req) => ({
     status: 200,
-    body: await getMachine(serviceContext(), param(req, 'model'), param(req, 'id')),
+    body: await getMachine(serviceContext(req.step), param(req, 'model'), param(req, 'id')),
   }),
   'DELETE /v1/models/{model}/machines/{id}': async (req) => {
     await destroyMachine(
-      serviceContext(),
+      serviceContext(req.step),
       param(req, 'model'),
       param(req, 'id'),
       forceFlag(req.query),
@@ -46,7 +46,12 @@ export const handler = createHandler({
   },
   'POST /v1/models/{model}/machines/{id}/retry': async (req) => {
     const { constraints } = parseBody(Retry, req.body);
-    await retryMachine(serviceContext(), param(req, 'model'), param(req, 'id'), constraints);
+    await retryMachine(
+      serviceContext(req.step),
+      param(req, 'model'),
+      param(req, 'id'),
+      constraints,
+    );
     return { status: 202 };
   },
 });

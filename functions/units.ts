@@ -13,7 +13,7 @@ export const handler = createHandler({
   'POST /v1/models/{model}/applications/{app}/units': async (req) => {
     const body = parseBody(AddUnits, req.body);
     const units = await addUnits(
-      serviceContext(),
+      serviceContext(req.step),
       param(req, 'model'),
       param(req, 'app'),
       body.count ?? 1,
@@ -23,7 +23,7 @@ export const handler = createHandler({
   },
   'DELETE /v1/models/{model}/units/{app}/{n}': async (req) => {
     await removeUnit(
-      serviceContext(),
+      serviceContext(req.step),
       param(req, 'model'),
       `${param(req, 'app')}/${param(req, 'n')}`,
     );

@@ -15,6 +15,21 @@ export interface ServiceContext {
   defaultRegion: string;
   now(): Date;
   log: Pick<Logger, 'warn' | 'info' | 'error'>;
+  /**
+   * Runs one step of a request at most once per Idempotency-Key (see
+   * functions/http.ts): a retry of a request that was cut off gets the first
+   * run's result, e.g. the ids it reserved. Absent: the step just runs.
+   */
+  step?: <T>(name: string, run: () => Promise<T>) => Promise<T>;
+}
+
+/** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */
+export function requestStep<T>(
+  ctx: ServiceContext,
+  name: string,
+  run: () => Promise<T>,
+): Promise<T> {
+  return ctx.step ? ctx.step(name, run) : run();
 }
 
 async function temporalApiKey(): Promise<string | undefined> {
@@ -26,7 +41,13 @@ async function temporalApiKey(): Promise<string | undefined> {
 
 let context: ServiceContext | undefined;
 
-export function serviceContext(): ServiceContext {
+/** The context, with the request's `step` (Idempotency-Key) when given. */
+export function serviceContext(step?: ServiceContext['step']): ServiceContext {
+  const base = sharedContext();
+  return step ? { ...base, step } : base;
+}
+
+function sharedContext(): ServiceContext {
   if (context) return context;
   const endpoints = serviceEndpoints();
   let client: Promise<Client> | undefined;

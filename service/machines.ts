@@ -4,7 +4,7 @@ import { machineItem, machineKey } from '../state/repository';
 import { machineStatusIndexPk } from '../state/keys';
 import type { MachineRecord } from '../state/types';
 import { collapseConstraints, validateConstraints } from './constraints';
-import type { ServiceContext } from './context';
+import { requestStep, type ServiceContext } from './context';
 import { parseMachinePlacement, placementText, validateBase } from './placement';
 import { isProvisioned, newMachine } from './records';
 import {
@@ -17,6 +17,8 @@ import {
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
 const MAX_MACHINES = 1000;
+/** Machines per transaction (DynamoDB's 100 items, less the model check). */
+const MACHINES_PER_WRITE = 99;
 
 export interface AddMachinesInput {
   count?: number;
@@ -91,11 +93,17 @@ export async function addMachines(
   }
 
   const manual = placement?.kind === 'ssh';
-  const ids = await ctx.repo.allocateMachineIds(model, count);
+  const ids = await requestStep(ctx, 'machineIds', () => ctx.repo.allocateMachineIds(model, count));
   const machines = ids.map((id) =>
     newMachine({ model, id, base, constraints, placement: placementText(placement), manual, now }),
   );
-  await ctx.repo.putNewMachines(machines);
+  // one step per transaction, so a retried request with the same Idempotency-Key writes each once
+  for (let i = 0; i < machines.length; i += MACHINES_PER_WRITE) {
+    await requestStep(ctx, `machines-${i}`, async () => {
+      await ctx.repo.putNewMachines(machines.slice(i, i + MACHINES_PER_WRITE));
+      return true;
+    });
+  }
   await startWorkflows(
     ctx,
     model,

@@ -5,7 +5,7 @@ import {
   type Placement,
 } from '../core';
 import { BadRequestError } from '../functions/errors';
-import { EntityConflictError, EntityNotFoundError } from '../state/errors';
+import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
 import {
   appKey,
@@ -18,7 +18,7 @@ import {
 } from '../state/repository';
 import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/types';
 import { collapseConstraints } from './constraints';
-import type { ServiceContext } from './context';
+import { requestStep, type ServiceContext } from './context';
 import { parseUnitPlacements, placementText } from './placement';
 import { newMachine, newUnit } from './records';
 
@@ -28,6 +28,8 @@ export interface PlacedUnit {
 }
 
 const MAX_UNITS = 1000;
+/** DynamoDB's limit of items in one transaction. */
+const TRANSACTION_ITEMS = 100;
 
 /** A zone directive must name a zone of the model's region (`us-east-1a` in `us-east-1`). */
 export function checkZoneInRegion(zone: string, region: string): void {
@@ -185,10 +187,191 @@ export async function addUnits(
     checkUnitOnMachineBase(sub.base, app.base);
 
   const constraints = collapseConstraints(model.constraints, app.constraints);
-  const numbers = await ctx.repo.allocateUnitNumbers(modelName, appName, count);
+  const numbers = await requestStep(ctx, 'unitNumbers', () =>
+    ctx.repo.allocateUnitNumbers(modelName, appName, count),
+  );
   const hosts = Array.from({ length: count }, (_, i) => placements[i]).filter(needsNewHost).length;
-  const machineIds = await ctx.repo.allocateMachineIds(modelName, hosts);
+  const machineIds = await requestStep(ctx, 'machineIds', () =>
+    ctx.repo.allocateMachineIds(modelName, hosts),
+  );
 
+  // Units with no placement directive (the bulk of a large request) are written together.
+  const direct = placements.length === 0 ? count : Math.max(0, count - placements.length);
+  const bulkStart = count - direct;
+  if (direct > 1) {
+    const bulkHosts = machineIds.slice(machineIds.length - direct);
+    machineIds.length -= direct;
+    const written = await addUnitsInBulk(ctx, {
+      model,
+      app,
+      constraints,
+      units: numbers.slice(bulkStart).map((n, i) => ({ number: n, hostId: bulkHosts[i]! })),
+    });
+    // The directed units first, then these (in unit order either way).
+    const directed = await addUnitsOneByOne(ctx, {
+      model,
+      app,
+      constraints,
+      numbers: numbers.slice(0, bulkStart),
+      placements: placements.slice(0, bulkStart),
+      machineIds,
+    });
+    await startWorkflows(
+      ctx,
+      modelName,
+      written.map((u) => u.machine),
+    );
+    return [...directed, ...written];
+  }
+  return addUnitsOneByOne(ctx, {
+    model,
+    app,
+    constraints,
+    numbers,
+    placements: Array.from({ length: count }, (_, i) => placements[i]),
+    machineIds,
+  });
+}
+
+/**
+ * Units on new machines of their own, many to a transaction: each
+ * transaction holds the model alive, the application alive at the version
+ * read (a relation made meanwhile moves it), the related subordinate
+ * applications alive, and for each unit its machine and subordinate units.
+ * Transactions run one after another (they share the model and application
+ * items, which concurrent transactions would conflict on). A transaction that
+ * loses a race hands its units to the one-by-one path, which retries inside.
+ * Each committed transaction is one request step, so a retried request with
+ * the same Idempotency-Key does not write it again.
+ */
+async function addUnitsInBulk(
+  ctx: ServiceContext,
+  args: {
+    model: ModelRecord;
+    app: ApplicationRecord;
+    constraints: string;
+    units: ReadonlyArray<{ number: number; hostId: string }>;
+  },
+): Promise<PlacedUnit[]> {
+  const { model, app } = args;
+  const subordinates = await relatedSubordinates(ctx, model.name, app.name);
+  const perUnit = 2 + subordinates.length;
+  const fixed = 2 + subordinates.length;
+  const chunkSize = Math.max(1, Math.floor((TRANSACTION_ITEMS - fixed) / perUnit));
+  const subNumbers = await requestStep(ctx, 'subordinateNumbers', async () => {
+    const out: Record<string, number[]> = {};
+    for (const sub of subordinates) {
+      out[sub.name] = await ctx.repo.allocateUnitNumbers(model.name, sub.name, args.units.length);
+    }
+    return out;
+  });
+  const now = ctx.now().toISOString();
+  const placed: PlacedUnit[] = [];
+  for (let start = 0; start < args.units.length; start += chunkSize) {
+    const chunk = args.units.slice(start, start + chunkSize);
+    const committed = await requestStep(ctx, `units-${start}`, async () => {
+      const tx = ctx.repo.transaction();
+      guardModelAndApp(tx, model.name, []);
+      tx.check(appKey(model.name, app.name), 'life = :alive AND version = :v', {
+        ':alive': 'alive',
+        ':v': app.version ?? 0,
+      });
+      for (const sub of subordinates) {
+        tx.check(appKey(model.name, sub.name), 'life = :alive', { ':alive': 'alive' });
+      }
+      chunk.forEach((u, i) => {
+        const unitName = `${app.name}/${u.number}`;
+        tx.put(
+          machineItem(
+            newMachine({
+              model: model.name,
+              id: u.hostId,
+              base: app.base,
+              constraints: args.constraints,
+              principals: [unitName],
+              applications: [app.name],
+              now,
+            }),
+          ),
+          'attribute_not_exists(pk)',
+        );
+        const subUnits = subordinates.map((sub) =>
+          newUnit({
+            model: model.name,
+            application: sub.name,
+            number: subNumbers[sub.name]![start + i]!,
+            machine: u.hostId,
+            constraints: '',
+            principal: unitName,
+            now,
+          }),
+        );
+        tx.put(
+          unitItem(
+            newUnit({
+              model: model.name,
+              application: app.name,
+              number: u.number,
+              machine: u.hostId,
+              constraints: args.constraints,
+              subordinates: subUnits.map((x) => x.name),
+              now,
+            }),
+          ),
+          'attribute_not_exists(pk)',
+        );
+        for (const sub of subUnits) tx.put(unitItem(sub), 'attribute_not_exists(pk)');
+      });
+      try {
+        await ctx.repo.commit(tx);
+        return true;
+      } catch (err) {
+        if (err instanceof ConcurrentChangeError) return false;
+        throw err;
+      }
+    });
+    if (committed) {
+      placed.push(...chunk.map((u) => ({ name: `${app.name}/${u.number}`, machine: u.hostId })));
+      continue;
+    }
+    // lost a race (a relation, another writer): these units go one by one, re-reading as they go
+    placed.push(
+      ...(await addUnitsOneByOne(ctx, {
+        model,
+        app,
+        constraints: args.constraints,
+        numbers: chunk.map((u) => u.number),
+        placements: chunk.map(() => undefined),
+        machineIds: chunk.map((u) => u.hostId),
+        startWorkflowsToo: false,
+      })),
+    );
+  }
+  return placed;
+}
+
+/** Each unit in its own transaction with its machine and subordinates, retried inside on a lost race. */
+async function addUnitsOneByOne(
+  ctx: ServiceContext,
+  args: {
+    model: ModelRecord;
+    app: ApplicationRecord;
+    constraints: string;
+    numbers: readonly number[];
+    placements: ReadonlyArray<Placement | undefined>;
+    /** New host ids, taken in order by the units that need one. */
+    machineIds: string[];
+    /** Start the new machines' workflows here (false when the caller does). */
+    startWorkflowsToo?: boolean;
+  },
+): Promise<PlacedUnit[]> {
+  const { model, constraints } = args;
+  const modelName = model.name;
+  const appName = args.app.name;
+  const machineIds = [...args.machineIds];
+  const count = args.numbers.length;
+  const placements = args.placements;
+  const numbers = args.numbers;
   const placed: PlacedUnit[] = [];
   const toStart: string[] = [];
   try {
@@ -221,7 +404,7 @@ export async function addUnits(
     }
   } finally {
     // whatever was recorded gets its workflow, even when a later unit failed
-    await startWorkflows(ctx, modelName, toStart);
+    if (args.startWorkflowsToo !== false) await startWorkflows(ctx, modelName, toStart);
   }
   return placed;
 }
@@ -364,23 +547,21 @@ export async function startWorkflows(
   machineIds: readonly string[],
 ): Promise<void> {
   if (machineIds.length === 0) return;
-  const [sweep, ...starts] = await Promise.allSettled([
+  const [sweep, starts] = await Promise.allSettled([
     // the model's sweep restarts a workflow that fails to start here: make sure it exists
     ctx.workflows.ensureSweep(model),
-    ...machineIds.map((id) => ctx.workflows.start(model, id)),
+    ctx.workflows.startMany(model, machineIds),
   ]);
-  if (sweep?.status === 'rejected') {
+  if (sweep.status === 'rejected') {
     ctx.log.warn('could not ensure the model sweep', { model, error: String(sweep.reason) });
   }
-  starts.forEach((r, i) => {
-    if (r.status === 'rejected') {
-      ctx.log.warn('could not start a machine workflow; the sweep will', {
-        model,
-        machineId: machineIds[i],
-        error: String(r.reason),
-      });
-    }
-  });
+  if (starts.status === 'rejected') {
+    ctx.log.warn('could not start machine workflows; the sweep will', {
+      model,
+      machines: machineIds.length,
+      error: String(starts.reason),
+    });
+  }
 }
 
 /**

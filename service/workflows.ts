@@ -1,7 +1,15 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { DEFAULT_SWEEP_INTERVAL_MS, ensureModelSweep } from '../activities/schedules';
-import { SEARCH_ATTRIBUTES, TASK_QUEUE, machineWorkflowId } from '../workflows/search-attributes';
+import {
+  MACHINE_WORKFLOW_TYPE,
+  START_MACHINES_WORKFLOW_TYPE,
+  TASK_QUEUE,
+  machineStartOptions,
+} from '../workflows/search-attributes';
+
+/** Up to this many machines a request starts their workflows itself; more go to one bulk starter workflow. */
+export const DIRECT_START_LIMIT = 20;
 
 /**
  * Starts and signals machine workflows. DynamoDB stays the source of truth:
@@ -11,6 +19,13 @@ import { SEARCH_ATTRIBUTES, TASK_QUEUE, machineWorkflowId } from '../workflows/s
  */
 export interface MachineWorkflows {
   start(model: string, machineId: string): Promise<void>;
+  /**
+   * Starts the workflows of many machines recorded by one request: a few
+   * directly, more through one bulk starter workflow so the request answers
+   * at once (its id is derived from the machines, so a retried request
+   * never starts a second one).
+   */
+  startMany(model: string, machineIds: readonly string[]): Promise<void>;
   signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void>;
   /** Makes sure the model's sweep schedule (strays and missing workflows) exists. */
   ensureSweep(model: string): Promise<void>;
@@ -28,21 +43,26 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
   }
 
   private options(model: string, machineId: string) {
-    return {
+    return machineStartOptions(model, machineId, this.taskQueue);
+  }
+
+  async startMany(model: string, machineIds: readonly string[]): Promise<void> {
+    if (machineIds.length <= DIRECT_START_LIMIT) {
+      await Promise.all(machineIds.map((id) => this.start(model, id)));
+      return;
+    }
+    const client = await this.client();
+    await client.workflow.start(START_MACHINES_WORKFLOW_TYPE, {
       taskQueue: this.taskQueue,
-      workflowId: machineWorkflowId(model, machineId),
-      args: [{ model, machineId }],
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.model, value: model },
-        { key: SEARCH_ATTRIBUTES.machine, value: machineId },
-        { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
-      ],
-    };
+      workflowId: `start-machines:${model}:${machineIds[0]}:${machineIds.length}`,
+      args: [{ model, machineIds: [...machineIds] }],
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    });
   }
 
   async start(model: string, machineId: string): Promise<void> {
     const client = await this.client();
-    await client.workflow.start('machineWorkflow', {
+    await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
       ...this.options(model, machineId),
       // a retried request finds the workflow already there and leaves it be
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
@@ -51,7 +71,7 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
 
   async signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void> {
     const client = await this.client();
-    await client.workflow.signalWithStart('machineWorkflow', {
+    await client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
       ...this.options(model, machineId),
       signal,
       signalArgs: [],

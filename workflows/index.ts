@@ -1,2 +1,3 @@
 export { machineWorkflow } from './machine';
 export { modelSweepWorkflow } from './sweep';
+export { startMachinesWorkflow } from './starter';

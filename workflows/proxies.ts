@@ -59,3 +59,10 @@ export function failureMessage(err: unknown): string {
   if (cause instanceof Error) return cause.message;
   return err instanceof Error ? err.message : String(err);
 }
+
+/** Bulk workflow starts: bounded, since the model's sweep starts whatever is still missing. */
+export const starting = proxyActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { ...RETRY, maximumAttempts: 5 },
+});

@@ -37,3 +37,20 @@ export const MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
 export function sweepScheduleId(model: string): string {
   return `sweep:${model}`;
 }
+
+/** Starts machine workflows in bulk for one request (see workflows/starter.ts). */
+export const START_MACHINES_WORKFLOW_TYPE = 'startMachinesWorkflow';
+
+/** How a machine's workflow is started, by the API and by the bulk starter alike. */
+export function machineStartOptions(model: string, machineId: string, taskQueue: string) {
+  return {
+    taskQueue,
+    workflowId: machineWorkflowId(model, machineId),
+    args: [{ model, machineId }] as [{ model: string; machineId: string }],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.model, value: model },
+      { key: SEARCH_ATTRIBUTES.machine, value: machineId },
+      { key: SEARCH_ATTRIBUTES.status, value: 'pending' },
+    ],
+  };
+}

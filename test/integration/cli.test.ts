@@ -156,7 +156,8 @@ describe('provisioner CLI against the local stack', () => {
     expect(sections).toHaveLength(4);
     expect(sections[0]).toMatch(
       new RegExp(
-        `^Model +Cloud/Region +Constraints +Timestamp\\n${model} +aws/us-east-1 +cores=1 mem=2048M +\\d\\d:\\d\\d:\\d\\dZ$`,
+        // the stack prices instance types, so the running machines' cost per hour shows too
+        `^Model +Cloud/Region +Constraints +Timestamp +Cost/h\\n${model} +aws/us-east-1 +cores=1 mem=2048M +\\d\\d:\\d\\d:\\d\\dZ +\\$\\d+\\.\\d+$`,
       ),
     );
     expect(sections[1]!.split('\n')).toEqual([

@@ -13,6 +13,7 @@ const ctx: ServiceContext = {
   repo,
   workflows: {
     start: () => Promise.reject(new Error('no workflows in this test')),
+    startMany: () => Promise.reject(new Error('no workflows in this test')),
     signal: () => Promise.reject(new Error('no workflows in this test')),
     ensureSweep: () => Promise.reject(new Error('no workflows in this test')),
   },

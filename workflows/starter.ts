@@ -1,0 +1,28 @@
+import { log } from '@temporalio/workflow';
+import { starting } from './proxies';
+
+export interface StartMachinesInput {
+  model: string;
+  machineIds: string[];
+}
+
+/** Machines per activity: each activity's starts are one heartbeat-covered unit of retry. */
+const CHUNK = 250;
+
+/**
+ * Starts the workflows of the machines one bulk API request recorded, so the
+ * request answers at once instead of waiting for a thousand workflow starts.
+ * Should this ever fail for good, the model's sweep starts any machine
+ * workflow that is missing.
+ */
+export async function startMachinesWorkflow(input: StartMachinesInput): Promise<number> {
+  let started = 0;
+  for (let i = 0; i < input.machineIds.length; i += CHUNK) {
+    started += await starting.startMachineWorkflows({
+      model: input.model,
+      machineIds: input.machineIds.slice(i, i + CHUNK),
+    });
+  }
+  log.info('machine workflows started', { model: input.model, count: started });
+  return started;
+}
