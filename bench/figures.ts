@@ -24,6 +24,8 @@ export interface CapacityUse {
 export interface TemporalUse {
   /** Machine workflows whose history was read. */
   workflows: number;
+  /** Other workflows of the run (sweeps, bulk starters), whose counts are in the totals too. */
+  otherWorkflows?: number;
   events: number;
   actions: number;
   workflowTasks: number;

@@ -367,20 +367,43 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   return p;
 }
 
+/**
+ * Every machine workflow's history, plus every other workflow the run left in
+ * the namespace (the model's sweeps, bulk starters): their cost is the
+ * machines' too, so it is added to the totals; `otherWorkflows` says how many.
+ */
 async function temporalUse(client: Client, workflowIds: string[]): Promise<TemporalUse> {
   const use = emptyTemporalUse();
-  const queue = [...workflowIds];
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-        try {
-          const history = await client.workflow.getHandle(id).fetchHistory();
-          countHistory(history.events ?? [], use);
-        } catch {
-          // a machine without a workflow is not counted
+  const others = emptyTemporalUse();
+  const machineIds = new Set(workflowIds);
+  const otherIds: string[] = [];
+  for await (const wf of client.workflow.list()) {
+    if (!machineIds.has(wf.workflowId)) otherIds.push(wf.workflowId);
+  }
+  const read = async (ids: string[], into: TemporalUse) => {
+    const queue = [...new Set(ids)];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          try {
+            const history = await client.workflow.getHandle(id).fetchHistory();
+            countHistory(history.events ?? [], into);
+          } catch {
+            // a machine without a workflow is not counted
+          }
         }
-      }
-    }),
-  );
-  return use;
+      }),
+    );
+  };
+  await read(workflowIds, use);
+  await read(otherIds, others);
+  return {
+    ...use,
+    events: use.events + others.events,
+    actions: use.actions + others.actions,
+    workflowTasks: use.workflowTasks + others.workflowTasks,
+    activityTasks: use.activityTasks + others.activityTasks,
+    activityRetries: use.activityRetries + others.activityRetries,
+    otherWorkflows: others.workflows,
+  };
 }

@@ -73,6 +73,7 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('  history events per machine', (i) => num(d[i]?.eventsPerMachine, 1)),
     row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),
     row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
+    row('  other workflows counted in', (i) => num(p[i]?.temporal?.otherWorkflows)),
     row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
   ];
   return renderTable(header, rows);
