@@ -10,6 +10,7 @@ import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
 import { Repository } from '../state/repository';
+import type { MachineRecord } from '../state/types';
 import { machineWorkflowId } from '../workflows/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
 import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
@@ -293,8 +294,25 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   const pollEvery = n >= 300 ? 2000 : 1000;
   let lastEc2 = 0;
   let lastLog = 0;
+  let pollErrors = 0;
+  const pollFailed = (what: string, err: unknown) => {
+    pollErrors += 1;
+    if (pollErrors <= 3)
+      log(`N=${n}: ${what} failed (${(err as Error).name}: ${(err as Error).message}); polling on`);
+  };
+  let machines: MachineRecord[] = [];
   for (;;) {
-    const machines = await ctx.repo.listMachines(MODEL);
+    try {
+      machines = await ctx.repo.listMachines(MODEL);
+    } catch (err) {
+      pollFailed('reading the machines', err);
+      await sleep(pollEvery);
+      if (Date.now() > deadline) {
+        p.timedOut = true;
+        break;
+      }
+      continue;
+    }
     const launched = machines.filter((m) => m.instanceId).length;
     const inError = machines.filter((m) => m.status === 'error').length;
     p.launched = launched;
@@ -314,8 +332,8 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
           (i) => recorded.has(i.instanceId) && i.state === 'running',
         ).length;
       } catch (err) {
-        if ((err as { name?: string }).name !== 'RequestLimitExceeded') throw err;
-        ownThrottled += 1;
+        if ((err as { name?: string }).name === 'RequestLimitExceeded') ownThrottled += 1;
+        else pollFailed('DescribeInstances', err);
       }
       if (p.runningMs === undefined && p.launchedMs !== undefined && p.running >= n) {
         p.runningMs = performance.now() - start;
@@ -337,6 +355,8 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     await sleep(pollEvery);
   }
 
+  if (pollErrors > 0)
+    ctx.notes.push(`N=${n}: ${pollErrors} of the bench's polls failed and were retried`);
   const stats = await readStats(info.ec2Endpoint);
   const calls = { ...stats.calls };
   if (calls.DescribeInstances !== undefined) {
@@ -353,7 +373,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     readTotals(ctx.metrics.api),
   ]);
 
-  const machines = await ctx.repo.listMachines(MODEL);
+  machines = await ctx.repo.listMachines(MODEL);
   const audit = auditInstances(machines, await describeModel(ctx.moto, () => undefined));
   p.inError = audit.inError;
   p.duplicates = audit.duplicates;
