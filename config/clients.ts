@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client, Connection } from '@temporalio/client';
+import { meterFromEnv } from './capacity-meter';
 import type { ServiceEndpoints } from './env';
 
 /**
@@ -8,15 +9,18 @@ import type { ServiceEndpoints } from './env';
  */
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
+/** With `PROVISIONER_METRICS_FILE` set, its capacity use is metered (config/capacity-meter.ts). */
 export function dynamoDbClient(
   endpoints: Pick<ServiceEndpoints, 'region' | 'dynamodbEndpoint'>,
 ): DynamoDBClient {
-  return new DynamoDBClient({
+  const client = new DynamoDBClient({
     region: endpoints.region,
     ...(endpoints.dynamodbEndpoint
       ? { endpoint: endpoints.dynamodbEndpoint, credentials: LOCAL_CREDENTIALS }
       : {}),
   });
+  meterFromEnv(client);
+  return client;
 }
 
 export function localCredentialsFor(

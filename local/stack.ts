@@ -33,6 +33,8 @@ export interface StackOptions {
   namespace?: string;
   /** Extra environment for the worker (tuning such as PROVISIONER_RETRY_DELAY). */
   workerEnv?: NodeJS.ProcessEnv;
+  /** Extra environment for the local API server (e.g. the benchmark's PROVISIONER_METRICS_FILE). */
+  apiEnv?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
   /** Told of each child as it starts, so a caller interrupted mid-start can stop them. */
   track?: (proc: ManagedProcess) => void;
@@ -240,6 +242,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         cwd: PROJECT_ROOT,
         env: {
           ...serviceEnv,
+          ...opts.apiEnv,
           PROVISIONER_API_TOKEN: opts.token,
           PROVISIONER_API_PORT: String(ports.api),
         },

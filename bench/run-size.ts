@@ -1,0 +1,429 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { Client, Connection } from '@temporalio/client';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TAG_MACHINE, TAG_MODEL } from '../activities/tags';
+import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
+import { freePort, type ManagedProcess } from '../local/processes';
+import { startStack, type RunningStack } from '../local/stack';
+import type { StackInfo } from '../local/stack-info';
+import { Repository } from '../state/repository';
+import type { MachineRecord } from '../state/types';
+import { machineWorkflowId } from '../workflows/search-attributes';
+import { auditInstances, type InstanceView } from './audit';
+import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
+import { runFloor } from './floor';
+import { countHistory, emptyTemporalUse } from './history';
+import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
+
+const MODEL = 'bench';
+const CREDENTIALS = { accessKeyId: 'bench', secretAccessKey: 'bench' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface SizeOptions {
+  n: number;
+  dir: string;
+  timeoutMs: number;
+  requestTimeoutMs: number;
+  floor: boolean;
+  log: (line: string) => void;
+  /** Told of each child process and of the stack, so Ctrl-C can stop them. */
+  track: (proc: ManagedProcess) => void;
+  onStack: (stack: RunningStack) => void;
+}
+
+/** Brings up a fresh stack, runs the floor then the provisioner on it, and stops it. */
+export async function runSize(opts: SizeOptions): Promise<SizeResult> {
+  const { n, log } = opts;
+  const result: SizeResult = { n, notes: [] };
+  const metrics = {
+    worker: join(opts.dir, 'ddb-worker.json'),
+    api: join(opts.dir, 'ddb-api.json'),
+  };
+  log(`N=${n}: starting a private stack (logs in ${opts.dir}/data/logs)`);
+  const stack = await startStack({
+    ports: {
+      api: await freePort(),
+      temporal: await freePort(),
+      temporalUi: await freePort(),
+      dynamodb: await freePort(),
+      ec2: await freePort(),
+      moto: await freePort(),
+    },
+    token: randomBytes(16).toString('hex'),
+    dataDir: join(opts.dir, 'data'),
+    workerEnv: { [METRICS_FILE_ENV]: metrics.worker },
+    apiEnv: { [METRICS_FILE_ENV]: metrics.api },
+    log: (line) => log(`  ${line}`),
+    track: opts.track,
+  });
+  opts.onStack(stack);
+  const { info } = stack;
+  const ec2 = new EC2Client({
+    region: info.region,
+    endpoint: info.ec2Endpoint,
+    credentials: CREDENTIALS,
+    maxAttempts: 1,
+  });
+  const moto = new EC2Client({
+    region: info.region,
+    endpoint: info.motoEndpoint,
+    credentials: CREDENTIALS,
+    maxAttempts: 3,
+  });
+  const ddb = new DynamoDBClient({
+    region: info.region,
+    endpoint: info.dynamodbEndpoint,
+    credentials: CREDENTIALS,
+  });
+  const connection = await Connection.connect({ address: info.temporalAddress });
+  const temporal = new Client({ connection, namespace: info.temporalNamespace });
+  try {
+    result.notes.push(...(await configureProxy(info.ec2Endpoint)));
+    if (opts.floor) {
+      log(`N=${n}: bare-SDK floor`);
+      result.floor = await runFloor(
+        ec2,
+        {
+          n,
+          region: info.region,
+          runTag: `floor-${n}`,
+          deadline: Date.now() + opts.timeoutMs,
+        },
+        result.notes,
+      );
+      log(
+        `N=${n}: floor launched in ${(result.floor.launchedMs / 1000).toFixed(1)} s, running in ${result.floor.runningMs === undefined ? '—' : (result.floor.runningMs / 1000).toFixed(1)} s`,
+      );
+      await resetMoto(info.motoEndpoint);
+      await configureProxy(info.ec2Endpoint); // buckets full again for the provisioner
+    }
+    result.provisioner = await runProvisioner({
+      ...opts,
+      info,
+      stack,
+      ec2,
+      moto,
+      repo: new Repository(ddb, info.tableName),
+      temporal,
+      metrics,
+      notes: result.notes,
+    });
+  } finally {
+    await connection.close().catch(() => undefined);
+    ec2.destroy();
+    moto.destroy();
+    ddb.destroy();
+    log(`N=${n}: stopping the stack`);
+    await stack.stop();
+  }
+  return result;
+}
+
+interface PhaseContext extends SizeOptions {
+  info: StackInfo;
+  stack: RunningStack;
+  ec2: EC2Client;
+  moto: EC2Client;
+  repo: Repository;
+  temporal: Client;
+  metrics: { worker: string; api: string };
+  notes: string[];
+}
+
+async function api(
+  info: StackInfo,
+  method: string,
+  path: string,
+  body: unknown,
+  timeoutMs: number,
+): Promise<{ status: number; json: unknown }> {
+  const res = await fetch(`${info.apiUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${info.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const text = await res.text();
+  let json: unknown = text;
+  try {
+    json = JSON.parse(text) as unknown;
+  } catch {
+    // keep the text
+  }
+  return { status: res.status, json };
+}
+
+function readTotals(file: string): CapacityTotals {
+  if (!existsSync(file)) return { readUnits: 0, writeUnits: 0, calls: {}, failed: {} };
+  return JSON.parse(readFileSync(file, 'utf8')) as CapacityTotals;
+}
+
+function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): CapacityUse {
+  const use: CapacityUse = { readUnits: 0, writeUnits: 0, calls: {} };
+  for (const t of after) {
+    use.readUnits += t.readUnits;
+    use.writeUnits += t.writeUnits;
+    for (const [k, v] of Object.entries(t.calls)) use.calls[k] = (use.calls[k] ?? 0) + v;
+  }
+  for (const t of before) {
+    use.readUnits -= t.readUnits;
+    use.writeUnits -= t.writeUnits;
+    for (const [k, v] of Object.entries(t.calls)) use.calls[k] = (use.calls[k] ?? 0) - v;
+  }
+  for (const [k, v] of Object.entries(use.calls)) if (v === 0) delete use.calls[k];
+  return use;
+}
+
+/** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
+async function describeModel(client: EC2Client, onCall: () => void): Promise<InstanceView[]> {
+  const found: InstanceView[] = [];
+  let token: string | undefined;
+  do {
+    onCall();
+    const out = await client.send(
+      new DescribeInstancesCommand({
+        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [MODEL] }],
+        MaxResults: 1000,
+        NextToken: token,
+      }),
+    );
+    const instances: Instance[] = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+    for (const i of instances) {
+      if (!i.InstanceId) continue;
+      found.push({
+        instanceId: i.InstanceId,
+        machine: i.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value,
+        state: i.State?.Name ?? 'unknown',
+      });
+    }
+    token = out.NextToken;
+  } while (token);
+  return found;
+}
+
+function peakRss(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(status);
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Asks for the machines: one request of N, or several when that one is refused or times out. */
+async function requestMachines(ctx: PhaseContext, p: ProvisionerResult): Promise<void> {
+  const { n, info } = ctx;
+  const start = performance.now();
+  try {
+    const res = await api(
+      info,
+      'POST',
+      `/v1/models/${MODEL}/machines`,
+      { count: n },
+      ctx.requestTimeoutMs,
+    );
+    if (res.status === 201) {
+      p.apiAnswerMs = performance.now() - start;
+      return;
+    }
+    p.requestNote = `one request of ${n} answered ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`;
+  } catch (err) {
+    p.requestNote = `one request of ${n} got no answer within ${ctx.requestTimeoutMs / 1000} s (${(err as Error).name})`;
+  }
+  ctx.log(`N=${n}: ${p.requestNote}; falling back to several requests`);
+  await sleep(5000); // let a cut-off request finish what it was writing
+  const chunk = 50;
+  let have = (await ctx.repo.listMachines(MODEL)).length;
+  while (have < n) {
+    const count = Math.min(chunk, n - have);
+    const res = await api(
+      info,
+      'POST',
+      `/v1/models/${MODEL}/machines`,
+      { count },
+      ctx.requestTimeoutMs,
+    );
+    p.requests += 1;
+    if (res.status !== 201) {
+      throw new Error(
+        `fallback request of ${count} answered ${res.status}: ${JSON.stringify(res.json)}`,
+      );
+    }
+    have += count;
+  }
+  p.apiAnswerMs = performance.now() - start;
+  p.requestNote += `; then ${p.requests - 1} requests of ≤ ${chunk}`;
+  ctx.notes.push(`N=${n}: ${p.requestNote}`);
+}
+
+async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
+  const { n, info, log } = ctx;
+  const model = await api(info, 'POST', '/v1/models', { name: MODEL }, 60_000);
+  if (model.status !== 201) {
+    throw new Error(`creating the model answered ${model.status}: ${JSON.stringify(model.json)}`);
+  }
+  const p: ProvisionerResult = {
+    n,
+    requests: 1,
+    launched: 0,
+    running: 0,
+    inError: 0,
+    duplicates: 0,
+    strays: 0,
+    timedOut: false,
+    ec2Calls: {},
+    throttled: 0,
+  };
+  await sleep(1500); // a metrics flush after the model's creation
+  const capacityBefore = [readTotals(ctx.metrics.worker), readTotals(ctx.metrics.api)];
+  await resetStats(info.ec2Endpoint);
+  let ownDescribes = 0;
+  let ownThrottled = 0;
+
+  log(`N=${n}: asking the API for ${n} machines`);
+  const start = performance.now();
+  const deadline = Date.now() + ctx.timeoutMs;
+  await requestMachines(ctx, p);
+  log(`N=${n}: answered in ${((p.apiAnswerMs ?? 0) / 1000).toFixed(1)} s`);
+
+  const pollEvery = n >= 300 ? 2000 : 1000;
+  let lastEc2 = 0;
+  let lastLog = 0;
+  let pollErrors = 0;
+  const pollFailed = (what: string, err: unknown) => {
+    pollErrors += 1;
+    if (pollErrors <= 3)
+      log(`N=${n}: ${what} failed (${(err as Error).name}: ${(err as Error).message}); polling on`);
+  };
+  let machines: MachineRecord[] = [];
+  for (;;) {
+    try {
+      machines = await ctx.repo.listMachines(MODEL);
+    } catch (err) {
+      pollFailed('reading the machines', err);
+      await sleep(pollEvery);
+      if (Date.now() > deadline) {
+        p.timedOut = true;
+        break;
+      }
+      continue;
+    }
+    const launched = machines.filter((m) => m.instanceId).length;
+    const inError = machines.filter((m) => m.status === 'error').length;
+    p.launched = launched;
+    p.inError = inError;
+    if (p.launchedMs === undefined && machines.length >= n && launched === machines.length) {
+      p.launchedMs = performance.now() - start;
+      log(`N=${n}: all launched after ${(p.launchedMs / 1000).toFixed(1)} s`);
+    }
+    const settled = machines.length >= n && launched + inError >= machines.length;
+    // EC2 is asked sparingly until everything has an instance, then every poll.
+    if (settled || Date.now() - lastEc2 > 5000) {
+      lastEc2 = Date.now();
+      try {
+        const instances = await describeModel(ctx.ec2, () => (ownDescribes += 1));
+        const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
+        p.running = instances.filter(
+          (i) => recorded.has(i.instanceId) && i.state === 'running',
+        ).length;
+      } catch (err) {
+        if ((err as { name?: string }).name === 'RequestLimitExceeded') ownThrottled += 1;
+        else pollFailed('DescribeInstances', err);
+      }
+      if (p.runningMs === undefined && p.launchedMs !== undefined && p.running >= n) {
+        p.runningMs = performance.now() - start;
+        log(`N=${n}: all running after ${(p.runningMs / 1000).toFixed(1)} s`);
+      }
+    }
+    if (p.runningMs !== undefined || (settled && p.running >= launched)) break;
+    if (Date.now() > deadline) {
+      p.timedOut = true;
+      log(`N=${n}: gave up after ${ctx.timeoutMs / 60_000} min`);
+      break;
+    }
+    if (Date.now() - lastLog > 15_000) {
+      lastLog = Date.now();
+      log(
+        `N=${n}: ${((performance.now() - start) / 1000).toFixed(0)} s: ${machines.length} recorded, ${launched} launched, ${p.running} running, ${inError} in error`,
+      );
+    }
+    await sleep(pollEvery);
+  }
+
+  if (pollErrors > 0)
+    ctx.notes.push(`N=${n}: ${pollErrors} of the bench's polls failed and were retried`);
+  const stats = await readStats(info.ec2Endpoint);
+  const calls = { ...stats.calls };
+  if (calls.DescribeInstances !== undefined) {
+    calls.DescribeInstances -= ownDescribes;
+    if (calls.DescribeInstances <= 0) delete calls.DescribeInstances;
+  }
+  p.ec2Calls = calls;
+  p.throttled = stats.throttled - ownThrottled;
+  p.workerPeakRssBytes = peakRss(ctx.stack.processes.find((x) => x.name === 'worker')?.child.pid);
+
+  await sleep(1500); // the last metrics flush
+  p.capacity = capacitySince(capacityBefore, [
+    readTotals(ctx.metrics.worker),
+    readTotals(ctx.metrics.api),
+  ]);
+
+  machines = await ctx.repo.listMachines(MODEL);
+  const audit = auditInstances(machines, await describeModel(ctx.moto, () => undefined));
+  p.inError = audit.inError;
+  p.duplicates = audit.duplicates;
+  p.strays = audit.strays;
+
+  log(`N=${n}: reading ${machines.length} workflow histories`);
+  p.temporal = await temporalUse(
+    ctx.temporal,
+    machines.map((m) => machineWorkflowId(MODEL, m.id)),
+  );
+  return p;
+}
+
+/**
+ * Every machine workflow's history, plus every other workflow the run left in
+ * the namespace (the model's sweeps, bulk starters): their cost is the
+ * machines' too, so it is added to the totals; `otherWorkflows` says how many.
+ */
+async function temporalUse(client: Client, workflowIds: string[]): Promise<TemporalUse> {
+  const use = emptyTemporalUse();
+  const others = emptyTemporalUse();
+  const machineIds = new Set(workflowIds);
+  const otherIds: string[] = [];
+  for await (const wf of client.workflow.list()) {
+    if (!machineIds.has(wf.workflowId)) otherIds.push(wf.workflowId);
+  }
+  const read = async (ids: string[], into: TemporalUse) => {
+    const queue = [...new Set(ids)];
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+          try {
+            const history = await client.workflow.getHandle(id).fetchHistory();
+            countHistory(history.events ?? [], into);
+          } catch {
+            // a machine without a workflow is not counted
+          }
+        }
+      }),
+    );
+  };
+  await read(workflowIds, use);
+  await read(otherIds, others);
+  return {
+    ...use,
+    events: use.events + others.events,
+    actions: use.actions + others.actions,
+    workflowTasks: use.workflowTasks + others.workflowTasks,
+    activityTasks: use.activityTasks + others.activityTasks,
+    activityRetries: use.activityRetries + others.activityRetries,
+    otherWorkflows: others.workflows,
+  };
+}

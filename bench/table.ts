@@ -1,0 +1,97 @@
+import { checkTargets, derive, type SizeResult, type TargetCheck } from './figures';
+
+/** Pads cells into a plain-text table with a rule under the header; numbers right-aligned. */
+export function renderTable(
+  header: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => {
+        const w = widths[i] ?? 0;
+        return i > 0 && numeric.test(c) ? c.padStart(w) : c.padEnd(w);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function seconds(ms: number | undefined): string {
+  return ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function num(v: number | undefined, digits = 2): string {
+  if (v === undefined) return '—';
+  return Number.isInteger(v) ? String(v) : v.toFixed(digits);
+}
+
+function mib(bytes: number | undefined): string {
+  return bytes === undefined ? '—' : `${Math.round(bytes / 1024 / 1024)} MiB`;
+}
+
+/** One row per figure, one column per size. */
+export function figuresTable(results: readonly SizeResult[]): string {
+  const header = ['figure', ...results.map((r) => `N=${r.n}`)];
+  const d = results.map(derive);
+  const p = results.map((r) => r.provisioner);
+  const f = results.map((r) => r.floor);
+  const actions = [...new Set(d.flatMap((x) => Object.keys(x.ec2CallsPerMachineByAction)))].sort();
+  const row = (label: string, cell: (i: number) => string): string[] => [
+    label,
+    ...results.map((_, i) => cell(i)),
+  ];
+  const rows: string[][] = [
+    row('requests (fallback when > 1)', (i) => num(p[i]?.requests)),
+    row('API answer', (i) => seconds(p[i]?.apiAnswerMs)),
+    row('all launched (instance id)', (i) => seconds(p[i]?.launchedMs)),
+    row('all running per EC2', (i) => seconds(p[i]?.runningMs)),
+    row('launched / running at end', (i) =>
+      p[i] ? `${p[i].launched} / ${p[i].running}${p[i].timedOut ? ' (timed out)' : ''}` : '—',
+    ),
+    row('floor: all launched', (i) => seconds(f[i]?.launchedMs)),
+    row('floor: all running', (i) => seconds(f[i]?.runningMs)),
+    row('floor: RunInstances calls', (i) => num(f[i]?.runInstancesCalls)),
+    row('floor: throttled calls', (i) => num(f[i]?.throttled)),
+    row('launched ÷ floor', (i) => num(d[i]?.launchedVsFloor, 1)),
+    row('running ÷ floor', (i) => num(d[i]?.runningVsFloor, 1)),
+    row('EC2 calls per machine', (i) => num(d[i]?.ec2CallsPerMachine)),
+    ...actions.map((a) =>
+      row(`  ${a}`, (i) => {
+        const calls = p[i]?.ec2Calls[a];
+        return calls === undefined ? '—' : `${num(d[i]?.ec2CallsPerMachineByAction[a])} (${calls})`;
+      }),
+    ),
+    row('throttled calls', (i) => num(p[i]?.throttled)),
+    row('machines in error', (i) => num(p[i]?.inError)),
+    row('duplicates', (i) => num(p[i]?.duplicates)),
+    row('strays', (i) => num(p[i]?.strays)),
+    row('DynamoDB RCU per machine', (i) => num(d[i]?.readUnitsPerMachine)),
+    row('DynamoDB WCU per machine', (i) => num(d[i]?.writeUnitsPerMachine)),
+    row('Temporal actions per machine', (i) => num(d[i]?.actionsPerMachine, 1)),
+    row('  history events per machine', (i) => num(d[i]?.eventsPerMachine, 1)),
+    row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),
+    row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
+    row('  other workflows counted in', (i) => num(p[i]?.temporal?.otherWorkflows)),
+    row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
+  ];
+  return renderTable(header, rows);
+}
+
+/** Targets per size: the measured figure and its verdict in each cell. */
+export function targetsTable(results: readonly SizeResult[]): string {
+  const baseline = results.find((r) => r.n === 100);
+  const checks: TargetCheck[][] = results.map((r) => checkTargets(r, baseline));
+  // in the order of the fullest list (a size with a baseline has the growth check in its place)
+  const fullest = checks.reduce<TargetCheck[]>((a, c) => (c.length > a.length ? c : a), []);
+  const targets = [...new Set([...fullest, ...checks.flat()].map((x) => x.target))];
+  const rows = targets.map((t) => [
+    t,
+    ...checks.map((c) => {
+      const hit = c.find((x) => x.target === t);
+      return hit ? `${hit.measured} ${hit.verdict}` : '—';
+    }),
+  ]);
+  return renderTable(['target (issue 10)', ...results.map((r) => `N=${r.n}`)], rows);
+}

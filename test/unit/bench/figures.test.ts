@@ -1,0 +1,154 @@
+import { checkTargets, derive, ratio, type SizeResult } from '../../../bench/figures';
+
+function sized(n: number, over: Partial<NonNullable<SizeResult['provisioner']>> = {}): SizeResult {
+  return {
+    n,
+    notes: [],
+    floor: {
+      launchedMs: 2000,
+      runningMs: 7000,
+      runInstancesCalls: 3,
+      throttled: 0,
+      describeCalls: 6,
+    },
+    provisioner: {
+      n,
+      requests: 1,
+      apiAnswerMs: 2500,
+      launchedMs: 3000,
+      runningMs: 9000,
+      launched: n,
+      running: n,
+      inError: 0,
+      duplicates: 0,
+      strays: 0,
+      timedOut: false,
+      ec2Calls: { RunInstances: 6, DescribeInstances: 40, DescribeAvailabilityZones: 4 },
+      throttled: 1,
+      capacity: { readUnits: 2 * n, writeUnits: 5 * n, calls: {} },
+      temporal: {
+        workflows: n,
+        events: 30 * n,
+        actions: 12 * n,
+        workflowTasks: 5 * n,
+        activityTasks: 6 * n,
+        activityRetries: 0,
+      },
+      workerPeakRssBytes: 300 * 1024 * 1024,
+      ...over,
+    },
+  };
+}
+
+describe('derived figures', () => {
+  it('divides by the machines asked for, and by the histories read for Temporal', () => {
+    const r = sized(100, {
+      temporal: {
+        workflows: 50,
+        events: 1500,
+        actions: 600,
+        workflowTasks: 250,
+        activityTasks: 300,
+        activityRetries: 2,
+      },
+    });
+    expect(derive(r)).toEqual({
+      launchedVsFloor: 1.5,
+      runningVsFloor: 9000 / 7000,
+      runInstancesCalls: 6,
+      ec2CallsTotal: 50,
+      ec2CallsPerMachine: 0.5,
+      ec2CallsPerMachineByAction: {
+        DescribeAvailabilityZones: 0.04,
+        DescribeInstances: 0.4,
+        RunInstances: 0.06,
+      },
+      readUnitsPerMachine: 2,
+      writeUnitsPerMachine: 5,
+      eventsPerMachine: 30,
+      actionsPerMachine: 12,
+      workflowTasksPerMachine: 5,
+      activityTasksPerMachine: 6,
+    });
+  });
+
+  it('leaves a ratio undefined when either side was never reached', () => {
+    expect(ratio(undefined, 5)).toBeUndefined();
+    expect(ratio(5, undefined)).toBeUndefined();
+    expect(ratio(5, 0)).toBeUndefined();
+    expect(ratio(6, 3)).toBe(2);
+    expect(derive(sized(10, { launchedMs: undefined })).launchedVsFloor).toBeUndefined();
+  });
+
+  it('has nothing to derive without a provisioner phase', () => {
+    expect(derive({ n: 5, notes: ['failed'] })).toEqual({ ec2CallsPerMachineByAction: {} });
+  });
+});
+
+describe('targets', () => {
+  it('passes a run inside every bound', () => {
+    const checks = checkTargets(sized(1000), sized(100));
+    expect(checks.map((c) => [c.target, c.measured, c.verdict])).toEqual([
+      ['all launched ≤ 2 × floor', '1.50', 'pass'],
+      ['machines in error = 0', '0', 'pass'],
+      ['duplicates = 0', '0', 'pass'],
+      ['RunInstances calls ≤ 20', '6', 'pass'],
+      ['EC2 calls per machine ≤ 1.5', '0.05', 'pass'],
+      ['DynamoDB reads per machine ≤ 1.2 × N=100', '1', 'pass'],
+      ['Temporal actions per machine ≤ 15', '12', 'pass'],
+      ['API answer ≤ 3 s, one request', '2.50', 'pass'],
+    ]);
+  });
+
+  it('fails each figure past its bound', () => {
+    const bad = sized(1000, {
+      launchedMs: 4001,
+      inError: 2,
+      duplicates: 1,
+      ec2Calls: { RunInstances: 21, DescribeInstances: 1480 },
+      capacity: { readUnits: 2.5 * 1000, writeUnits: 0, calls: {} },
+      temporal: {
+        workflows: 1000,
+        events: 0,
+        actions: 15_001,
+        workflowTasks: 0,
+        activityTasks: 0,
+        activityRetries: 0,
+      },
+      apiAnswerMs: 3001,
+    });
+    const verdicts = Object.fromEntries(
+      checkTargets(bad, sized(100)).map((c) => [c.target, [c.measured, c.verdict]]),
+    );
+    expect(verdicts).toEqual({
+      'all launched ≤ 2 × floor': ['2.00', 'FAIL'],
+      'machines in error = 0': ['2', 'FAIL'],
+      'duplicates = 0': ['1', 'FAIL'],
+      'RunInstances calls ≤ 20': ['21', 'FAIL'],
+      'EC2 calls per machine ≤ 1.5': ['1.50', 'FAIL'],
+      'DynamoDB reads per machine ≤ 1.2 × N=100': ['1.25', 'FAIL'],
+      'Temporal actions per machine ≤ 15': ['15.00', 'FAIL'],
+      'API answer ≤ 3 s, one request': ['3.00', 'FAIL'],
+    });
+  });
+
+  it('fails the API target when the machines took several requests, and skips the growth check at 100', () => {
+    const checks = checkTargets(sized(100, { requests: 3 }), sized(100));
+    expect(checks.find((c) => c.target.startsWith('API answer'))).toEqual({
+      target: 'API answer ≤ 3 s, one request',
+      measured: '3 requests',
+      verdict: 'FAIL',
+    });
+    expect(checks.some((c) => c.target.startsWith('DynamoDB reads'))).toBe(false);
+  });
+
+  it('says n/a for what was not measured', () => {
+    const checks = checkTargets(sized(300, { launchedMs: undefined, temporal: undefined }));
+    expect(checks.find((c) => c.target.startsWith('all launched'))?.verdict).toBe('n/a');
+    expect(checks.find((c) => c.target.startsWith('Temporal'))).toEqual({
+      target: 'Temporal actions per machine ≤ 15',
+      measured: '—',
+      verdict: 'n/a',
+    });
+  });
+});

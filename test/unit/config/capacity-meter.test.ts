@@ -1,0 +1,154 @@
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  TransactWriteItemsCommand,
+} from '@aws-sdk/client-dynamodb';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import {
+  addConsumed,
+  emptyTotals,
+  meterCapacity,
+  meterFromEnv,
+} from '../../../config/capacity-meter';
+
+interface Exchange {
+  target: string;
+  body: Record<string, unknown>;
+}
+
+/** A DynamoDB client whose transport answers from a table of canned bodies, recording what it was sent. */
+function fakeClient(answers: Record<string, { status?: number; body: unknown }>) {
+  const sent: Exchange[] = [];
+  const client = new DynamoDBClient({
+    region: 'us-east-1',
+    endpoint: 'http://127.0.0.1:9',
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+    maxAttempts: 1,
+    requestHandler: {
+      handle: (request: { headers: Record<string, string>; body?: unknown }) => {
+        const target = (request.headers['x-amz-target'] ?? '').split('.')[1] ?? '';
+        sent.push({
+          target,
+          body: JSON.parse(new TextDecoder().decode(request.body as Uint8Array)) as Record<
+            string,
+            unknown
+          >,
+        });
+        const answer = answers[target] ?? { body: {} };
+        const status = answer.status ?? 200;
+        return Promise.resolve({
+          response: {
+            statusCode: status,
+            reason: status === 200 ? 'OK' : 'Bad Request',
+            headers: { 'content-type': 'application/x-amz-json-1.0' },
+            body: Readable.from([Buffer.from(JSON.stringify(answer.body))]),
+          },
+        });
+      },
+    } as never,
+  });
+  return { client, sent };
+}
+
+describe('DynamoDB capacity metering', () => {
+  it('asks for TOTAL consumed capacity on data commands and adds up the units reported', async () => {
+    const { client, sent } = fakeClient({
+      PutItem: { body: { ConsumedCapacity: { TableName: 't', CapacityUnits: 3 } } },
+      GetItem: { body: { ConsumedCapacity: { TableName: 't', CapacityUnits: 0.5 } } },
+      TransactWriteItems: {
+        body: {
+          ConsumedCapacity: [
+            { TableName: 't', CapacityUnits: 4, WriteCapacityUnits: 4 },
+            { TableName: 'u', CapacityUnits: 2, WriteCapacityUnits: 2 },
+          ],
+        },
+      },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals);
+    await client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
+    await client.send(new GetItemCommand({ TableName: 't', Key: { pk: { S: 'a' } } }));
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [{ Put: { TableName: 't', Item: { pk: { S: 'b' } } } }],
+      }),
+    );
+    expect(sent.map((s) => [s.target, s.body.ReturnConsumedCapacity])).toEqual([
+      ['PutItem', 'TOTAL'],
+      ['GetItem', 'TOTAL'],
+      ['TransactWriteItems', 'TOTAL'],
+    ]);
+    expect(totals).toEqual({
+      readUnits: 0.5,
+      writeUnits: 9,
+      calls: { PutItem: 1, GetItem: 1, TransactWriteItems: 1 },
+      failed: {},
+    });
+  });
+
+  it('leaves commands that take no ReturnConsumedCapacity alone', async () => {
+    const { client, sent } = fakeClient({ CreateTable: { body: {} } });
+    const totals = emptyTotals();
+    meterCapacity(client, totals);
+    await client.send(
+      new CreateTableCommand({
+        TableName: 't',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+      }),
+    );
+    expect(sent[0]?.body.ReturnConsumedCapacity).toBeUndefined();
+    expect(totals).toEqual(emptyTotals());
+  });
+
+  it('counts a refused write as failed, with no units, and rethrows the error', async () => {
+    const { client } = fakeClient({
+      PutItem: {
+        status: 400,
+        body: {
+          __type: 'com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException',
+          message: 'The conditional request failed',
+        },
+      },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals);
+    await expect(
+      client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } })),
+    ).rejects.toMatchObject({ name: 'ConditionalCheckFailedException' });
+    expect(totals).toEqual({ readUnits: 0, writeUnits: 0, calls: {}, failed: { PutItem: 1 } });
+  });
+
+  it('takes reported read and write units over the command kind', () => {
+    const totals = emptyTotals();
+    addConsumed(totals, 'write', { CapacityUnits: 3, ReadCapacityUnits: 1, WriteCapacityUnits: 2 });
+    addConsumed(totals, 'read', [{ CapacityUnits: 1.5 }, { CapacityUnits: 0.5 }]);
+    addConsumed(totals, 'read', undefined);
+    expect(totals).toMatchObject({ readUnits: 3, writeUnits: 2 });
+  });
+
+  it('writes the totals to PROVISIONER_METRICS_FILE when it is set, and does nothing otherwise', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'meter-')), 'ddb.json');
+    const off = fakeClient({ PutItem: { body: { ConsumedCapacity: { CapacityUnits: 1 } } } });
+    meterFromEnv(off.client, {});
+    await off.client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
+    expect(off.sent[0]?.body.ReturnConsumedCapacity).toBeUndefined();
+
+    const on = fakeClient({ PutItem: { body: { ConsumedCapacity: { CapacityUnits: 2 } } } });
+    meterFromEnv(on.client, { PROVISIONER_METRICS_FILE: file });
+    await on.client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
+    const deadline = Date.now() + 10_000;
+    let written: { writeUnits?: number; pid?: number } = {};
+    while (Date.now() < deadline && written.writeUnits !== 2) {
+      await new Promise((r) => setTimeout(r, 200));
+      written = JSON.parse(readFileSync(file, 'utf8')) as typeof written;
+    }
+    expect(written).toMatchObject({ writeUnits: 2, pid: process.pid });
+  });
+});
