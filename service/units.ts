@@ -497,7 +497,7 @@ async function placeOne(
         containers: [containerId],
         now,
       });
-      tx.put({ ...machineItem(host), nextContainer: 1 }, 'attribute_not_exists(pk)');
+      tx.put(machineItem(host), 'attribute_not_exists(pk)');
     }
   } else {
     machineId = args.hostId!;

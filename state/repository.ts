@@ -158,11 +158,17 @@ export const unitKey = (model: string, unit: string): Key => ({
   sk: unitSk(unit),
 });
 
+/**
+ * A new machine's item. Its container counter starts past the containers it
+ * is created with (a new host made for `lxd` holds `N/lxd/0`), so every path
+ * that creates a host keeps the counter right in this one place.
+ */
 export function machineItem(m: MachineRecord): Item {
   return {
     ...m,
     ...machineKey(m.model, m.id),
     type: 'machine',
+    nextContainer: m.containers.length,
     version: m.version ?? 0,
     gsi2pk: machineStatusIndexPk(m.model, m.status),
     gsi2sk: m.id,
