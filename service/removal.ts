@@ -14,7 +14,8 @@ function emptied(m: Pick<MachineRecord, 'principals' | 'containers'>): boolean {
 
 /**
  * Writes a machine's new membership into `tx`; when it is left empty it goes
- * Dead, or (container, manual) is deleted and its host updated. Returns
+ * Dead, or (container, manual) is deleted and its host updated (the host
+ * stays, even with no containers left). Returns
  * the provisioned machines that went Dead.
  */
 async function writeMachineChange(
@@ -39,11 +40,13 @@ async function writeMachineChange(
       throw err;
     });
     if (host === undefined) return [];
-    return writeMachineChange(ctx, tx, host, {
+    // the host outlives its last container, as in Juju: it was not created for that container alone
+    updateMachineMembership(tx, host, {
       principals: host.principals,
       applications: host.applications,
       containers: host.containers.filter((c) => c !== machine.id),
     });
+    return [];
   }
   if (machine.manual && !retiring) {
     // a manual machine was not created for its units: it stays until destroyed itself (as in Juju)

@@ -126,3 +126,49 @@ describe('availability-set mode', () => {
     });
   });
 });
+
+describe('containers', () => {
+  it('numbers the next container of a host made by add-machine lxd after the first (no collision)', async () => {
+    const name = uniqueName('lxd');
+    await api.post('/v1/models', { name });
+    const first = await api.post(`/v1/models/${name}/machines`, { placement: 'lxd' });
+    expect(first).toEqual({ status: 201, body: { machines: [{ id: '0/lxd/0' }] } });
+    const second = await api.post(`/v1/models/${name}/machines`, { placement: 'lxd:0' });
+    expect(second).toEqual({ status: 201, body: { machines: [{ id: '0/lxd/1' }] } });
+    const host = await api.get(`/v1/models/${name}/machines/0`);
+    expect(host.body.containers).toEqual(['0/lxd/0', '0/lxd/1']);
+  });
+});
+
+describe('removing containers', () => {
+  it('keeps the host alive when its last container goes, as Juju does', async () => {
+    const name = uniqueName('lxdrm');
+    await api.post('/v1/models', { name });
+    await api.post(`/v1/models/${name}/machines`, { placement: 'lxd' });
+    const removed = await api.delete(
+      `/v1/models/${name}/machines/${encodeURIComponent('0/lxd/0')}`,
+    );
+    expect(removed.status).toBe(202);
+    const gone = await api.get(`/v1/models/${name}/machines/${encodeURIComponent('0/lxd/0')}`);
+    expect(gone.status).toBe(404);
+    const host = await api.get(`/v1/models/${name}/machines/0`);
+    expect(host.status).toBe(200);
+    expect(host.body).toMatchObject({ id: '0', life: 'alive', containers: [] });
+  });
+
+  it('keeps the host when the last unit of its last container is removed', async () => {
+    const name = uniqueName('lxdunit');
+    await api.post('/v1/models', { name });
+    const deployed = await api.post(`/v1/models/${name}/applications`, {
+      name: 'redis',
+      base: 'ubuntu@22.04',
+      to: ['lxd'],
+    });
+    expect(deployed.body.units).toEqual([{ name: 'redis/0', machine: '0/lxd/0' }]);
+    const removed = await api.delete(`/v1/models/${name}/units/redis/0`);
+    expect(removed.status).toBe(202);
+    const status = await api.get(`/v1/models/${name}/status`);
+    expect(Object.keys(status.body.machines)).toEqual(['0']);
+    expect(status.body.machines['0']).toMatchObject({ life: 'alive', containers: [] });
+  });
+});
