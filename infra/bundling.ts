@@ -5,6 +5,7 @@ import { LogLevel, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-n
 import type { NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { acknowledgeLambdaDefaults } from './nag';
 
 /** The repository root: `infra/` lives directly under it. */
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
@@ -64,6 +65,7 @@ export function bundledFunction(
     },
   };
   const fn = new NodejsFunction(scope, id, fnProps);
+  acknowledgeLambdaDefaults(fn);
   fn.node.addMetadata(ENTRY_METADATA, props.entry);
   return fn;
 }

@@ -1,4 +1,5 @@
-import type { App } from 'aws-cdk-lib';
+import { Validations, type App } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { resolveEnvironment, stackName, type EnvironmentOverrides } from './config';
 import { ProvisionerStack } from './provisioner-stack';
 
@@ -18,7 +19,7 @@ export function addProvisionerStack(app: App): ProvisionerStack {
     alarmEmail: contextString(app, 'alarmEmail'),
   };
   const config = resolveEnvironment(app.node.tryGetContext('env'), overrides);
-  return new ProvisionerStack(app, stackName(config), {
+  const stack = new ProvisionerStack(app, stackName(config), {
     config,
     env: {
       account: config.account ?? process.env.CDK_DEFAULT_ACCOUNT,
@@ -27,4 +28,7 @@ export function addProvisionerStack(app: App): ProvisionerStack {
     description: `Machine provisioner (${config.name}): table, HTTPS API, Temporal worker, alarms`,
     terminationProtection: config.retainData,
   });
+  // AWS Solutions rules run at every synth: a finding fails it unless acknowledged with a reason in code
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  return stack;
 }

@@ -8,6 +8,7 @@ import { ProvisionerApi } from './constructs/api';
 import { SearchAttributes } from './constructs/search-attributes';
 import { StateTable } from './constructs/state-table';
 import { ProvisionerWorker } from './constructs/worker';
+import { acknowledge } from './nag';
 
 export interface ProvisionerStackProps extends StackProps {
   config: EnvironmentConfig;
@@ -56,6 +57,11 @@ export class ProvisionerStack extends Stack {
       generateSecretString: { passwordLength: 48, excludePunctuation: true },
       removalPolicy: config.retainData ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
+    acknowledge(
+      this.apiTokenSecret,
+      'SMG4',
+      'A static bearer token held by API clients: rotating it on a schedule would lock every client out; it is rotated by hand (docs/deploy.md)',
+    );
 
     const runtimeEnvironment = {
       PROVISIONER_TABLE: this.table.table.tableName,

@@ -18,6 +18,8 @@ export const TABLE_SCHEMA = {
   ] as readonly IndexSchema[],
   /** Every key attribute is a string. */
   attributeType: 'S' as const,
+  /** Items carrying this attribute (epoch seconds) are deleted by DynamoDB's TTL once it passes. */
+  timeToLiveAttribute: 'expiresAt',
 } as const;
 
 export const DEFAULT_TABLE_NAME = 'provisioner';

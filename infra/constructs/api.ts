@@ -15,6 +15,7 @@ import { Construct } from 'constructs';
 import { ROUTES, ROUTE_GROUPS, type RouteGroup } from '../../functions/routes';
 import type { ApiSettings } from '../config';
 import { bundledFunction } from '../bundling';
+import { acknowledge } from '../nag';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerApiProps {
@@ -68,6 +69,11 @@ export class ProvisionerApi extends Construct {
         fn.addToRolePolicy(
           new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }),
         );
+        acknowledge(
+          fn,
+          'IAM5[Resource::*]',
+          'ec2:DescribeRegions has no resource-level permissions; the statement grants that one read-only action',
+        );
       }
       props.apiTokenSecret.grantRead(fn);
       props.temporalApiKeySecret.grantRead(fn);
@@ -76,6 +82,12 @@ export class ProvisionerApi extends Construct {
     }
     this.functions = functions;
 
+    // the bearer token is checked by every handler (functions/http.ts) against the secret, 401 otherwise (API.md §1)
+    acknowledge(
+      this,
+      'APIG4',
+      'Every route is authorized in its Lambda: a bearer token compared with the Secrets Manager secret, 401 when missing or wrong (API.md §1, tested per route)',
+    );
     this.api = new HttpApi(this, 'HttpApi', {
       description: 'Machine provisioner API',
       createDefaultStage: false,

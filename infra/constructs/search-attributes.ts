@@ -1,10 +1,11 @@
-import { CustomResource, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { CustomResource, Duration, RemovalPolicy, Stack, type CfnElement } from 'aws-cdk-lib';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Provider } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../workflows/search-attributes';
 import { bundledFunction } from '../bundling';
+import { acknowledge, acknowledgeLambdaDefaults } from '../nag';
 import type { TemporalSettings } from '../config';
 import type { SearchAttributeResourceProperties } from '../search-attributes/handler';
 
@@ -41,6 +42,14 @@ export class SearchAttributes extends Construct {
         removalPolicy: RemovalPolicy.DESTROY,
       }),
     });
+
+    // the CDK provider framework's own Lambda: its role and runtime are the framework's
+    acknowledgeLambdaDefaults(provider);
+    acknowledge(
+      provider,
+      `IAM5[Resource::<${Stack.of(this).getLogicalId(onEvent.node.defaultChild as CfnElement)}.Arn>:*]`,
+      'The provider framework may invoke any version of this construct’s own handler, and nothing else',
+    );
 
     const properties: SearchAttributeResourceProperties = {
       Mode: props.temporal.searchAttributes.registration,

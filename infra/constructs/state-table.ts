@@ -1,8 +1,9 @@
-import { RemovalPolicy } from 'aws-cdk-lib';
+import { RemovalPolicy, type CfnElement } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { TABLE_SCHEMA } from '../../state/schema';
+import { acknowledgeTableIndexes } from '../nag';
 import { TABLE_ACTIONS } from '../permissions';
 
 export interface StateTableProps {
@@ -27,6 +28,8 @@ export class StateTable extends Construct {
       billingMode: BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       stream: StreamViewType.NEW_AND_OLD_IMAGES,
+      // idempotency records expire after 24 h (state/idempotency.ts)
+      timeToLiveAttribute: TABLE_SCHEMA.timeToLiveAttribute,
       deletionProtection: props.retain,
       removalPolicy: props.retain ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY,
     });
@@ -42,5 +45,7 @@ export class StateTable extends Construct {
   /** Only the actions the repository uses, on this table and its indexes. */
   grantRepositoryAccess(grantee: IGrantable): void {
     this.table.grant(grantee, ...TABLE_ACTIONS);
+    if (Construct.isConstruct(grantee))
+      acknowledgeTableIndexes(grantee, this.table.node.defaultChild as CfnElement);
   }
 }

@@ -2,6 +2,8 @@ import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Metric } from 'aws-cdk-lib/aws-cloudwatch';
 import {
   GatewayVpcEndpointAwsService,
+  FlowLogDestination,
+  FlowLogTrafficType,
   Peer,
   Port,
   SecurityGroup,
@@ -24,6 +26,7 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from '../bundling';
+import { acknowledge } from '../nag';
 import type { WorkerSettings } from '../config';
 import { ec2WorkerStatements, pricingWorkerStatement } from '../permissions';
 import type { StateTable } from './state-table';
@@ -39,6 +42,23 @@ export interface ProvisionerWorkerProps {
   /** TCP port of the Temporal frontend, opened for egress. */
   temporalPort: number;
   logRetention: RetentionDays;
+}
+
+/** EC2 resource types the worker's launch statements name by wildcard (their ids are made by the launch). */
+const EC2_WILDCARD_RESOURCE_TYPES = [
+  'image',
+  'instance',
+  'key-pair',
+  'network-interface',
+  'security-group',
+  'subnet',
+  'volume',
+] as const;
+
+/** cdk-nag's rendering of `arn:…:ec2:<region>:<account>:<type>/*` (images have no account). */
+function ec2WildcardResource(type: string): string {
+  const account = type === 'image' ? '' : '<AWS::AccountId>';
+  return `arn:<AWS::Partition>:ec2:<AWS::Region>:${account}:${type}/*`;
 }
 
 /** The Temporal worker: the repo's Dockerfile, built at deploy time, run on Fargate. */
@@ -67,6 +87,16 @@ export class ProvisionerWorker extends Construct {
         DynamoDb: { service: GatewayVpcEndpointAwsService.DYNAMODB },
         S3: { service: GatewayVpcEndpointAwsService.S3 },
       },
+    });
+    // rejected traffic is kept for a week: enough to see what the worker tried to reach
+    this.vpc.addFlowLog('FlowLog', {
+      destination: FlowLogDestination.toCloudWatchLogs(
+        new LogGroup(this, 'FlowLogs', {
+          retention: props.logRetention,
+          removalPolicy: RemovalPolicy.DESTROY,
+        }),
+      ),
+      trafficType: FlowLogTrafficType.REJECT,
     });
 
     this.cluster = new Cluster(this, 'Cluster', {
@@ -111,6 +141,23 @@ export class ProvisionerWorker extends Construct {
       stopTimeout: Duration.seconds(30),
     });
 
+    acknowledge(
+      taskDefinition,
+      'ECS2',
+      'The container’s environment holds only non-secret settings (table name, Temporal address, tuning); the Temporal API key comes from Secrets Manager as an ECS secret',
+    );
+    acknowledge(
+      taskDefinition,
+      'IAM5[Resource::*]',
+      'Actions with no resource-level permissions: EC2 Describe* and the Price List API for the task role, ecr:GetAuthorizationToken for the execution role; everything that changes EC2 is scoped by resource and tag (infra/permissions.ts)',
+    );
+    for (const type of EC2_WILDCARD_RESOURCE_TYPES) {
+      acknowledge(
+        taskDefinition,
+        `IAM5[Resource::${ec2WildcardResource(type)}]`,
+        `RunInstances and its tagging create or touch ${type}s whose ids are unknown until launch; the statements are conditioned on this deployment's tag or on ec2:CreateAction (infra/permissions.ts)`,
+      );
+    }
     const taskRole = taskDefinition.taskRole;
     props.table.grantRepositoryAccess(taskRole);
     props.temporalApiKeySecret.grantRead(taskRole);

@@ -77,6 +77,12 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
   });
 
   describe('table', () => {
+    it('expires idempotency records by TTL on expiresAt', () => {
+      synth.template.hasResourceProperties('AWS::DynamoDB::Table', {
+        TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      });
+    });
+
     it('has the keys and indexes of state/schema.ts, all strings', () => {
       const table = Object.values(resourcesOfType(synth.template, 'AWS::DynamoDB::Table'));
       expect(table).toHaveLength(1);
