@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { ProvisioningTuning } from '../config/env';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { Repository } from '../state/repository';
+import type { CapacityMemory } from './capacity-memory';
 import type { InstancePrices } from './pricing';
 import type { RegionalEc2 } from './regional';
 
@@ -16,6 +17,8 @@ export interface ActivityDeps {
   /** On-demand prices by region (issue 14); absent: every type unpriced, the least-wasteful order. */
   prices?: InstancePrices;
   tuning: ProvisioningTuning;
+  /** Capacity failures remembered across machines; made from the tuning when absent. */
+  capacityMemory?: CapacityMemory;
   /** Tag value that scopes this deployment's instances (IAM conditions in the cloud use it). */
   deployment: string;
   /** For the sweep: restarting machine workflows and keeping its own schedule in line. */

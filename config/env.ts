@@ -49,6 +49,25 @@ export function durationEnv(
   return ms;
 }
 
+/** A duration that may be `0` (off). */
+function zeroableDurationEnv(name: string, fallback: string, env: NodeJS.ProcessEnv): number {
+  return optionalEnv(name, fallback, env).trim() === '0' ? 0 : durationEnv(name, fallback, env);
+}
+
+/** A number above 0 (`2`, `0.5`). */
+export function positiveNumberEnv(
+  name: string,
+  fallback: number,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
+  const text = optionalEnv(name, String(fallback), env);
+  const n = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || !(n > 0)) {
+    throw new ConfigError(`environment variable ${name}: "${text}" is not a positive number`);
+  }
+  return n;
+}
+
 export function positiveIntEnv(
   name: string,
   fallback: number,
@@ -67,6 +86,17 @@ export interface ProvisioningTuning {
   retryDelayMs: number;
   sweepIntervalMs: number;
   strayGraceMs: number;
+  /** Launch coalescing: a batch goes out this long after its latest launch arrived… */
+  launchBatchIdleMs: number;
+  /** …and at most this long after its first. */
+  launchBatchMaxMs: number;
+  /** How long a zone's capacity failure for a type steers the next machines elsewhere (0: never). */
+  capacityMemoryMs: number;
+  /** How long zone states are cached (at most 5 s; 0: asked for every choice). */
+  zoneCacheMs: number;
+  /** RunInstances calls the worker makes at once per region, then per second (EC2's published bucket: 5, 2). */
+  launchBurst: number;
+  launchRatePerSecond: number;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -75,6 +105,12 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     retryDelayMs: durationEnv('PROVISIONER_RETRY_DELAY', '10s', env),
     sweepIntervalMs: durationEnv('PROVISIONER_SWEEP_INTERVAL', '1m', env),
     strayGraceMs: durationEnv('PROVISIONER_STRAY_GRACE', '60s', env),
+    launchBatchIdleMs: durationEnv('PROVISIONER_LAUNCH_BATCH_IDLE', '200ms', env),
+    launchBatchMaxMs: durationEnv('PROVISIONER_LAUNCH_BATCH_MAX', '2s', env),
+    capacityMemoryMs: zeroableDurationEnv('PROVISIONER_CAPACITY_MEMORY', '3m', env),
+    zoneCacheMs: Math.min(zeroableDurationEnv('PROVISIONER_ZONE_CACHE', '5s', env), 5_000),
+    launchBurst: positiveIntEnv('PROVISIONER_LAUNCH_BURST', 5, env),
+    launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
   };
 }
 

@@ -1,11 +1,11 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
+import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
-import { regionalEc2 } from '../activities/regional';
+import { regionalEc2, warmRegion } from '../activities/regional';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
-import { optionalEnv, provisioningTuning, serviceEndpoints } from '../config/env';
+import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../workflows/search-attributes';
@@ -22,15 +22,18 @@ async function main(): Promise<void> {
   const taskQueue = optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE);
   const ec2ForRegion = regionalEc2(
     (region) =>
-      new EC2Client({
+      // adaptive rate limiting and backoff for throttling; capacity errors go straight to zone failover
+      workerEc2Client({
         region,
         endpoint: endpoints.ec2Endpoint,
         credentials: localCredentialsFor(endpoints.ec2Endpoint),
-        // One try per call: throttling is retried by Temporal with backoff, and
-        // capacity errors (HTTP 500 from EC2) must reach zone failover at once.
-        maxAttempts: 1,
       }),
+    tuning.zoneCacheMs,
   );
+  // Warm the home region's catalogue and offerings in the background: the first machines plan from memory.
+  void warmRegion(ec2ForRegion(endpoints.region)).catch((err: unknown) => {
+    console.warn(`could not warm ${endpoints.region}'s instance-type catalogue: ${String(err)}`);
+  });
   const ddb = dynamoDbClient(endpoints);
   const repo = new Repository(ddb, endpoints.tableName);
   const store = new ProvisioningStore(ddb, endpoints.tableName);
@@ -64,6 +67,15 @@ async function main(): Promise<void> {
       taskQueue,
     }),
     shutdownGraceTime: '10 seconds',
+    // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
+    maxConcurrentActivityTaskExecutions: positiveIntEnv(
+      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+      1000,
+    ),
+    maxConcurrentLocalActivityExecutions: positiveIntEnv(
+      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+      1000,
+    ),
   });
   console.log(
     `worker polling ${taskQueue} on ${endpoints.temporalAddress} (${endpoints.temporalNamespace})`,

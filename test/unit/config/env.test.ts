@@ -41,6 +41,12 @@ describe('worker tuning', () => {
       retryDelayMs: 10_000,
       sweepIntervalMs: 60_000,
       strayGraceMs: 60_000,
+      launchBatchIdleMs: 200,
+      launchBatchMaxMs: 2000,
+      capacityMemoryMs: 180_000,
+      zoneCacheMs: 5000,
+      launchBurst: 5,
+      launchRatePerSecond: 2,
     });
   });
 
@@ -51,8 +57,26 @@ describe('worker tuning', () => {
         PROVISIONER_RETRY_DELAY: '500ms',
         PROVISIONER_SWEEP_INTERVAL: '5s',
         PROVISIONER_STRAY_GRACE: '2s',
+        PROVISIONER_LAUNCH_BATCH_IDLE: '35ms',
+        PROVISIONER_LAUNCH_BATCH_MAX: '2s',
+        PROVISIONER_CAPACITY_MEMORY: '0',
+        PROVISIONER_ZONE_CACHE: '1m',
+        PROVISIONER_LAUNCH_BURST: '10',
+        PROVISIONER_LAUNCH_RATE: '0.5',
       }),
-    ).toEqual({ startAttempts: 3, retryDelayMs: 500, sweepIntervalMs: 5000, strayGraceMs: 2000 });
+    ).toEqual({
+      startAttempts: 3,
+      retryDelayMs: 500,
+      sweepIntervalMs: 5000,
+      strayGraceMs: 2000,
+      launchBatchIdleMs: 35,
+      launchBatchMaxMs: 2000,
+      capacityMemoryMs: 0,
+      // DESIGN.md: zone states are never cached longer than 5 s
+      zoneCacheMs: 5000,
+      launchBurst: 10,
+      launchRatePerSecond: 0.5,
+    });
   });
 
   it.each(['0', '-2', 'ten', '1.5'])('refuses %j attempts', (value) => {

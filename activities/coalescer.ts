@@ -1,0 +1,111 @@
+/** How long a coalescer waits for more requests before it sends what it has. */
+export interface CoalescerWindows {
+  /** Sent this long after the latest request arrived (Karpenter: 35 ms). */
+  idleMs: number;
+  /** …and never later than this after the first one (Karpenter: 1 s). */
+  maxMs: number;
+  /** …or at once when this many are waiting. */
+  maxSize: number;
+}
+
+/** One request's outcome in a batch: its value, or the error it alone failed with. */
+export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+interface Pending<Req, Res> {
+  /** Its window closed and it waits for the gate: still open to requests until then. */
+  closing?: boolean;
+  requests: Req[];
+  settle: Array<{ resolve: (v: Res) => void; reject: (e: unknown) => void }>;
+  idleTimer?: NodeJS.Timeout;
+  maxTimer?: NodeJS.Timeout;
+}
+
+/**
+ * Gathers requests that share a key and arrive close together into one call
+ * of `send` (Karpenter's batcher): the batch goes out after `idleMs` without a
+ * new request, after `maxMs` at most, or when `maxSize` are waiting. `send`
+ * answers each request in order; if it throws, every request of the batch
+ * fails with that error.
+ */
+export class Coalescer<Req, Res> {
+  private readonly pending = new Map<string, Pending<Req, Res>>();
+
+  /**
+   * `gate`, when given, is awaited once a batch's window closes and before it
+   * is sent (e.g. a rate limiter's token); the batch keeps taking requests
+   * while it waits, so batches grow when calls are scarce.
+   */
+  constructor(
+    private readonly windows: CoalescerWindows,
+    private readonly send: (key: string, requests: Req[]) => Promise<Array<Settled<Res>>>,
+    private readonly gate?: (key: string) => Promise<void>,
+  ) {}
+
+  submit(key: string, request: Req): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      let batch = this.pending.get(key);
+      if (!batch) {
+        batch = { requests: [], settle: [] };
+        this.pending.set(key, batch);
+        const started = batch;
+        started.maxTimer = setTimeout(() => this.flush(key, started), this.windows.maxMs);
+      }
+      batch.requests.push(request);
+      batch.settle.push({ resolve, reject });
+      if (batch.requests.length >= this.windows.maxSize) {
+        // full: the next request starts a batch of its own
+        if (this.pending.get(key) === batch) this.pending.delete(key);
+        this.flush(key, batch, true);
+        return;
+      }
+      if (batch.closing) return;
+      clearTimeout(batch.idleTimer);
+      const current = batch;
+      batch.idleTimer = setTimeout(() => this.flush(key, current), this.windows.idleMs);
+    });
+  }
+
+  /** Requests waiting for their batch to go out (all keys). */
+  get waiting(): number {
+    let n = 0;
+    for (const b of this.pending.values()) n += b.requests.length;
+    return n;
+  }
+
+  private flush(key: string, batch: Pending<Req, Res>, full = false): void {
+    clearTimeout(batch.idleTimer);
+    clearTimeout(batch.maxTimer);
+    if (batch.closing && !full) return; // already waiting for the gate
+    const first = !batch.closing;
+    batch.closing = true;
+    if (!first && full) return;
+    const go = () => {
+      if (this.pending.get(key) === batch) this.pending.delete(key);
+      this.dispatch(key, batch);
+    };
+    if (this.gate) {
+      this.gate(key).then(go, (err: unknown) => {
+        if (this.pending.get(key) === batch) this.pending.delete(key);
+        for (const s of batch.settle) s.reject(err);
+      });
+    } else {
+      go();
+    }
+  }
+
+  private dispatch(key: string, batch: Pending<Req, Res>): void {
+    this.send(key, batch.requests).then(
+      (results) => {
+        batch.settle.forEach((s, i) => {
+          const r = results[i];
+          if (!r) s.reject(new Error('the batch gave no answer for this request'));
+          else if (r.ok) s.resolve(r.value);
+          else s.reject(r.error);
+        });
+      },
+      (err: unknown) => {
+        for (const s of batch.settle) s.reject(err);
+      },
+    );
+  }
+}

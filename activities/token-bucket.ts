@@ -1,0 +1,60 @@
+/**
+ * A client-side token bucket (EC2's own model of its request limits: a burst,
+ * then a refill rate). `take` waits its turn, first come first served, so
+ * calls are spaced to what EC2 allows instead of being refused and retried.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+  private readonly waiters: Array<() => void> = [];
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    readonly burst: number,
+    readonly refillPerSecond: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = burst;
+    this.last = now();
+  }
+
+  /** Resolves when a token is taken. */
+  take(): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiters.push(resolve);
+      this.drain();
+    });
+  }
+
+  /** Calls waiting for a token. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  private refill(): void {
+    const now = this.now();
+    this.tokens = Math.min(
+      this.burst,
+      this.tokens + ((now - this.last) / 1000) * this.refillPerSecond,
+    );
+    this.last = now;
+  }
+
+  private drain(): void {
+    this.refill();
+    while (this.waiters.length > 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      this.waiters.shift()!();
+    }
+    if (this.waiters.length > 0 && !this.timer && this.refillPerSecond > 0) {
+      const ms = Math.ceil(((1 - this.tokens) / this.refillPerSecond) * 1000);
+      this.timer = setTimeout(
+        () => {
+          this.timer = undefined;
+          this.drain();
+        },
+        Math.max(ms, 1),
+      );
+    }
+  }
+}

@@ -1,0 +1,221 @@
+import type { EC2Client } from '@aws-sdk/client-ec2';
+import { CapacityMemory } from '../../../activities/capacity-memory';
+import { Coalescer, type Settled } from '../../../activities/coalescer';
+import { Ec2RetryStrategy } from '../../../activities/ec2-client';
+import { TokenBucket } from '../../../activities/token-bucket';
+import { ZoneCache } from '../../../activities/zones';
+
+describe('ZoneCache', () => {
+  function fakeEc2(states: () => Record<string, string>) {
+    const calls = { n: 0 };
+    let release: (() => void) | undefined;
+    const gate = { hold: false };
+    const ec2 = {
+      send: async () => {
+        calls.n += 1;
+        if (gate.hold) await new Promise<void>((r) => (release = r));
+        return {
+          AvailabilityZones: Object.entries(states()).map(([ZoneName, State]) => ({
+            ZoneName,
+            State,
+            ZoneType: 'availability-zone',
+          })),
+        };
+      },
+    } as unknown as EC2Client;
+    return { ec2, calls, gate, release: () => release?.() };
+  }
+
+  it('asks EC2 at most once per TTL, and callers during a call share its answer', async () => {
+    let now = 0;
+    const states = { 'us-east-1a': 'available', 'us-east-1b': 'available' };
+    const fake = fakeEc2(() => states);
+    const cache = new ZoneCache(fake.ec2, 5000, () => now);
+    fake.gate.hold = true;
+    const both = Promise.all([cache.zones(), cache.zones(), cache.zones()]);
+    await new Promise((r) => setImmediate(r));
+    fake.release();
+    const answers = await both;
+    expect(fake.calls.n).toBe(1);
+    expect(answers[2]).toEqual([
+      { name: 'us-east-1a', state: 'available' },
+      { name: 'us-east-1b', state: 'available' },
+    ]);
+    fake.gate.hold = false;
+    states['us-east-1b'] = 'impaired';
+    now = 4999;
+    expect((await cache.zones())[1]).toEqual({ name: 'us-east-1b', state: 'available' });
+    now = 5000;
+    expect((await cache.zones())[1]).toEqual({ name: 'us-east-1b', state: 'impaired' });
+    expect(fake.calls.n).toBe(2);
+  });
+
+  it('never keeps states longer than 5 s, whatever it is given, and 0 asks every time', async () => {
+    let now = 0;
+    const fake = fakeEc2(() => ({ 'us-east-1a': 'available' }));
+    const capped = new ZoneCache(fake.ec2, 60_000, () => now);
+    await capped.zones();
+    now = 5000;
+    await capped.zones();
+    expect(fake.calls.n).toBe(2);
+    const uncached = new ZoneCache(fake.ec2, 0, () => now);
+    await uncached.zones();
+    await uncached.zones();
+    expect(fake.calls.n).toBe(4);
+  });
+});
+
+describe('CapacityMemory', () => {
+  it('remembers a type short in a zone for its TTL, per region and type, until a launch there succeeds', () => {
+    let now = 0;
+    const memory = new CapacityMemory(180_000, () => now);
+    memory.remember('us-east-1', 't3.small', 'us-east-1a');
+    const zones = ['us-east-1a', 'us-east-1b'];
+    expect(memory.short('us-east-1', 't3.small', zones)).toEqual(['us-east-1a']);
+    expect(memory.short('us-east-1', 't3.large', zones)).toEqual([]);
+    expect(memory.short('us-west-2', 't3.small', ['us-east-1a'])).toEqual([]);
+    now = 179_999;
+    expect(memory.short('us-east-1', 't3.small', zones)).toEqual(['us-east-1a']);
+    now = 180_000;
+    expect(memory.short('us-east-1', 't3.small', zones)).toEqual([]);
+    memory.remember('us-east-1', 't3.small', 'us-east-1b');
+    memory.forget('us-east-1', 't3.small', 'us-east-1b');
+    expect(memory.short('us-east-1', 't3.small', zones)).toEqual([]);
+  });
+
+  it('remembers nothing with a TTL of 0', () => {
+    const memory = new CapacityMemory(0);
+    memory.remember('us-east-1', 't3.small', 'us-east-1a');
+    expect(memory.short('us-east-1', 't3.small', ['us-east-1a'])).toEqual([]);
+  });
+});
+
+describe('Coalescer', () => {
+  const ok = <T>(value: T): Settled<T> => ({ ok: true, value });
+
+  it('sends requests of one key arriving within the idle window as one batch, in order, each answered on its own', async () => {
+    const sent: Array<[string, number[]]> = [];
+    const c = new Coalescer<number, string>(
+      { idleMs: 20, maxMs: 1000, maxSize: 100 },
+      (key, reqs) => {
+        sent.push([key, reqs]);
+        return Promise.resolve(
+          reqs.map((n) => (n === 3 ? { ok: false, error: new Error('three') } : ok(`${key}:${n}`))),
+        );
+      },
+    );
+    const a = [1, 2, 3].map((n) => c.submit('a', n).catch((e: Error) => e.message));
+    const b = c.submit('b', 9);
+    expect(c.waiting).toBe(4);
+    expect(await Promise.all(a)).toEqual(['a:1', 'a:2', 'three']);
+    expect(await b).toBe('b:9');
+    expect(sent).toEqual([
+      ['a', [1, 2, 3]],
+      ['b', [9]],
+    ]);
+  });
+
+  it('sends at once when full, and fails every request of a batch whose send throws', async () => {
+    const sizes: number[] = [];
+    const c = new Coalescer<number, number>(
+      { idleMs: 10_000, maxMs: 10_000, maxSize: 2 },
+      (_k, reqs) => {
+        sizes.push(reqs.length);
+        if (reqs[0] === 5) return Promise.reject(new Error('EC2 is down'));
+        return Promise.resolve(reqs.map(ok));
+      },
+    );
+    expect(await Promise.all([c.submit('k', 1), c.submit('k', 2)])).toEqual([1, 2]);
+    const failed = await Promise.allSettled([c.submit('k', 5), c.submit('k', 6)]);
+    expect(failed.map((f) => (f.status === 'rejected' ? (f.reason as Error).message : f))).toEqual([
+      'EC2 is down',
+      'EC2 is down',
+    ]);
+    expect(sizes).toEqual([2, 2]);
+  });
+
+  it('sends by the max window even while requests keep arriving', async () => {
+    const sent: number[][] = [];
+    const c = new Coalescer<number, number>(
+      { idleMs: 50, maxMs: 120, maxSize: 1000 },
+      (_k, reqs) => {
+        sent.push(reqs);
+        return Promise.resolve(reqs.map(ok));
+      },
+    );
+    const all: Array<Promise<number>> = [];
+    for (let i = 0; i < 10; i++) {
+      all.push(c.submit('k', i));
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    await Promise.all(all);
+    // never idle for 50 ms, so only the 120 ms window cut the stream
+    expect(sent.length).toBeGreaterThan(1);
+    expect(sent.flat()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+});
+
+describe('Ec2RetryStrategy', () => {
+  const error = (name: string, status: number) =>
+    Object.assign(new Error(`${name}: nope`), { name, $metadata: { httpStatusCode: status } });
+
+  it('hands capacity errors back at once (EC2 answers them with HTTP 500), and retries throttling', async () => {
+    const strategy = new Ec2RetryStrategy(3);
+    const token = await strategy.acquireInitialRetryToken('ec2');
+    await expect(
+      strategy.refreshRetryTokenForRetry(
+        token as never,
+        {
+          error: error('InsufficientInstanceCapacity', 500),
+          errorType: 'TRANSIENT',
+        } as never,
+      ),
+    ).rejects.toThrow('capacity errors are not retried in place');
+    const again = await strategy.refreshRetryTokenForRetry(
+      token as never,
+      {
+        error: error('RequestLimitExceeded', 503),
+        errorType: 'THROTTLING',
+      } as never,
+    );
+    expect(again.getRetryCount()).toBe(1);
+    expect(strategy.mode).toBe('adaptive');
+  });
+});
+
+describe('TokenBucket', () => {
+  it('gives the burst at once, then one token per 1/rate seconds, first come first served', async () => {
+    let now = 0;
+    const bucket = new TokenBucket(2, 1000, () => now); // 1 token per ms: fast enough for real timers
+    const order: number[] = [];
+    const takes = [1, 2, 3, 4].map((n) => bucket.take().then(() => order.push(n)));
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([1, 2]);
+    expect(bucket.waiting).toBe(2);
+    now = 2; // two tokens' worth of time
+    await Promise.all(takes);
+    expect(order).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe('Coalescer with a gate', () => {
+  it('keeps taking requests into a batch while it waits for the gate, so scarce calls carry more', async () => {
+    let open: (() => void) | undefined;
+    const sent: number[][] = [];
+    const c = new Coalescer<number, number>(
+      { idleMs: 5, maxMs: 50, maxSize: 100 },
+      (_k, reqs) => {
+        sent.push(reqs);
+        return Promise.resolve(reqs.map((value) => ({ ok: true as const, value })));
+      },
+      () => new Promise<void>((r) => (open = r)),
+    );
+    const first = c.submit('k', 1);
+    await new Promise((r) => setTimeout(r, 30)); // the window closed: waiting for the gate
+    expect(open).toBeDefined();
+    const more = [c.submit('k', 2), c.submit('k', 3)];
+    open!();
+    expect(await Promise.all([first, ...more])).toEqual([1, 2, 3]);
+    expect(sent).toEqual([[1, 2, 3]]);
+  });
+});
