@@ -4,8 +4,5 @@
  * model's removal finds them with one Query.
  */
 
-/**
- * The model's zone-claims version: bumped by every zone claim or release,
- * and the condition of each claim (optimistic concurrency).
- */
-export const ZONE_CLAIMS_SK = '#ZONE-CLAIMS';
+/** A distribution group's zone counts (state/zone-counts.ts); `''` is the bare machines' group. */
+export const zoneCountSk = (group: string): string => `#ZONES#${group}`;

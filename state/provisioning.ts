@@ -14,7 +14,6 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { EntityConflictError, EntityNotFoundError } from './errors';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
-import { ZONE_CLAIMS_SK } from './provisioning-keys';
 import type { Hardware, Life, MachineRecord } from './types';
 
 type Item = Record<string, unknown>;
@@ -35,15 +34,9 @@ export interface PlacementMachine {
 /** Thrown by a zone chooser to stop the claim (e.g. no zone left); passed through unchanged. */
 export type ZoneChooser = (machines: readonly PlacementMachine[]) => string;
 
-/** Too many concurrent claims in a row; the caller may try again later. */
-export class ZoneClaimContendedError extends Error {
-  override readonly name = 'ZoneClaimContendedError';
-}
-
-/** The machine went Dead: it must not claim a zone or launch. */
-export class MachineDeadError extends Error {
-  override readonly name = 'MachineDeadError';
-}
+export { MachineDeadError, ZoneClaimContendedError } from './zone-counts';
+import { LaunchBatchStore } from './launch-batches';
+import { ZoneCountStore, type ClaimRequest, type ClaimResult } from './zone-counts';
 
 export interface RunningRecord {
   instanceId: string;
@@ -65,10 +58,6 @@ export interface ProvisioningStoreOptions {
 
 const TRANSACTION_LIMIT = 100;
 
-function cancellationCodes(err: TransactionCanceledException): string[] {
-  return (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
-}
-
 /**
  * The DynamoDB writes the machine workflow makes beyond the Repository:
  * atomic zone claims, recording a launch or a failure, removing a machine and
@@ -85,9 +74,10 @@ function cancellationCodes(err: TransactionCanceledException): string[] {
  */
 export class ProvisioningStore {
   private readonly doc: DynamoDBDocumentClient;
-  private readonly maxClaimTries: number;
-  private readonly sleep: (ms: number) => Promise<void>;
-  private readonly random: () => number;
+  /** The distribution groups' zone counts. */
+  readonly zones: ZoneCountStore;
+  /** Launch batches and each machine's marker of the batch it joined. */
+  readonly batches: LaunchBatchStore;
 
   constructor(
     client: DynamoDBClient,
@@ -97,34 +87,12 @@ export class ProvisioningStore {
     this.doc = DynamoDBDocumentClient.from(client, {
       marshallOptions: { removeUndefinedValues: true },
     });
-    this.maxClaimTries = options.maxClaimTries ?? 50;
-    this.sleep = options.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
-    this.random = options.random ?? Math.random;
-  }
-
-  /** The model's machines as zone choice sees them (strongly consistent). */
-  async placementMachines(model: string): Promise<PlacementMachine[]> {
-    const items = await this.queryAll({
-      TableName: this.tableName,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-      ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
-      ProjectionExpression: '#id, #life, #applications, #zone, #zoneClaim',
-      ExpressionAttributeNames: {
-        '#id': 'id',
-        '#life': 'life',
-        '#applications': 'applications',
-        '#zone': 'zone',
-        '#zoneClaim': 'zoneClaim',
-      },
-      ConsistentRead: true,
+    this.batches = new LaunchBatchStore(client, tableName);
+    this.zones = new ZoneCountStore(client, tableName, {
+      ...(options.maxClaimTries !== undefined ? { maxTries: options.maxClaimTries } : {}),
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.random ? { random: options.random } : {}),
     });
-    return items.map((i) => ({
-      id: String(i.id),
-      life: i.life as Life,
-      applications: Array.isArray(i.applications) ? (i.applications as string[]) : [],
-      ...(typeof i.zone === 'string' ? { zone: i.zone } : {}),
-      ...(typeof i.zoneClaim === 'string' ? { zoneClaim: i.zoneClaim } : {}),
-    }));
   }
 
   /** The zone the machine's workflow holds a claim on, if any. */
@@ -142,119 +110,14 @@ export class ProvisioningStore {
     return typeof claim === 'string' ? claim : undefined;
   }
 
-  private async claimsVersion(model: string): Promise<number> {
-    const out = await this.doc.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
-        ConsistentRead: true,
-      }),
-    );
-    const version: unknown = out.Item?.version;
-    return typeof version === 'number' ? version : 0;
+  /** Claims a zone for each request (see ZoneCountStore.claim). */
+  claimZones(model: string, requests: readonly ClaimRequest[]): Promise<ClaimResult[]> {
+    return this.zones.claim(model, requests);
   }
 
-  /**
-   * Claims a zone for the machine: `choose` sees the model's machines as they
-   * are at a version no other claim has moved past when the claim is written.
-   * Throws EntityNotFoundError (machine gone), MachineDeadError, whatever
-   * `choose` throws, or ZoneClaimContendedError after too many lost races.
-   */
-  async claimZone(model: string, machineId: string, choose: ZoneChooser): Promise<string> {
-    for (let attempt = 1; attempt <= this.maxClaimTries; attempt++) {
-      // The version is read before the machines: a claim written after this
-      // read moves the version, and then this transaction fails and reads again.
-      const version = await this.claimsVersion(model);
-      const machines = await this.placementMachines(model);
-      const self = machines.find((m) => m.id === machineId);
-      if (!self) throw new EntityNotFoundError(`machine ${machineId} not found`);
-      if (self.life === 'dead') throw new MachineDeadError(`machine ${machineId} is dead`);
-      const zone = choose(machines);
-      try {
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              {
-                Update: {
-                  TableName: this.tableName,
-                  Key: { pk: modelPk(model), sk: machineSk(machineId) },
-                  UpdateExpression: 'SET #zoneClaim = :zone, #updatedAt = :now',
-                  ConditionExpression: 'attribute_exists(pk) AND #life <> :dead',
-                  ExpressionAttributeNames: {
-                    '#zoneClaim': 'zoneClaim',
-                    '#updatedAt': 'updatedAt',
-                    '#life': 'life',
-                  },
-                  ExpressionAttributeValues: {
-                    ':zone': zone,
-                    ':now': new Date().toISOString(),
-                    ':dead': 'dead',
-                  },
-                },
-              },
-              this.versionBump(model, version),
-            ],
-          }),
-        );
-        return zone;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const [machineCode] = cancellationCodes(err);
-        if (machineCode === 'ConditionalCheckFailed') continue; // re-read: gone or dead
-        // the version moved (or a concurrent transaction held an item): read again
-        await this.sleep(Math.floor(this.random() * Math.min(200, 10 * attempt)));
-      }
-    }
-    throw new ZoneClaimContendedError(
-      `could not claim a zone for machine ${machineId} after ${this.maxClaimTries} tries`,
-    );
-  }
-
-  private versionBump(model: string, expected?: number) {
-    const base = {
-      TableName: this.tableName,
-      Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
-    };
-    if (expected === undefined) {
-      return {
-        Update: {
-          ...base,
-          UpdateExpression: 'SET #type = :type ADD #version :one',
-          ExpressionAttributeNames: { '#type': 'type', '#version': 'version' },
-          ExpressionAttributeValues: { ':type': 'zone-claims', ':one': 1 },
-        },
-      };
-    }
-    return {
-      Update: {
-        ...base,
-        UpdateExpression: 'SET #version = :next, #type = :type',
-        ConditionExpression: expected === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
-        ExpressionAttributeNames: { '#type': 'type', '#version': 'version' },
-        ExpressionAttributeValues: {
-          ':next': expected + 1,
-          ':type': 'zone-claims',
-          ...(expected === 0 ? {} : { ':expected': expected }),
-        },
-      },
-    };
-  }
-
-  /** Gives up the machine's zone claim (after a failure), bumping the version so choosers re-read. */
+  /** Gives up the machine's zone claim and takes it out of the zone counts. */
   async releaseZoneClaim(model: string, machineId: string): Promise<void> {
-    await this.transactOnMachine(machineId, [
-      {
-        Update: {
-          TableName: this.tableName,
-          Key: { pk: modelPk(model), sk: machineSk(machineId) },
-          UpdateExpression: 'REMOVE #zoneClaim SET #updatedAt = :now',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: { '#zoneClaim': 'zoneClaim', '#updatedAt': 'updatedAt' },
-          ExpressionAttributeValues: { ':now': new Date().toISOString() },
-        },
-      },
-      this.versionBump(model),
-    ]);
+    await this.zones.release(model, machineId);
   }
 
   /**
@@ -317,9 +180,10 @@ export class ProvisioningStore {
    * instance id, no zone, no claim (so the zone no longer counts it).
    */
   async recordError(model: string, machineId: string, message: string): Promise<void> {
-    await this.transactOnMachine(machineId, [
-      {
-        Update: {
+    await this.zones.release(model, machineId);
+    try {
+      await this.doc.send(
+        new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
@@ -340,30 +204,13 @@ export class ProvisioningStore {
             ':gsi2pk': machineStatusIndexPk(model, 'error'),
             ':now': new Date().toISOString(),
           },
-        },
-      },
-      this.versionBump(model),
-    ]);
-  }
-
-  private async transactOnMachine(
-    machineId: string,
-    items: NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>,
-  ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
-        return;
-      } catch (err) {
-        if (!(err instanceof TransactionCanceledException)) throw err;
-        const [machineCode] = cancellationCodes(err);
-        if (machineCode === 'ConditionalCheckFailed') {
-          throw new EntityNotFoundError(`machine ${machineId} not found`);
-        }
-        // a concurrent transaction on the version item: unconditional bumps just go again
-        if (attempt >= this.maxClaimTries) throw err;
-        await this.sleep(Math.floor(this.random() * Math.min(200, 10 * attempt)));
+        }),
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        throw new EntityNotFoundError(`machine ${machineId} not found`);
       }
+      throw err;
     }
   }
 
@@ -373,6 +220,8 @@ export class ProvisioningStore {
    * already removed. Returns whether the model was removed.
    */
   async removeMachine(model: string, machineId: string): Promise<{ modelRemoved: boolean }> {
+    // out of the zone counts first (teardown did it already, unless it was cut short)
+    await this.zones.releaseIfDead(model, machineId);
     try {
       await this.doc.send(
         new DeleteCommand({

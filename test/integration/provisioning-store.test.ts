@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { groupPopulation } from '../../activities/placement';
 import { orderZones } from '../../core';
 import { EntityConflictError, EntityNotFoundError } from '../../state/errors';
 import { MODEL_SK, counterSk, modelPk } from '../../state/keys';
 import { MachineDeadError, ProvisioningStore } from '../../state/provisioning';
-import { ZONE_CLAIMS_SK } from '../../state/provisioning-keys';
+import { zoneCountSk } from '../../state/provisioning-keys';
+import type { ClaimRequest } from '../../state/zone-counts';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { uniqueName } from './api-client';
@@ -67,17 +67,26 @@ async function addMachines(model: string, applications: string[][]): Promise<str
   return ids;
 }
 
-/** The workflow's chooser: least populous zone of the machine's group. */
-function chooser(machineId: string, exclude: string[] = []) {
-  return (machines: Parameters<typeof groupPopulation>[0]) => {
-    const self = machines.find((m) => m.id === machineId)!;
-    return orderZones({
-      machineId,
-      zones: ZONES,
-      population: groupPopulation(machines, self),
-      failedZones: exclude,
-    })[0]!;
+/** A claim as the workflow asks for one: least populous zone of the machine's group. */
+function request(machineId: string, groups: string[], exclude: string[] = []): ClaimRequest {
+  return {
+    machineId,
+    groups,
+    order: (population) =>
+      orderZones({ machineId, zones: ZONES, population, failedZones: exclude }),
   };
+}
+
+/** One machine's claim on its own; its error is thrown. */
+async function claimOne(
+  model: string,
+  machineId: string,
+  groups: string[],
+  exclude: string[] = [],
+): Promise<string> {
+  const [result] = await store.claimZones(model, [request(machineId, groups, exclude)]);
+  if (!result!.ok) throw result!.error;
+  return result!.zone;
 }
 
 function count(zones: string[]): Record<string, number> {
@@ -87,7 +96,7 @@ function count(zones: string[]): Record<string, number> {
 }
 
 describe('zone claims', () => {
-  it('spreads 30 machines of one group claiming at the same moment 10/10/10, and a second group independently', async () => {
+  it('spreads 30 machines of one group claiming at the same moment 10/10/10 (separate claims racing), and a second group independently', async () => {
     const model = await newModel();
     const web = await addMachines(
       model,
@@ -97,41 +106,72 @@ describe('zone claims', () => {
       model,
       Array.from({ length: 6 }, () => ['db']),
     );
-    const claims = await Promise.all(
-      [...web, ...db].map((id) => store.claimZone(model, id, chooser(id))),
-    );
+    // one claim per call, all at once: they race on the counters' versions
+    const claims = await Promise.all([
+      ...web.map((id) => claimOne(model, id, ['web'])),
+      ...db.map((id) => claimOne(model, id, ['db'])),
+    ]);
     expect(count(claims.slice(0, 30))).toEqual({
       'us-east-1a': 10,
       'us-east-1b': 10,
       'us-east-1c': 10,
     });
     expect(count(claims.slice(30))).toEqual({ 'us-east-1a': 2, 'us-east-1b': 2, 'us-east-1c': 2 });
-    const version = await doc.send(
-      new GetCommand({
-        TableName: stack.tableName,
-        Key: { pk: modelPk(model), sk: ZONE_CLAIMS_SK },
-      }),
-    );
-    expect(version.Item?.version).toBe(36); // one bump per successful claim
+    expect(await store.zones.counts(model, 'web')).toEqual({
+      'us-east-1a': 10,
+      'us-east-1b': 10,
+      'us-east-1c': 10,
+    });
+    expect(await store.zones.counts(model, 'db')).toEqual({
+      'us-east-1a': 2,
+      'us-east-1b': 2,
+      'us-east-1c': 2,
+    });
   });
 
-  it('gives up a claim: the zone counts one fewer for the next chooser', async () => {
+  it('assigns 250 claims made together least populous first, in transactions of at most 100 items, within one of each other', async () => {
+    const model = await newModel();
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 250 }, () => ['big']),
+    );
+    const results = await store.claimZones(
+      model,
+      ids.map((id) => request(id, ['big'])),
+    );
+    const zones = results.map((r) => (r.ok ? r.zone : `error: ${String(r.error)}`));
+    expect(count(zones)).toEqual({ 'us-east-1a': 84, 'us-east-1b': 83, 'us-east-1c': 83 });
+    expect(await store.zones.counts(model, 'big')).toEqual({
+      'us-east-1a': 84,
+      'us-east-1b': 83,
+      'us-east-1c': 83,
+    });
+  });
+
+  it('gives up a claim: the zone counts one fewer for the next chooser; a machine claiming again moves its count', async () => {
     const model = await newModel();
     const [a, b, c] = await addMachines(model, [['web'], ['web'], ['web']]);
-    expect(await store.claimZone(model, a!, chooser(a!))).toBe('us-east-1a');
-    expect(await store.claimZone(model, b!, chooser(b!))).toBe('us-east-1b');
+    expect(await claimOne(model, a!, ['web'])).toBe('us-east-1a');
+    expect(await claimOne(model, b!, ['web'])).toBe('us-east-1b');
     await store.releaseZoneClaim(model, a!);
+    await store.releaseZoneClaim(model, a!); // idempotent
     expect(await store.zoneClaim(model, a!)).toBeUndefined();
-    expect(await store.claimZone(model, c!, chooser(c!))).toBe('us-east-1a');
+    expect(await store.zones.counts(model, 'web')).toEqual({ 'us-east-1b': 1 });
+    expect(await claimOne(model, c!, ['web'])).toBe('us-east-1a');
     // a machine that failed in a and c is left with b
-    expect(await store.claimZone(model, a!, chooser(a!, ['us-east-1a', 'us-east-1c']))).toBe(
-      'us-east-1b',
-    );
+    expect(await claimOne(model, a!, ['web'], ['us-east-1a', 'us-east-1c'])).toBe('us-east-1b');
+    // b claims again without releasing (a retried pass): it leaves b for c's neighbour
+    expect(await claimOne(model, b!, ['web'], ['us-east-1b'])).toBe('us-east-1c');
+    expect(await store.zones.counts(model, 'web')).toEqual({
+      'us-east-1a': 1,
+      'us-east-1b': 1,
+      'us-east-1c': 1,
+    });
   });
 
-  it('refuses a claim for a Dead or missing machine', async () => {
+  it('refuses a claim for a Dead or missing machine, and fails only that claim of a batch', async () => {
     const model = await newModel();
-    const [id] = await addMachines(model, [[]]);
+    const [id, alive] = await addMachines(model, [[], []]);
     await doc.send(
       new PutCommand({
         TableName: stack.tableName,
@@ -148,18 +188,21 @@ describe('zone claims', () => {
         },
       }),
     );
-    await expect(store.claimZone(model, id!, chooser(id!))).rejects.toBeInstanceOf(
-      MachineDeadError,
-    );
-    await expect(store.claimZone(model, '999', chooser('999'))).rejects.toBeInstanceOf(
-      EntityNotFoundError,
-    );
+    await expect(claimOne(model, id!, [])).rejects.toBeInstanceOf(MachineDeadError);
+    await expect(claimOne(model, '999', [])).rejects.toBeInstanceOf(EntityNotFoundError);
+    const results = await store.claimZones(model, [
+      request(id!, []),
+      request('999', []),
+      request(alive!, []),
+    ]);
+    expect(results.map((r) => r.ok)).toEqual([false, false, true]);
+    expect(results[2]).toEqual({ ok: true, zone: 'us-east-1a' });
   });
 
   it('records running and error with the claim gone, and answers not-found for a removed machine', async () => {
     const model = await newModel();
     const [ok, bad] = await addMachines(model, [[], []]);
-    await store.claimZone(model, ok!, chooser(ok!));
+    await claimOne(model, ok!, []);
     const life = await store.recordRunning(model, ok!, {
       instanceId: 'i-1',
       imageId: 'ami-1',
@@ -176,7 +219,7 @@ describe('zone claims', () => {
     });
     expect(await store.zoneClaim(model, ok!)).toBeUndefined();
 
-    await store.claimZone(model, bad!, chooser(bad!));
+    expect(await claimOne(model, bad!, [])).toBe('us-east-1b');
     await store.recordError(model, bad!, 'InsufficientInstanceCapacity: none left');
     const failed = await repo.getMachine(model, bad!);
     expect(failed).toMatchObject({
@@ -186,6 +229,8 @@ describe('zone claims', () => {
     expect(failed.instanceId).toBeUndefined();
     expect(failed.zone).toBeUndefined();
     expect(await repo.machinesWithStatus(model, 'error')).toEqual([bad]);
+    // the running machine still counts; the failed one no longer does
+    expect(await store.zones.counts(model, '')).toEqual({ 'us-east-1a': 1 });
 
     await expect(store.recordError(model, '999', 'x')).rejects.toBeInstanceOf(EntityNotFoundError);
     await expect(
@@ -213,7 +258,7 @@ describe('removal', () => {
   it('removes only a Dead machine, then the dying model with its side items once the last machine is gone', async () => {
     const model = await newModel();
     const [m0, m1] = await addMachines(model, [[], []]);
-    await store.claimZone(model, m0!, chooser(m0!)); // leaves the #ZONE-CLAIMS item
+    await claimOne(model, m0!, []); // leaves the group's #ZONES# item
     await doc.send(
       new PutCommand({
         TableName: stack.tableName,
@@ -228,7 +273,7 @@ describe('removal', () => {
     expect(await store.removeMachine(model, m0!)).toEqual({ modelRemoved: false });
     expect(await store.removeMachine(model, m1!)).toEqual({ modelRemoved: true });
     await expect(repo.getModel(model)).rejects.toBeInstanceOf(EntityNotFoundError);
-    for (const sk of [ZONE_CLAIMS_SK, counterSk('test')]) {
+    for (const sk of [zoneCountSk(''), counterSk('test')]) {
       const left = await doc.send(
         new GetCommand({ TableName: stack.tableName, Key: { pk: modelPk(model), sk } }),
       );

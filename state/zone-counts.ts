@@ -1,0 +1,532 @@
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  TransactWriteCommand,
+  UpdateCommand,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { EntityNotFoundError } from './errors';
+import { machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { zoneCountSk } from './provisioning-keys';
+import type { Life } from './types';
+
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+type Item = Record<string, unknown>;
+
+/** Zone → machines of a distribution group in (or claimed for) it. */
+export type ZoneCounts = Record<string, number>;
+
+/**
+ * One machine's zone claim, as the workflow asks for it. `order` sees the
+ * population of the machine's groups (its own count left out) and answers
+ * the zones to try, best first, or throws (e.g. NoSuitableZoneError), which
+ * fails this claim alone.
+ */
+export interface ClaimRequest {
+  machineId: string;
+  /** The distribution groups the machine counts in (its applications; `[]`: the bare machines' group). */
+  groups: readonly string[];
+  order: (population: ZoneCounts) => string[];
+  /** Written with the claim in the same update (status `allocating`, its message). */
+  status?: { status: string; message: (zone: string) => string };
+}
+
+/** The machine went Dead: it must not claim a zone or launch. */
+export class MachineDeadError extends Error {
+  override readonly name = 'MachineDeadError';
+}
+
+/** Too many concurrent claims in a row; the caller may try again later. */
+export class ZoneClaimContendedError extends Error {
+  override readonly name = 'ZoneClaimContendedError';
+}
+
+export type ClaimResult = { ok: true; zone: string } | { ok: false; error: unknown };
+
+/** The group counter key of a machine's applications; `[]` is the group of bare machines. */
+export function countedGroups(applications: readonly string[]): string[] {
+  return applications.length === 0 ? [''] : [...new Set(applications)].sort();
+}
+
+const TRANSACTION_LIMIT = 100;
+
+interface MachineView {
+  exists: boolean;
+  life?: Life;
+  countedZone?: string;
+  countedGroups?: string[];
+}
+
+/**
+ * Zone choice that costs the same whatever the model's size (DESIGN.md
+ * "Launching at scale"). Each distribution group (one application's
+ * machines; bare machines form one group) has a counter item in the model's
+ * partition: machines per zone and a version. A machine records the zone
+ * and groups it is counted in (`countedZone`, `countedGroups`), so every
+ * increment and decrement happens once, whatever retries.
+ *
+ * Claims that arrive together are made together: the counters of their
+ * groups and the machines are read once, zones assigned one machine after
+ * the other from the running counts (least populous first), and written in
+ * transactions of up to 100 items conditional on each counter's version. A
+ * claim that lost a race to another writer reads again.
+ *
+ * A machine hosting several applications counts in each of their groups,
+ * and sees the sum of their counts: exact for the usual one application per
+ * machine, an approximation of Juju's union of groups otherwise.
+ */
+export class ZoneCountStore {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    readonly tableName: string,
+    private readonly options: {
+      maxTries?: number;
+      sleep?: (ms: number) => Promise<void>;
+      random?: () => number;
+    } = {},
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+  }
+
+  private get maxTries(): number {
+    return this.options.maxTries ?? 50;
+  }
+
+  private async pause(attempt: number): Promise<void> {
+    const sleep = this.options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+    const random = this.options.random ?? Math.random;
+    await sleep(Math.floor(random() * Math.min(250, 10 * attempt)));
+  }
+
+  /** A group's counts (strongly consistent), for tests and status. */
+  async counts(model: string, group: string): Promise<ZoneCounts> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: zoneCountSk(group) },
+        ConsistentRead: true,
+      }),
+    );
+    const counts = (out.Item?.counts as ZoneCounts | undefined) ?? {};
+    return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+  }
+
+  /** Claims a zone for each request, in order; each settles on its own. */
+  async claim(model: string, requests: readonly ClaimRequest[]): Promise<ClaimResult[]> {
+    const results = new Map<number, ClaimResult>();
+    let remaining = requests.map((r, i) => ({ r, i }));
+    for (let attempt = 1; remaining.length > 0; attempt++) {
+      if (attempt > this.maxTries) {
+        for (const { r, i } of remaining) {
+          results.set(i, {
+            ok: false,
+            error: new ZoneClaimContendedError(
+              `could not claim a zone for machine ${r.machineId} after ${this.maxTries} tries`,
+            ),
+          });
+        }
+        break;
+      }
+      const retry = await this.claimOnce(
+        model,
+        remaining.map((x) => x.r),
+      );
+      const next: typeof remaining = [];
+      retry.forEach((outcome, k) => {
+        const entry = remaining[k]!;
+        if (outcome === 'again') next.push(entry);
+        else results.set(entry.i, outcome);
+      });
+      if (next.length > 0 && next.length === remaining.length) await this.pause(attempt);
+      remaining = next;
+    }
+    return requests.map(
+      (_, i) => results.get(i) ?? { ok: false, error: new Error('zone claim lost') },
+    );
+  }
+
+  /** One round: read, assign, write. `again` marks the claims to make in the next round. */
+  private async claimOnce(
+    model: string,
+    requests: readonly ClaimRequest[],
+  ): Promise<Array<ClaimResult | 'again'>> {
+    const machines = await this.readMachines(
+      model,
+      requests.map((r) => r.machineId),
+    );
+    const groups = new Set(requests.flatMap((r) => countedGroups(r.groups)));
+    for (const m of machines.values()) for (const g of m.countedGroups ?? []) groups.add(g);
+    const counters = await this.readCounters(model, [...groups]);
+    const outcomes: Array<ClaimResult | 'again'> = [];
+    const working = new Map(
+      [...counters].map(([g, c]) => [g, { version: c.version, counts: { ...c.counts } }]),
+    );
+    // per chunk: the machines' updates and the counters' states after them
+    const chunks: Array<{ indexes: number[]; items: TransactItem[]; touched: Set<string> }> = [];
+    let chunk = {
+      indexes: [] as number[],
+      items: [] as TransactItem[],
+      touched: new Set<string>(),
+    };
+    const now = new Date().toISOString();
+
+    requests.forEach((request, k) => {
+      const m = machines.get(request.machineId);
+      if (!m?.exists) {
+        outcomes[k] = {
+          ok: false,
+          error: new EntityNotFoundError(`machine ${request.machineId} not found`),
+        };
+        return;
+      }
+      if (m.life === 'dead') {
+        outcomes[k] = {
+          ok: false,
+          error: new MachineDeadError(`machine ${request.machineId} is dead`),
+        };
+        return;
+      }
+      const mine = countedGroups(request.groups);
+      // a machine moving from an earlier claim leaves its old zone first
+      if (m.countedZone) {
+        for (const g of m.countedGroups ?? []) bump(working, g, m.countedZone, -1);
+      }
+      const population: ZoneCounts = {};
+      for (const g of mine) {
+        for (const [zone, n] of Object.entries(working.get(g)?.counts ?? {})) {
+          population[zone] = (population[zone] ?? 0) + n;
+        }
+      }
+      let zone: string | undefined;
+      try {
+        zone = request.order(population)[0];
+      } catch (error) {
+        // undo the move: this machine keeps what it had
+        if (m.countedZone) {
+          for (const g of m.countedGroups ?? []) bump(working, g, m.countedZone, 1);
+        }
+        outcomes[k] = { ok: false, error };
+        return;
+      }
+      if (zone === undefined) {
+        outcomes[k] = { ok: false, error: new Error('no zone to claim') };
+        return;
+      }
+      for (const g of mine) bump(working, g, zone, 1);
+      const touched = new Set([...mine, ...(m.countedGroups ?? [])]);
+      const wouldTouch = new Set([...chunk.touched, ...touched]);
+      if (chunk.items.length > 0 && chunk.items.length + 1 + wouldTouch.size > TRANSACTION_LIMIT) {
+        chunks.push(this.closeChunk(model, chunk, working));
+        chunk = { indexes: [], items: [], touched: new Set() };
+      }
+      for (const g of touched) chunk.touched.add(g);
+      chunk.indexes.push(k);
+      chunk.items.push(this.machineClaimItem(model, request, m, zone, [...mine], now));
+      outcomes[k] = { ok: true, zone };
+    });
+    if (chunk.items.length > 0) chunks.push(this.closeChunk(model, chunk, working));
+
+    for (let c = 0; c < chunks.length; c++) {
+      const { items } = chunks[c]!;
+      try {
+        await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        // this chunk and every later one are made again from fresh reads
+        for (const later of chunks.slice(c)) for (const k of later.indexes) outcomes[k] = 'again';
+        break;
+      }
+    }
+    return outcomes;
+  }
+
+  /** Freezes a chunk: its machine updates, then a Put of each touched counter as it stands now. */
+  private closeChunk(
+    model: string,
+    chunk: { indexes: number[]; items: TransactItem[]; touched: Set<string> },
+    working: Map<string, { version: number; counts: ZoneCounts }>,
+  ): { indexes: number[]; items: TransactItem[]; touched: Set<string> } {
+    const items = [...chunk.items];
+    for (const g of chunk.touched) {
+      const state = working.get(g) ?? { version: 0, counts: {} };
+      items.push(this.counterPut(model, g, state.version, state.counts));
+      // the next chunk expects this chunk's version
+      working.set(g, { version: state.version + 1, counts: state.counts });
+    }
+    return { ...chunk, items };
+  }
+
+  private counterPut(
+    model: string,
+    group: string,
+    expected: number,
+    counts: ZoneCounts,
+  ): TransactItem {
+    const clean = Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+    return {
+      Put: {
+        TableName: this.tableName,
+        Item: {
+          pk: modelPk(model),
+          sk: zoneCountSk(group),
+          type: 'zone-counts',
+          group,
+          counts: clean,
+          version: expected + 1,
+        },
+        ConditionExpression: expected === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
+        ...(expected === 0
+          ? {}
+          : {
+              ExpressionAttributeNames: { '#version': 'version' },
+              ExpressionAttributeValues: { ':expected': expected },
+            }),
+      },
+    };
+  }
+
+  private machineClaimItem(
+    model: string,
+    request: ClaimRequest,
+    m: MachineView,
+    zone: string,
+    groups: string[],
+    now: string,
+  ): TransactItem {
+    const names: Record<string, string> = {
+      '#zoneClaim': 'zoneClaim',
+      '#countedZone': 'countedZone',
+      '#countedGroups': 'countedGroups',
+      '#updatedAt': 'updatedAt',
+      '#life': 'life',
+    };
+    const values: Record<string, unknown> = {
+      ':zone': zone,
+      ':groups': groups,
+      ':now': now,
+      ':dead': 'dead',
+    };
+    let set =
+      '#zoneClaim = :zone, #countedZone = :zone, #countedGroups = :groups, #updatedAt = :now';
+    if (request.status) {
+      names['#status'] = 'status';
+      names['#message'] = 'message';
+      values[':status'] = request.status.status;
+      values[':message'] = request.status.message(zone);
+      values[':gsi2pk'] = machineStatusIndexPk(model, request.status.status);
+      set += ', #status = :status, #message = :message, gsi2pk = :gsi2pk';
+    }
+    let condition = 'attribute_exists(pk) AND #life <> :dead';
+    if (m.countedZone) {
+      condition += ' AND #countedZone = :was';
+      values[':was'] = m.countedZone;
+    } else {
+      condition += ' AND attribute_not_exists(#countedZone)';
+    }
+    return {
+      Update: {
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: machineSk(request.machineId) },
+        UpdateExpression: `SET ${set}`,
+        ConditionExpression: condition,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  /**
+   * Takes the machine out of the zone counts (a failover, a final error,
+   * teardown): idempotent, a machine not counted anywhere is left as it is.
+   */
+  async release(model: string, machineId: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const m = (await this.readMachines(model, [machineId])).get(machineId);
+      if (!m?.exists) throw new EntityNotFoundError(`machine ${machineId} not found`);
+      const names = {
+        '#zoneClaim': 'zoneClaim',
+        '#countedZone': 'countedZone',
+        '#countedGroups': 'countedGroups',
+        '#updatedAt': 'updatedAt',
+      };
+      const now = new Date().toISOString();
+      if (!m.countedZone) {
+        try {
+          await this.doc.send(
+            new UpdateCommand({
+              TableName: this.tableName,
+              Key: { pk: modelPk(model), sk: machineSk(machineId) },
+              UpdateExpression: 'REMOVE #zoneClaim SET #updatedAt = :now',
+              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#countedZone)',
+              ExpressionAttributeNames: {
+                '#zoneClaim': 'zoneClaim',
+                '#countedZone': 'countedZone',
+                '#updatedAt': 'updatedAt',
+              },
+              ExpressionAttributeValues: { ':now': now },
+            }),
+          );
+          return;
+        } catch (err) {
+          // gone, or counted meanwhile: read again
+          if (!(err instanceof ConditionalCheckFailedException)) throw err;
+          if (attempt >= this.maxTries) throw err;
+          continue;
+        }
+      }
+      const zone = m.countedZone;
+      const items: TransactItem[] = [
+        {
+          Update: {
+            TableName: this.tableName,
+            Key: { pk: modelPk(model), sk: machineSk(machineId) },
+            UpdateExpression:
+              'REMOVE #zoneClaim, #countedZone, #countedGroups SET #updatedAt = :now',
+            ConditionExpression: '#countedZone = :zone',
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: { ':now': now, ':zone': zone },
+          },
+        },
+        ...(m.countedGroups ?? []).map((g): TransactItem => ({
+          Update: {
+            TableName: this.tableName,
+            Key: { pk: modelPk(model), sk: zoneCountSk(g) },
+            UpdateExpression: 'SET #counts.#zone = #counts.#zone - :one ADD #version :one',
+            ConditionExpression: '#counts.#zone > :zero',
+            ExpressionAttributeNames: { '#counts': 'counts', '#zone': zone, '#version': 'version' },
+            ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
+          },
+        })),
+      ];
+      try {
+        await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
+        return;
+      } catch (err) {
+        if (!(err instanceof TransactionCanceledException)) throw err;
+        const codes = (err.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+        // a counter already at zero (never counted there): take the machine out alone
+        if (
+          codes[0] === 'None' &&
+          codes.slice(1).every((c) => c === 'None' || c === 'ConditionalCheckFailed')
+        ) {
+          const [first] = items;
+          await this.doc
+            .send(new TransactWriteCommand({ TransactItems: [first!] }))
+            .catch(() => undefined);
+          return;
+        }
+        if (attempt >= this.maxTries) throw err;
+        await this.pause(attempt);
+      }
+    }
+  }
+
+  /** Takes a Dead machine out of the zone counts; any other machine (or none) is left alone. */
+  async releaseIfDead(model: string, machineId: string): Promise<void> {
+    const m = (await this.readMachines(model, [machineId])).get(machineId);
+    if (m?.life !== 'dead' || !m.countedZone) return;
+    await this.release(model, machineId).catch((err: unknown) => {
+      if (!(err instanceof EntityNotFoundError)) throw err;
+    });
+  }
+
+  private async readMachines(
+    model: string,
+    ids: readonly string[],
+  ): Promise<Map<string, MachineView>> {
+    const found = new Map<string, MachineView>();
+    const keys = [...new Set(ids)].map((id) => ({ pk: modelPk(model), sk: machineSk(id) }));
+    for (const item of await this.batchGet(keys, 'sk, #life, #countedZone, #countedGroups', {
+      '#life': 'life',
+      '#countedZone': 'countedZone',
+      '#countedGroups': 'countedGroups',
+    })) {
+      const id = String(item.sk).slice('MACHINE#'.length);
+      found.set(id, {
+        exists: true,
+        life: item.life as Life,
+        ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
+        ...(Array.isArray(item.countedGroups)
+          ? { countedGroups: item.countedGroups as string[] }
+          : {}),
+      });
+    }
+    return found;
+  }
+
+  private async readCounters(
+    model: string,
+    groups: readonly string[],
+  ): Promise<Map<string, { version: number; counts: ZoneCounts }>> {
+    const out = new Map<string, { version: number; counts: ZoneCounts }>();
+    for (const g of groups) out.set(g, { version: 0, counts: {} });
+    const keys = groups.map((g) => ({ pk: modelPk(model), sk: zoneCountSk(g) }));
+    for (const item of await this.batchGet(keys, '#group, #counts, #version', {
+      '#group': 'group',
+      '#counts': 'counts',
+      '#version': 'version',
+    })) {
+      out.set(String(item.group), {
+        version: typeof item.version === 'number' ? item.version : 0,
+        counts: { ...((item.counts as ZoneCounts | undefined) ?? {}) },
+      });
+    }
+    return out;
+  }
+
+  /** BatchGetItem, strongly consistent, 100 keys a call, unprocessed keys asked again. */
+  private async batchGet(
+    keys: Array<{ pk: string; sk: string }>,
+    projection: string,
+    names: Record<string, string>,
+  ): Promise<Item[]> {
+    const items: Item[] = [];
+    for (let i = 0; i < keys.length; i += 100) {
+      let pending: Array<Record<string, unknown>> = keys.slice(i, i + 100);
+      for (let attempt = 1; pending.length > 0; attempt++) {
+        const out = await this.doc.send(
+          new BatchGetCommand({
+            RequestItems: {
+              [this.tableName]: {
+                Keys: pending,
+                ConsistentRead: true,
+                ProjectionExpression: projection,
+                ExpressionAttributeNames: names,
+              },
+            },
+          }),
+        );
+        items.push(...((out.Responses?.[this.tableName] ?? []) as Item[]));
+        pending = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Array<
+          Record<string, unknown>
+        >;
+        if (pending.length > 0) await this.pause(attempt);
+      }
+    }
+    return items;
+  }
+}
+
+function bump(
+  working: Map<string, { version: number; counts: ZoneCounts }>,
+  group: string,
+  zone: string,
+  by: number,
+): void {
+  let state = working.get(group);
+  if (!state) {
+    state = { version: 0, counts: {} };
+    working.set(group, state);
+  }
+  state.counts[zone] = Math.max(0, (state.counts[zone] ?? 0) + by);
+}
