@@ -1,18 +1,15 @@
-import {
-  DescribeAvailabilityZonesCommand,
-  DescribeSubnetsCommand,
-  RunInstancesCommand,
-  type EC2Client,
-} from '@aws-sdk/client-ec2';
-import { createHash } from 'node:crypto';
-import { NoSuitableZoneError, orderZones, type AvailabilityZone } from '../core';
+import { DescribeSubnetsCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { Context } from '@temporalio/activity';
+import { NoSuitableZoneError, orderZones } from '../core';
+import { ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE } from '../workflows/failures';
-import { classifyLaunchError } from './ec2-errors';
+import { startingMessage } from '../workflows/messages';
+import { CapacityMemory } from './capacity-memory';
+import { Coalescer } from './coalescer';
 import type { ActivityDeps } from './deps';
 import { failure, orMachineGone } from './failures';
-import { buildLaunchPlan, LaunchPlanError, MIN_ROOT_DISK_MIB } from './plan';
-import { groupPopulation } from './placement';
-import { instanceTags, liveInstancesTagged } from './tags';
+import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
+import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
 
 /** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
@@ -28,28 +25,43 @@ async function findSubnet(
   return subnet ? { subnetId: subnet.SubnetId!, zone: subnet.AvailabilityZone! } : undefined;
 }
 
-/** The root device of Canonical's Ubuntu images (Juju uses the same). */
-const ROOT_DEVICE = '/dev/sda1';
+export { clientToken } from './launch-batcher';
 
-/** EC2's idempotency token: at most 64 ASCII characters, stable for one machine and zone attempt. */
-export function clientToken(seed: string): string {
-  return createHash('sha256').update(seed).digest('hex');
+/** What a zone claim is asked with. */
+export interface ClaimZoneInput extends MachineRef {
+  plan: LaunchPlan;
+  /** Zones this machine already failed in during this attempt. */
+  exclude: string[];
+  /** The attempt, for the `allocating` message written with the claim. */
+  attempt?: number;
+  maxAttempts?: number;
+  /** An explicit retry: the capacity memory is not consulted. */
+  ignoreCapacityMemory?: boolean;
+}
+
+export interface StartInstanceInput extends MachineRef {
+  zone: string;
+  plan: LaunchPlan;
+  tokenSeed: string;
+  /**
+   * An earlier launch attempt of this pass may have launched (its answer was
+   * lost, it timed out): look for that instance before launching again.
+   */
+  mayHaveLaunched?: boolean;
 }
 
 /** Planning, zone choice and the launch itself: the only code that starts EC2 instances. */
 export function launchActivities(deps: ActivityDeps) {
   const { repo, store } = deps;
-
-  async function zonesOf(region: string): Promise<AvailabilityZone[]> {
-    // Read fresh for every choice: an impaired zone is never chosen.
-    const out = await deps.ec2ForRegion(region).ec2.send(new DescribeAvailabilityZonesCommand({}));
-    return (out.AvailabilityZones ?? []).flatMap((z) =>
-      // Local and Wavelength zones are opt-in extras, never spread targets.
-      z.ZoneName && (z.ZoneType === undefined || z.ZoneType === 'availability-zone')
-        ? [{ name: z.ZoneName, state: z.State ?? 'unavailable' }]
-        : [],
-    );
-  }
+  const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
+  const claims = new Coalescer<ClaimRequest, string>(
+    { idleMs: 15, maxMs: 150, maxSize: 500 },
+    async (model, requests) => {
+      const results = await store.claimZones(model, requests);
+      return results.map((r) => (r.ok ? { ok: true, value: r.zone } : r));
+    },
+  );
+  const launches = new LaunchBatcher(deps, memory);
 
   return {
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
@@ -60,12 +72,12 @@ export function launchActivities(deps: ActivityDeps) {
       const regional = deps.ec2ForRegion(model.region);
       const [catalogue, zones, prices] = await Promise.all([
         regional.catalogue.all(),
-        zonesOf(model.region),
+        regional.zones.zones(),
         // never throws: an unreadable price list gives no prices (size order)
         deps.prices?.forRegion(model.region),
       ]);
       try {
-        return await buildLaunchPlan({
+        const plan = await buildLaunchPlan({
           model,
           machine,
           catalogue,
@@ -75,6 +87,7 @@ export function launchActivities(deps: ActivityDeps) {
           findImage: (q) => regional.images.find(q),
           findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
         });
+        return model.uid ? { ...plan, modelUid: model.uid } : plan;
       } catch (err) {
         if (err instanceof LaunchPlanError) throw failure(FAILURE.planFailed, err.message);
         throw err;
@@ -82,14 +95,17 @@ export function launchActivities(deps: ActivityDeps) {
     },
 
     /**
-     * Claims the zone to try next, atomically against the machine's group:
+     * Claims the zone to try next, against the machine's distribution group:
      * healthy zones that the plan allows and that offer its type, minus the
-     * zones this machine already failed in, least populous first.
+     * zones this machine already failed in, least populous first; zones where
+     * the type lately lacked capacity come last. Claims arriving together
+     * are made together (state/zone-counts.ts). Writes status `allocating`
+     * with the zone and attempt in the same update.
      */
-    async claimZone(input: MachineRef & { plan: LaunchPlan; exclude: string[] }): Promise<string> {
+    async claimZone(input: ClaimZoneInput): Promise<string> {
       const { plan } = input;
       const regional = deps.ec2ForRegion(plan.region);
-      const zones = await zonesOf(plan.region);
+      const zones = await regional.zones.zones();
       const offering = new Set(
         await regional.catalogue.zonesOffering(
           plan.instanceType,
@@ -97,105 +113,113 @@ export function launchActivities(deps: ActivityDeps) {
         ),
       );
       const candidates = zones.filter((z) => offering.has(z.name));
+      const short = input.ignoreCapacityMemory
+        ? []
+        : memory.short(
+            plan.region,
+            plan.instanceType,
+            candidates.map((z) => z.name),
+          );
+      const choice = (population: Record<string, number>, avoid: readonly string[]) =>
+        orderZones({
+          machineId: input.machineId,
+          zones: candidates,
+          population,
+          failedZones: [...input.exclude, ...avoid],
+          zonesConstraint: plan.zonesConstraint,
+          ...(plan.placementZone !== undefined ? { placementZone: plan.placementZone } : {}),
+        });
+      const attempt = input.attempt;
+      const maxAttempts = input.maxAttempts;
       try {
         return await orMachineGone(
-          store.claimZone(input.model, input.machineId, (machines) => {
-            const self = machines.find((m) => m.id === input.machineId);
-            const ordered = orderZones({
-              machineId: input.machineId,
-              zones: candidates,
-              population: groupPopulation(machines, {
-                id: input.machineId,
-                applications: self?.applications ?? plan.applications,
-              }),
-              failedZones: input.exclude,
-              zonesConstraint: plan.zonesConstraint,
-              ...(plan.placementZone !== undefined ? { placementZone: plan.placementZone } : {}),
-            });
-            return ordered[0] as string;
+          claims.submit(input.model, {
+            machineId: input.machineId,
+            groups: plan.applications,
+            order: (population) => {
+              if (short.length === 0) return choice(population, []);
+              try {
+                return choice(population, short);
+              } catch (err) {
+                // every zone left lately lacked capacity: try them anyway
+                if (err instanceof NoSuitableZoneError) return choice(population, []);
+                throw err;
+              }
+            },
+            ...(attempt !== undefined && maxAttempts !== undefined
+              ? {
+                  status: {
+                    status: 'allocating',
+                    message: (zone: string) => startingMessage(zone, attempt, maxAttempts),
+                  },
+                }
+              : {}),
           }),
         );
       } catch (err) {
         if (err instanceof NoSuitableZoneError) throw failure(FAILURE.noSuitableZone, err.message);
+        // lost the race too often: the workflow spends an attempt and tries again later
+        if (err instanceof ZoneClaimContendedError) throw failure(FAILURE.startFailed, err.message);
         throw err;
       }
     },
 
     /**
-     * Launches the machine's instance in one zone. An instance already tagged
-     * for this machine is adopted instead (a lost response never becomes a
-     * second instance), and the client token makes a repeated call idempotent.
+     * Launches the machine's instance in one zone, in a batch with the
+     * launches of the same spec arriving at the same time (launch-batcher.ts).
+     * A retried attempt, or one after an attempt that may have launched,
+     * first finds what its earlier batch launched, so a lost answer never
+     * becomes a second instance.
      */
-    async startInstance(
-      input: MachineRef & { zone: string; plan: LaunchPlan; tokenSeed: string },
-    ): Promise<StartedInstance> {
-      const { ec2 } = deps.ec2ForRegion(input.plan.region);
-      const [existing] = await liveInstancesTagged(ec2, {
-        deployment: deps.deployment,
-        model: input.model,
-        machineId: input.machineId,
-      });
-      if (existing?.InstanceId) {
-        return {
-          instanceId: existing.InstanceId,
-          zone: existing.Placement?.AvailabilityZone ?? input.zone,
-          instanceType: existing.InstanceType ?? input.plan.instanceType,
-          imageId: existing.ImageId ?? input.plan.imageId,
-          adopted: true,
+    async startInstance(input: StartInstanceInput): Promise<StartedInstance> {
+      return heartbeating(async () => {
+        const retried = activityAttempt() > 1;
+        if (retried || input.mayHaveLaunched) {
+          const found = await launches.recover(input, {
+            sameAttemptOnly: !input.mayHaveLaunched,
+          });
+          if (found) return found;
+        }
+        const request: LaunchRequest = {
+          model: input.model,
+          machineId: input.machineId,
+          zone: input.zone,
+          plan: input.plan,
+          tokenSeed: input.tokenSeed,
         };
-      }
-      let instanceId: string | undefined;
-      let zone = input.zone;
-      try {
-        const out = await ec2.send(
-          new RunInstancesCommand({
-            ImageId: input.plan.imageId,
-            InstanceType: input.plan.instanceType as never,
-            MinCount: 1,
-            MaxCount: 1,
-            ClientToken: clientToken(input.tokenSeed),
-            Placement: { AvailabilityZone: input.zone },
-            ...(input.plan.subnetId ? { SubnetId: input.plan.subnetId } : {}),
-            // Juju's root device for Ubuntu images; its size is the plan's root disk (root-disk constraint, 8 GiB at least)
-            BlockDeviceMappings: [
-              {
-                DeviceName: ROOT_DEVICE,
-                Ebs: {
-                  VolumeSize: Math.ceil((input.plan.hardware.rootDisk ?? MIN_ROOT_DISK_MIB) / 1024),
-                  VolumeType: 'gp3',
-                  DeleteOnTermination: true,
-                },
-              },
-            ],
-            TagSpecifications: [
-              {
-                ResourceType: 'instance',
-                Tags: instanceTags({
-                  model: input.model,
-                  machineId: input.machineId,
-                  applications: input.plan.applications,
-                  deployment: deps.deployment,
-                }),
-              },
-            ],
-          }),
-        );
-        const instance = out.Instances?.[0];
-        instanceId = instance?.InstanceId;
-        zone = instance?.Placement?.AvailabilityZone ?? input.zone;
-      } catch (err) {
-        throw classifyLaunchError(err, input.zone);
-      }
-      if (!instanceId) {
-        throw failure(FAILURE.startFailed, 'RunInstances answered without an instance');
-      }
-      return {
-        instanceId,
-        zone,
-        instanceType: input.plan.instanceType,
-        imageId: input.plan.imageId,
-        adopted: false,
-      };
+        return launches.launch(request);
+      });
     },
   };
+}
+
+/**
+ * Heartbeats while the work waits (for its batch, EC2's rate limits, the
+ * answer), so a worker that dies is noticed within the heartbeat timeout and
+ * the retried launch finds what its batch launched.
+ */
+async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  let context: Context | undefined;
+  try {
+    context = Context.current();
+  } catch {
+    return work();
+  }
+  const active = context;
+  active.heartbeat();
+  const timer = setInterval(() => active.heartbeat(), 2_000);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** The activity's attempt number (1 outside an activity, e.g. in unit tests). */
+function activityAttempt(): number {
+  try {
+    return Context.current().info.attempt;
+  } catch {
+    return 1;
+  }
 }

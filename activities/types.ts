@@ -16,6 +16,8 @@ export interface LaunchPlan {
   applications: string[];
   /** The type's on-demand USD per hour it was chosen at, when the price was known. */
   pricePerHour?: number;
+  /** The model's uid, tagged on the instance (a re-created model's instances are told apart). */
+  modelUid?: string;
 }
 
 export interface MachineRef {
@@ -36,6 +38,8 @@ export interface MachineSnapshot {
   container: boolean;
   region: string;
   harvestMode: HarvestMode;
+  /** The model's uid: only instances tagged with it are this model's. */
+  modelUid?: string;
 }
 
 export interface StatusUpdate extends MachineRef {
@@ -48,8 +52,10 @@ export interface StartedInstance {
   zone: string;
   instanceType: string;
   imageId: string;
-  /** True when an instance already tagged for the machine was adopted instead of launching. */
+  /** True when an instance an earlier attempt launched for the machine was adopted instead of launching. */
   adopted: boolean;
+  /** The launch batch the instance came from, and how many machines it served. */
+  batch?: { id: string; size: number };
 }
 
 export interface SweepReport {

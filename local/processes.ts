@@ -11,6 +11,8 @@ export interface ManagedProcess {
   /** Resolves with the exit code (or signal name) once the process is gone. */
   exited: Promise<number | string | null>;
   stop(timeoutMs?: number): Promise<void>;
+  /** Sends `signal` to the whole group at once (a crash, for fault tests) and waits until it is gone. */
+  kill(signal: NodeJS.Signals): Promise<void>;
 }
 
 export function spawnManaged(
@@ -57,6 +59,10 @@ export function spawnManaged(
     child,
     logFile: opts.logFile,
     exited,
+    async kill(signal) {
+      signalGroup(signal);
+      await exited;
+    },
     async stop(timeoutMs = 10_000) {
       if (done) return;
       signalGroup('SIGTERM');

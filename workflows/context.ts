@@ -12,6 +12,10 @@ export interface MachineContext {
   /** Set by signal handlers, consumed by the workflow. */
   signals: { retry: boolean; destroy: boolean };
   tuning: { startAttempts: number; retryDelayMs: number };
+  /** Quick steps run as local activities (workflows started since batched launches). */
+  local: boolean;
+  /** The pass in progress was asked for by a retry (the capacity memory is ignored). */
+  retrying?: boolean;
   /** The model's region, as last read. */
   region?: string;
   /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */

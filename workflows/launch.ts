@@ -1,6 +1,15 @@
-import { condition, log, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
+import { BATCHED_LAUNCHES } from './patches';
 import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
@@ -8,7 +17,19 @@ import {
   startingMessage,
   zoneFailoverMessage,
 } from './messages';
-import { ec2, failureMessage, failureType, planning, records, recording } from './proxies';
+import {
+  ec2,
+  failureMessage,
+  failureType,
+  LAUNCH_OPTIONS,
+  launching,
+  localPlanning,
+  localRecording,
+  localRecords,
+  planning,
+  records,
+  recording,
+} from './proxies';
 
 /**
  * How a provisioning pass ended. `recheck`: the machine went Dead or was
@@ -55,10 +76,15 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   state.zone = undefined;
   state.instanceType = undefined;
   state.phase = 'planning';
+  // an explicit retry looks at every zone afresh, whatever capacity failures were remembered
+  const ignoreCapacityMemory = ctx.retrying === true;
+  let mayHaveLaunched = false;
+  const batched = patched(BATCHED_LAUNCHES);
+  const quick = ctx.local ? localRecords : records;
 
   let plan: LaunchPlan;
   try {
-    plan = await orStop(planning.planLaunch({ model, machineId }));
+    plan = await orStop((ctx.local ? localPlanning : planning).planLaunch({ model, machineId }));
   } catch (err) {
     if (failureType(err) === FAILURE.planFailed) return recordFailure(ctx, failureMessage(err));
     throw err;
@@ -75,37 +101,79 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       let zone: string;
       try {
         zone = await orStop(
-          records.claimZone({ model, machineId, plan, exclude: state.failedZones }),
+          quick.claimZone({
+            model,
+            machineId,
+            plan,
+            exclude: state.failedZones,
+            ...(batched
+              ? { attempt, maxAttempts: tuning.startAttempts, ignoreCapacityMemory }
+              : {}),
+          }),
         );
       } catch (err) {
-        if (failureType(err) !== FAILURE.noSuitableZone) throw err;
+        const type = failureType(err);
+        if (type === FAILURE.startFailed) {
+          // the claim could not be made (contended): spend the attempt
+          lastError = failureMessage(err);
+          break;
+        }
+        if (type !== FAILURE.noSuitableZone) throw err;
         // no zone left: after zone failures the last of them is the cause; with none, this is
         if (state.failedZones.length === 0) lastError = failureMessage(err);
         break;
       }
       state.zone = zone;
       publish(ctx, { status: 'allocating', zone });
-      await orStop(
-        records.recordStatus({
-          model,
-          machineId,
-          status: 'allocating',
-          message: startingMessage(zone, attempt, tuning.startAttempts),
-        }),
-      );
+      if (!batched) {
+        await orStop(
+          quick.recordStatus({
+            model,
+            machineId,
+            status: 'allocating',
+            message: startingMessage(zone, attempt, tuning.startAttempts),
+          }),
+        );
+      }
       let started: StartedInstance;
       try {
-        started = await ec2.startInstance({
+        const input = {
           model,
           machineId,
           zone,
           plan,
           // one token per machine, pass, attempt and zone: stable across worker restarts and replays
           tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${state.pass}/${attempt}/${zone}`,
-        });
+          ...(mayHaveLaunched ? { mayHaveLaunched } : {}),
+        };
+        started = batched
+          ? await launching.startInstance.executeWithOptions(
+              {
+                ...LAUNCH_OPTIONS,
+                summary: `RunInstances in ${zone}, attempt ${attempt} of ${tuning.startAttempts}`,
+              },
+              [input],
+            )
+          : await ec2.startInstance(input);
+        mayHaveLaunched = false;
       } catch (err) {
         const type = failureType(err);
-        if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) throw err;
+        if (type === FAILURE.machineGone) throw new MachineGoneSignal();
+        if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) {
+          if (!batched) throw err;
+          // out of retries or timed out: EC2 may have launched; the next launch looks first
+          mayHaveLaunched = true;
+          lastError = `launch did not complete: ${failureMessage(err)}`;
+          state.lastError = lastError;
+          log.warn('launch did not complete', {
+            model,
+            machineId,
+            zone,
+            attempt,
+            error: lastError,
+          });
+          break;
+        }
         lastError = failureMessage(err);
         state.lastError = lastError;
         if (type === FAILURE.startFailed) {
@@ -127,7 +195,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
           error: lastError,
         });
         await orStop(
-          records.recordStatus({
+          quick.recordStatus({
             model,
             machineId,
             status: 'allocating',
@@ -142,11 +210,11 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
     // The attempt is spent: give up the claim, then wait (unless it was the last).
     state.lastError = lastError;
     state.zone = undefined;
-    await orStop(records.releaseZone({ model, machineId }));
+    await orStop(quick.releaseZone({ model, machineId }));
     if (attempt === tuning.startAttempts) break;
     state.phase = 'waiting';
     await orStop(
-      records.recordStatus({
+      quick.recordStatus({
         model,
         machineId,
         status: 'allocating',
@@ -159,15 +227,42 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       }),
     );
     // a destroy cuts the wait short
-    await condition(() => signals.destroy, tuning.retryDelayMs);
+    if (batched) {
+      await waitUnlessDestroyed(
+        ctx,
+        tuning.retryDelayMs,
+        `waiting ${Math.round(tuning.retryDelayMs / 1000)}s before attempt ${attempt + 1}`,
+      );
+    } else {
+      await condition(() => signals.destroy, tuning.retryDelayMs);
+    }
   }
   return recordFailure(ctx, lastError);
+}
+
+/** Waits `ms` with a named timer (it reads as a sentence in the history), or until a destroy. */
+async function waitUnlessDestroyed(
+  ctx: MachineContext,
+  ms: number,
+  summary: string,
+): Promise<void> {
+  try {
+    await CancellationScope.cancellable(async () => {
+      await Promise.race([sleep(ms, { summary }), condition(() => ctx.signals.destroy)]);
+      CancellationScope.current().cancel();
+    });
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+  }
 }
 
 /** Consumes a destroy signal: stops the pass if the machine is really Dead (or gone). */
 async function stopIfDead(ctx: MachineContext): Promise<void> {
   ctx.signals.destroy = false;
-  const machine = await records.loadMachine({ model: ctx.model, machineId: ctx.machineId });
+  const machine = await (ctx.local ? localRecords : records).loadMachine({
+    model: ctx.model,
+    machineId: ctx.machineId,
+  });
   if (!machine || machine.life === 'dead') throw new MachineGoneSignal();
 }
 
@@ -193,7 +288,12 @@ async function recordLaunch(
 
   let life;
   try {
-    life = await recording.recordRunning({ model, machineId, plan, started });
+    life = await (ctx.local ? localRecording : recording).recordRunning({
+      model,
+      machineId,
+      plan,
+      started,
+    });
   } catch (err) {
     // No orphan: an instance that cannot be recorded is terminated.
     log.error('cannot record the launched instance; terminating it', {
@@ -236,7 +336,7 @@ async function recordFailure(ctx: MachineContext, message: string): Promise<Prov
   state.phase = 'error';
   state.lastError = message;
   state.zone = undefined;
-  await orStop(records.recordError({ model, machineId, message }));
+  await orStop((ctx.local ? localRecords : records).recordError({ model, machineId, message }));
   publish(ctx, { status: 'error', zone: null });
   log.warn('provisioning failed', { model, machineId, attempt: state.attempt, error: message });
   return 'error';

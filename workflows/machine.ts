@@ -1,6 +1,7 @@
 import {
   condition,
   continueAsNew,
+  patched,
   log,
   setHandler,
   upsertSearchAttributes,
@@ -15,7 +16,8 @@ import {
   type ProvisioningState,
 } from './definitions';
 import { provision } from './launch';
-import { ec2, records } from './proxies';
+import { BATCHED_LAUNCHES } from './patches';
+import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { tearDown } from './teardown';
 
@@ -59,7 +61,10 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     { key: SEARCH_ATTRIBUTES.machine, value: machineId },
   ]);
 
-  const tuning = await records.tuning();
+  // Workflows begun since batched launches run their quick steps as local activities.
+  const local = patched(BATCHED_LAUNCHES);
+  const quick = local ? localRecords : records;
+  const tuning = await quick.tuning();
   state.maxAttempts = tuning.startAttempts;
   const ctx: MachineContext = {
     model,
@@ -67,6 +72,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     state,
     signals,
     tuning,
+    local,
     launched: [],
     published: {},
   };
@@ -77,7 +83,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     const retryRequested = signals.retry;
     signals.retry = false;
     signals.destroy = false;
-    const machine = await records.loadMachine({ model, machineId });
+    const machine = await quick.loadMachine({ model, machineId });
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
@@ -108,6 +114,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
       state.lastError ??= machine.message;
     } else {
       log.info('provisioning', { model, machineId, pass: state.pass + 1 });
+      ctx.retrying = retryRequested;
       await provision(ctx);
       continue; // re-read: running, error, or Dead/removed meanwhile
     }

@@ -1,4 +1,9 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  proxyActivities,
+  proxyLocalActivities,
+} from '@temporalio/workflow';
 import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURES } from './failures';
 
@@ -35,6 +40,19 @@ export const ec2 = proxyActivities<Activities>({
   retry: RETRY,
 });
 
+/**
+ * Launches: a launch waits for its batch (up to PROVISIONER_LAUNCH_BATCH_MAX),
+ * then for EC2's rate limits and the RunInstances answer. Bounded: after the
+ * last attempt the workflow spends a provisioning attempt and its next
+ * launch first looks for what this one may have launched.
+ */
+export const LAUNCH_OPTIONS = {
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '15 seconds',
+  retry: { ...RETRY, maximumAttempts: 8 },
+} as const;
+export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
+
 /** Planning may page through a region's whole instance-type catalogue on a cold cache. */
 export const planning = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
@@ -65,4 +83,23 @@ export const starting = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { ...RETRY, maximumAttempts: 5 },
+});
+
+/**
+ * The same DynamoDB reads and writes and planning, as local activities: run
+ * by the worker within the workflow task that asks for them, so a machine's
+ * provisioning takes a few workflow tasks instead of one per step (each
+ * workflow task is a round trip through Temporal's task queue).
+ */
+export const localRecords = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: RETRY,
+});
+export const localRecording = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { ...RETRY, maximumAttempts: 8 },
+});
+export const localPlanning = proxyLocalActivities<Activities>({
+  startToCloseTimeout: '2 minutes',
+  retry: RETRY,
 });

@@ -1,7 +1,8 @@
-import { log, sleep } from '@temporalio/workflow';
+import { log, patched, sleep } from '@temporalio/workflow';
 import type { MachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from './failures';
+import { BATCHED_LAUNCHES } from './patches';
 import { ec2, failureType, records } from './proxies';
 
 /** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
@@ -20,13 +21,24 @@ export async function tearDown(ctx: MachineContext, machine: MachineSnapshot): P
   const { model, machineId, state } = ctx;
   state.phase = 'stopping';
   publish(ctx, { status: 'stopping' });
+  // leaving: it no longer counts in its zone (removal would do it too, later); a new step, so patched
+  if (patched(BATCHED_LAUNCHES)) {
+    await records.releaseZone({ model, machineId }).catch((err: unknown) => {
+      if (failureType(err) !== FAILURE.machineGone) throw err;
+    });
+  }
   const launchable = !machine.manual && !machine.container;
   const terminate = launchable && harvestsDestroyed(machine.harvestMode);
   let instanceIds = [
     ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
   ];
   if (terminate) {
-    const tagged = await ec2.instancesTaggedFor({ model, machineId, region: machine.region });
+    const tagged = await ec2.instancesTaggedFor({
+      model,
+      machineId,
+      region: machine.region,
+      ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+    });
     instanceIds = [...new Set([...instanceIds, ...tagged])];
   }
   const message =

@@ -35,6 +35,9 @@ export default async function globalSetup(): Promise<void> {
       PROVISIONER_RETRY_DELAY: '500ms',
       PROVISIONER_SWEEP_INTERVAL: '5s',
       PROVISIONER_STRAY_GRACE: '2s',
+      // zone states and capacity as they are now: tests change them between machines
+      PROVISIONER_ZONE_CACHE: '0',
+      PROVISIONER_CAPACITY_MEMORY: '0',
     },
     log: (line) => process.stderr.write(`[stack] ${line}\n`),
   });

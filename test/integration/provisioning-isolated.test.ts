@@ -57,7 +57,7 @@ function timing(label: string, startedAt: number): void {
 }
 
 /** Starts a worker process on the private queue and proxy; resolves once it polls. */
-async function startWorker(): Promise<ManagedProcess> {
+async function startWorker(extraEnv: Record<string, string> = {}): Promise<ManagedProcess> {
   workers += 1;
   const logFile = join(logDir, `worker-${workers}.log`);
   const [command, args] = tsEntry('worker/main.ts');
@@ -80,6 +80,10 @@ async function startWorker(): Promise<ManagedProcess> {
       PROVISIONER_RETRY_DELAY: '500ms',
       PROVISIONER_SWEEP_INTERVAL: '5s',
       PROVISIONER_STRAY_GRACE: '2s',
+      // every test sees zones and capacity as they are now (the caches have tests of their own)
+      PROVISIONER_ZONE_CACHE: '0',
+      PROVISIONER_CAPACITY_MEMORY: '0',
+      ...extraEnv,
     },
   });
   await eventually(
@@ -116,6 +120,7 @@ async function stats(): Promise<{
 async function resetProxy(): Promise<void> {
   await admin('DELETE', '/_admin/faults');
   await admin('DELETE', '/_admin/limits');
+  await admin('DELETE', '/_admin/latency');
 }
 
 /** Stops every launch: a RunInstances bucket of one token that never refills, spent at once. */
@@ -408,14 +413,123 @@ describe('throttling and a worker crash', () => {
   }, 180_000);
 });
 
+/** Every machine running, each with exactly one live instance that it records, none untagged. */
+async function expectOneInstanceEach(model: string, ids: string[]): Promise<any> {
+  const status = await eventually(
+    () => api.get(`/v1/models/${model}/status`),
+    (res) => ids.every((id) => res.body.machines[id]?.status === 'running'),
+    180_000,
+  );
+  const byMachine = await instancesByMachine(model);
+  expect(byMachine.get('')).toBeUndefined(); // every instance ends tagged for its machine
+  for (const id of ids) {
+    const live = (byMachine.get(id) ?? []).filter((i) => i.State?.Name !== 'terminated');
+    expect(live.map((i) => i.InstanceId)).toEqual([status.body.machines[id].instanceId]);
+  }
+  return status;
+}
+
+describe('launch batches', () => {
+  it('launches machines of one spec arriving together in one RunInstances per zone', async () => {
+    const model = await newModel('batch');
+    const before = await stats();
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 9 }, () => ({ applications: ['web'] })),
+    );
+    const status = await expectOneInstanceEach(model, ids);
+    const zones: Record<string, number> = {};
+    for (const id of ids)
+      zones[status.body.machines[id].zone] = (zones[status.body.machines[id].zone] ?? 0) + 1;
+    expect(zones).toEqual({ 'us-east-1a': 3, 'us-east-1b': 3, 'us-east-1c': 3 });
+    const calls = (await stats()).calls.RunInstances! - (before.calls.RunInstances ?? 0);
+    process.stderr.write(`[batch] 9 machines over 3 zones: ${calls} RunInstances calls\n`);
+    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(calls).toBeLessThan(9);
+  }, 240_000);
+
+  it('ends with exactly one instance per machine when the worker is killed between the batch call and the record', async () => {
+    const model = await newModel('batchkill');
+    // tagging each instance for its machine comes after the launch: slow, so the kill lands there
+    await admin('PUT', '/_admin/latency', { createTags: 20_000 });
+    const before = await stats();
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 6 }, () => ({ applications: ['db'] })),
+    );
+    // launched (tagged for the model and batch at launch), not yet tagged per machine nor recorded
+    await eventually(
+      () => instancesByMachine(model),
+      (byMachine) => (byMachine.get('') ?? []).length >= 6,
+      120_000,
+      100,
+    );
+    const statusBefore = (await api.get(`/v1/models/${model}/status`)).body;
+    expect(ids.filter((id) => statusBefore.machines[id].status === 'running')).toEqual([]);
+    await kill9(worker!);
+    await admin('DELETE', '/_admin/latency');
+    worker = await startWorker();
+    await expectOneInstanceEach(model, ids);
+    const after = await stats();
+    // the restarted worker repeats the batch's call (EC2 answers the same reservation): no new launches
+    const launched = await instancesByMachine(model);
+    expect([...launched.values()].flat()).toHaveLength(6);
+    process.stderr.write(
+      `[batch] worker killed mid-batch: ${after.calls.RunInstances! - (before.calls.RunInstances ?? 0)} RunInstances calls for 6 machines\n`,
+    );
+  }, 300_000);
+
+  it('ends with exactly one instance per machine when the answer to the batch call is lost', async () => {
+    const model = await newModel('batchlost');
+    await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: 2 } });
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 6 }, () => ({ applications: ['cache'] })),
+    );
+    await expectOneInstanceEach(model, ids);
+    const launched = await instancesByMachine(model);
+    expect([...launched.values()].flat()).toHaveLength(6);
+  }, 300_000);
+
+  it('fails the members EC2 left out of a partial batch over to their next zone', async () => {
+    const model = await newModel('batchpartial');
+    // EC2's launched-instances bucket: 4 now, then one a second; the first batches get fewer than they ask
+    await admin('PUT', '/_admin/limits', { launchedInstances: { burst: 4, refillPerSecond: 1 } });
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 6 }, () => ({
+        applications: ['queue'],
+        constraints: 'zones=us-east-1a,us-east-1b',
+      })),
+    );
+    await expectOneInstanceEach(model, ids);
+    const failedOver = [];
+    for (const id of ids) {
+      const state = await provisioningState(model, id);
+      if (state.failedZones.length > 0) failedOver.push(id);
+    }
+    expect(failedOver.length).toBeGreaterThan(0);
+    const launched = await instancesByMachine(model);
+    expect([...launched.values()].flat()).toHaveLength(6);
+  }, 300_000);
+});
+
 describe('teardown during a launch', () => {
   it('terminates the instance as soon as a launch in flight returns for a machine that went Dead', async () => {
     const model = await newModel('deadlaunch');
     await blockLaunches();
+    const before = await stats();
     const [id] = await addMachines(model, [{}]);
     await eventually(
       () => machine(model, id!),
       (m) => m.status === 'allocating' && String(m.message).startsWith('starting in zone'),
+    );
+    // the launch is in flight: its RunInstances is being throttled
+    await eventually(
+      () => stats(),
+      (s) => s.throttled > before.throttled,
+      60_000,
+      50,
     );
     expect((await api.delete(`/v1/models/${model}/machines/${id!}`)).status).toBe(202);
     await admin('DELETE', '/_admin/limits'); // the launch goes through now
@@ -431,11 +545,14 @@ describe('teardown during a launch', () => {
 
   it('terminates an instance it cannot record (no orphan)', async () => {
     const model = await newModel('norecord');
-    await blockLaunches();
+    // tagging the launched instance for its machine is slow: the record goes meanwhile
+    await admin('PUT', '/_admin/latency', { createTags: 3000 });
     const [id] = await addMachines(model, [{}]);
     await eventually(
-      () => machine(model, id!),
-      (m) => m.status === 'allocating' && String(m.message).startsWith('starting in zone'),
+      () => instancesByMachine(model),
+      (byMachine) => (byMachine.get('') ?? []).length === 1,
+      60_000,
+      50,
     );
     // the record disappears under the launch: recording fails
     await ddb.send(
@@ -444,7 +561,6 @@ describe('teardown during a launch', () => {
         Key: { pk: { S: modelPk(model) }, sk: { S: machineSk(id!) } },
       }),
     );
-    await admin('DELETE', '/_admin/limits');
     const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
     await eventually(
       () => handle.describe(),

@@ -1,3 +1,4 @@
+import type { ClaimZoneInput } from '../../activities/launch';
 import { ApplicationFailure } from '@temporalio/common';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -5,7 +6,6 @@ import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../activities';
 import type {
   LaunchPlan,
-  MachineRef,
   MachineSnapshot,
   StartedInstance,
   StatusUpdate,
@@ -90,13 +90,20 @@ class FakeWorld {
         return snapshot;
       },
       planLaunch: () => Promise.resolve(PLAN),
-      claimZone: (input: MachineRef & { exclude: string[] }) => {
+      claimZone: (input: ClaimZoneInput) => {
         const zone = this.zones.find((z) => !input.exclude.includes(z));
         if (!zone) {
           throw ApplicationFailure.create({
             type: FAILURE.noSuitableZone,
             message: `suitable availability zone for machine ${input.machineId} not found`,
             nonRetryable: true,
+          });
+        }
+        // the claim writes `allocating` with the zone and attempt, as the real one does
+        if (input.attempt !== undefined && input.maxAttempts !== undefined) {
+          this.statuses.push({
+            status: 'allocating',
+            message: startingMessage(zone, input.attempt, input.maxAttempts),
           });
         }
         return Promise.resolve(zone);

@@ -1,0 +1,323 @@
+import {
+  CreateTagsCommand,
+  DescribeInstancesCommand,
+  RunInstancesCommand,
+  TerminateInstancesCommand,
+  type Instance,
+} from '@aws-sdk/client-ec2';
+import { createHash, randomUUID } from 'node:crypto';
+import type { LaunchBatchCall } from '../state/launch-batches';
+import { FAILURE } from '../workflows/failures';
+import type { CapacityMemory } from './capacity-memory';
+import { Coalescer, type Settled } from './coalescer';
+import { TokenBucket } from './token-bucket';
+import type { ActivityDeps } from './deps';
+import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
+import { failure } from './failures';
+import { rootDiskGiB } from './plan';
+import { TAG_DEPLOYMENT, TAG_LAUNCH_BATCH, TAG_MODEL, TAG_MODEL_UID, instanceTags } from './tags';
+import type { LaunchPlan, StartedInstance } from './types';
+
+/** The root device of Canonical's Ubuntu images (Juju uses the same). */
+const ROOT_DEVICE = '/dev/sda1';
+
+/** EC2's idempotency token: at most 64 ASCII characters, stable for what it is made from. */
+export function clientToken(seed: string): string {
+  return createHash('sha256').update(seed).digest('hex');
+}
+
+/** EC2 takes up to this many instances in one RunInstances (MaxCount); more go in the next batch. */
+export const MAX_BATCH = 1000;
+
+/** How long one batch's repeated answer is shared between its members' retries. */
+const REPLAY_SHARE_MS = 30_000;
+
+export interface LaunchRequest {
+  model: string;
+  machineId: string;
+  zone: string;
+  plan: LaunchPlan;
+  tokenSeed: string;
+}
+
+interface Launched {
+  instance: Instance;
+  call: LaunchBatchCall;
+  batch: { id: string; size: number };
+}
+
+/** The batch's common spec: launches that share it may go out in one RunInstances. */
+function batchKey(r: LaunchRequest): string {
+  return JSON.stringify([
+    r.plan.region,
+    r.zone,
+    r.model,
+    r.plan.modelUid ?? '',
+    r.plan.imageId,
+    r.plan.instanceType,
+    r.plan.subnetId ?? '',
+    rootDiskGiB(r.plan.hardware.rootDisk),
+  ]);
+}
+
+function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
+  return new RunInstancesCommand({
+    ImageId: call.imageId,
+    InstanceType: call.instanceType as never,
+    MinCount: 1,
+    MaxCount: count,
+    ClientToken: call.clientToken,
+    Placement: { AvailabilityZone: call.zone },
+    ...(call.subnetId ? { SubnetId: call.subnetId } : {}),
+    // Juju's root device for Ubuntu images; its size is the plan's root disk (8 GiB at least)
+    BlockDeviceMappings: [
+      {
+        DeviceName: ROOT_DEVICE,
+        Ebs: { VolumeSize: call.rootDiskGiB, VolumeType: 'gp3', DeleteOnTermination: true },
+      },
+    ],
+    TagSpecifications: [{ ResourceType: 'instance', Tags: call.tags }],
+  });
+}
+
+/** The instances of a reservation by member position: AmiLaunchIndex, else the order EC2 listed them. */
+function byLaunchIndex(instances: readonly Instance[]): Map<number, Instance> {
+  const out = new Map<number, Instance>();
+  instances.forEach((instance, position) => {
+    out.set(instance.AmiLaunchIndex ?? position, instance);
+  });
+  return out;
+}
+
+/**
+ * Launch coalescing (DESIGN.md "Launching at scale"): launches of one spec
+ * and zone arriving within a short window go out as one RunInstances with
+ * `MinCount: 1, MaxCount: k`, recorded before the call so that a crash, a
+ * lost answer or a retry ends with exactly one instance per machine
+ * (state/launch-batches.ts). Members map to instances by AmiLaunchIndex;
+ * when EC2 launches fewer than k, the unserved members get the capacity
+ * error and fail over. Each instance then gets its machine's own tags.
+ */
+export class LaunchBatcher {
+  private readonly coalescer: Coalescer<LaunchRequest, Launched>;
+  private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
+  private readonly buckets = new Map<string, TokenBucket>();
+
+  /** The region's RunInstances bucket, as EC2 publishes it (burst, then a rate). */
+  private bucket(region: string): TokenBucket {
+    let b = this.buckets.get(region);
+    if (!b) {
+      b = new TokenBucket(this.deps.tuning.launchBurst, this.deps.tuning.launchRatePerSecond);
+      this.buckets.set(region, b);
+    }
+    return b;
+  }
+
+  constructor(
+    private readonly deps: ActivityDeps,
+    private readonly memory: CapacityMemory,
+  ) {
+    const { launchBatchIdleMs, launchBatchMaxMs } = deps.tuning;
+    this.coalescer = new Coalescer<LaunchRequest, Launched>(
+      { idleMs: launchBatchIdleMs, maxMs: launchBatchMaxMs, maxSize: MAX_BATCH },
+      (_key, requests) => this.send(requests),
+      // one RunInstances token per batch: while it waits, the batch grows
+      (key) => this.bucket((JSON.parse(key) as string[])[0]!).take(),
+    );
+  }
+
+  /** Launches one machine's instance, in whatever batch it joins. */
+  async launch(request: LaunchRequest): Promise<StartedInstance> {
+    const launched = await this.coalescer.submit(batchKey(request), request);
+    return this.finish(request, launched, false);
+  }
+
+  /**
+   * What the machine's last batch launched for it, if that batch went out:
+   * repeated with its token, so EC2 answers the same reservation (or makes
+   * the launch now, once, if the first call never reached it). With
+   * `sameAttemptOnly`, only a batch joined for this very attempt counts. An
+   * instance from an earlier attempt that does not fit this one (another
+   * zone or spec) is terminated rather than left behind.
+   */
+  async recover(
+    request: LaunchRequest,
+    options: { sameAttemptOnly: boolean },
+  ): Promise<StartedInstance | undefined> {
+    const { batches } = this.deps.store;
+    const marker = await batches.marker(request.model, request.machineId);
+    if (!marker) return undefined;
+    const sameAttempt = marker.tokenSeed === request.tokenSeed;
+    if (options.sameAttemptOnly && !sameAttempt) return undefined;
+    const batch = await batches.settle(request.model, marker.batchId);
+    if (batch.state !== 'sent' || !batch.call) return undefined;
+    const index = batch.members.indexOf(request.machineId);
+    if (index < 0) return undefined;
+    const { call } = batch;
+    const { ec2 } = this.deps.ec2ForRegion(call.region);
+    let instance: Instance | undefined;
+    try {
+      instance = byLaunchIndex(await this.replay(batch.id, call, batch.members.length)).get(index);
+    } catch (err) {
+      if (ec2ErrorCode(err) !== 'IdempotentInstanceTerminated') {
+        if (!sameAttempt) return undefined; // an old batch that failed: nothing of it is ours
+        throw classifyLaunchError(err, call.zone);
+      }
+      // one of the batch's instances is gone: find ours by the batch's tag
+      const out = await ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [{ Name: `tag:${TAG_LAUNCH_BATCH}`, Values: [batch.id] }],
+        }),
+      );
+      const all = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+      instance = byLaunchIndex(all).get(index);
+    }
+    if (!instance?.InstanceId) {
+      if (!sameAttempt) return undefined;
+      // the batch went out and EC2 left this member unserved
+      this.memory.remember(call.region, call.instanceType, call.zone);
+      throw unserved(call.zone, batch.members.length);
+    }
+    const launched = { instance, call, batch: { id: batch.id, size: batch.members.length } };
+    const state = instance.State?.Name;
+    const fits =
+      call.zone === request.zone &&
+      call.imageId === request.plan.imageId &&
+      call.instanceType === request.plan.instanceType &&
+      (call.subnetId ?? '') === (request.plan.subnetId ?? '');
+    if (state === 'terminated' || state === 'shutting-down') return undefined;
+    if (!sameAttempt && !fits) {
+      await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId] }));
+      return undefined;
+    }
+    return this.finish(request, launched, !sameAttempt);
+  }
+
+  /**
+   * Repeats a batch's call. Members of one batch retried together (a worker
+   * died, an answer was lost) share one repeat instead of one call each.
+   */
+  private replay(batchId: string, call: LaunchBatchCall, count: number): Promise<Instance[]> {
+    const now = Date.now();
+    for (const [id, r] of this.replays) if (now - r.at > REPLAY_SHARE_MS) this.replays.delete(id);
+    const shared = this.replays.get(batchId);
+    if (shared) return shared.answer;
+    const { ec2 } = this.deps.ec2ForRegion(call.region);
+    const answer = this.bucket(call.region)
+      .take()
+      .then(() => ec2.send(runCommand(call, count)))
+      .then((out) => out.Instances ?? []);
+    this.replays.set(batchId, { at: now, answer });
+    // a failed repeat is not shared: the next member asks again
+    answer.catch(() => this.replays.delete(batchId));
+    return answer;
+  }
+
+  /** Tags the instance for its own machine and says what was launched. */
+  private async finish(
+    request: LaunchRequest,
+    launched: Launched,
+    adopted: boolean,
+  ): Promise<StartedInstance> {
+    const { instance, call } = launched;
+    const instanceId = instance.InstanceId!;
+    const { ec2 } = this.deps.ec2ForRegion(call.region);
+    await ec2.send(
+      new CreateTagsCommand({
+        Resources: [instanceId],
+        Tags: instanceTags({
+          model: request.model,
+          machineId: request.machineId,
+          applications: request.plan.applications,
+          deployment: this.deps.deployment,
+          ...(request.plan.modelUid ? { modelUid: request.plan.modelUid } : {}),
+        }),
+      }),
+    );
+    this.memory.forget(call.region, call.instanceType, call.zone);
+    return {
+      instanceId,
+      zone: instance.Placement?.AvailabilityZone ?? call.zone,
+      instanceType: instance.InstanceType ?? call.instanceType,
+      imageId: instance.ImageId ?? call.imageId,
+      adopted,
+      batch: launched.batch,
+    };
+  }
+
+  /** Records the batch, then makes its one RunInstances and answers each member. */
+  private async send(requests: LaunchRequest[]): Promise<Array<Settled<Launched>>> {
+    const first = requests[0]!;
+    const { batches } = this.deps.store;
+    const id = randomUUID();
+    const marked = await Promise.all(
+      requests.map((r) =>
+        batches.mark(r.model, r.machineId, { batchId: id, tokenSeed: r.tokenSeed }),
+      ),
+    );
+    const members = requests.filter((_, i) => marked[i]);
+    const results: Array<Settled<Launched>> = requests.map(() => ({
+      ok: false,
+      error: failure(FAILURE.machineGone, 'the machine is gone or dead'),
+    }));
+    if (members.length === 0) return results;
+    const plan = first.plan;
+    const call: LaunchBatchCall = {
+      region: plan.region,
+      zone: first.zone,
+      imageId: plan.imageId,
+      instanceType: plan.instanceType,
+      ...(plan.subnetId ? { subnetId: plan.subnetId } : {}),
+      rootDiskGiB: rootDiskGiB(plan.hardware.rootDisk),
+      tags: [
+        { Key: TAG_MODEL, Value: first.model },
+        ...(plan.modelUid ? [{ Key: TAG_MODEL_UID, Value: plan.modelUid }] : []),
+        { Key: TAG_DEPLOYMENT, Value: this.deps.deployment },
+        { Key: TAG_LAUNCH_BATCH, Value: id },
+      ],
+      clientToken: clientToken(`batch/${id}`),
+    };
+    const ids = members.map((m) => m.machineId);
+    if (!(await batches.commit(first.model, { id, members: ids, call }))) {
+      // a member's retry gave up on this batch before it went out: each launches afresh
+      const again = new Error(`launch batch ${id} was abandoned before it went out`);
+      return requests.map(() => ({ ok: false, error: again }));
+    }
+    const { ec2 } = this.deps.ec2ForRegion(plan.region);
+    let instances: Instance[];
+    try {
+      const out = await ec2.send(runCommand(call, members.length));
+      instances = out.Instances ?? [];
+    } catch (err) {
+      const classified = classifyLaunchError(err, call.zone);
+      if (isZoneFailure(classified))
+        this.memory.remember(call.region, call.instanceType, call.zone);
+      return requests.map((r, i) => (marked[i] ? { ok: false, error: classified } : results[i]!));
+    }
+    const byIndex = byLaunchIndex(instances);
+    if (byIndex.size < members.length) {
+      this.memory.remember(call.region, call.instanceType, call.zone);
+    }
+    const size = members.length;
+    return requests.map((r, i) => {
+      if (!marked[i]) return results[i]!;
+      const instance = byIndex.get(ids.indexOf(r.machineId));
+      if (!instance?.InstanceId)
+        return { ok: false, error: unserved(call.zone, size, byIndex.size) };
+      return { ok: true, value: { instance, call, batch: { id, size } } };
+    });
+  }
+}
+
+function isZoneFailure(err: unknown): boolean {
+  return (err as { type?: unknown } | undefined)?.type === FAILURE.zoneUnavailable;
+}
+
+/** A member EC2 left out of a partial batch: a capacity failure of the zone, so it fails over. */
+function unserved(zone: string, asked: number, launched?: number) {
+  return failure(
+    FAILURE.zoneUnavailable,
+    `InsufficientInstanceCapacity: EC2 launched ${launched ?? 'fewer'} of ${asked} instances asked for in ${zone}`,
+    { zone, code: 'InsufficientInstanceCapacity' },
+  );
+}

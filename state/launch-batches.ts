@@ -1,0 +1,180 @@
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { machineSk, modelPk } from './keys';
+
+/** A launch batch's item key, in its model's partition. */
+export const launchBatchSk = (id: string): string => `#LAUNCH#${id}`;
+
+/** How long a batch record is kept (DynamoDB TTL): far past any activity retry. */
+const BATCH_TTL_SECONDS = 7 * 24 * 3600;
+
+/** Everything needed to repeat a batch's RunInstances exactly (same token, same parameters). */
+export interface LaunchBatchCall {
+  region: string;
+  zone: string;
+  imageId: string;
+  instanceType: string;
+  subnetId?: string;
+  rootDiskGiB: number;
+  /** Tags every instance of the batch carries at launch. */
+  tags: Array<{ Key: string; Value: string }>;
+  clientToken: string;
+}
+
+export interface LaunchBatch {
+  id: string;
+  state: 'sent' | 'abandoned';
+  /** Machine ids in launch order: member i gets the instance with AmiLaunchIndex i. */
+  members: string[];
+  call?: LaunchBatchCall;
+}
+
+/** What a machine records of the batch it joined: the batch and the launch attempt it was for. */
+export interface LaunchMarker {
+  batchId: string;
+  tokenSeed: string;
+}
+
+/**
+ * The launch batches' records (DESIGN.md "Launching at scale"): a batch is as
+ * idempotent as one launch. Before its RunInstances goes out, each member
+ * machine records the batch it joined (`launchBatch`), then the batch item is
+ * written with its members in order and the exact call; only then is the
+ * call made, with the batch's ClientToken. A member whose activity is retried
+ * finds its marker: if the batch item exists, the call went out (or is about
+ * to) and is repeated as is, so EC2 answers the same reservation, mapped by
+ * AmiLaunchIndex; if it does not, the retry writes an `abandoned` item first,
+ * so a slow original can never send it afterwards.
+ */
+export class LaunchBatchStore {
+  private readonly doc: DynamoDBDocumentClient;
+
+  constructor(
+    client: DynamoDBClient,
+    readonly tableName: string,
+  ) {
+    this.doc = DynamoDBDocumentClient.from(client, {
+      marshallOptions: { removeUndefinedValues: true },
+    });
+  }
+
+  /** Records on a machine the batch it is joining; false when the machine is gone or Dead. */
+  async mark(model: string, machineId: string, marker: LaunchMarker): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression: 'SET #launchBatch = :marker',
+          ConditionExpression: 'attribute_exists(pk) AND #life <> :dead',
+          ExpressionAttributeNames: { '#launchBatch': 'launchBatch', '#life': 'life' },
+          ExpressionAttributeValues: { ':marker': marker, ':dead': 'dead' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+
+  /** The batch a machine last joined, if any. */
+  async marker(model: string, machineId: string): Promise<LaunchMarker | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: machineSk(machineId) },
+        ProjectionExpression: '#launchBatch',
+        ExpressionAttributeNames: { '#launchBatch': 'launchBatch' },
+        ConsistentRead: true,
+      }),
+    );
+    const m = out.Item?.launchBatch as LaunchMarker | undefined;
+    return m && typeof m.batchId === 'string' ? m : undefined;
+  }
+
+  /**
+   * Writes the batch as sent (members and call), unless a member's retry
+   * abandoned it first: then false, and the call must not be made.
+   */
+  async commit(
+    model: string,
+    batch: { id: string; members: string[]; call: LaunchBatchCall },
+  ): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            pk: modelPk(model),
+            sk: launchBatchSk(batch.id),
+            type: 'launch-batch',
+            id: batch.id,
+            state: 'sent',
+            members: batch.members,
+            call: batch.call,
+            createdAt: new Date().toISOString(),
+            expiresAt: Math.floor(Date.now() / 1000) + BATCH_TTL_SECONDS,
+          },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * The batch as it stands for a member that lost track of it: the item if it
+   * was written; otherwise it is written now as `abandoned`, so it never goes out.
+   */
+  async settle(model: string, batchId: string): Promise<LaunchBatch> {
+    for (;;) {
+      const out = await this.doc.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: launchBatchSk(batchId) },
+          ConsistentRead: true,
+        }),
+      );
+      if (out.Item) {
+        const item = out.Item;
+        return {
+          id: batchId,
+          state: item.state === 'sent' ? 'sent' : 'abandoned',
+          members: Array.isArray(item.members) ? (item.members as string[]) : [],
+          ...(item.call ? { call: item.call as LaunchBatchCall } : {}),
+        };
+      }
+      try {
+        await this.doc.send(
+          new PutCommand({
+            TableName: this.tableName,
+            Item: {
+              pk: modelPk(model),
+              sk: launchBatchSk(batchId),
+              type: 'launch-batch',
+              id: batchId,
+              state: 'abandoned',
+              members: [],
+              createdAt: new Date().toISOString(),
+              expiresAt: Math.floor(Date.now() / 1000) + BATCH_TTL_SECONDS,
+            },
+            ConditionExpression: 'attribute_not_exists(pk)',
+          }),
+        );
+        return { id: batchId, state: 'abandoned', members: [] };
+      } catch (err) {
+        // committed meanwhile: read it
+        if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,12 @@
+/**
+ * Patch ids (`patched()`): workflows begun before a change replay their
+ * history on the old path; those begun after take the new one. Remove a
+ * patch's old path only once no workflow begun before it can be running.
+ */
+
+/**
+ * Issue 10: zone claims write `allocating` themselves, launches go out in
+ * batches (a heartbeating activity with a summary), waits are named timers,
+ * and the quick steps are local activities.
+ */
+export const BATCHED_LAUNCHES = 'batched-launches';
