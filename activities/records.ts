@@ -46,6 +46,7 @@ export function recordActivities(deps: ActivityDeps) {
         container: isContainerMachineId(machine.id),
         region: model?.region ?? deps.defaultRegion,
         harvestMode: model?.harvestMode ?? 'destroyed',
+        ...(model?.uid ? { modelUid: model.uid } : {}),
       };
     },
 

@@ -168,7 +168,11 @@ export function sweepActivities(deps: ActivityDeps) {
       if (harvestsStrays(record.harvestMode)) {
         const { ec2 } = deps.ec2ForRegion(record.region);
         // Instances first, then machines: a launch recorded in between is seen as owned.
-        const instances = await liveInstancesTagged(ec2, { deployment: deps.deployment, model });
+        const instances = await liveInstancesTagged(ec2, {
+          deployment: deps.deployment,
+          model,
+          ...(record.uid ? { modelUid: record.uid } : {}),
+        });
         machines = await deps.store.machines(model);
         strays = selectStrays({
           instances: instances.flatMap((i) =>

@@ -11,6 +11,8 @@ export const TAG_MODEL = 'provisioner:model';
 /** The model's uid (ModelRecord.uid): tells a re-created model's instances from the old one's. */
 export const TAG_MODEL_UID = 'provisioner:model-uid';
 export const TAG_MACHINE = 'provisioner:machine';
+/** The launch batch an instance came from (activities/launch-batcher.ts); members map by AmiLaunchIndex. */
+export const TAG_LAUNCH_BATCH = 'provisioner:launch-batch';
 export const TAG_APPLICATIONS = 'provisioner:applications';
 /** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */
 export const TAG_DEPLOYMENT = 'provisioner:deployment';
@@ -23,10 +25,12 @@ export function instanceTags(input: {
   machineId: string;
   applications: readonly string[];
   deployment: string;
+  modelUid?: string;
 }): Array<{ Key: string; Value: string }> {
   return [
     { Key: 'Name', Value: `${input.model}-machine-${input.machineId}` },
     { Key: TAG_MODEL, Value: input.model },
+    ...(input.modelUid ? [{ Key: TAG_MODEL_UID, Value: input.modelUid }] : []),
     { Key: TAG_MACHINE, Value: input.machineId },
     ...(input.applications.length > 0
       ? [{ Key: TAG_APPLICATIONS, Value: [...input.applications].sort().join(',') }]
@@ -50,13 +54,15 @@ async function describeAll(ec2: EC2Client, filters: Filter[]): Promise<Instance[
 /** This deployment's live instances tagged for one model (and one machine, when given), oldest first. */
 export async function liveInstancesTagged(
   ec2: EC2Client,
-  scope: { deployment: string; model: string; machineId?: string },
+  scope: { deployment: string; model: string; modelUid?: string; machineId?: string },
 ): Promise<Instance[]> {
   const filters: Filter[] = [
     { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
     { Name: `tag:${TAG_MODEL}`, Values: [scope.model] },
     { Name: 'instance-state-name', Values: LIVE_STATES },
   ];
+  // a model re-created under the same name is another model: its uid tells their instances apart
+  if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
   if (scope.machineId !== undefined) {
     filters.push({ Name: `tag:${TAG_MACHINE}`, Values: [scope.machineId] });
   }

@@ -8,11 +8,14 @@ import type { MachineRef } from './types';
 export function teardownActivities(deps: ActivityDeps) {
   return {
     /** Live instances tagged for the machine (a launch that was never recorded included). */
-    async instancesTaggedFor(input: MachineRef & { region: string }): Promise<string[]> {
+    async instancesTaggedFor(
+      input: MachineRef & { region: string; modelUid?: string },
+    ): Promise<string[]> {
       const instances = await liveInstancesTagged(deps.ec2ForRegion(input.region).ec2, {
         deployment: deps.deployment,
         model: input.model,
         machineId: input.machineId,
+        ...(input.modelUid ? { modelUid: input.modelUid } : {}),
       });
       return instances.flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
     },
