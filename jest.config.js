@@ -21,5 +21,12 @@ module.exports = {
       globalSetup: '<rootDir>/test/integration/global-setup.ts',
       globalTeardown: '<rootDir>/test/integration/global-teardown.ts',
     },
+    {
+      // npm run test:faults: its own private stack, started by the suite itself
+      displayName: 'faults',
+      testEnvironment: 'node',
+      transform: tsJest,
+      testMatch: ['<rootDir>/test/faults/**/*.test.ts'],
+    },
   ],
 };

@@ -45,6 +45,12 @@ export interface RunningStack {
   processes: ManagedProcess[];
   /** Environment that points a worker or API process at this stack. */
   serviceEnv: NodeJS.ProcessEnv;
+  /**
+   * Kills one of the stack's processes with `signal` (SIGKILL: a crash) and
+   * starts it again as it was started (same arguments, environment, log and,
+   * for Temporal, the same database file); resolves once it is healthy again.
+   */
+  restart(name: 'worker' | 'temporal', signal?: NodeJS.Signals): Promise<ManagedProcess>;
   stop(): Promise<void>;
 }
 
@@ -87,6 +93,12 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     opts.track?.(proc);
     return proc;
   };
+  /** How each process was started, so `restart` can start it again the same way. */
+  const spawned = new Map<string, Parameters<typeof spawnManaged>>();
+  const spawnTracked = (...args: Parameters<typeof spawnManaged>): ManagedProcess => {
+    spawned.set(args[0], args);
+    return track(spawnManaged(...args));
+  };
   const closers: Array<() => Promise<void>> = [];
   const stop = async () => {
     await Promise.all(closers.splice(0).map((close) => close().catch(() => undefined)));
@@ -99,33 +111,31 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   };
 
   try {
-    const temporal = track(
-      spawnManaged(
-        'temporal',
-        tools.temporal,
-        [
-          'server',
-          'start-dev',
-          '--ip',
-          LOOPBACK,
-          '--port',
-          String(ports.temporal),
-          '--ui-ip',
-          LOOPBACK,
-          '--ui-port',
-          String(ports.temporalUi),
-          '--ui-disable-news-fetch',
-          '--db-filename',
-          join(opts.dataDir, 'temporal.sqlite'),
-          '--log-level',
-          'warn',
-          ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
-            '--search-attribute',
-            `${sa.name}=${sa.cliType}`,
-          ]),
-        ],
-        { logFile: join(logs, 'temporal.log') },
-      ),
+    const temporal = spawnTracked(
+      'temporal',
+      tools.temporal,
+      [
+        'server',
+        'start-dev',
+        '--ip',
+        LOOPBACK,
+        '--port',
+        String(ports.temporal),
+        '--ui-ip',
+        LOOPBACK,
+        '--ui-port',
+        String(ports.temporalUi),
+        '--ui-disable-news-fetch',
+        '--db-filename',
+        join(opts.dataDir, 'temporal.sqlite'),
+        '--log-level',
+        'warn',
+        ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
+          '--search-attribute',
+          `${sa.name}=${sa.cliType}`,
+        ]),
+      ],
+      { logFile: join(logs, 'temporal.log') },
     );
 
     const dynamodb = track(
@@ -169,19 +179,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       waitUntilHealthy(
         temporal,
         'Temporal dev server',
-        async () => {
-          if (!(await tcpReachable(ports.temporal))) return false;
-          const connection = await Connection.connect({
-            address: temporalAddress,
-            connectTimeout: 2000,
-          });
-          try {
-            await connection.workflowService.getSystemInfo({});
-            return true;
-          } finally {
-            await connection.close();
-          }
-        },
+        () => temporalAnswers(temporalAddress, ports.temporal),
         60_000,
       ),
       waitUntilHealthy(
@@ -228,13 +226,11 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     };
 
     const [workerCmd, workerArgs] = tsEntry('worker/main.ts');
-    const worker = track(
-      spawnManaged('worker', workerCmd, workerArgs, {
-        cwd: PROJECT_ROOT,
-        env: { ...serviceEnv, ...opts.workerEnv },
-        logFile: join(logs, 'worker.log'),
-      }),
-    );
+    const worker = spawnTracked('worker', workerCmd, workerArgs, {
+      cwd: PROJECT_ROOT,
+      env: { ...serviceEnv, ...opts.workerEnv },
+      logFile: join(logs, 'worker.log'),
+    });
 
     const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
     const api = track(
@@ -275,10 +271,35 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       motoEndpoint,
       tableName,
     };
-    return { info, processes, serviceEnv, stop };
+    const healthy: Record<'worker' | 'temporal', () => Promise<boolean>> = {
+      worker: () => workerPolling(temporalAddress, namespace),
+      temporal: () => temporalAnswers(temporalAddress, ports.temporal),
+    };
+    const restart = async (name: 'worker' | 'temporal', signal: NodeJS.Signals = 'SIGKILL') => {
+      const spec = spawned.get(name);
+      const index = processes.findIndex((p) => p.name === name);
+      if (!spec || index < 0) throw new Error(`no ${name} process to restart`);
+      await processes[index]!.kill(signal);
+      processes.splice(index, 1);
+      const proc = track(spawnManaged(...spec));
+      await waitUntilHealthy(proc, name, healthy[name], 120_000);
+      return proc;
+    };
+    return { info, processes, serviceEnv, restart, stop };
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+async function temporalAnswers(address: string, port: number): Promise<boolean> {
+  if (!(await tcpReachable(port))) return false;
+  const connection = await Connection.connect({ address, connectTimeout: 2000 });
+  try {
+    await connection.workflowService.getSystemInfo({});
+    return true;
+  } finally {
+    await connection.close();
   }
 }
 

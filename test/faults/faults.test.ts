@@ -1,0 +1,241 @@
+import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { Client, Connection } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
+import { freePort } from '../../local/processes';
+import { startStack, type RunningStack } from '../../local/stack';
+import { apiClient, eventually, uniqueName } from '../integration/api-client';
+
+/**
+ * The fault suite (`npm run test:faults`): a private stack, machines launched
+ * while the worker is killed, EC2 is unavailable, launch answers are lost and
+ * Temporal restarts; each scenario ends with exactly one live instance per
+ * machine and nothing in error, and every history replays against this code.
+ * Figures go to stderr as `[faults] …` lines.
+ */
+const WORKER_ENV = {
+  PROVISIONER_START_ATTEMPTS: '10',
+  PROVISIONER_RETRY_DELAY: '2s',
+  PROVISIONER_SWEEP_INTERVAL: '5s',
+  PROVISIONER_STRAY_GRACE: '5s',
+};
+/** Generous: the machine is small and shared; conditions are polled, never timed. */
+const SETTLE_MS = 15 * 60_000;
+jest.setTimeout(SETTLE_MS + 5 * 60_000);
+
+let stack: RunningStack;
+let api: ReturnType<typeof apiClient>;
+let moto: EC2Client;
+let proxyUrl: string;
+const models: string[] = [];
+
+const figure = (line: string) => process.stderr.write(`[faults] ${line}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const dir = mkdtempSync(join(tmpdir(), 'provisioner-faults-'));
+  stack = await startStack({
+    ports: {
+      api: await freePort(),
+      temporal: await freePort(),
+      temporalUi: await freePort(),
+      dynamodb: await freePort(),
+      ec2: await freePort(),
+      moto: await freePort(),
+    },
+    token: randomBytes(16).toString('hex'),
+    dataDir: join(dir, 'data'),
+    workerEnv: WORKER_ENV,
+    log: (line) => process.stderr.write(`[stack] ${line}\n`),
+  });
+  api = apiClient(stack.info);
+  proxyUrl = stack.info.ec2Endpoint;
+  // moto itself: what really exists, whatever faults the proxy is injecting
+  moto = new EC2Client({
+    region: stack.info.region,
+    endpoint: stack.info.motoEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+}, 300_000);
+
+afterAll(async () => {
+  moto?.destroy();
+  await stack?.stop();
+}, 120_000);
+
+async function admin(method: string, path: string, body?: unknown): Promise<void> {
+  const res = await fetch(`${proxyUrl}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+}
+
+interface MachineView {
+  id: string;
+  status: string;
+  message: string;
+  instanceId?: string;
+}
+
+async function machinesOf(model: string): Promise<MachineView[]> {
+  const res = await api.get<{ machines: Record<string, MachineView> }>(
+    `/v1/models/${model}/status`,
+  );
+  if (res.status !== 200) throw new Error(`status of ${model}: ${res.status}`);
+  return Object.values(res.body.machines);
+}
+
+async function liveInstancesOf(model: string): Promise<Instance[]> {
+  const out = await moto.send(
+    new DescribeInstancesCommand({
+      Filters: [
+        { Name: `tag:${TAG_MODEL}`, Values: [model] },
+        { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
+      ],
+      MaxResults: 1000,
+    }),
+  );
+  return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+}
+
+async function createModel(prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  const res = await api.post('/v1/models', { name });
+  expect(res.status).toBe(201);
+  models.push(name);
+  return name;
+}
+
+async function addMachines(model: string, count: number): Promise<string[]> {
+  const res = await api.post<{ machines: Array<{ id: string }> }>(`/v1/models/${model}/machines`, {
+    count,
+  });
+  expect(res.status).toBe(201);
+  return res.body.machines.map((m) => m.id);
+}
+
+/**
+ * Waits until every machine is running, then until one sweep has had time to
+ * remove strays, and asserts one live instance per machine: each machine's
+ * recorded instance exists, no instance is shared, none is left over.
+ */
+async function expectExactlyOneInstanceEach(model: string, ids: string[], started: number) {
+  const machines = await eventually(
+    () => machinesOf(model),
+    (ms) =>
+      ms.length === ids.length && ms.every((m) => m.status === 'running' || m.status === 'error'),
+    SETTLE_MS,
+    1000,
+  );
+  const allRunning = Date.now() - started;
+  expect(machines.filter((m) => m.status === 'error').map((m) => `${m.id}: ${m.message}`)).toEqual(
+    [],
+  );
+  const recorded = machines.map((m) => m.instanceId);
+  expect(recorded.every((id) => typeof id === 'string')).toBe(true);
+  expect(new Set(recorded).size).toBe(ids.length);
+
+  const first = await liveInstancesOf(model);
+  // strays (duplicates of a lost launch) go with the sweep: stray grace plus an interval or two
+  const settled = await eventually(
+    () => liveInstancesOf(model),
+    (list) => list.length === ids.length,
+    120_000,
+    2000,
+  );
+  const byMachine = new Map<string, string[]>();
+  for (const i of settled) {
+    const machine = i.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value ?? '?';
+    byMachine.set(machine, [...(byMachine.get(machine) ?? []), i.InstanceId!]);
+  }
+  for (const m of machines) expect(byMachine.get(m.id)).toEqual([m.instanceId]);
+  figure(
+    `${model}: ${ids.length} machines running after ${(allRunning / 1000).toFixed(1)} s; ` +
+      `${first.length} live instances when they all ran, ${first.length - ids.length} stray(s) removed by the sweep, ${settled.length} left`,
+  );
+}
+
+describe('fault suite', () => {
+  it('50 machines while the worker is SIGKILLed and restarted 10 times', async () => {
+    const model = await createModel('kill');
+    const started = Date.now();
+    const ids = await addMachines(model, 50);
+    let kills = 0;
+    while (kills < 10) {
+      await sleep(500 + Math.floor(Math.random() * 2500));
+      await stack.restart('worker', 'SIGKILL');
+      kills += 1;
+      const ms = await machinesOf(model);
+      if (ms.every((m) => m.status === 'running') && kills >= 3) break; // nothing left to interrupt
+    }
+    figure(`${model}: worker killed ${kills} times during the launch`);
+    await expectExactlyOneInstanceEach(model, ids, started);
+  });
+
+  it('20 machines while EC2 answers 503 Unavailable for 30 s', async () => {
+    const model = await createModel('unavail');
+    const started = Date.now();
+    const ids = await addMachines(model, 20);
+    await sleep(1000);
+    await admin('PUT', '/_admin/faults', { unavailable: true });
+    await sleep(30_000);
+    await admin('DELETE', '/_admin/faults');
+    await expectExactlyOneInstanceEach(model, ids, started);
+  });
+
+  it('RunInstances answers lost after the launch', async () => {
+    const model = await createModel('lost');
+    await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: 3 } });
+    try {
+      const started = Date.now();
+      const ids = await addMachines(model, 10);
+      await expectExactlyOneInstanceEach(model, ids, started);
+    } finally {
+      await admin('DELETE', '/_admin/faults');
+    }
+  });
+
+  it('20 machines while the Temporal server restarts (same database)', async () => {
+    const model = await createModel('temporal');
+    const started = Date.now();
+    const ids = await addMachines(model, 20);
+    await sleep(1500);
+    await stack.restart('temporal', 'SIGKILL');
+    figure(
+      `${model}: Temporal restarted ${((Date.now() - started) / 1000).toFixed(1)} s after the request`,
+    );
+    await expectExactlyOneInstanceEach(model, ids, started);
+  });
+
+  it('every machine workflow history replays against the current code', async () => {
+    const connection = await Connection.connect({ address: stack.info.temporalAddress });
+    try {
+      const client = new Client({ connection, namespace: stack.info.temporalNamespace });
+      const query = models.map((m) => `ProvisionerModel = "${m}"`).join(' OR ');
+      const histories = client.workflow
+        .list({ query: query || 'ProvisionerModel = "none"' })
+        .intoHistories();
+      let replayed = 0;
+      const failures: string[] = [];
+      for await (const result of Worker.runReplayHistories(
+        { workflowsPath: require.resolve('../../workflows') },
+        histories,
+      )) {
+        replayed += 1;
+        if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+      }
+      figure(`${replayed} workflow histories replayed, ${failures.length} failed`);
+      expect(failures).toEqual([]);
+      expect(replayed).toBeGreaterThanOrEqual(100);
+    } finally {
+      await connection.close();
+    }
+  });
+});
