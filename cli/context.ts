@@ -52,8 +52,9 @@ export class Session {
     return selectModel(flag, this.endpoint().apiUrl, this.ctx.env);
   }
 
-  colours(): Colours {
-    return colours(colourEnabled(this.ctx.stdout, this.ctx.env));
+  /** `force` is Juju's `--color` (true) or `--no-color` (false); otherwise the terminal and env decide. */
+  colours(force?: boolean): Colours {
+    return colours(force ?? colourEnabled(this.ctx.stdout, this.ctx.env));
   }
 
   out(text: string): void {

@@ -136,19 +136,40 @@ export interface FormatOptions {
   now: Date;
 }
 
-export function formatMachineTable(machines: Machine[], c: Colours): string {
+/** `$0.0208`: an hourly price in USD, as the model header's Cost/h shows it. */
+export function formatPrice(usd: number): string {
+  return `$${usd.toFixed(4)}`;
+}
+
+/**
+ * The Machine section. `price` adds a Cost/h column (show-machine) when any
+ * machine carries `pricePerHour`; a machine without one shows nothing there.
+ */
+export function formatMachineTable(
+  machines: Machine[],
+  c: Colours,
+  opts: { price?: boolean } = {},
+): string {
   const sorted = [...machines].sort((a, b) => machineIdCompare(a.id, b.id));
+  const price = opts.price === true && sorted.some((m) => m.pricePerHour !== undefined);
+  const header = ['Machine', 'State', 'Inst id', 'Inst type', 'Base', 'AZ'];
+  if (price) header.push('Cost/h');
+  header.push('Message');
   return columns(
-    ['Machine', 'State', 'Inst id', 'Inst type', 'Base', 'AZ', 'Message'],
-    sorted.map((m) => [
-      m.id,
-      paintStatus(c, m.status),
-      m.instanceId ?? '',
-      m.instanceType ?? '',
-      m.base,
-      m.zone ?? '',
-      machineMessage(m),
-    ]),
+    header,
+    sorted.map((m) => {
+      const row = [
+        m.id,
+        paintStatus(c, m.status),
+        m.instanceId ?? '',
+        m.instanceType ?? '',
+        m.base,
+        m.zone ?? '',
+      ];
+      if (price) row.push(m.pricePerHour === undefined ? '' : formatPrice(m.pricePerHour));
+      row.push(machineMessage(m));
+      return row;
+    }),
   );
 }
 
@@ -167,7 +188,7 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
   ];
   if (status.model.pricePerHour !== undefined) {
     header.push('Cost/h');
-    values.push(`$${status.model.pricePerHour.toFixed(4)}`);
+    values.push(formatPrice(status.model.pricePerHour));
   }
   const sections = [columns(header, [values])];
 

@@ -202,7 +202,7 @@ export function registerMachineCommands(program: Command, session: Session): voi
       );
     }
     if (opts.format === 'tabular') {
-      session.out(`${formatMachineTable(machines, session.colours())}\n`);
+      session.out(`${formatMachineTable(machines, session.colours(), { price: true })}\n`);
       return;
     }
     printStructured(session, opts.format, {

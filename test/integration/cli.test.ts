@@ -201,6 +201,12 @@ describe('provisioner CLI against the local stack', () => {
       env: { ...baseEnv(), FORCE_COLOR: '1', NO_COLOR: '1' },
     });
     expect(noColor.stdout).not.toContain('\x1b');
+    // Juju's flags: --color forces it when piped, --no-color wins over FORCE_COLOR
+    expect((await cli(['status', '--color'])).stdout).toContain('\x1b[32mrunning\x1b[39m');
+    const flagOff = await cli(['status', '--no-color'], {
+      env: { ...baseEnv(), FORCE_COLOR: '1' },
+    });
+    expect(flagOff.stdout).not.toContain('\x1b');
   });
 
   it('status --watch redraws until interrupted', async () => {
@@ -233,6 +239,11 @@ describe('provisioner CLI against the local stack', () => {
     expect(json.machines['0/lxd/0'].status).toBe('pending');
     const table = await cli(['show-machine', '1', '--format', 'tabular']);
     expect(table.stdout).toMatch(/^Machine +State +Inst id/);
+    // the stack prices instance types: a running machine shows what it was chosen at
+    const priced = await cli(['show-machine', '0', '--format', 'tabular']);
+    expect(priced.stdout).toMatch(
+      /^Machine +State +Inst id +Inst type +Base +AZ +Cost\/h +Message\n0 +running .* \$\d+\.\d{4}/,
+    );
     expect(await cli(['show-machine', '99'])).toEqual({
       code: 1,
       stdout: '',

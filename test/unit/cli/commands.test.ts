@@ -231,6 +231,27 @@ describe('verbs map to API requests', () => {
     expect(h.stdout).toMatch(/^model: demo\nmachines:\n {2}0\/lxd\/0:\n {4}id: 0\/lxd\/0\n/);
   });
 
+  it('status --color forces colour off a terminal; --no-color turns it off even when forced', async () => {
+    const forced = await runCli(['status', '--color'], () => sampleStatus());
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain('\x1b[32mrunning\x1b[39m');
+    const off = await runCli(['status', '--no-color'], () => sampleStatus(), {
+      env: { FORCE_COLOR: '1' },
+    });
+    expect(off.code).toBe(0);
+    expect(off.stdout).not.toContain('\x1b');
+    const piped = await runCli(['status'], () => sampleStatus());
+    expect(piped.stdout).not.toContain('\x1b');
+  });
+
+  it('show-machine --format tabular shows the price a machine was chosen at', async () => {
+    const machine = { ...sampleStatus().machines['0']!, pricePerHour: 0.0208 };
+    const h = await runCli(['show-machine', '0', '--format', 'tabular'], () => machine);
+    expect(h.stdout).toMatch(
+      /^Machine +State .* AZ +Cost\/h +Message\n0 +running .* \$0\.0208 +running\n$/,
+    );
+  });
+
   it('status --format json is the (filtered) API status', async () => {
     const h = await runCli(['status', '--format', 'json', 'wordpress/1'], () => sampleStatus());
     const parsed = JSON.parse(h.stdout);

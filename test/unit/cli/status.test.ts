@@ -1,5 +1,10 @@
 import { colours } from '../../../cli/colour';
-import { filterStatus, formatStatusTabular, machineIdCompare } from '../../../cli/status';
+import {
+  filterStatus,
+  formatMachineTable,
+  formatStatusTabular,
+  machineIdCompare,
+} from '../../../cli/status';
 import { sampleStatus } from './fixtures';
 
 const NOW = new Date('2026-11-22T10:20:30Z');
@@ -96,8 +101,55 @@ describe('status, tabular', () => {
     expect(text.split('\n')).toContain(plainLine.replace('error', '\x1b[31merror\x1b[39m'));
   });
 
+  it('colours a down machine, and its lost unit, as an error', () => {
+    const status = sampleStatus();
+    status.machines['0'] = {
+      ...status.machines['0']!,
+      status: 'down',
+      instanceStatus: 'terminated',
+      message: 'instance "i-0a1b2c3d4e5f60001" is terminated',
+    };
+    const text = formatStatusTabular(status, { colours: colours(true), now: NOW });
+    const red = (word: string) => `\x1b[31m${word}\x1b[39m`;
+    const lines = text.split('\n');
+    expect(lines.find((l) => l.startsWith('0 '))).toContain(` ${red('down')} `);
+    const unit = lines.find((l) => l.startsWith('wordpress/0 '));
+    expect(unit).toContain(` ${red('unknown')} `);
+    expect(unit).toContain(` ${red('lost')} `);
+  });
+
+  it('a server that sends no instanceStatus, zone or type leaves those cells empty', () => {
+    const status = sampleStatus();
+    const { instanceStatus: _s, zone: _z, instanceType: _t, ...bare } = status.machines['0']!;
+    status.machines['0'] = bare;
+    expect(formatStatusTabular(status, plain)).toMatch(
+      /^0 +running +i-0a1b2c3d4e5f60001 +ubuntu@22\.04$/m,
+    );
+  });
+
   it('has no escape codes when colour is off', () => {
     expect(formatStatusTabular(sampleStatus(), plain)).not.toContain('\x1b[');
+  });
+});
+
+describe('machine table (show-machine --format tabular)', () => {
+  it('adds Cost/h when a machine has a price, blank for one without', () => {
+    const all = sampleStatus().machines;
+    all['0']!.pricePerHour = 0.0187;
+    // given out of order: the table sorts by id
+    const machines = [all['0/lxd/0']!, all['0']!];
+    expect(formatMachineTable(machines, colours(false), { price: true }).split('\n')).toEqual([
+      'Machine  State    Inst id              Inst type  Base          AZ          Cost/h   Message',
+      '0        running  i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  $0.0187  running',
+      '0/lxd/0  pending                                  ubuntu@22.04                       containers are recorded, not provisioned, by this provisioner',
+    ]);
+  });
+
+  it('has no Cost/h column when no machine has a price, or in status', () => {
+    const machines = Object.values(sampleStatus().machines);
+    expect(formatMachineTable(machines, colours(false), { price: true })).not.toContain('Cost/h');
+    machines[0]!.pricePerHour = 0.0187;
+    expect(formatMachineTable(machines, colours(false))).not.toContain('Cost/h');
   });
 });
 
