@@ -76,6 +76,14 @@ async function main(): Promise<void> {
       'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
       1000,
     ),
+    // A workflow task holds its slot while its local activities (planning, a zone claim waiting
+    // for its batch) run: with the default 40 slots, a thousand machines started at once queued
+    // for half a minute before their first task and then timed out (measured in npm run bench).
+    maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
+      'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
+      200,
+    ),
+    maxConcurrentWorkflowTaskPolls: 20,
   });
   console.log(
     `worker polling ${taskQueue} on ${endpoints.temporalAddress} (${endpoints.temporalNamespace})`,
