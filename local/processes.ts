@@ -90,17 +90,26 @@ export function logTail(file: string, lines = 20): string {
   }
 }
 
+/** Ports this process handed out: the kernel may offer a just-closed port again before its user binds it. */
+const handedOut = new Set<number>();
+
 export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = createServer();
+      server.unref();
+      server.once('error', reject);
+      server.listen(0, host, () => {
+        const address = server.address();
+        const p = typeof address === 'object' && address ? address.port : 0;
+        server.close(() => resolve(p));
+      });
     });
-  });
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 export class PortInUseError extends Error {
