@@ -5,7 +5,9 @@ import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
-import { NAME_PATTERN } from '../service/names';
+import type { SuccessResponse } from './operations';
+import type { GroupRouteKey, RouteGroup } from './routes';
+import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
 import {
   ApiError,
   BadRequestError,
@@ -40,6 +42,21 @@ export interface ApiResponse {
 
 export type Operation = (request: ApiRequest) => Promise<ApiResponse>;
 
+/**
+ * A group's operations, one per route of the group in functions/routes.ts,
+ * each typed to answer its success status with a body of its response schema
+ * (functions/operations.ts): a handler cannot drift from the OpenAPI document
+ * without failing the type check.
+ */
+export function groupOperations<G extends RouteGroup>(
+  _group: G,
+  operations: {
+    [K in GroupRouteKey<G>]: (request: ApiRequest) => Promise<SuccessResponse<K>>;
+  },
+): Record<string, Operation> {
+  return operations;
+}
+
 /** Domain errors (core/) carry a `code`; these are the ones that mean "your input was wrong". */
 const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'invalid-constraints': 400,
@@ -52,8 +69,6 @@ const DOMAIN_ERROR_STATUS: Record<string, number> = {
 
 /** Methods an Idempotency-Key applies to (API.md §1). */
 const IDEMPOTENT_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** 1–255 visible ASCII characters. */
-const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 let idempotencyStore: IdempotencyStore | undefined;
 function idempotencyFromEnv(): IdempotencyStore {
@@ -159,7 +174,7 @@ function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {
   const key = header(event, 'idempotency-key');
   const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
   if (key === undefined || !IDEMPOTENT_METHODS.has(method)) return undefined;
-  if (!IDEMPOTENCY_KEY_PATTERN.test(key)) {
+  if (!IdempotencyKey.safeParse(key).success) {
     throw new BadRequestError('header "Idempotency-Key" must be 1 to 255 visible ASCII characters');
   }
   return key;
@@ -266,19 +281,12 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   throw new BadRequestError(`${where}: ${issue.message}`);
 }
 
-/** What each path parameter must look like; a malformed one is a bad request, never a 500. */
-const PARAM_RULES: Record<string, { pattern: RegExp; what: string }> = {
-  model: { pattern: NAME_PATTERN, what: 'model name' },
-  app: { pattern: NAME_PATTERN, what: 'application name' },
-  id: { pattern: /^(?:0|[1-9][0-9]{0,8})(?:\/lxd\/(?:0|[1-9][0-9]{0,8}))?$/, what: 'machine id' },
-  n: { pattern: /^(?:0|[1-9][0-9]{0,8})$/, what: 'unit number' },
-};
-
-export function param(request: ApiRequest, name: string): string {
+/** A path parameter, checked with its schema (functions/schemas.ts): a malformed one is a bad request, never a 500. */
+export function param(request: ApiRequest, name: PathParameterName): string {
   const value = request.pathParameters[name];
   if (value === undefined) throw new BadRequestError(`missing path parameter ${name}`);
-  const rule = PARAM_RULES[name];
-  if (rule && !rule.pattern.test(value))
+  const rule = PATH_PARAMETERS[name];
+  if (!rule.schema.safeParse(value).success)
     throw new BadRequestError(`invalid ${rule.what} "${value.slice(0, 100)}"`);
   return value;
 }

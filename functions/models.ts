@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { serviceContext } from '../service/context';
 import {
   createModel,
@@ -9,61 +8,48 @@ import {
   setModelConstraints,
   updateModel,
 } from '../service/models';
-import { HARVEST_MODES, type HarvestMode } from '../state/types';
-import { createHandler, param, parseBody } from './http';
+import { createHandler, groupOperations, param, parseBody } from './http';
+import { openApiDocument } from './openapi-document';
+import { CreateModel, SetConstraints, UpdateModel } from './schemas';
 
-const CreateModel = z.strictObject({
-  name: z.string(),
-  region: z.string().optional(),
-  constraints: z.string().optional(),
-  harvestMode: z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).optional(),
-  availabilitySets: z.boolean().optional(),
-  reprovisionLost: z.boolean().optional(),
-});
-
-const UpdateModel = z.strictObject({
-  harvestMode: z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).optional(),
-  reprovisionLost: z.boolean().optional(),
-  availabilitySets: z.boolean().optional(),
-});
-
-export const SetConstraints = z.strictObject({ constraints: z.string() });
-
-export const handler = createHandler({
-  'POST /v1/models': async (req) => {
-    const model = await createModel(serviceContext(), parseBody(CreateModel, req.body));
-    return { status: 201, body: model };
-  },
-  'GET /v1/models': async () => ({
-    status: 200,
-    body: { models: await listModels(serviceContext()) },
-  }),
-  'GET /v1/models/{model}': async (req) => ({
-    status: 200,
-    body: await getModel(serviceContext(), param(req, 'model')),
-  }),
-  'PATCH /v1/models/{model}': async (req) => ({
-    status: 200,
-    body: await updateModel(
-      serviceContext(),
-      param(req, 'model'),
-      parseBody(UpdateModel, req.body),
-    ),
-  }),
-  'DELETE /v1/models/{model}': async (req) => {
-    await destroyModel(serviceContext(), param(req, 'model'));
-    return { status: 202 };
-  },
-  'GET /v1/models/{model}/constraints': async (req) => ({
-    status: 200,
-    body: await getModelConstraints(serviceContext(), param(req, 'model')),
-  }),
-  'PUT /v1/models/{model}/constraints': async (req) => {
-    const { constraints } = parseBody(SetConstraints, req.body);
-    return {
+export const handler = createHandler(
+  groupOperations('models', {
+    'GET /v1/openapi.json': () => Promise.resolve({ status: 200, body: { ...openApiDocument() } }),
+    'POST /v1/models': async (req) => {
+      const model = await createModel(serviceContext(), parseBody(CreateModel, req.body));
+      return { status: 201, body: model };
+    },
+    'GET /v1/models': async () => ({
       status: 200,
-      body: await setModelConstraints(serviceContext(), param(req, 'model'), constraints),
-    };
-  },
-  // API Gateway's `$default` route: an authenticated 404 in the contract's shape.
-});
+      body: { models: await listModels(serviceContext()) },
+    }),
+    'GET /v1/models/{model}': async (req) => ({
+      status: 200,
+      body: await getModel(serviceContext(), param(req, 'model')),
+    }),
+    'PATCH /v1/models/{model}': async (req) => ({
+      status: 200,
+      body: await updateModel(
+        serviceContext(),
+        param(req, 'model'),
+        parseBody(UpdateModel, req.body),
+      ),
+    }),
+    'DELETE /v1/models/{model}': async (req) => {
+      await destroyModel(serviceContext(), param(req, 'model'));
+      return { status: 202 };
+    },
+    'GET /v1/models/{model}/constraints': async (req) => ({
+      status: 200,
+      body: await getModelConstraints(serviceContext(), param(req, 'model')),
+    }),
+    'PUT /v1/models/{model}/constraints': async (req) => {
+      const { constraints } = parseBody(SetConstraints, req.body);
+      return {
+        status: 200,
+        body: await setModelConstraints(serviceContext(), param(req, 'model'), constraints),
+      };
+    },
+    // API Gateway's `$default` route: an authenticated 404 in the contract's shape.
+  }),
+);

@@ -15,7 +15,11 @@ export interface Route {
   group: RouteGroup;
 }
 
-export const ROUTES: readonly Route[] = [
+export const ROUTES = [
+  // The API's own description; the models Lambda also answers `$default`, so a
+  // static document needs no Lambda, role and alarms of its own.
+  { method: 'GET', path: '/v1/openapi.json', group: 'models' },
+
   { method: 'POST', path: '/v1/models', group: 'models' },
   { method: 'GET', path: '/v1/models', group: 'models' },
   { method: 'GET', path: '/v1/models/{model}', group: 'models' },
@@ -48,15 +52,30 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/models/{model}/machines/{id}/retry', group: 'machines' },
 
   { method: 'GET', path: '/v1/models/{model}/status', group: 'status' },
-];
+] as const satisfies readonly Route[];
+
+export type KeyOf<R> = R extends { method: infer M extends string; path: infer P extends string }
+  ? `${M} ${P}`
+  : never;
+/** Every route's key as a literal (`GET /v1/models/{model}`), so a table keyed by route is checked complete. */
+export type RouteKey = KeyOf<(typeof ROUTES)[number]>;
+/** The keys of one group's routes: what that group's Lambda must answer. */
+export type GroupRouteKey<G extends RouteGroup> = KeyOf<
+  Extract<(typeof ROUTES)[number], { group: G }>
+>;
 
 /** The `routeKey` API Gateway HTTP API puts in each event: `METHOD /path/{param}`. */
 export function routeKey(route: Pick<Route, 'method' | 'path'>): string {
   return `${route.method} ${route.path}`;
 }
 
+/** A route's key, typed as the literal union of the table's keys. */
+export function keyOf(route: (typeof ROUTES)[number]): RouteKey {
+  return `${route.method} ${route.path}` as RouteKey;
+}
+
 export interface RouteMatch {
-  route: Route;
+  route: (typeof ROUTES)[number];
   pathParameters: Record<string, string>;
 }
 

@@ -1,10 +1,12 @@
 import { serviceContext } from '../service/context';
 import { modelStatus } from '../service/status';
-import { createHandler, param } from './http';
+import { createHandler, groupOperations, param } from './http';
 
-export const handler = createHandler({
-  'GET /v1/models/{model}/status': async (req) => ({
-    status: 200,
-    body: await modelStatus(serviceContext(), param(req, 'model')),
+export const handler = createHandler(
+  groupOperations('status', {
+    'GET /v1/models/{model}/status': async (req) => ({
+      status: 200,
+      body: await modelStatus(serviceContext(), param(req, 'model')),
+    }),
   }),
-});
+);

@@ -1,5 +1,6 @@
 import { checkUnitOnMachineBase } from '../core';
 import { BadRequestError } from '../functions/errors';
+import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
@@ -26,15 +27,7 @@ export interface DeployInput {
   subordinate?: boolean;
 }
 
-export interface ApplicationView {
-  name: string;
-  charm: string;
-  base: string;
-  constraints: string;
-  subordinate: boolean;
-  life: string;
-  createdAt: string;
-}
+export type { ApplicationView };
 
 export function applicationView(a: ApplicationRecord): ApplicationView {
   return {
@@ -113,7 +106,11 @@ export async function getApplication(
   return applicationView(await ctx.repo.getApplication(model, app));
 }
 
-export async function getApplicationConstraints(ctx: ServiceContext, model: string, app: string) {
+export async function getApplicationConstraints(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+): Promise<ConstraintsView> {
   await ctx.repo.getModel(model);
   const record = await ctx.repo.getApplication(model, app);
   if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
@@ -126,7 +123,7 @@ export async function setApplicationConstraints(
   model: string,
   app: string,
   text: string,
-) {
+): Promise<ConstraintsView> {
   await ctx.repo.getModel(model);
   const record = await ctx.repo.getApplication(model, app);
   if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);

@@ -1,3 +1,4 @@
+import type { ConstraintsView } from '../functions/schemas';
 import {
   constraintsToString,
   createEc2Validator,
@@ -37,7 +38,7 @@ export function collapseConstraints(fallback: string, specific: string): string 
 }
 
 /** The API's constraints body: canonical text, plus the unsupported keys when there are any. */
-export function constraintsView(text: string): { constraints: string; unsupported?: string[] } {
+export function constraintsView(text: string): ConstraintsView {
   const { canonical, unsupported } = validateConstraints(text);
   return unsupported.length ? { constraints: canonical, unsupported } : { constraints: canonical };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { BadRequestError } from '../functions/errors';
+import type { ConstraintsView, ModelView } from '../functions/schemas';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { destroyApplication } from './applications';
 import { canonicalConstraints, constraintsView } from './constraints';
@@ -26,15 +27,8 @@ export interface UpdateModelInput {
   availabilitySets?: boolean;
 }
 
-export interface ModelView {
-  name: string;
-  region: string;
-  constraints: string;
-  harvestMode: HarvestMode;
-  availabilitySets: boolean;
-  reprovisionLost: boolean;
-  createdAt: string;
-}
+/** A model as the API answers it (its schema: functions/schemas.ts). */
+export type { ModelView };
 
 export function modelView(m: ModelRecord): ModelView {
   return {
@@ -115,12 +109,19 @@ export async function getModel(ctx: ServiceContext, name: string): Promise<Model
   return modelView(await ctx.repo.getModel(name));
 }
 
-export async function getModelConstraints(ctx: ServiceContext, name: string) {
+export async function getModelConstraints(
+  ctx: ServiceContext,
+  name: string,
+): Promise<ConstraintsView> {
   return constraintsView((await ctx.repo.getModel(name)).constraints);
 }
 
 /** set-model-constraints: applies to what is created from now on, never to existing units or machines. */
-export async function setModelConstraints(ctx: ServiceContext, name: string, text: string) {
+export async function setModelConstraints(
+  ctx: ServiceContext,
+  name: string,
+  text: string,
+): Promise<ConstraintsView> {
   const view = constraintsView(text);
   await ctx.repo.setModelConstraints(name, view.constraints);
   return view;

@@ -1,23 +1,9 @@
+import type { MachineView, StatusView } from '../functions/schemas';
 import type { MachineRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
 
-export interface MachineView {
-  id: string;
-  base: string;
-  life: string;
-  status: string;
-  message: string;
-  instanceId?: string;
-  imageId?: string;
-  zone?: string;
-  instanceType?: string;
-  constraints: string;
-  hardware?: MachineRecord['hardware'];
-  /** On-demand USD per hour its type was chosen at (API.md). */
-  pricePerHour?: number;
-  units: string[];
-  containers: string[];
-}
+/** A machine as status and `GET …/machines/{id}` answer it (its schema: functions/schemas.ts). */
+export type { MachineView };
 
 /** Machine ids in Juju's order: numerically by each path segment (`2` < `10`, `1` < `1/lxd/0`). */
 export function compareMachineIds(a: string, b: string): number {
@@ -84,7 +70,7 @@ export function modelPricePerHour(machines: readonly MachineRecord[]): number | 
 }
 
 /** A model's status, built from one Query of the model's partition. */
-export async function modelStatus(ctx: ServiceContext, model: string) {
+export async function modelStatus(ctx: ServiceContext, model: string): Promise<StatusView> {
   const contents = await ctx.repo.loadModel(model);
   const machines = new Map(contents.machines.map((m) => [m.id, m]));
   const unitsByApp = new Map<string, UnitRecord[]>();

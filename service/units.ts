@@ -5,6 +5,7 @@ import {
   type Placement,
 } from '../core';
 import { BadRequestError } from '../functions/errors';
+import type { PlacedUnitView } from '../functions/schemas';
 import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
 import {
@@ -22,10 +23,8 @@ import { requestStep, type ServiceContext } from './context';
 import { parseUnitPlacements, placementText } from './placement';
 import { newMachine, newUnit } from './records';
 
-export interface PlacedUnit {
-  name: string;
-  machine: string;
-}
+/** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
+export type PlacedUnit = PlacedUnitView;
 
 const MAX_UNITS = 1000;
 /** DynamoDB's limit of items in one transaction. */

@@ -1,3 +1,8 @@
+import {
+  responseValidator,
+  type OpenApiDocumentLike,
+  type ResponseToCheck,
+} from '../support/openapi-responses';
 import type { StackInfo } from './stack';
 
 export interface ApiResult<T = unknown> {
@@ -5,24 +10,60 @@ export interface ApiResult<T = unknown> {
   body: T;
 }
 
-/** A tiny HTTP client for the provisioner API as a user would call it. */
-/** `token`: the stack's by default; `null` sends no Authorization header. */
+type Check = (response: ResponseToCheck) => string[];
+const checks = new Map<string, Promise<Check>>();
+
+/** The stack's own OpenAPI document, fetched once per API and test file. */
+function documentCheck(stack: StackInfo): Promise<Check> {
+  let check = checks.get(stack.apiUrl);
+  if (!check) {
+    check = (async () => {
+      const res = await fetch(`${stack.apiUrl}/v1/openapi.json`, {
+        headers: { authorization: `Bearer ${stack.token}` },
+      });
+      if (res.status !== 200)
+        throw new Error(`GET /v1/openapi.json answered ${res.status}: ${await res.text()}`);
+      return responseValidator((await res.json()) as OpenApiDocumentLike);
+    })();
+    void check.catch(() => checks.delete(stack.apiUrl));
+    checks.set(stack.apiUrl, check);
+  }
+  return check;
+}
+
+/**
+ * A tiny HTTP client for the provisioner API as a user would call it. Every
+ * response is held to the API's OpenAPI document (status and body): one that
+ * drifts from it fails the test that received it.
+ * `token`: the stack's by default; `null` sends no Authorization header.
+ */
 export function apiClient(stack: StackInfo, token: string | null = stack.token) {
   async function call<T = any>(
     method: string,
     path: string,
     body?: unknown,
     rawBody?: string,
+    extraHeaders: Record<string, string> = {},
   ): Promise<ApiResult<T>> {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (token !== null) headers.authorization = `Bearer ${token}`;
     const res = await fetch(`${stack.apiUrl}${path}`, {
       method,
-      headers,
+      headers: { ...headers, ...extraHeaders },
       body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
     });
     const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+    const parsed = (text ? JSON.parse(text) : undefined) as T;
+    const problems = (await documentCheck(stack))({
+      method,
+      path,
+      status: res.status,
+      body: parsed,
+    });
+    if (problems.length) {
+      throw new Error(`response does not match the OpenAPI document:\n${problems.join('\n')}`);
+    }
+    return { status: res.status, body: parsed };
   }
   return {
     call,
@@ -32,7 +73,6 @@ export function apiClient(stack: StackInfo, token: string | null = stack.token) 
     delete: <T = any>(path: string) => call<T>('DELETE', path),
   };
 }
-
 export async function eventually<T>(
   probe: () => Promise<T>,
   done: (value: T) => boolean,

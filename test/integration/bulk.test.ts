@@ -36,18 +36,8 @@ async function allRunning(model: string, count: number, timeoutMs = 240_000) {
 }
 
 /** POST with an Idempotency-Key, sending exactly `text` as the body. */
-async function postWithKey(path: string, key: string, body: unknown) {
-  const res = await fetch(`${stack.apiUrl}${path}`, {
-    method: 'POST',
-    headers: {
-      authorization: `Bearer ${stack.token}`,
-      'content-type': 'application/json',
-      'idempotency-key': key,
-    },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+function postWithKey(path: string, key: string, body: unknown) {
+  return api.call('POST', path, undefined, JSON.stringify(body), { 'idempotency-key': key });
 }
 
 describe('bulk requests', () => {

@@ -4,11 +4,16 @@ describe('route table', () => {
   it('has one entry per API.md route, each in a known group, with no duplicates', () => {
     const keys = ROUTES.map(routeKey);
     expect(new Set(keys).size).toBe(keys.length);
-    expect(keys).toHaveLength(20);
+    expect(keys).toHaveLength(21);
     for (const r of ROUTES) expect(ROUTE_GROUPS).toContain(r.group);
   });
 
+  it('serves the OpenAPI document from the models Lambda (it also answers $default)', () => {
+    expect(matchRoute('GET', '/v1/openapi.json')?.route.group).toBe('models');
+  });
+
   it.each([
+    ['GET', '/v1/openapi.json', 'GET /v1/openapi.json', {}],
     ['GET', '/v1/models', 'GET /v1/models', {}],
     ['GET', '/v1/models/demo', 'GET /v1/models/{model}', { model: 'demo' }],
     [

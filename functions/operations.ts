@@ -1,0 +1,245 @@
+/**
+ * What each route of the table takes and answers: its request body, its
+ * success status and schema, and the error codes it can answer. The OpenAPI
+ * document is generated from this (functions/openapi-document.ts) and the
+ * handlers are typed against it (`groupOperations` in functions/http.ts), so
+ * the document cannot describe a response the handlers do not give.
+ */
+import type { z } from 'zod';
+import type { RouteKey } from './routes';
+import {
+  AddMachines,
+  AddUnits,
+  Application,
+  ConstraintsAnswer,
+  CreateModel,
+  Deploy,
+  DeployAnswer,
+  ForceQuery,
+  Machine,
+  MachinesAnswer,
+  Model,
+  ModelList,
+  OpenApiDocument,
+  Relate,
+  Relation,
+  Retry,
+  SetConstraints,
+  Status,
+  UnitsAnswer,
+  UpdateModel,
+  type ErrorCode,
+} from './schemas';
+
+type Codes = readonly [ErrorCode, ...ErrorCode[]];
+
+/** Statuses a route may answer beyond those every route of its kind shares (see `commonErrors`). */
+export type RouteErrorStatus = 400 | 404 | 409 | 503;
+
+export interface OperationSpec {
+  summary: string;
+  description?: string;
+  body?: z.ZodType;
+  query?: z.ZodObject;
+  success:
+    | { status: 200 | 201; description: string; schema: z.ZodType }
+    | { status: 202; description: string };
+  /** Codes this route answers beyond the common ones. */
+  errors: Partial<Record<RouteErrorStatus, Codes>>;
+}
+
+const accepted = (description: string) => ({ status: 202, description }) as const;
+
+export const OPERATIONS = {
+  'GET /v1/openapi.json': {
+    summary: 'This document',
+    description:
+      'The OpenAPI 3.1 description of this API, generated from the schemas the handlers validate with.',
+    success: { status: 200, description: 'The OpenAPI document.', schema: OpenApiDocument },
+    errors: {},
+  },
+
+  'POST /v1/models': {
+    summary: 'Create a model',
+    body: CreateModel,
+    success: { status: 201, description: 'The new model.', schema: Model },
+    errors: {
+      400: ['bad-request', 'invalid-constraints'],
+      409: ['conflict'],
+      503: ['unavailable'],
+    },
+  },
+  'GET /v1/models': {
+    summary: 'List models',
+    success: { status: 200, description: 'Every model.', schema: ModelList },
+    errors: {},
+  },
+  'GET /v1/models/{model}': {
+    summary: 'Get a model',
+    success: { status: 200, description: 'The model.', schema: Model },
+    errors: { 404: ['not-found'] },
+  },
+  'PATCH /v1/models/{model}': {
+    summary: 'Change a model’s settings',
+    description: '`availabilitySets` is fixed at creation: changing it is `409 conflict`.',
+    body: UpdateModel,
+    success: { status: 200, description: 'The model as changed.', schema: Model },
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'DELETE /v1/models/{model}': {
+    summary: 'Destroy a model',
+    description:
+      'Every machine goes Dying and is torn down; the model disappears when it is empty.',
+    success: accepted('Destruction began.'),
+    errors: { 404: ['not-found'] },
+  },
+  'GET /v1/models/{model}/constraints': {
+    summary: 'Get model constraints',
+    success: { status: 200, description: 'The constraints.', schema: ConstraintsAnswer },
+    errors: { 404: ['not-found'] },
+  },
+  'PUT /v1/models/{model}/constraints': {
+    summary: 'Set model constraints',
+    body: SetConstraints,
+    success: { status: 200, description: 'The constraints as set.', schema: ConstraintsAnswer },
+    errors: { 400: ['bad-request', 'invalid-constraints'], 404: ['not-found'] },
+  },
+
+  'POST /v1/models/{model}/applications': {
+    summary: 'Deploy an application',
+    description: "The application's constraints are set before its first unit is added.",
+    body: Deploy,
+    success: {
+      status: 201,
+      description: 'The application and its units.',
+      schema: DeployAnswer,
+    },
+    errors: {
+      400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+  'GET /v1/models/{model}/applications/{app}': {
+    summary: 'Get an application',
+    success: { status: 200, description: 'The application.', schema: Application },
+    errors: { 404: ['not-found'] },
+  },
+  'DELETE /v1/models/{model}/applications/{app}': {
+    summary: 'Remove an application',
+    description: 'Its units are removed; machines left with no units go Dying.',
+    success: accepted('Removal began.'),
+    errors: { 404: ['not-found'] },
+  },
+  'GET /v1/models/{model}/applications/{app}/constraints': {
+    summary: 'Get application constraints',
+    success: { status: 200, description: 'The constraints.', schema: ConstraintsAnswer },
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'PUT /v1/models/{model}/applications/{app}/constraints': {
+    summary: 'Set application constraints',
+    body: SetConstraints,
+    success: { status: 200, description: 'The constraints as set.', schema: ConstraintsAnswer },
+    errors: {
+      400: ['bad-request', 'invalid-constraints'],
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+  'POST /v1/models/{model}/relations': {
+    summary: 'Relate two applications',
+    description:
+      "Relating a subordinate to a principal puts a subordinate unit on each principal unit's machine.",
+    body: Relate,
+    success: { status: 201, description: 'The relation.', schema: Relation },
+    errors: { 400: ['bad-request', 'base-mismatch'], 404: ['not-found'], 409: ['conflict'] },
+  },
+
+  'POST /v1/models/{model}/applications/{app}/units': {
+    summary: 'Add units',
+    body: AddUnits,
+    success: { status: 201, description: 'The new units.', schema: UnitsAnswer },
+    errors: {
+      400: ['bad-request', 'invalid-placement', 'base-mismatch'],
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+  'DELETE /v1/models/{model}/units/{app}/{n}': {
+    summary: 'Remove a unit',
+    description: 'A machine left with no units goes Dying.',
+    success: accepted('Removal began.'),
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+
+  'POST /v1/models/{model}/machines': {
+    summary: 'Add machines',
+    body: AddMachines,
+    success: { status: 201, description: 'The new machines.', schema: MachinesAnswer },
+    errors: {
+      400: ['bad-request', 'invalid-constraints', 'invalid-placement'],
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+  'GET /v1/models/{model}/machines/{id}': {
+    summary: 'Get a machine',
+    success: { status: 200, description: 'The machine, as in status.', schema: Machine },
+    errors: { 404: ['not-found'] },
+  },
+  'DELETE /v1/models/{model}/machines/{id}': {
+    summary: 'Destroy a machine',
+    query: ForceQuery,
+    success: accepted('Destruction began.'),
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'POST /v1/models/{model}/machines/{id}/retry': {
+    summary: 'Retry provisioning a machine in error',
+    description: 'With constraints, they replace the machine’s own first.',
+    body: Retry,
+    success: accepted('Provisioning is tried again.'),
+    errors: {
+      400: ['bad-request', 'invalid-constraints'],
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+
+  'GET /v1/models/{model}/status': {
+    summary: 'Model status',
+    success: { status: 200, description: 'The model’s machines and applications.', schema: Status },
+    errors: { 404: ['not-found'] },
+  },
+} as const satisfies Record<RouteKey, OperationSpec>;
+
+/** What a route's handler answers on success, typed by its schema. */
+export type SuccessResponse<K extends RouteKey> = (typeof OPERATIONS)[K]['success'] extends infer S
+  ? S extends { status: infer N; schema: infer Z extends z.ZodType }
+    ? { status: N; body: z.input<Z> }
+    : S extends { status: infer N }
+      ? { status: N; body?: undefined }
+      : never
+  : never;
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The codes every route of a kind can answer, beside its own: any request can
+ * be unauthenticated, malformed (JSON, path parameters, Idempotency-Key) or
+ * meet a fault of ours; a request with an Idempotency-Key can find its key
+ * still running (409) or used with another request (422); the local server
+ * refuses bodies over 1 MiB (413).
+ */
+export function commonErrors(method: string, hasBody: boolean): Partial<Record<number, Codes>> {
+  return {
+    400: ['bad-request'],
+    401: ['unauthorized'],
+    ...(MUTATING.has(method) ? { 409: ['conflict'], 422: ['idempotency-key-reused'] } : {}),
+    ...(hasBody ? { 413: ['bad-request'] } : {}),
+    500: ['internal'],
+  } satisfies Partial<Record<number, Codes>>;
+}
+
+export function isMutating(method: string): boolean {
+  return MUTATING.has(method);
+}

@@ -1,0 +1,317 @@
+/**
+ * The API's shapes as zod schemas: what the handlers validate requests with,
+ * what their responses are typed against (`z.infer`), and what
+ * `GET /v1/openapi.json` is generated from (functions/openapi-document.ts).
+ * Request bodies are strict (an unknown field is `400 bad-request`); response
+ * objects render with `additionalProperties: false`, so a field the contract
+ * does not name fails the integration tests' response check.
+ *
+ * No imports from service/: the services type their views with these.
+ */
+import { z } from 'zod';
+import { NAME_PATTERN } from '../service/names';
+import { HARVEST_MODES, type HarvestMode } from '../state/types';
+
+// ---------------------------------------------------------------- values
+
+const HarvestModeSchema = z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).meta({
+  description: 'Which instances the model may terminate when machines go (Juju harvest mode).',
+});
+
+const LifeSchema = z.enum(['alive', 'dying', 'dead']);
+
+const Timestamp = z.iso.datetime().meta({ description: 'RFC 3339 UTC time.' });
+
+const ConstraintText = z
+  .string()
+  .meta({ description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.' });
+
+// ---------------------------------------------------------------- path, query and header parameters
+
+export const ModelName = z.string().regex(NAME_PATTERN).meta({ description: 'A model name.' });
+export const ApplicationName = z
+  .string()
+  .regex(NAME_PATTERN)
+  .meta({ description: 'An application name.' });
+export const MachineId = z
+  .string()
+  .regex(/^(?:0|[1-9][0-9]{0,8})(?:\/lxd\/(?:0|[1-9][0-9]{0,8}))?$/)
+  .meta({ description: 'A machine id, `N` or `N/lxd/M` (slashes URL-encoded in the path).' });
+export const UnitNumber = z
+  .string()
+  .regex(/^(?:0|[1-9][0-9]{0,8})$/)
+  .meta({ description: "The unit's number: `N` of `app/N`." });
+
+/** Each path parameter of the route table, with the words a 400 uses for it. */
+export const PATH_PARAMETERS = {
+  model: { schema: ModelName, what: 'model name' },
+  app: { schema: ApplicationName, what: 'application name' },
+  id: { schema: MachineId, what: 'machine id' },
+  n: { schema: UnitNumber, what: 'unit number' },
+} as const;
+export type PathParameterName = keyof typeof PATH_PARAMETERS;
+
+export const IdempotencyKey = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/)
+  .meta({
+    description:
+      'Makes a retry safe: the same key with the same method, path and body within 24 hours answers the first answer again and does nothing more.',
+  });
+
+export const ForceQuery = z.object({
+  force: z
+    .enum(['true', 'false', ''])
+    .optional()
+    .meta({ description: 'Also remove the machine’s units and containers; empty means true.' }),
+});
+
+// ---------------------------------------------------------------- request bodies
+
+export const CreateModel = z
+  .strictObject({
+    name: z.string(),
+    region: z.string().optional(),
+    constraints: ConstraintText.optional(),
+    harvestMode: HarvestModeSchema.optional(),
+    availabilitySets: z.boolean().optional(),
+    reprovisionLost: z.boolean().optional(),
+  })
+  .meta({ id: 'CreateModelRequest' });
+
+export const UpdateModel = z
+  .strictObject({
+    harvestMode: HarvestModeSchema.optional(),
+    reprovisionLost: z.boolean().optional(),
+    availabilitySets: z.boolean().optional().meta({
+      description: 'Fixed at creation: only the current value is accepted (409 otherwise).',
+    }),
+  })
+  .meta({ id: 'UpdateModelRequest' });
+
+export const SetConstraints = z
+  .strictObject({ constraints: ConstraintText })
+  .meta({ id: 'SetConstraintsRequest' });
+
+export const Deploy = z
+  .strictObject({
+    name: z.string(),
+    base: z.string().meta({ description: 'e.g. `ubuntu@22.04`' }),
+    charm: z.string().optional().meta({ description: "Defaults to the application's name." }),
+    constraints: ConstraintText.optional(),
+    numUnits: z.number().int().min(0).max(1000).optional(),
+    to: z.array(z.string()).max(1000).optional(),
+    subordinate: z.boolean().optional(),
+  })
+  .meta({ id: 'DeployRequest' });
+
+export const Relate = z
+  .strictObject({ endpoints: z.array(z.string()) })
+  .meta({ id: 'RelateRequest' });
+
+export const AddUnits = z
+  .strictObject({
+    count: z.number().int().min(1).max(1000).optional(),
+    to: z.array(z.string()).max(1000).optional(),
+  })
+  .meta({ id: 'AddUnitsRequest' });
+
+export const AddMachines = z
+  .strictObject({
+    count: z.number().int().min(1).max(1000).optional(),
+    base: z.string().optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
+    constraints: ConstraintText.optional(),
+    placement: z
+      .string()
+      .optional()
+      .meta({ description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`' }),
+  })
+  .meta({ id: 'AddMachinesRequest' });
+
+export const Retry = z
+  .strictObject({ constraints: ConstraintText.optional() })
+  .meta({ id: 'RetryRequest' });
+
+// ---------------------------------------------------------------- responses
+
+export const Model = z
+  .object({
+    name: z.string(),
+    region: z.string(),
+    constraints: z.string(),
+    harvestMode: HarvestModeSchema,
+    availabilitySets: z.boolean(),
+    reprovisionLost: z.boolean(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'Model' });
+export type ModelView = z.infer<typeof Model>;
+
+export const ModelList = z.object({ models: z.array(Model) }).meta({ id: 'ModelList' });
+
+export const ConstraintsAnswer = z
+  .object({
+    constraints: z.string(),
+    unsupported: z.array(z.string()).optional().meta({
+      description: 'Keys EC2 cannot honour; kept, never dropped, and ignored by provisioning.',
+    }),
+  })
+  .meta({ id: 'Constraints' });
+export type ConstraintsView = z.infer<typeof ConstraintsAnswer>;
+
+export const Application = z
+  .object({
+    name: z.string(),
+    charm: z.string(),
+    base: z.string(),
+    constraints: z.string(),
+    subordinate: z.boolean(),
+    life: LifeSchema,
+    createdAt: Timestamp,
+  })
+  .meta({ id: 'Application' });
+export type ApplicationView = z.infer<typeof Application>;
+
+export const PlacedUnit = z
+  .object({ name: z.string(), machine: z.string() })
+  .meta({ id: 'PlacedUnit' });
+export type PlacedUnitView = z.infer<typeof PlacedUnit>;
+
+export const DeployAnswer = z
+  .object({ application: Application, units: z.array(PlacedUnit) })
+  .meta({ id: 'DeployAnswer' });
+
+export const UnitsAnswer = z.object({ units: z.array(PlacedUnit) }).meta({ id: 'UnitsAnswer' });
+
+export const Relation = z
+  .object({ endpoints: z.tuple([z.string(), z.string()]).meta({ description: 'Sorted.' }) })
+  .meta({ id: 'Relation' });
+
+export const MachinesAnswer = z
+  .object({ machines: z.array(z.object({ id: z.string() })) })
+  .meta({ id: 'MachinesAnswer' });
+
+const Hardware = z
+  .object({
+    arch: z.string(),
+    cores: z.number().int().min(0).meta({ description: 'vCPUs' }),
+    mem: z.number().int().min(0).meta({ description: 'MiB' }),
+    rootDisk: z.number().int().min(0).optional().meta({ description: 'MiB' }),
+  })
+  .meta({ id: 'Hardware' });
+
+export const MACHINE_STATUSES = [
+  'pending',
+  'allocating',
+  'running',
+  'error',
+  'down',
+  'stopping',
+] as const;
+export const INSTANCE_STATES = [
+  'pending',
+  'running',
+  'stopping',
+  'stopped',
+  'shutting-down',
+  'terminated',
+  'unknown',
+] as const;
+
+export const Machine = z
+  .object({
+    id: z.string(),
+    base: z.string(),
+    life: LifeSchema,
+    status: z.enum(MACHINE_STATUSES),
+    message: z.string(),
+    instanceId: z.string().optional(),
+    instanceStatus: z
+      .enum(INSTANCE_STATES)
+      .optional()
+      .meta({ description: "EC2's state of the instance; `unknown` when EC2 no longer lists it." }),
+    imageId: z.string().optional(),
+    zone: z.string().optional(),
+    instanceType: z.string().optional(),
+    constraints: z.string(),
+    hardware: Hardware.optional(),
+    placementGroup: z.string().optional().meta({ description: 'Availability-set mode.' }),
+    partition: z.number().int().min(1).optional().meta({ description: 'Availability-set mode.' }),
+    pricePerHour: z
+      .number()
+      .min(0)
+      .optional()
+      .meta({ description: 'USD on-demand price per hour its type was chosen at.' }),
+    units: z.array(z.string()),
+    containers: z.array(z.string()),
+  })
+  .meta({ id: 'Machine' });
+export type MachineView = z.infer<typeof Machine>;
+
+const UnitStatus = z
+  .object({
+    machine: z.string(),
+    life: LifeSchema,
+    status: z.enum(['allocating', 'deployed', 'error']),
+    subordinates: z.array(z.string()),
+  })
+  .meta({ id: 'UnitStatus' });
+
+const ApplicationStatus = z
+  .object({
+    base: z.string(),
+    constraints: z.string(),
+    subordinate: z.boolean(),
+    units: z.record(z.string(), UnitStatus),
+  })
+  .meta({ id: 'ApplicationStatus' });
+
+export const Status = z
+  .object({
+    model: z.object({
+      name: z.string(),
+      region: z.string(),
+      constraints: z.string(),
+      pricePerHour: z
+        .number()
+        .min(0)
+        .optional()
+        .meta({ description: 'Sum over the running machines that carry a price.' }),
+    }),
+    machines: z.record(z.string(), Machine),
+    applications: z.record(z.string(), ApplicationStatus),
+  })
+  .meta({ id: 'Status' });
+export type StatusView = z.infer<typeof Status>;
+
+/** The document itself: any JSON object (it describes itself no further). */
+export const OpenApiDocument = z
+  .looseObject({ openapi: z.string() })
+  .meta({ id: 'OpenApiDocument' });
+
+// ---------------------------------------------------------------- errors
+
+/** Every `code` the API answers with (API.md §1 and docs/api.md). */
+export const ERROR_CODES = [
+  'bad-request',
+  'invalid-constraints',
+  'invalid-placement',
+  'base-mismatch',
+  'unauthorized',
+  'not-found',
+  'conflict',
+  'idempotency-key-reused',
+  'unavailable',
+  'internal',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The contract's error body, whatever the route: `{ "error": { "code", "message" } }`. */
+export const ErrorBody = z
+  .object({ error: z.object({ code: z.enum(ERROR_CODES), message: z.string() }) })
+  .meta({ id: 'Error' });
+
+/** The error body as one route answers it with one status: only the codes it can answer. */
+export function errorBodyWith(codes: readonly [ErrorCode, ...ErrorCode[]]) {
+  return z.object({ error: z.object({ code: z.enum(codes), message: z.string() }) });
+}
