@@ -15,6 +15,9 @@ export interface MachineView {
   hardware?: MachineRecord['hardware'];
   /** On-demand USD per hour its type was chosen at (API.md). */
   pricePerHour?: number;
+  /** Availability-set mode: the partition placement group and partition (1–7) it runs in. */
+  placementGroup?: string;
+  partition?: number;
   units: string[];
   containers: string[];
 }
@@ -57,6 +60,8 @@ export function machineView(m: MachineRecord): MachineView {
     constraints: m.constraints,
     ...(m.hardware ? { hardware: m.hardware } : {}),
     ...(m.pricePerHour !== undefined ? { pricePerHour: m.pricePerHour } : {}),
+    ...(m.placementGroup !== undefined ? { placementGroup: m.placementGroup } : {}),
+    ...(m.partition !== undefined ? { partition: m.partition } : {}),
     units: [...m.principals].sort(compareUnitNames),
     containers: [...m.containers].sort(compareMachineIds),
   };
