@@ -36,10 +36,15 @@ export function recordActivities(
       throw err;
     });
     if (!model?.availabilitySets || !model.uid || !machine) return undefined;
-    const [application] = [...(machine.applications ?? [])].sort();
-    if (application === undefined) return undefined;
+    // a Dead machine's units are gone, and its applications with them: the group it ran in names it
+    const prefix = placementGroupName(model.uid, '');
+    const recorded = machine.placementGroup?.startsWith(prefix)
+      ? machine.placementGroup.slice(prefix.length)
+      : undefined;
+    const application = recorded || [...(machine.applications ?? [])].sort()[0];
+    if (!application) return undefined;
     return {
-      name: machine.placementGroup ?? placementGroupName(model.uid, application),
+      name: placementGroupName(model.uid, application),
       region: model.region,
       application,
     };
