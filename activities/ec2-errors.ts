@@ -34,9 +34,25 @@ export function ec2ErrorCode(err: unknown): string | undefined {
   return undefined;
 }
 
+/** Codes EC2 refuses a placement group's launch with when the group cannot take that type or zone. */
+const PLACEMENT_REFUSAL_CODES = new Set([
+  'Unsupported',
+  'InvalidParameterCombination',
+  'InvalidParameterValue',
+]);
+
 export function isZoneSpecific(code: string | undefined, message: string): boolean {
   if (!code) return false;
   if (ZONE_SPECIFIC_CODES.has(code)) return true;
+  // a partition placement group that cannot take the instance type or zone: another zone may
+  if (
+    PLACEMENT_REFUSAL_CODES.has(code) &&
+    /placement group/i.test(message) &&
+    /instance type|availability zone/i.test(message) &&
+    !/partition number/i.test(message)
+  ) {
+    return true;
+  }
   // `Unsupported` is zone-specific only when it names an Availability Zone (e.g. the type is not offered there).
   return (
     (code === 'Unsupported' || code === 'InvalidParameterValue') &&

@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { launchActivities } from './launch';
+import { PlacementGroups } from './placement-groups';
 import { recordActivities } from './records';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
@@ -9,9 +10,11 @@ export type { ActivityDeps } from './deps';
 
 /** Every activity the provisioner's workflows call, built from injected clients. */
 export function createActivities(deps: ActivityDeps) {
+  // shared: a group deleted by a removal is created again by the next launch
+  const groups = new PlacementGroups(deps.ec2ForRegion);
   return {
-    ...recordActivities(deps),
-    ...launchActivities(deps),
+    ...recordActivities(deps, groups),
+    ...launchActivities(deps, groups),
     ...teardownActivities(deps),
     ...sweepActivities(deps),
     ...starterActivities(deps),

@@ -38,6 +38,8 @@ export interface LaunchRequest {
   zone: string;
   plan: LaunchPlan;
   tokenSeed: string;
+  /** Availability-set mode: the partition of `plan.placementGroup` the zone claim assigned. */
+  partition?: number;
 }
 
 interface Launched {
@@ -57,6 +59,9 @@ function batchKey(r: LaunchRequest): string {
     r.plan.instanceType,
     r.plan.subnetId ?? '',
     rootDiskGiB(r.plan.hardware.rootDisk),
+    // one RunInstances places every instance it launches in one group and partition
+    r.plan.placementGroup ?? '',
+    r.partition ?? 0,
   ]);
 }
 
@@ -67,7 +72,13 @@ function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
     MinCount: 1,
     MaxCount: count,
     ClientToken: call.clientToken,
-    Placement: { AvailabilityZone: call.zone },
+    Placement: {
+      AvailabilityZone: call.zone,
+      ...(call.placementGroup ? { GroupName: call.placementGroup } : {}),
+      ...(call.placementGroup && call.partition !== undefined
+        ? { PartitionNumber: call.partition }
+        : {}),
+    },
     ...(call.subnetId ? { SubnetId: call.subnetId } : {}),
     // Juju's root device for Ubuntu images; its size is the plan's root disk (8 GiB at least)
     BlockDeviceMappings: [
@@ -184,7 +195,8 @@ export class LaunchBatcher {
       call.zone === request.zone &&
       call.imageId === request.plan.imageId &&
       call.instanceType === request.plan.instanceType &&
-      (call.subnetId ?? '') === (request.plan.subnetId ?? '');
+      (call.subnetId ?? '') === (request.plan.subnetId ?? '') &&
+      (call.placementGroup ?? '') === (request.plan.placementGroup ?? '');
     if (state === 'terminated' || state === 'shutting-down') return undefined;
     if (!sameAttempt && !fits) {
       await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId] }));
@@ -235,6 +247,8 @@ export class LaunchBatcher {
       }),
     );
     this.memory.forget(call.region, call.instanceType, call.zone);
+    const placementGroup = instance.Placement?.GroupName || call.placementGroup;
+    const partition = instance.Placement?.PartitionNumber ?? call.partition;
     return {
       instanceId,
       zone: instance.Placement?.AvailabilityZone ?? call.zone,
@@ -242,6 +256,8 @@ export class LaunchBatcher {
       imageId: instance.ImageId ?? call.imageId,
       adopted,
       batch: launched.batch,
+      ...(placementGroup ? { placementGroup } : {}),
+      ...(placementGroup && partition !== undefined ? { partition } : {}),
     };
   }
 
@@ -268,6 +284,10 @@ export class LaunchBatcher {
       imageId: plan.imageId,
       instanceType: plan.instanceType,
       ...(plan.subnetId ? { subnetId: plan.subnetId } : {}),
+      ...(plan.placementGroup ? { placementGroup: plan.placementGroup } : {}),
+      ...(plan.placementGroup && first.partition !== undefined
+        ? { partition: first.partition }
+        : {}),
       rootDiskGiB: rootDiskGiB(plan.hardware.rootDisk),
       tags: [
         { Key: TAG_MODEL, Value: first.model },

@@ -1,14 +1,16 @@
 import { DescribeSubnetsCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Context } from '@temporalio/activity';
-import { NoSuitableZoneError, orderZones } from '../core';
+import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
 import { ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE } from '../workflows/failures';
 import { startingMessage } from '../workflows/messages';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
 import type { ActivityDeps } from './deps';
+import { ec2ErrorCode } from './ec2-errors';
 import { failure, orMachineGone } from './failures';
 import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
+import { PlacementGroups } from './placement-groups';
 import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
 
@@ -51,7 +53,10 @@ export interface StartInstanceInput extends MachineRef {
 }
 
 /** Planning, zone choice and the launch itself: the only code that starts EC2 instances. */
-export function launchActivities(deps: ActivityDeps) {
+export function launchActivities(
+  deps: ActivityDeps,
+  groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
+) {
   const { repo, store } = deps;
   const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
   const claims = new Coalescer<ClaimRequest, string>(
@@ -87,7 +92,16 @@ export function launchActivities(deps: ActivityDeps) {
           findImage: (q) => regional.images.find(q),
           findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
         });
-        return model.uid ? { ...plan, modelUid: model.uid } : plan;
+        if (!model.uid) return plan;
+        // availability-set mode: the group of the machine's application (one per machine in it)
+        const [application] = [...plan.applications].sort();
+        return {
+          ...plan,
+          modelUid: model.uid,
+          ...(model.availabilitySets && application !== undefined
+            ? { placementGroup: placementGroupName(model.uid, application) }
+            : {}),
+        };
       } catch (err) {
         if (err instanceof LaunchPlanError) throw failure(FAILURE.planFailed, err.message);
         throw err;
@@ -136,6 +150,7 @@ export function launchActivities(deps: ActivityDeps) {
           claims.submit(input.model, {
             machineId: input.machineId,
             groups: plan.applications,
+            ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
             order: (population) => {
               if (short.length === 0) return choice(population, []);
               try {
@@ -180,14 +195,32 @@ export function launchActivities(deps: ActivityDeps) {
           });
           if (found) return found;
         }
+        const group = input.plan.placementGroup;
+        let partition: number | undefined;
+        if (group !== undefined) {
+          // the partition was assigned with the zone claim
+          const counted = await store.countedPlacement(input.model, input.machineId);
+          if (counted.zone === input.zone) partition = counted.partition;
+        }
         const request: LaunchRequest = {
           model: input.model,
           machineId: input.machineId,
           zone: input.zone,
           plan: input.plan,
           tokenSeed: input.tokenSeed,
+          ...(partition !== undefined ? { partition } : {}),
         };
-        return launches.launch(request);
+        if (group === undefined) return launches.launch(request);
+        await groups.ensure(input.plan.region, group);
+        try {
+          return await launches.launch(request);
+        } catch (err) {
+          // deleted meanwhile (its last machine went): the next attempt creates it again
+          if (launchErrorCode(err) === 'InvalidPlacementGroup.Unknown') {
+            groups.forget(input.plan.region, group);
+          }
+          throw err;
+        }
       });
     },
   };
@@ -213,6 +246,16 @@ async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   } finally {
     clearInterval(timer);
   }
+}
+
+/** The EC2 code of a launch failure (classified or not). */
+function launchErrorCode(err: unknown): string | undefined {
+  const details = (err as { details?: unknown } | undefined)?.details;
+  if (Array.isArray(details)) {
+    const code = (details[0] as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string') return code;
+  }
+  return ec2ErrorCode(err);
 }
 
 /** The activity's attempt number (1 outside an activity, e.g. in unit tests). */

@@ -1,8 +1,9 @@
-import { isContainerMachineId } from '../core';
+import { isContainerMachineId, placementGroupName } from '../core';
 import { EntityNotFoundError } from '../state/errors';
 import type { Life } from '../state/types';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
+import { PlacementGroups } from './placement-groups';
 import type {
   LaunchPlan,
   MachineRef,
@@ -11,9 +12,64 @@ import type {
   StatusUpdate,
 } from './types';
 
+/** A machine's placement group in availability-set mode: its name, region and the counted group. */
+interface GroupRef {
+  name: string;
+  region: string;
+  application: string;
+}
+
 /** DynamoDB reads and writes made on a machine workflow's behalf. */
-export function recordActivities(deps: ActivityDeps) {
+export function recordActivities(
+  deps: ActivityDeps,
+  groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
+) {
   const { repo, store } = deps;
+
+  /** The placement group the machine belongs to, read before it is removed (undefined outside the mode). */
+  async function placementGroupOf(ref: MachineRef): Promise<GroupRef | undefined> {
+    const [model, machine] = await Promise.all([
+      repo.getModel(ref.model),
+      repo.getMachine(ref.model, ref.machineId),
+    ]).catch((err: unknown) => {
+      if (err instanceof EntityNotFoundError) return [undefined, undefined] as const;
+      throw err;
+    });
+    if (!model?.availabilitySets || !model.uid || !machine) return undefined;
+    // a Dead machine's units are gone, and its applications with them: the group it ran in names it
+    const prefix = placementGroupName(model.uid, '');
+    const recorded = machine.placementGroup?.startsWith(prefix)
+      ? machine.placementGroup.slice(prefix.length)
+      : undefined;
+    const application = recorded || [...(machine.applications ?? [])].sort()[0];
+    if (!application) return undefined;
+    return {
+      name: placementGroupName(model.uid, application),
+      region: model.region,
+      application,
+    };
+  }
+
+  /**
+   * Deletes the group once no machine is counted in it (claimed, launching
+   * or running): a machine that claims later creates it again. One EC2 still
+   * counts (an instance not yet terminated) is left for a later removal.
+   */
+  async function deleteGroupIfEmpty(model: string, group: GroupRef): Promise<void> {
+    const counts = await store.zones.counts(model, group.application);
+    if (Object.values(counts).some((n) => n > 0)) return;
+    const outcome = await groups.delete(group.region, group.name);
+    if (outcome === 'in-use') {
+      console.warn(
+        JSON.stringify({
+          message: 'placement group still in use; left for a later removal',
+          model,
+          placementGroup: group.name,
+        }),
+      );
+    }
+  }
+
   return {
     /** Worker tuning, read from the worker's environment and recorded in history. */
     tuning(): Promise<{ startAttempts: number; retryDelayMs: number }> {
@@ -97,6 +153,10 @@ export function recordActivities(deps: ActivityDeps) {
           instanceType: started.instanceType,
           hardware,
           ...(pricePerHour !== undefined ? { pricePerHour } : {}),
+          ...(started.placementGroup !== undefined
+            ? { placementGroup: started.placementGroup }
+            : {}),
+          ...(started.partition !== undefined ? { partition: started.partition } : {}),
         }),
       );
     },
@@ -106,9 +166,16 @@ export function recordActivities(deps: ActivityDeps) {
       await orMachineGone(store.recordError(input.model, input.machineId, input.message));
     },
 
-    /** Removes the Dead machine (and its model, if dying and now empty). */
+    /**
+     * Removes the Dead machine (and its model, if dying and now empty). In
+     * availability-set mode, the placement group of a machine that was the
+     * last one counted in its distribution group goes with it.
+     */
     async removeMachine(ref: MachineRef): Promise<{ modelRemoved: boolean }> {
-      return store.removeMachine(ref.model, ref.machineId);
+      const group = await placementGroupOf(ref);
+      const removed = await store.removeMachine(ref.model, ref.machineId);
+      if (group) await deleteGroupIfEmpty(ref.model, group);
+      return removed;
     },
   };
 }

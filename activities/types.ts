@@ -18,6 +18,12 @@ export interface LaunchPlan {
   pricePerHour?: number;
   /** The model's uid, tagged on the instance (a re-created model's instances are told apart). */
   modelUid?: string;
+  /**
+   * Availability-set mode: the partition placement group of the machine's
+   * distribution group (created on first use); the zone claim also assigns
+   * the partition.
+   */
+  placementGroup?: string;
 }
 
 export interface MachineRef {
@@ -56,6 +62,9 @@ export interface StartedInstance {
   adopted: boolean;
   /** The launch batch the instance came from, and how many machines it served. */
   batch?: { id: string; size: number };
+  /** Availability-set mode: the placement group and partition it was launched into. */
+  placementGroup?: string;
+  partition?: number;
 }
 
 export interface SweepReport {

@@ -26,7 +26,17 @@ export const EC2_DESCRIBE_ACTIONS = [
   'ec2:DescribeInstanceTypeOfferings',
   'ec2:DescribeAvailabilityZones',
   'ec2:DescribeSubnets',
+  'ec2:DescribePlacementGroups',
 ] as const;
+
+/** Availability-set mode's partition placement groups (activities/placement-groups.ts). */
+export const PLACEMENT_GROUP_ACTIONS = [
+  'ec2:CreatePlacementGroup',
+  'ec2:DeletePlacementGroup',
+] as const;
+
+/** The prefix of every placement group the provisioner names (core/partitions.ts). */
+export const PLACEMENT_GROUP_PREFIX = 'juju-';
 
 /**
  * The Price List API call the worker makes to order instance types by price
@@ -44,12 +54,17 @@ export function pricingWorkerStatement(): PolicyStatement {
   });
 }
 
-function ec2Arn(scope: Construct, resource: string, account: string = Aws.ACCOUNT_ID): string {
+function ec2Arn(
+  scope: Construct,
+  resource: string,
+  account: string = Aws.ACCOUNT_ID,
+  resourceName = '*',
+): string {
   return Arn.format(
     {
       service: 'ec2',
       resource,
-      resourceName: '*',
+      resourceName,
       account,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     },
@@ -84,7 +99,15 @@ export function ec2WorkerStatements(scope: Construct, deployment: string): Polic
         ec2Arn(scope, 'network-interface'),
         ec2Arn(scope, 'volume'),
         ec2Arn(scope, 'key-pair'),
+        ec2Arn(scope, 'placement-group', Aws.ACCOUNT_ID, `${PLACEMENT_GROUP_PREFIX}*`),
       ],
+    }),
+    new PolicyStatement({
+      // availability-set mode: only the groups the provisioner names
+      sid: 'ManagePlacementGroups',
+      effect: Effect.ALLOW,
+      actions: [...PLACEMENT_GROUP_ACTIONS],
+      resources: [ec2Arn(scope, 'placement-group', Aws.ACCOUNT_ID, `${PLACEMENT_GROUP_PREFIX}*`)],
     }),
     new PolicyStatement({
       sid: 'TagOnLaunchOnly',

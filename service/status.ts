@@ -43,6 +43,8 @@ export function machineView(m: MachineRecord): MachineView {
     constraints: m.constraints,
     ...(m.hardware ? { hardware: m.hardware } : {}),
     ...(m.pricePerHour !== undefined ? { pricePerHour: m.pricePerHour } : {}),
+    ...(m.placementGroup !== undefined ? { placementGroup: m.placementGroup } : {}),
+    ...(m.partition !== undefined ? { partition: m.partition } : {}),
     units: [...m.principals].sort(compareUnitNames),
     containers: [...m.containers].sort(compareMachineIds),
   };

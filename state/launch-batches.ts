@@ -20,6 +20,9 @@ export interface LaunchBatchCall {
   imageId: string;
   instanceType: string;
   subnetId?: string;
+  /** Availability-set mode: Placement.GroupName and Placement.PartitionNumber. */
+  placementGroup?: string;
+  partition?: number;
   rootDiskGiB: number;
   /** Tags every instance of the batch carries at launch. */
   tags: Array<{ Key: string; Value: string }>;

@@ -46,6 +46,9 @@ export interface RunningRecord {
   hardware: Hardware;
   /** On-demand USD per hour the type was chosen at; absent when unknown. */
   pricePerHour?: number;
+  /** Availability-set mode: the partition placement group and partition the instance is in. */
+  placementGroup?: string;
+  partition?: number;
 }
 
 export interface ProvisioningStoreOptions {
@@ -110,6 +113,28 @@ export class ProvisioningStore {
     return typeof claim === 'string' ? claim : undefined;
   }
 
+  /** The zone and partition the machine is counted in (availability-set mode), if any. */
+  async countedPlacement(
+    model: string,
+    machineId: string,
+  ): Promise<{ zone?: string; partition?: number }> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: machineSk(machineId) },
+        ProjectionExpression: '#zone, #partition',
+        ExpressionAttributeNames: { '#zone': 'countedZone', '#partition': 'countedPartition' },
+        ConsistentRead: true,
+      }),
+    );
+    const zone: unknown = out.Item?.countedZone;
+    const partition: unknown = out.Item?.countedPartition;
+    return {
+      ...(typeof zone === 'string' ? { zone } : {}),
+      ...(typeof partition === 'number' ? { partition } : {}),
+    };
+  }
+
   /** Claims a zone for each request (see ZoneCountStore.claim). */
   claimZones(model: string, requests: readonly ClaimRequest[]): Promise<ClaimResult[]> {
     return this.zones.claim(model, requests);
@@ -136,11 +161,17 @@ export class ProvisioningStore {
             '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
             '#updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
+            (run.placementGroup !== undefined ? ', #group = :group' : '') +
+            (run.partition !== undefined ? ', #partition = :partition' : '') +
             ' REMOVE #zoneClaim' +
-            (run.pricePerHour === undefined ? ', #price' : ''),
+            (run.pricePerHour === undefined ? ', #price' : '') +
+            (run.placementGroup === undefined ? ', #group' : '') +
+            (run.partition === undefined ? ', #partition' : ''),
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: {
             '#price': 'pricePerHour',
+            '#group': 'placementGroup',
+            '#partition': 'partition',
             '#status': 'status',
             '#message': 'message',
             '#instanceId': 'instanceId',
@@ -162,6 +193,8 @@ export class ProvisioningStore {
             ':gsi2pk': machineStatusIndexPk(model, 'running'),
             ':now': new Date().toISOString(),
             ...(run.pricePerHour !== undefined ? { ':price': run.pricePerHour } : {}),
+            ...(run.placementGroup !== undefined ? { ':group': run.placementGroup } : {}),
+            ...(run.partition !== undefined ? { ':partition': run.partition } : {}),
           },
           ReturnValues: 'ALL_NEW',
         }),

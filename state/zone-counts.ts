@@ -11,6 +11,7 @@ import {
   UpdateCommand,
   type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { leastPopulousPartition } from '../core/partitions';
 import { EntityNotFoundError } from './errors';
 import { machineSk, machineStatusIndexPk, modelPk } from './keys';
 import { zoneCountSk } from './provisioning-keys';
@@ -21,6 +22,20 @@ type Item = Record<string, unknown>;
 
 /** Zone → machines of a distribution group in (or claimed for) it. */
 export type ZoneCounts = Record<string, number>;
+
+/** `<zone>#<partition>` → machines of a distribution group in that partition of that zone. */
+export type PartitionCounts = Record<string, number>;
+
+/** The key of a zone's partition in PartitionCounts. */
+export function partitionKey(zone: string, partition: number): string {
+  return `${zone}#${partition}`;
+}
+
+interface CounterState {
+  version: number;
+  counts: ZoneCounts;
+  partitions: PartitionCounts;
+}
 
 /**
  * One machine's zone claim, as the workflow asks for it. `order` sees the
@@ -35,6 +50,12 @@ export interface ClaimRequest {
   order: (population: ZoneCounts) => string[];
   /** Written with the claim in the same update (status `allocating`, its message). */
   status?: { status: string; message: (zone: string) => string };
+  /**
+   * Availability-set mode: the group's placement group has this many
+   * partitions, and the claim also assigns the machine the least populous
+   * of them in the chosen zone (counted in the same counter items).
+   */
+  partitions?: number;
 }
 
 /** The machine went Dead: it must not claim a zone or launch. */
@@ -47,7 +68,8 @@ export class ZoneClaimContendedError extends Error {
   override readonly name = 'ZoneClaimContendedError';
 }
 
-export type ClaimResult = { ok: true; zone: string } | { ok: false; error: unknown };
+export type ClaimResult =
+  { ok: true; zone: string; partition?: number } | { ok: false; error: unknown };
 
 /** The group counter key of a machine's applications; `[]` is the group of bare machines. */
 export function countedGroups(applications: readonly string[]): string[] {
@@ -61,6 +83,8 @@ interface MachineView {
   life?: Life;
   countedZone?: string;
   countedGroups?: string[];
+  /** Availability-set mode: the partition the machine is counted in, within `countedZone`. */
+  countedPartition?: number;
 }
 
 /**
@@ -80,6 +104,12 @@ interface MachineView {
  * A machine hosting several applications counts in each of their groups,
  * and sees the sum of their counts: exact for the usual one application per
  * machine, an approximation of Juju's union of groups otherwise.
+ *
+ * In availability-set mode a claim also assigns a partition: the counter
+ * items keep machines per (zone, partition) beside machines per zone, and
+ * the machine records `countedPartition`, so the zone and the partition are
+ * counted (and given back) in the same writes, least populous first at both
+ * levels, and machines claimed together spread over partitions too.
  */
 export class ZoneCountStore {
   private readonly doc: DynamoDBDocumentClient;
@@ -118,6 +148,19 @@ export class ZoneCountStore {
       }),
     );
     const counts = (out.Item?.counts as ZoneCounts | undefined) ?? {};
+    return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+  }
+
+  /** A group's machines per `<zone>#<partition>` (strongly consistent), for tests. */
+  async partitionCounts(model: string, group: string): Promise<PartitionCounts> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: zoneCountSk(group) },
+        ConsistentRead: true,
+      }),
+    );
+    const counts = (out.Item?.partitions as PartitionCounts | undefined) ?? {};
     return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
   }
 
@@ -168,8 +211,11 @@ export class ZoneCountStore {
     for (const m of machines.values()) for (const g of m.countedGroups ?? []) groups.add(g);
     const counters = await this.readCounters(model, [...groups]);
     const outcomes: Array<ClaimResult | 'again'> = [];
-    const working = new Map(
-      [...counters].map(([g, c]) => [g, { version: c.version, counts: { ...c.counts } }]),
+    const working = new Map<string, CounterState>(
+      [...counters].map(([g, c]) => [
+        g,
+        { version: c.version, counts: { ...c.counts }, partitions: { ...c.partitions } },
+      ]),
     );
     // per chunk: the machines' updates and the counters' states after them
     const chunks: Array<{ indexes: number[]; items: TransactItem[]; touched: Set<string> }> = [];
@@ -197,9 +243,11 @@ export class ZoneCountStore {
         return;
       }
       const mine = countedGroups(request.groups);
-      // a machine moving from an earlier claim leaves its old zone first
+      // a machine moving from an earlier claim leaves its old zone (and partition) first
       if (m.countedZone) {
-        for (const g of m.countedGroups ?? []) bump(working, g, m.countedZone, -1);
+        for (const g of m.countedGroups ?? []) {
+          bump(working, g, m.countedZone, -1, m.countedPartition);
+        }
       }
       const population: ZoneCounts = {};
       for (const g of mine) {
@@ -213,7 +261,9 @@ export class ZoneCountStore {
       } catch (error) {
         // undo the move: this machine keeps what it had
         if (m.countedZone) {
-          for (const g of m.countedGroups ?? []) bump(working, g, m.countedZone, 1);
+          for (const g of m.countedGroups ?? []) {
+            bump(working, g, m.countedZone, 1, m.countedPartition);
+          }
         }
         outcomes[k] = { ok: false, error };
         return;
@@ -222,7 +272,18 @@ export class ZoneCountStore {
         outcomes[k] = { ok: false, error: new Error('no zone to claim') };
         return;
       }
-      for (const g of mine) bump(working, g, zone, 1);
+      let partition: number | undefined;
+      if (request.partitions !== undefined) {
+        const inZone: Record<number, number> = {};
+        for (const g of mine) {
+          const parts = working.get(g)?.partitions ?? {};
+          for (let p = 1; p <= request.partitions; p++) {
+            inZone[p] = (inZone[p] ?? 0) + (parts[partitionKey(zone, p)] ?? 0);
+          }
+        }
+        partition = leastPopulousPartition(inZone, request.partitions);
+      }
+      for (const g of mine) bump(working, g, zone, 1, partition);
       const touched = new Set([...mine, ...(m.countedGroups ?? [])]);
       const wouldTouch = new Set([...chunk.touched, ...touched]);
       if (chunk.items.length > 0 && chunk.items.length + 1 + wouldTouch.size > TRANSACTION_LIMIT) {
@@ -231,8 +292,8 @@ export class ZoneCountStore {
       }
       for (const g of touched) chunk.touched.add(g);
       chunk.indexes.push(k);
-      chunk.items.push(this.machineClaimItem(model, request, m, zone, [...mine], now));
-      outcomes[k] = { ok: true, zone };
+      chunk.items.push(this.machineClaimItem(model, request, m, zone, partition, [...mine], now));
+      outcomes[k] = { ok: true, zone, ...(partition !== undefined ? { partition } : {}) };
     });
     if (chunk.items.length > 0) chunks.push(this.closeChunk(model, chunk, working));
 
@@ -254,25 +315,25 @@ export class ZoneCountStore {
   private closeChunk(
     model: string,
     chunk: { indexes: number[]; items: TransactItem[]; touched: Set<string> },
-    working: Map<string, { version: number; counts: ZoneCounts }>,
+    working: Map<string, CounterState>,
   ): { indexes: number[]; items: TransactItem[]; touched: Set<string> } {
     const items = [...chunk.items];
     for (const g of chunk.touched) {
-      const state = working.get(g) ?? { version: 0, counts: {} };
-      items.push(this.counterPut(model, g, state.version, state.counts));
+      const state = working.get(g) ?? { version: 0, counts: {}, partitions: {} };
+      items.push(this.counterPut(model, g, state));
       // the next chunk expects this chunk's version
-      working.set(g, { version: state.version + 1, counts: state.counts });
+      working.set(g, { ...state, version: state.version + 1 });
     }
     return { ...chunk, items };
   }
 
-  private counterPut(
-    model: string,
-    group: string,
-    expected: number,
-    counts: ZoneCounts,
-  ): TransactItem {
-    const clean = Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
+  private counterPut(model: string, group: string, state: CounterState): TransactItem {
+    const expected = state.version;
+    const clean = Object.fromEntries(Object.entries(state.counts).filter(([, n]) => n > 0));
+    // always a map (possibly empty), so a release can decrement a path in it
+    const partitions = Object.fromEntries(
+      Object.entries(state.partitions).filter(([, n]) => n > 0),
+    );
     return {
       Put: {
         TableName: this.tableName,
@@ -282,6 +343,7 @@ export class ZoneCountStore {
           type: 'zone-counts',
           group,
           counts: clean,
+          partitions,
           version: expected + 1,
         },
         ConditionExpression: expected === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
@@ -300,6 +362,7 @@ export class ZoneCountStore {
     request: ClaimRequest,
     m: MachineView,
     zone: string,
+    partition: number | undefined,
     groups: string[],
     now: string,
   ): TransactItem {
@@ -318,6 +381,14 @@ export class ZoneCountStore {
     };
     let set =
       '#zoneClaim = :zone, #countedZone = :zone, #countedGroups = :groups, #updatedAt = :now';
+    let remove = '';
+    names['#countedPartition'] = 'countedPartition';
+    if (partition !== undefined) {
+      values[':partition'] = partition;
+      set += ', #countedPartition = :partition';
+    } else {
+      remove = ' REMOVE #countedPartition';
+    }
     if (request.status) {
       names['#status'] = 'status';
       names['#message'] = 'message';
@@ -337,7 +408,7 @@ export class ZoneCountStore {
       Update: {
         TableName: this.tableName,
         Key: { pk: modelPk(model), sk: machineSk(request.machineId) },
-        UpdateExpression: `SET ${set}`,
+        UpdateExpression: `SET ${set}${remove}`,
         ConditionExpression: condition,
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
@@ -357,6 +428,7 @@ export class ZoneCountStore {
         '#zoneClaim': 'zoneClaim',
         '#countedZone': 'countedZone',
         '#countedGroups': 'countedGroups',
+        '#countedPartition': 'countedPartition',
         '#updatedAt': 'updatedAt',
       };
       const now = new Date().toISOString();
@@ -385,13 +457,14 @@ export class ZoneCountStore {
         }
       }
       const zone = m.countedZone;
+      const partition = m.countedPartition;
       const items: TransactItem[] = [
         {
           Update: {
             TableName: this.tableName,
             Key: { pk: modelPk(model), sk: machineSk(machineId) },
             UpdateExpression:
-              'REMOVE #zoneClaim, #countedZone, #countedGroups SET #updatedAt = :now',
+              'REMOVE #zoneClaim, #countedZone, #countedGroups, #countedPartition SET #updatedAt = :now',
             ConditionExpression: '#countedZone = :zone',
             ExpressionAttributeNames: names,
             ExpressionAttributeValues: { ':now': now, ':zone': zone },
@@ -401,9 +474,29 @@ export class ZoneCountStore {
           Update: {
             TableName: this.tableName,
             Key: { pk: modelPk(model), sk: zoneCountSk(g) },
-            UpdateExpression: 'SET #counts.#zone = #counts.#zone - :one ADD #version :one',
-            ConditionExpression: '#counts.#zone > :zero',
-            ExpressionAttributeNames: { '#counts': 'counts', '#zone': zone, '#version': 'version' },
+            ...(partition === undefined
+              ? {
+                  UpdateExpression: 'SET #counts.#zone = #counts.#zone - :one ADD #version :one',
+                  ConditionExpression: '#counts.#zone > :zero',
+                  ExpressionAttributeNames: {
+                    '#counts': 'counts',
+                    '#zone': zone,
+                    '#version': 'version',
+                  },
+                }
+              : {
+                  // the partition goes back in the same write as the zone
+                  UpdateExpression:
+                    'SET #counts.#zone = #counts.#zone - :one, #partitions.#part = #partitions.#part - :one ADD #version :one',
+                  ConditionExpression: '#counts.#zone > :zero AND #partitions.#part > :zero',
+                  ExpressionAttributeNames: {
+                    '#counts': 'counts',
+                    '#zone': zone,
+                    '#partitions': 'partitions',
+                    '#part': partitionKey(zone, partition),
+                    '#version': 'version',
+                  },
+                }),
             ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
           },
         })),
@@ -446,11 +539,16 @@ export class ZoneCountStore {
   ): Promise<Map<string, MachineView>> {
     const found = new Map<string, MachineView>();
     const keys = [...new Set(ids)].map((id) => ({ pk: modelPk(model), sk: machineSk(id) }));
-    for (const item of await this.batchGet(keys, 'sk, #life, #countedZone, #countedGroups', {
-      '#life': 'life',
-      '#countedZone': 'countedZone',
-      '#countedGroups': 'countedGroups',
-    })) {
+    for (const item of await this.batchGet(
+      keys,
+      'sk, #life, #countedZone, #countedGroups, #countedPartition',
+      {
+        '#life': 'life',
+        '#countedZone': 'countedZone',
+        '#countedGroups': 'countedGroups',
+        '#countedPartition': 'countedPartition',
+      },
+    )) {
       const id = String(item.sk).slice('MACHINE#'.length);
       found.set(id, {
         exists: true,
@@ -458,6 +556,9 @@ export class ZoneCountStore {
         ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
         ...(Array.isArray(item.countedGroups)
           ? { countedGroups: item.countedGroups as string[] }
+          : {}),
+        ...(typeof item.countedPartition === 'number'
+          ? { countedPartition: item.countedPartition }
           : {}),
       });
     }
@@ -467,18 +568,20 @@ export class ZoneCountStore {
   private async readCounters(
     model: string,
     groups: readonly string[],
-  ): Promise<Map<string, { version: number; counts: ZoneCounts }>> {
-    const out = new Map<string, { version: number; counts: ZoneCounts }>();
-    for (const g of groups) out.set(g, { version: 0, counts: {} });
+  ): Promise<Map<string, CounterState>> {
+    const out = new Map<string, CounterState>();
+    for (const g of groups) out.set(g, { version: 0, counts: {}, partitions: {} });
     const keys = groups.map((g) => ({ pk: modelPk(model), sk: zoneCountSk(g) }));
-    for (const item of await this.batchGet(keys, '#group, #counts, #version', {
+    for (const item of await this.batchGet(keys, '#group, #counts, #partitions, #version', {
       '#group': 'group',
       '#counts': 'counts',
+      '#partitions': 'partitions',
       '#version': 'version',
     })) {
       out.set(String(item.group), {
         version: typeof item.version === 'number' ? item.version : 0,
         counts: { ...((item.counts as ZoneCounts | undefined) ?? {}) },
+        partitions: { ...((item.partitions as PartitionCounts | undefined) ?? {}) },
       });
     }
     return out;
@@ -518,15 +621,20 @@ export class ZoneCountStore {
 }
 
 function bump(
-  working: Map<string, { version: number; counts: ZoneCounts }>,
+  working: Map<string, CounterState>,
   group: string,
   zone: string,
   by: number,
+  partition?: number,
 ): void {
   let state = working.get(group);
   if (!state) {
-    state = { version: 0, counts: {} };
+    state = { version: 0, counts: {}, partitions: {} };
     working.set(group, state);
   }
   state.counts[zone] = Math.max(0, (state.counts[zone] ?? 0) + by);
+  if (partition !== undefined) {
+    const key = partitionKey(zone, partition);
+    state.partitions[key] = Math.max(0, (state.partitions[key] ?? 0) + by);
+  }
 }

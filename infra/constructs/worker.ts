@@ -28,7 +28,11 @@ import { Construct } from 'constructs';
 import { PROJECT_ROOT } from '../bundling';
 import { acknowledge } from '../nag';
 import type { WorkerSettings } from '../config';
-import { ec2WorkerStatements, pricingWorkerStatement } from '../permissions';
+import {
+  ec2WorkerStatements,
+  PLACEMENT_GROUP_PREFIX,
+  pricingWorkerStatement,
+} from '../permissions';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerWorkerProps {
@@ -158,6 +162,11 @@ export class ProvisionerWorker extends Construct {
         `RunInstances and its tagging create or touch ${type}s whose ids are unknown until launch; the statements are conditioned on this deployment's tag or on ec2:CreateAction (infra/permissions.ts)`,
       );
     }
+    acknowledge(
+      taskDefinition,
+      `IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:placement-group/${PLACEMENT_GROUP_PREFIX}*]`,
+      'Availability-set mode creates one partition placement group per application, named when the application is deployed; the grant covers only the names the provisioner gives them (core/partitions.ts)',
+    );
     const taskRole = taskDefinition.taskRole;
     props.table.grantRepositoryAccess(taskRole);
     props.temporalApiKeySecret.grantRead(taskRole);

@@ -169,6 +169,71 @@ describe('zone claims', () => {
     });
   });
 
+  it('availability sets: claims made together assign partitions least populous first within each zone, and releases give them back', async () => {
+    const model = await newModel();
+    const ids = await addMachines(
+      model,
+      Array.from({ length: 14 }, () => ['web']),
+    );
+    const results = await store.claimZones(
+      model,
+      ids.map((id) => ({ ...request(id, ['web']), partitions: 7 })),
+    );
+    const claimed = results.map((r) => {
+      if (!r.ok) throw r.error;
+      return { zone: r.zone, partition: r.partition! };
+    });
+    // 5/5/4 over the zones, then partitions 1..5 (or 1..4) once each in every zone
+    expect(count(claimed.map((c) => c.zone))).toEqual({
+      'us-east-1a': 5,
+      'us-east-1b': 5,
+      'us-east-1c': 4,
+    });
+    for (const zone of ['us-east-1a', 'us-east-1b', 'us-east-1c']) {
+      const parts = claimed.filter((c) => c.zone === zone).map((c) => c.partition);
+      expect(new Set(parts).size).toBe(parts.length);
+      expect(Math.max(...parts)).toBe(parts.length);
+    }
+    expect(await store.countedPlacement(model, ids[0]!)).toEqual(claimed[0]);
+    const partitions = await store.zones.partitionCounts(model, 'web');
+    expect(Object.values(partitions).reduce((x, y) => x + y, 0)).toBe(14);
+    expect(partitions['us-east-1a#1']).toBe(1);
+
+    // a release gives the partition back: the next claim in that zone takes it
+    const first = claimed[0]!;
+    await store.releaseZoneClaim(model, ids[0]!);
+    await store.releaseZoneClaim(model, ids[0]!); // idempotent
+    expect(await store.countedPlacement(model, ids[0]!)).toEqual({});
+    expect(
+      (await store.zones.partitionCounts(model, 'web'))[`${first.zone}#${first.partition}`],
+    ).toBeUndefined();
+    const [again] = await store.claimZones(model, [
+      {
+        machineId: ids[0]!,
+        groups: ['web'],
+        partitions: 7,
+        order: () => [first.zone],
+      },
+    ]);
+    expect(again).toEqual({ ok: true, zone: first.zone, partition: first.partition });
+
+    // racing one at a time over separate claims spreads just the same
+    const more = await addMachines(
+      model,
+      Array.from({ length: 7 }, () => ['db']),
+    );
+    const raced = await Promise.all(
+      more.map(async (id) => {
+        const [r] = await store.claimZones(model, [
+          { machineId: id, groups: ['db'], partitions: 7, order: () => ['us-east-1a'] },
+        ]);
+        if (!r!.ok) throw r!.error;
+        return r!.partition;
+      }),
+    );
+    expect([...raced].sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+  });
+
   it('refuses a claim for a Dead or missing machine, and fails only that claim of a batch', async () => {
     const model = await newModel();
     const [id, alive] = await addMachines(model, [[], []]);

@@ -47,6 +47,24 @@ describe('isZoneSpecific', () => {
     ['InstanceLimitExceeded', 'too many', false],
     ['RequestLimitExceeded', 'slow down', false],
     [undefined, 'availability zone', false],
+    // a partition placement group that cannot take the type or zone: fail over
+    [
+      'Unsupported',
+      "The instance type 't2.micro' is not supported for placement group 'juju-uid-app'.",
+      true,
+    ],
+    [
+      'InvalidParameterCombination',
+      "Placement group 'juju-uid-app' cannot be used in the requested availability zone.",
+      true,
+    ],
+    // a bad partition number or an unknown group is no zone's fault
+    [
+      'InvalidParameterValue',
+      "Partition number must be between 1 and 7 for placement group 'g' (instance type m5.large).",
+      false,
+    ],
+    ['InvalidPlacementGroup.Unknown', "The placement group 'g' is unknown.", false],
   ])('%s (%s) → %s', (code, message, expected) => {
     expect(isZoneSpecific(code, message)).toBe(expected);
   });
@@ -89,6 +107,17 @@ describe('classifyLaunchError', () => {
     expect(out).toBeInstanceOf(ApplicationFailure);
     expect((out as ApplicationFailure).type).toBe(FAILURE.startFailed);
     expect((out as ApplicationFailure).message).toBe('InvalidAMIID.NotFound: no such image');
+  });
+
+  it('makes an unknown placement group (4xx) a start failure: the next attempt creates it', () => {
+    const out = classifyLaunchError(
+      ec2Error('InvalidPlacementGroup.Unknown', 400, "The placement group 'g' is unknown."),
+      'us-east-1a',
+    );
+    expect((out as ApplicationFailure).type).toBe(FAILURE.startFailed);
+    expect((out as ApplicationFailure).details).toEqual([
+      { zone: 'us-east-1a', code: 'InvalidPlacementGroup.Unknown' },
+    ]);
   });
 
   it('hands throttling back unchanged, for the activity retry policy to back off', () => {

@@ -444,12 +444,26 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       expect([...asList(bySid.get('Describe')!.Action)].sort()).toEqual(
         [...EC2_DESCRIBE_ACTIONS].sort(),
       );
+      expect([...asList(bySid.get('ManagePlacementGroups')!.Action)].sort()).toEqual([
+        'ec2:CreatePlacementGroup',
+        'ec2:DeletePlacementGroup',
+      ]);
+      expect(JSON.stringify(bySid.get('ManagePlacementGroups')!.Resource)).toMatch(
+        /:placement-group\/juju-\*"/,
+      );
+      expect(EC2_DESCRIBE_ACTIONS).toContain('ec2:DescribePlacementGroups');
+      // a launch into a placement group touches the group too
+      expect(JSON.stringify(bySid.get('RunInstancesSupportingResources')!.Resource)).toMatch(
+        /:placement-group\/juju-\*"/,
+      );
       const allEc2 = new Set(ec2.flatMap((s) => asList(s.Action)));
       expect([...allEc2].sort()).toEqual(
         [
           'ec2:CreateTags',
           'ec2:RunInstances',
           'ec2:TerminateInstances',
+          'ec2:CreatePlacementGroup',
+          'ec2:DeletePlacementGroup',
           ...EC2_DESCRIBE_ACTIONS,
         ].sort(),
       );
