@@ -525,7 +525,7 @@ describe('launch batches', () => {
       const calls = (await stats()).calls.RunInstances! - (before.calls.RunInstances ?? 0);
       process.stderr.write(`[batch] partial batch: ${calls} RunInstances calls for 6 machines\n`);
     } finally {
-      await kill9(worker!);
+      await kill9(worker);
       worker = await startWorker();
     }
   }, 300_000);
