@@ -1,4 +1,4 @@
-import type { HarvestMode, Hardware, Life, MachineStatus } from '../state/types';
+import type { HarvestMode, Hardware, InstanceState, Life, MachineStatus } from '../state/types';
 
 /** What a machine will be launched as, decided once per provisioning pass. */
 export interface LaunchPlan {
@@ -31,6 +31,8 @@ export interface MachineSnapshot {
   status: MachineStatus;
   message: string;
   instanceId?: string;
+  /** EC2's state of `instanceId` as last recorded (liveness). */
+  instanceStatus?: InstanceState;
   applications: string[];
   /** Manually provisioned (`ssh:`): never launched or terminated. */
   manual: boolean;

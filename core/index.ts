@@ -7,3 +7,4 @@ export * from './placement';
 export * from './base';
 export * from './instance-types';
 export * from './zones';
+export * from './liveness';
