@@ -70,4 +70,10 @@ export interface SweepReport {
   terminated: string[];
   /** Machines whose workflow was missing and has been started again. */
   restarted: string[];
+  /** Instance states that differ from the record (`machine:instance:state`), signalled to the workflows. */
+  instanceChanges: string[];
+  /** Machines whose instance this sweep saw lost (they go `down`). */
+  lost: string[];
+  /** Machines given a new instance by the sweep (`reprovisionLost`). */
+  reprovisioned: string[];
 }

@@ -83,6 +83,8 @@ export function instanceChanges(
   const changes: InstanceChange[] = [];
   for (const m of machines) {
     if (!m.instanceId || m.manual || m.life === 'dead') continue;
+    // EC2's listing is eventually consistent: a just-launched instance may be missing for a while
+    if (!observed.has(m.instanceId) && m.instanceStatus === 'pending') continue;
     const state = observed.get(m.instanceId) ?? 'unknown';
     const downAlready = m.status === 'down';
     // a lost instance on a machine not yet `down` is a change even if the state was recorded

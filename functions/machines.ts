@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { serviceContext } from '../service/context';
-import { addMachines, retryMachine } from '../service/machines';
+import { addMachines, reprovisionMachine, retryMachine } from '../service/machines';
 import { destroyMachine } from '../service/removal';
 import { getMachine } from '../service/status';
 import { BadRequestError } from './errors';
@@ -52,6 +52,10 @@ export const handler = createHandler({
       param(req, 'id'),
       constraints,
     );
+    return { status: 202 };
+  },
+  'POST /v1/models/{model}/machines/{id}/reprovision': async (req) => {
+    await reprovisionMachine(serviceContext(req.step), param(req, 'model'), param(req, 'id'));
     return { status: 202 };
   },
 });
