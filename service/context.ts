@@ -38,7 +38,7 @@ export function requestStep<T>(
   return ctx.step ? ctx.step(name, run) : run();
 }
 
-async function temporalApiKey(): Promise<string | undefined> {
+export async function temporalApiKey(): Promise<string | undefined> {
   const arn = process.env.TEMPORAL_API_KEY_SECRET_ARN;
   if (!arn) return undefined;
   const out = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
