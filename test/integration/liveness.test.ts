@@ -83,8 +83,11 @@ describe('an instance terminated behind the provisioner’s back', () => {
     const { model, instanceId } = await runningMachine('live');
     const res = await api.post(`/v1/models/${model}/machines/0/reprovision`, {});
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({
-      message: `machine 0 has a live instance "${instanceId}" (running)`,
+    expect(res.body).toEqual({
+      error: {
+        code: 'conflict',
+        message: `machine 0 has a live instance "${instanceId}" (running)`,
+      },
     });
   });
 
@@ -117,8 +120,11 @@ describe('an instance terminated behind the provisioner’s back', () => {
     });
     const res = await api.post(`/v1/models/${model}/machines/0/reprovision`, {});
     expect(res.status).toBe(409);
-    expect(res.body).toMatchObject({
-      message: `machine 0 has a live instance "${instanceId}" (stopped)`,
+    expect(res.body).toEqual({
+      error: {
+        code: 'conflict',
+        message: `machine 0 has a live instance "${instanceId}" (stopped)`,
+      },
     });
   });
 
