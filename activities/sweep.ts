@@ -315,7 +315,8 @@ export function sweepActivities(deps: ActivityDeps) {
         // `none` and `destroyed` never harvest unknown instances: only the recorded ones are asked about
         machines = await deps.store.machines(model);
         const ids = watched(machines).map((m) => m.instanceId!);
-        observed = ids.length > 0 ? await instanceStates(ec2, ids) : new Map<string, InstanceState>();
+        observed =
+          ids.length > 0 ? await instanceStates(ec2, ids) : new Map<string, InstanceState>();
       }
       const reprovisioned = record.reprovisionLost
         ? await reprovisionLost(model, machines, observed)
