@@ -1,4 +1,4 @@
-import { isContainerMachineId, placementGroupName } from '../core';
+import { isContainerMachineId, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
 import type { Life } from '../state/types';
 import { orMachineGone } from './failures';
@@ -97,6 +97,7 @@ export function recordActivities(
         status: machine.status,
         message: machine.message,
         ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
+        ...(machine.instanceStatus ? { instanceStatus: machine.instanceStatus } : {}),
         applications: [...(machine.applications ?? [])],
         manual: machine.manual === true || machine.placement?.startsWith('ssh:') === true,
         container: isContainerMachineId(machine.id),
@@ -113,6 +114,17 @@ export function recordActivities(
           message: update.message,
         }),
       );
+    },
+
+    /**
+     * Records EC2's state of the machine's instance (liveness); a lost one
+     * puts the machine `down`. False when the machine no longer records that
+     * instance (reprovisioned, removed): nothing was written.
+     */
+    async recordInstanceState(
+      input: MachineRef & { instanceId: string; state: InstanceState },
+    ): Promise<boolean> {
+      return store.recordInstanceState(input.model, input.machineId, input.instanceId, input.state);
     },
 
     /** Gives up the machine's zone claim after a failure. */

@@ -1,7 +1,14 @@
 import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
-import { isContainerMachineId } from '../core';
-import { EntityNotFoundError } from '../state/errors';
+import {
+  instanceChanges,
+  isConfirmedGone,
+  isContainerMachineId,
+  isLost,
+  type InstanceChange,
+  type InstanceState,
+} from '../core';
+import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import type { Life, MachineStatus } from '../state/types';
 import {
   MACHINE_WORKFLOW_TYPE,
@@ -10,7 +17,14 @@ import {
 } from '../workflows/search-attributes';
 import type { ActivityDeps } from './deps';
 import { alignSweepInterval, removeModelSweep } from './schedules';
-import { TAG_MACHINE, liveInstancesTagged, tagValue } from './tags';
+import {
+  LIVE_STATES,
+  TAG_MACHINE,
+  instanceState,
+  instanceStates,
+  instancesTaggedAnyState,
+  tagValue,
+} from './tags';
 import type { SweepReport } from './types';
 
 export interface SweptInstance {
@@ -25,6 +39,30 @@ export interface SweptMachine {
   life: Life;
   status: MachineStatus;
   instanceId?: string;
+  instanceStatus?: InstanceState;
+  manual?: boolean;
+}
+
+/**
+ * The machines the sweep reprovisions by itself (`reprovisionLost`): alive,
+ * their instance confirmed gone by this sweep's own look at EC2, at most
+ * `cap` per sweep so a region-wide event does not stampede.
+ */
+export function selectReprovisions(input: {
+  machines: readonly SweptMachine[];
+  observed: ReadonlyMap<string, InstanceState>;
+  cap: number;
+}): Array<{ machineId: string; instanceId: string }> {
+  return input.machines
+    .filter(
+      (m) =>
+        m.life === 'alive' &&
+        !m.manual &&
+        m.instanceId !== undefined &&
+        isConfirmedGone(input.observed.get(m.instanceId) ?? 'unknown'),
+    )
+    .slice(0, input.cap)
+    .map((m) => ({ machineId: m.id, instanceId: m.instanceId! }));
 }
 
 /**
@@ -142,7 +180,63 @@ export function sweepActivities(deps: ActivityDeps) {
 
   async function modelGone(model: string): Promise<SweepReport> {
     if (deps.temporal) await removeModelSweep(deps.temporal, model);
-    return { model, modelGone: true, strays: [], terminated: [], restarted: [] };
+    return {
+      model,
+      modelGone: true,
+      strays: [],
+      terminated: [],
+      restarted: [],
+      instanceChanges: [],
+      lost: [],
+      reprovisioned: [],
+    };
+  }
+
+  async function signal(model: string, machineId: string, name: string, args: unknown[]) {
+    if (!deps.temporal) return;
+    try {
+      await deps.temporal.workflow
+        .getHandle(machineWorkflowId(model, machineId))
+        .signal(name, ...args);
+    } catch (err) {
+      // no workflow: reconcile starts one, and the next sweep tells it
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+
+  /** Tells each machine's workflow what EC2 says of its instance; the workflow records it. */
+  async function signalChanges(model: string, changes: readonly InstanceChange[]): Promise<void> {
+    for (const c of changes) {
+      await signal(model, c.machineId, 'instanceState', [
+        { instanceId: c.instanceId, state: c.state },
+      ]);
+    }
+  }
+
+  /** `reprovisionLost`: machines whose instance this sweep saw gone get a new one (capped). */
+  async function reprovisionLost(
+    model: string,
+    machines: readonly SweptMachine[],
+    observed: ReadonlyMap<string, InstanceState>,
+  ): Promise<string[]> {
+    const done: string[] = [];
+    const chosen = selectReprovisions({
+      machines: watched(machines),
+      observed,
+      cap: deps.tuning.reprovisionCap,
+    });
+    for (const { machineId, instanceId } of chosen) {
+      try {
+        await deps.repo.resetForReprovision(model, machineId, instanceId);
+      } catch (err) {
+        // changed meanwhile (removed, Dead, already reprovisioned): the next sweep looks again
+        if (err instanceof EntityConflictError || err instanceof EntityNotFoundError) continue;
+        throw err;
+      }
+      await signal(model, machineId, 'retry', []);
+      done.push(machineId);
+    }
+    return done;
   }
 
   return {
@@ -164,19 +258,40 @@ export function sweepActivities(deps: ActivityDeps) {
       }
       let strays: string[] = [];
       let terminated: string[] = [];
-      let machines;
+      const { ec2 } = deps.ec2ForRegion(record.region);
+      let machines: SweptMachine[];
+      let observed: Map<string, InstanceState>;
       if (harvestsStrays(record.harvestMode)) {
-        const { ec2 } = deps.ec2ForRegion(record.region);
         // Instances first, then machines: a launch recorded in between is seen as owned.
-        const instances = await liveInstancesTagged(ec2, {
+        // One listing (any state) serves both strays and liveness.
+        const instances = await instancesTaggedAnyState(ec2, {
           deployment: deps.deployment,
           model,
           ...(record.uid ? { modelUid: record.uid } : {}),
         });
         machines = await deps.store.machines(model);
+        observed = new Map(
+          instances.flatMap((i) => {
+            const state = instanceState(i);
+            return i.InstanceId && state ? [[i.InstanceId, state] as const] : [];
+          }),
+        );
+        // a recorded instance missing from the listing (launched after it, or gone):
+        // asked by id, unless it was already seen gone
+        const missing = watched(machines).filter(
+          (m) => !observed.has(m.instanceId!) && m.instanceStatus !== 'unknown',
+        );
+        if (missing.length > 0) {
+          for (const [id, state] of await instanceStates(
+            ec2,
+            missing.map((m) => m.instanceId!),
+          )) {
+            observed.set(id, state);
+          }
+        }
         strays = selectStrays({
           instances: instances.flatMap((i) =>
-            i.InstanceId
+            i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? '')
               ? [
                   {
                     instanceId: i.InstanceId,
@@ -197,9 +312,20 @@ export function sweepActivities(deps: ActivityDeps) {
           await ec2.send(new TerminateInstancesCommand({ InstanceIds: terminated }));
         }
       } else {
-        // `none` and `destroyed` never harvest unknown instances: EC2 need not be asked.
+        // `none` and `destroyed` never harvest unknown instances: only the recorded ones are asked about
         machines = await deps.store.machines(model);
+        const ids = watched(machines).map((m) => m.instanceId!);
+        observed =
+          ids.length > 0 ? await instanceStates(ec2, ids) : new Map<string, InstanceState>();
       }
+      const reprovisioned = record.reprovisionLost
+        ? await reprovisionLost(model, machines, observed)
+        : [];
+      const changes = instanceChanges(
+        machines.filter((m) => !reprovisioned.includes(m.id)),
+        observed,
+      );
+      await signalChanges(model, changes);
       const restarted = await reconcile(model, machines);
       if (deps.temporal && input.intervalMs !== deps.tuning.sweepIntervalMs) {
         // The worker's PROVISIONER_SWEEP_INTERVAL is the one that counts.
@@ -214,7 +340,18 @@ export function sweepActivities(deps: ActivityDeps) {
         strays,
         terminated,
         restarted,
+        instanceChanges: changes.map((c) => `${c.machineId}:${c.instanceId}:${c.state}`),
+        lost: changes.filter((c) => isLost(c.state)).map((c) => c.machineId),
+        reprovisioned,
       };
     },
   };
+}
+
+/** Machines whose instance liveness watches: launched by us, with an instance recorded, not Dead. */
+function watched(machines: readonly SweptMachine[]): SweptMachine[] {
+  return machines.filter(
+    (m) =>
+      m.instanceId !== undefined && !m.manual && !isContainerMachineId(m.id) && m.life !== 'dead',
+  );
 }

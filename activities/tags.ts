@@ -5,6 +5,7 @@ import {
   type Filter,
   type Instance,
 } from '@aws-sdk/client-ec2';
+import { batches, isInstanceState, type InstanceState } from '../core/liveness';
 
 /** Tags on every instance the provisioner launches. */
 export const TAG_MODEL = 'provisioner:model';
@@ -89,4 +90,62 @@ export async function notTerminated(
     .flatMap((r) => r.Instances ?? [])
     .filter((i) => i.State?.Name !== 'terminated')
     .flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
+}
+
+/** EC2's state of an instance, as the liveness checks name it. */
+export function instanceState(instance: Instance): InstanceState | undefined {
+  const name = instance.State?.Name;
+  return isInstanceState(name) ? name : undefined;
+}
+
+/**
+ * EC2's state of each of `instanceIds` that EC2 still lists, in batches of up
+ * to 1,000 ids per DescribeInstances call. The ids go in an `instance-id`
+ * filter, not `InstanceIds`: EC2 answers InvalidInstanceID.NotFound for a
+ * whole call when one id is unknown, while a filter just leaves it out (the
+ * caller counts an id missing from the answer as `unknown`).
+ */
+export async function instanceStates(
+  ec2: EC2Client,
+  instanceIds: readonly string[],
+): Promise<Map<string, InstanceState>> {
+  const states = new Map<string, InstanceState>();
+  for (const batch of batches([...new Set(instanceIds)], 1000)) {
+    const pages = paginateDescribeInstances(
+      { client: ec2, pageSize: 1000 },
+      { Filters: [{ Name: 'instance-id', Values: batch }] },
+    );
+    for await (const page of pages) {
+      for (const i of (page.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
+        const state = instanceState(i);
+        if (i.InstanceId && state) states.set(i.InstanceId, state);
+      }
+    }
+  }
+  return states;
+}
+
+/**
+ * Every instance of this deployment tagged for one model, in any state (the
+ * sweep's one listing serves both strays and liveness), pages of 1,000.
+ */
+export async function instancesTaggedAnyState(
+  ec2: EC2Client,
+  scope: { deployment: string; model: string; modelUid?: string },
+): Promise<Instance[]> {
+  const filters: Filter[] = [
+    { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
+    { Name: `tag:${TAG_MODEL}`, Values: [scope.model] },
+  ];
+  if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
+  const found: Instance[] = [];
+  const pages = paginateDescribeInstances({ client: ec2, pageSize: 1000 }, { Filters: filters });
+  for await (const page of pages) {
+    for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
+  }
+  return found.sort(
+    (a, b) =>
+      (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
+      (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
+  );
 }

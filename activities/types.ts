@@ -1,4 +1,4 @@
-import type { HarvestMode, Hardware, Life, MachineStatus } from '../state/types';
+import type { HarvestMode, Hardware, InstanceState, Life, MachineStatus } from '../state/types';
 
 /** What a machine will be launched as, decided once per provisioning pass. */
 export interface LaunchPlan {
@@ -37,6 +37,8 @@ export interface MachineSnapshot {
   status: MachineStatus;
   message: string;
   instanceId?: string;
+  /** EC2's state of `instanceId` as last recorded (liveness). */
+  instanceStatus?: InstanceState;
   applications: string[];
   /** Manually provisioned (`ssh:`): never launched or terminated. */
   manual: boolean;
@@ -77,4 +79,10 @@ export interface SweepReport {
   terminated: string[];
   /** Machines whose workflow was missing and has been started again. */
   restarted: string[];
+  /** Instance states that differ from the record (`machine:instance:state`), signalled to the workflows. */
+  instanceChanges: string[];
+  /** Machines whose instance this sweep saw lost (they go `down`). */
+  lost: string[];
+  /** Machines given a new instance by the sweep (`reprovisionLost`). */
+  reprovisioned: string[];
 }

@@ -97,6 +97,8 @@ export interface ProvisioningTuning {
   /** RunInstances calls the worker makes at once per region, then per second (EC2's published bucket: 5, 2). */
   launchBurst: number;
   launchRatePerSecond: number;
+  /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
+  reprovisionCap: number;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -111,6 +113,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     zoneCacheMs: Math.min(zeroableDurationEnv('PROVISIONER_ZONE_CACHE', '5s', env), 5_000),
     launchBurst: positiveIntEnv('PROVISIONER_LAUNCH_BURST', 5, env),
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
+    reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
   };
 }
 

@@ -8,3 +8,4 @@ export * from './base';
 export * from './instance-types';
 export * from './zones';
 export * from './partitions';
+export * from './liveness';

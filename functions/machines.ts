@@ -1,5 +1,5 @@
 import { serviceContext } from '../service/context';
-import { addMachines, retryMachine } from '../service/machines';
+import { addMachines, reprovisionMachine, retryMachine } from '../service/machines';
 import { destroyMachine } from '../service/removal';
 import { getMachine } from '../service/status';
 import { BadRequestError } from './errors';
@@ -46,6 +46,10 @@ export const handler = createHandler(
         param(req, 'id'),
         constraints,
       );
+      return { status: 202 };
+    },
+    'POST /v1/models/{model}/machines/{id}/reprovision': async (req) => {
+      await reprovisionMachine(serviceContext(req.step), param(req, 'model'), param(req, 'id'));
       return { status: 202 };
     },
   }),

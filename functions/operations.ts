@@ -205,6 +205,17 @@ export const OPERATIONS = {
     },
   },
 
+  'POST /v1/models/{model}/machines/{id}/reprovision': {
+    summary: 'Give a machine whose instance is gone a new instance',
+    description:
+      'Juju’s reprovision-machine: only when EC2 confirms the instance is terminated or no longer listed; the same machine and units get a new instance. A live instance, or EC2 that cannot be asked, is a 409.',
+    success: accepted('A new instance is being provisioned.'),
+    errors: {
+      404: ['not-found'],
+      409: ['conflict'],
+    },
+  },
+
   'GET /v1/models/{model}/status': {
     summary: 'Model status',
     success: { status: 200, description: 'The model’s machines and applications.', schema: Status },

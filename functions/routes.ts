@@ -50,6 +50,7 @@ export const ROUTES = [
   { method: 'GET', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
   { method: 'DELETE', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
   { method: 'POST', path: '/v1/models/{model}/machines/{id}/retry', group: 'machines' },
+  { method: 'POST', path: '/v1/models/{model}/machines/{id}/reprovision', group: 'machines' },
 
   { method: 'GET', path: '/v1/models/{model}/status', group: 'status' },
 ] as const satisfies readonly Route[];

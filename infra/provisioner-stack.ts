@@ -1,10 +1,12 @@
 import { Annotations, CfnOutput, RemovalPolicy, Stack, Tags, type StackProps } from 'aws-cdk-lib';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { DEFAULT_TABLE_NAME } from '../state/schema';
 import { ACCOUNT_PLACEHOLDER, deploymentId, temporalUiUrl, type EnvironmentConfig } from './config';
 import { ProvisionerAlarms } from './constructs/alarms';
 import { ProvisionerApi } from './constructs/api';
+import { InstanceEvents } from './constructs/instance-events';
 import { SearchAttributes } from './constructs/search-attributes';
 import { StateTable } from './constructs/state-table';
 import { ProvisionerWorker } from './constructs/worker';
@@ -14,12 +16,13 @@ export interface ProvisionerStackProps extends StackProps {
   config: EnvironmentConfig;
 }
 
-/** Everything one environment runs: table, API, worker, search attributes, alarms. */
+/** Everything one environment runs: table, API, worker, EC2 state-change events, search attributes, alarms. */
 export class ProvisionerStack extends Stack {
   readonly config: EnvironmentConfig;
   readonly table: StateTable;
   readonly api: ProvisionerApi;
   readonly worker: ProvisionerWorker;
+  readonly instanceEvents: InstanceEvents;
   readonly searchAttributes: SearchAttributes;
   readonly alarms: ProvisionerAlarms;
   readonly apiTokenSecret: Secret;
@@ -107,9 +110,20 @@ export class ProvisionerStack extends Stack {
     // Workflows set the attributes from their first task: register them before any worker polls.
     this.worker.service.node.addDependency(this.searchAttributes.resource);
 
+    this.instanceEvents = new InstanceEvents(this, 'InstanceEvents', {
+      table: this.table,
+      environment: runtimeEnvironment,
+      temporalApiKeySecret: this.temporalApiKeySecret,
+      deployment,
+      logRetention: config.logRetention,
+    });
+
     this.alarms = new ProvisionerAlarms(this, 'Alarms', {
       alarmEmail: config.alarmEmail,
-      functions: this.api.functions,
+      functions: new Map<string, IFunction>([
+        ...this.api.functions,
+        ['instanceEvents', this.instanceEvents.function] as const,
+      ]),
       table: this.table.table,
       api: this.api.api,
       worker: this.worker,

@@ -84,8 +84,19 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
   });
 }
 
+/**
+ * How long an idle keep-alive connection stays open. Node's default (5 s) is
+ * shorter than a busy client may go without looking at its sockets: a client
+ * whose event loop was blocked (a test runner compiling a file, a loaded
+ * machine) reuses a pooled connection the server closed meanwhile, and its
+ * request fails with "other side closed". API Gateway keeps idle connections
+ * far longer; so does this server (undici's fetch closes its own idle sockets
+ * a second before the server's advertised timeout).
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Server {
-  return createServer((req, res) => {
+  const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -113,4 +124,8 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
       );
     });
   });
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  // a request's headers may take no longer than an idle connection may wait for them
+  server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
+  return server;
 }

@@ -6,6 +6,7 @@ import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
 import { TASK_QUEUE } from '../workflows/search-attributes';
 import { Repository } from '../state/repository';
+import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Regions, type RegionCheck } from './regions';
 import { TemporalMachineWorkflows, type MachineWorkflows } from './workflows';
 
@@ -16,6 +17,8 @@ export interface ServiceContext {
   defaultRegion: string;
   /** The regions EC2 offers; absent (tests), only a region's shape is checked. */
   regions?: RegionCheck;
+  /** EC2's state of an instance (reprovision); absent (tests), reprovision is refused. */
+  instances?: InstanceLookup;
   now(): Date;
   log: Pick<Logger, 'warn' | 'info' | 'error'>;
   /**
@@ -35,7 +38,7 @@ export function requestStep<T>(
   return ctx.step ? ctx.step(name, run) : run();
 }
 
-async function temporalApiKey(): Promise<string | undefined> {
+export async function temporalApiKey(): Promise<string | undefined> {
   const arn = process.env.TEMPORAL_API_KEY_SECRET_ARN;
   if (!arn) return undefined;
   const out = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
@@ -77,6 +80,7 @@ function sharedContext(): ServiceContext {
     ),
     defaultRegion: endpoints.region,
     regions: Ec2Regions.fromEndpoint(endpoints.region, endpoints.ec2Endpoint),
+    instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
     now: () => new Date(),
     log: logger,
   };

@@ -1,3 +1,4 @@
+import { isConfirmedGone, liveInstanceMessage } from '../core/liveness';
 import { BadRequestError } from '../functions/errors';
 import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 import { machineItem, machineKey } from '../state/repository';
@@ -164,5 +165,49 @@ export async function retryMachine(
       throw err;
     }
   }
+  await ctx.workflows.signal(model, id, 'retry');
+}
+
+/**
+ * reprovision (Juju's reprovision-machine): only once EC2 confirms the
+ * machine's instance is gone (terminated, or no longer listed); any failure
+ * to ask EC2 refuses (fail closed). The machine keeps its id, base,
+ * constraints and units; its old instance is forgotten (never adopted again:
+ * a terminated instance is not live) and its workflow launches a new one
+ * through the normal zone choice.
+ */
+export async function reprovisionMachine(
+  ctx: ServiceContext,
+  model: string,
+  id: string,
+): Promise<void> {
+  const modelRecord = await ctx.repo.getModel(model);
+  const machine = await ctx.repo.getMachine(model, id);
+  if (machine.life !== 'alive') throw new EntityConflictError(`machine ${id} is being destroyed`);
+  if (!isProvisioned(machine)) {
+    throw new EntityConflictError(`machine ${id} is not provisioned by the provisioner`);
+  }
+  const instanceId = machine.instanceId;
+  if (!instanceId) {
+    throw new EntityConflictError(`machine ${id} has no instance to replace (${machine.status})`);
+  }
+  if (!ctx.instances) {
+    throw new EntityConflictError(`cannot confirm instance "${instanceId}" is gone: EC2 unknown`);
+  }
+  let state;
+  try {
+    state = await ctx.instances.state(modelRecord.region, instanceId);
+  } catch (err) {
+    throw new EntityConflictError(
+      `cannot confirm instance "${instanceId}" is gone: EC2 could not be asked (${
+        err instanceof Error ? err.name : String(err)
+      })`,
+    );
+  }
+  if (!isConfirmedGone(state)) {
+    throw new EntityConflictError(liveInstanceMessage(id, instanceId, state));
+  }
+  await ctx.repo.resetForReprovision(model, id, instanceId);
+  ctx.log.info('reprovisioning', { model, machineId: id, instanceId, state });
   await ctx.workflows.signal(model, id, 'retry');
 }

@@ -37,6 +37,7 @@ export function machineView(m: MachineRecord): MachineView {
     status: m.status,
     message: m.message,
     ...(m.instanceId ? { instanceId: m.instanceId } : {}),
+    ...(m.instanceId && m.instanceStatus ? { instanceStatus: m.instanceStatus } : {}),
     ...(m.imageId ? { imageId: m.imageId } : {}),
     ...(m.zone ? { zone: m.zone } : {}),
     ...(m.instanceType ? { instanceType: m.instanceType } : {}),
@@ -50,12 +51,12 @@ export function machineView(m: MachineRecord): MachineView {
   };
 }
 
-/** A unit's status follows its machine: deployed once the machine runs, error when it failed. */
+/** A unit's status follows its machine: deployed once the machine runs, error when it failed or its instance was lost. */
 export function unitStatus(
   machine: MachineRecord | undefined,
 ): 'allocating' | 'deployed' | 'error' {
   if (machine?.status === 'running') return 'deployed';
-  if (machine?.status === 'error') return 'error';
+  if (machine?.status === 'error' || machine?.status === 'down') return 'error';
   return 'allocating';
 }
 

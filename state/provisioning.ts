@@ -12,6 +12,12 @@ import {
   UpdateCommand,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import {
+  instanceStateMessage,
+  isInstanceState,
+  isLost,
+  type InstanceState,
+} from '../core/liveness';
 import { EntityConflictError, EntityNotFoundError } from './errors';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
 import type { Hardware, Life, MachineRecord } from './types';
@@ -159,7 +165,7 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
             '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
-            '#updatedAt = :now' +
+            '#instanceStatus = :pending, #updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
             (run.placementGroup !== undefined ? ', #group = :group' : '') +
             (run.partition !== undefined ? ', #partition = :partition' : '') +
@@ -179,10 +185,13 @@ export class ProvisioningStore {
             '#zone': 'zone',
             '#instanceType': 'instanceType',
             '#hardware': 'hardware',
+            '#instanceStatus': 'instanceStatus',
             '#updatedAt': 'updatedAt',
             '#zoneClaim': 'zoneClaim',
           },
           ExpressionAttributeValues: {
+            // EC2 says `pending` right after a launch; liveness moves it on
+            ':pending': 'pending',
             ':status': 'running',
             ':empty': '',
             ':instanceId': run.instanceId,
@@ -333,13 +342,18 @@ export class ProvisioningStore {
   /** The model's machines, for the sweep (strongly consistent). */
   async machines(
     model: string,
-  ): Promise<Array<Pick<MachineRecord, 'id' | 'life' | 'status' | 'instanceId' | 'manual'>>> {
+  ): Promise<
+    Array<
+      Pick<MachineRecord, 'id' | 'life' | 'status' | 'instanceId' | 'manual' | 'instanceStatus'>
+    >
+  > {
     const items = await this.queryAll({
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
-      ProjectionExpression: '#id, #life, #status, #instanceId, #manual',
+      ProjectionExpression: '#id, #life, #status, #instanceId, #manual, #instanceStatus',
       ExpressionAttributeNames: {
+        '#instanceStatus': 'instanceStatus',
         '#id': 'id',
         '#life': 'life',
         '#status': 'status',
@@ -354,7 +368,136 @@ export class ProvisioningStore {
       status: i.status as MachineRecord['status'],
       ...(typeof i.instanceId === 'string' ? { instanceId: i.instanceId } : {}),
       ...(i.manual === true ? { manual: true } : {}),
+      ...(isInstanceState(i.instanceStatus) ? { instanceStatus: i.instanceStatus } : {}),
     }));
+  }
+
+  /**
+   * Records EC2's state of the machine's instance (liveness), only while the
+   * machine still records that instance. A lost instance (API.md) puts an
+   * alive `running` machine `down` with a message naming it; a state that is
+   * live again brings a `down` machine back to `running`. Returns whether the
+   * write applied (false: another instance, or the machine is gone).
+   */
+  async recordInstanceState(
+    model: string,
+    machineId: string,
+    instanceId: string,
+    state: InstanceState,
+  ): Promise<boolean> {
+    const key = { pk: modelPk(model), sk: machineSk(machineId) };
+    const now = new Date().toISOString();
+    const message = instanceStateMessage(instanceId, state);
+    const status = isLost(state) ? 'down' : 'running';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression:
+            'SET #instanceStatus = :state, #status = :status, #message = :message, ' +
+            'gsi2pk = :gsi2pk, #updatedAt = :now',
+          ConditionExpression:
+            '#instanceId = :instanceId AND #life = :alive AND #status IN (:running, :down)',
+          ExpressionAttributeNames: {
+            '#instanceStatus': 'instanceStatus',
+            '#instanceId': 'instanceId',
+            '#status': 'status',
+            '#message': 'message',
+            '#life': 'life',
+            '#updatedAt': 'updatedAt',
+          },
+          ExpressionAttributeValues: {
+            ':state': state,
+            ':status': status,
+            ':message': message,
+            ':gsi2pk': machineStatusIndexPk(model, status),
+            ':instanceId': instanceId,
+            ':alive': 'alive',
+            ':running': 'running',
+            ':down': 'down',
+            ':now': now,
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+    }
+    // dying or Dead (teardown owns the status): the state alone, still only for that instance
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: key,
+          UpdateExpression: 'SET #instanceStatus = :state, #updatedAt = :now',
+          ConditionExpression: '#instanceId = :instanceId',
+          ExpressionAttributeNames: {
+            '#instanceStatus': 'instanceStatus',
+            '#instanceId': 'instanceId',
+            '#updatedAt': 'updatedAt',
+          },
+          ExpressionAttributeValues: { ':state': state, ':instanceId': instanceId, ':now': now },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Reprovision (Juju's reprovision-machine): forgets the machine's lost
+   * instance — only if it still records `instanceId` and is alive — so its
+   * workflow launches a new one through the normal zone choice; the machine
+   * leaves its old zone's counts. Throws EntityConflictError when the machine
+   * changed meanwhile.
+   */
+  async resetForReprovision(model: string, machineId: string, instanceId: string): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression:
+            'SET #status = :pending, #message = :empty, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
+            '#price, #placementGroup, #partition',
+          ConditionExpression: '#instanceId = :instanceId AND #life = :alive',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#message': 'message',
+            '#updatedAt': 'updatedAt',
+            '#instanceId': 'instanceId',
+            '#imageId': 'imageId',
+            '#zone': 'zone',
+            '#instanceType': 'instanceType',
+            '#hardware': 'hardware',
+            '#instanceStatus': 'instanceStatus',
+            '#price': 'pricePerHour',
+            '#placementGroup': 'placementGroup',
+            '#partition': 'partition',
+            '#life': 'life',
+          },
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':empty': '',
+            ':gsi2pk': machineStatusIndexPk(model, 'pending'),
+            ':now': new Date().toISOString(),
+            ':instanceId': instanceId,
+            ':alive': 'alive',
+          },
+        }),
+      );
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) {
+        throw new EntityConflictError(`machine ${machineId} changed meanwhile`);
+      }
+      throw err;
+    }
+    // out of its old zone's counts: the new instance is counted where it lands
+    await this.zones.release(model, machineId);
   }
 
   private async queryAll(input: QueryCommandInput): Promise<Item[]> {

@@ -1,12 +1,12 @@
+import type { InstanceState } from '../core/liveness';
+
+export type { InstanceState } from '../core/liveness';
+
 export type HarvestMode = 'none' | 'unknown' | 'destroyed' | 'all';
 export const HARVEST_MODES: readonly HarvestMode[] = ['none', 'unknown', 'destroyed', 'all'];
 
 export type Life = 'alive' | 'dying' | 'dead';
 export type MachineStatus = 'pending' | 'allocating' | 'running' | 'error' | 'down' | 'stopping';
-
-/** EC2's instance state as the provisioner last saw it; `unknown` when EC2 no longer lists the instance. */
-export type InstanceState =
-  'pending' | 'running' | 'stopping' | 'stopped' | 'shutting-down' | 'terminated' | 'unknown';
 
 export interface ModelRecord {
   name: string;

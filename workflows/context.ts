@@ -1,7 +1,8 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
+import type { InstanceState } from '../core/liveness';
 import type { MachineStatus } from '../state/types';
-import type { ProvisioningState } from './definitions';
+import type { InstanceObservation, ProvisioningState } from './definitions';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 
 /** What one run of a machine workflow shares between its phases. */
@@ -10,7 +11,7 @@ export interface MachineContext {
   machineId: string;
   state: ProvisioningState;
   /** Set by signal handlers, consumed by the workflow. */
-  signals: { retry: boolean; destroy: boolean };
+  signals: { retry: boolean; destroy: boolean; instance?: InstanceObservation };
   tuning: { startAttempts: number; retryDelayMs: number };
   /** Quick steps run as local activities (workflows started since batched launches). */
   local: boolean;
@@ -27,6 +28,7 @@ export interface Published {
   status?: MachineStatus;
   zone?: string | null;
   applications?: string;
+  instanceStatus?: InstanceState | null;
 }
 
 /**
@@ -36,7 +38,13 @@ export interface Published {
  */
 export function publish(
   ctx: MachineContext,
-  changes: { status?: MachineStatus; zone?: string | null; applications?: readonly string[] },
+  changes: {
+    status?: MachineStatus;
+    zone?: string | null;
+    applications?: readonly string[];
+    /** Only from workflows with the INSTANCE_LIVENESS patch. */
+    instanceStatus?: InstanceState | null;
+  },
 ): void {
   const pairs: SearchAttributeUpdatePair[] = [];
   const { published } = ctx;
@@ -47,6 +55,10 @@ export function publish(
   if (changes.zone !== undefined && changes.zone !== published.zone) {
     pairs.push({ key: SEARCH_ATTRIBUTES.zone, value: changes.zone });
     published.zone = changes.zone;
+  }
+  if (changes.instanceStatus !== undefined && changes.instanceStatus !== published.instanceStatus) {
+    pairs.push({ key: SEARCH_ATTRIBUTES.instanceStatus, value: changes.instanceStatus });
+    published.instanceStatus = changes.instanceStatus;
   }
   if (changes.applications !== undefined) {
     const list = [...changes.applications].sort();

@@ -1,4 +1,5 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { InstanceState } from '../core/liveness';
 
 /**
  * Signals, queries and inputs of the provisioner's workflows. Kept apart from
@@ -44,6 +45,8 @@ export interface ProvisioningState {
   zone?: string;
   instanceType?: string;
   instanceId?: string;
+  /** EC2's state of `instanceId` as last recorded (liveness). */
+  instanceStatus?: InstanceState;
   /** The last failure's message (with its EC2 error code where there is one). */
   lastError?: string;
 }
@@ -52,6 +55,17 @@ export interface ProvisioningState {
 export const retrySignal = defineSignal('retry');
 /** Tell a machine's workflow that the machine's life changed (it went Dead): re-read it and tear down. */
 export const destroySignal = defineSignal('destroy');
+/** What EC2 says of an instance (the sweep or the state-change handler saw it). */
+export interface InstanceObservation {
+  instanceId: string;
+  state: InstanceState;
+}
+/**
+ * EC2's state of the machine's instance changed: the workflow records it
+ * (only while the machine still records that instance) and a lost instance
+ * puts the machine `down`.
+ */
+export const instanceStateSignal = defineSignal<[InstanceObservation]>('instanceState');
 export const provisioningStateQuery = defineQuery<ProvisioningState>('provisioningState');
 
 export interface ModelSweepInput {

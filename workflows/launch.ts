@@ -9,7 +9,7 @@ import {
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { BATCHED_LAUNCHES } from './patches';
+import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
 import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
@@ -73,6 +73,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   state.failedZones = [];
   state.lastError = undefined;
   state.instanceId = undefined;
+  state.instanceStatus = undefined;
   state.zone = undefined;
   state.instanceType = undefined;
   state.phase = 'planning';
@@ -321,7 +322,13 @@ async function recordLaunch(
   ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
   state.phase = 'running';
   state.lastError = undefined;
-  publish(ctx, { status: 'running', zone: started.zone });
+  if (patched(INSTANCE_LIVENESS)) {
+    // recorded `pending` with the launch; the sweep or EC2's events move it on
+    state.instanceStatus = 'pending';
+    publish(ctx, { status: 'running', zone: started.zone, instanceStatus: 'pending' });
+  } else {
+    publish(ctx, { status: 'running', zone: started.zone });
+  }
   log.info('machine running', {
     model,
     machineId,

@@ -7,22 +7,30 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { isLost } from '../core/liveness';
+import type { MachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import {
   destroySignal,
+  instanceStateSignal,
   provisioningStateQuery,
   retrySignal,
   type MachineWorkflowInput,
   type ProvisioningState,
 } from './definitions';
 import { provision } from './launch';
-import { BATCHED_LAUNCHES } from './patches';
+import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { tearDown } from './teardown';
 
-export { destroySignal, provisioningStateQuery, retrySignal } from './definitions';
-export type { MachineWorkflowInput, ProvisioningState } from './definitions';
+export {
+  destroySignal,
+  instanceStateSignal,
+  provisioningStateQuery,
+  retrySignal,
+} from './definitions';
+export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } from './definitions';
 
 /**
  * One workflow per machine, for the machine's whole life (id
@@ -44,7 +52,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     maxAttempts: 0,
     failedZones: [],
   };
-  const signals = {
+  const signals: MachineContext['signals'] = {
     retry: input.carried?.retryRequested ?? false,
     destroy: input.carried?.destroyRequested ?? false,
   };
@@ -54,6 +62,10 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
   });
   setHandler(destroySignal, () => {
     signals.destroy = true;
+  });
+  // the latest observation wins: the sweep resends a state that is still different
+  setHandler(instanceStateSignal, (seen) => {
+    signals.instance = seen;
   });
   // Started by a signal (signalWithStart) the workflow may lack these; cheap to set once per run.
   upsertSearchAttributes([
@@ -81,8 +93,10 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     // Signals are consumed before the machine is read, never after: one that
     // lands while the read is in flight stays set and wakes the next wait.
     const retryRequested = signals.retry;
+    const seen = signals.instance;
     signals.retry = false;
     signals.destroy = false;
+    signals.instance = undefined;
     const machine = await quick.loadMachine({ model, machineId });
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
@@ -109,6 +123,8 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     } else if (machine.instanceId) {
       state.phase = 'running';
       state.instanceId = machine.instanceId;
+      state.instanceStatus = machine.instanceStatus;
+      if (seen) await recordInstanceState(ctx, machine, seen);
     } else if (machine.status === 'error' && !retryRequested) {
       state.phase = 'error';
       state.lastError ??= machine.message;
@@ -123,10 +139,44 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
   }
 }
 
+/**
+ * Liveness: records what EC2 says of the machine's instance (the sweep or the
+ * state-change handler sent it), if the machine still records that instance.
+ */
+async function recordInstanceState(
+  ctx: MachineContext,
+  machine: MachineSnapshot,
+  seen: { instanceId: string; state: NonNullable<MachineSnapshot['instanceStatus']> },
+): Promise<void> {
+  if (seen.instanceId !== machine.instanceId || !patched(INSTANCE_LIVENESS)) return;
+  const { model, machineId, state } = ctx;
+  const quick = ctx.local ? localRecords : records;
+  const applied = await quick.recordInstanceState({
+    model,
+    machineId,
+    instanceId: seen.instanceId,
+    state: seen.state,
+  });
+  if (!applied) return;
+  state.instanceStatus = seen.state;
+  const lost = isLost(seen.state) && machine.life === 'alive';
+  const status = lost ? 'down' : machine.status === 'down' ? 'running' : machine.status;
+  publish(ctx, { status, instanceStatus: seen.state });
+  const fields = { model, machineId, instanceId: seen.instanceId, state: seen.state };
+  if (lost) log.warn('instance lost: machine down', fields);
+  else log.info('instance state', fields);
+}
+
 async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): Promise<void> {
   const { signals } = ctx;
-  await condition(() => signals.retry || signals.destroy || workflowInfo().continueAsNewSuggested);
-  if (!signals.retry && !signals.destroy) {
+  await condition(
+    () =>
+      signals.retry ||
+      signals.destroy ||
+      signals.instance !== undefined ||
+      workflowInfo().continueAsNewSuggested,
+  );
+  if (!signals.retry && !signals.destroy && signals.instance === undefined) {
     // Long-lived: start afresh before the history grows large, carrying what matters.
     await continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
       model: input.model,

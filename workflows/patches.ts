@@ -10,3 +10,10 @@
  * and the quick steps are local activities.
  */
 export const BATCHED_LAUNCHES = 'batched-launches';
+
+/**
+ * Issue 12: EC2's state of the machine's instance (the `instanceState`
+ * signal) is recorded by the workflow and shown as a search attribute; a lost
+ * instance puts the machine `down`.
+ */
+export const INSTANCE_LIVENESS = 'instance-liveness';

@@ -13,6 +13,8 @@ export const SEARCH_ATTRIBUTES = {
   applications: defineSearchAttributeKey('ProvisionerApplications', 'KEYWORD_LIST'),
   zone: defineSearchAttributeKey('ProvisionerZone', 'KEYWORD'),
   status: defineSearchAttributeKey('ProvisionerStatus', 'KEYWORD'),
+  /** EC2's state of the machine's instance (`running`, `terminated`, `unknown`, …). */
+  instanceStatus: defineSearchAttributeKey('ProvisionerInstanceStatus', 'KEYWORD'),
 } as const;
 
 /** Names and types as the Temporal CLI spells them (`--search-attribute Name=Type`). */

@@ -10,7 +10,13 @@ import { sweeping } from './proxies';
  */
 export async function modelSweepWorkflow(input: ModelSweepInput): Promise<SweepReport> {
   const report = await sweeping.sweepModel(input);
-  if (report.terminated.length > 0 || report.restarted.length > 0 || report.strays.length > 0) {
+  if (
+    report.terminated.length > 0 ||
+    report.restarted.length > 0 ||
+    report.strays.length > 0 ||
+    report.instanceChanges.length > 0 ||
+    report.reprovisioned.length > 0
+  ) {
     log.info('model swept', { ...report });
   }
   return report;

@@ -28,6 +28,12 @@ export interface ProvisionerApiProps {
   logRetention: RetentionDays;
 }
 
+/** EC2 calls of the models Lambda: model creation refuses a region EC2 does not offer. */
+export const MODELS_EC2_ACTIONS = ['ec2:DescribeRegions'] as const;
+
+/** EC2 calls of the machines Lambda: reprovision asks EC2 for the instance's state. */
+export const MACHINES_EC2_ACTIONS = ['ec2:DescribeInstances'] as const;
+
 /** The group whose Lambda also answers unmatched requests (an authenticated 404). */
 export const DEFAULT_ROUTE_GROUP: RouteGroup = 'models';
 
@@ -67,12 +73,24 @@ export class ProvisionerApi extends Construct {
       if (group === 'models') {
         // model creation refuses a region EC2 does not offer; DescribeRegions has no resource scoping
         fn.addToRolePolicy(
-          new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }),
+          new PolicyStatement({ actions: [...MODELS_EC2_ACTIONS], resources: ['*'] }),
         );
         acknowledge(
           fn,
           'IAM5[Resource::*]',
           'ec2:DescribeRegions has no resource-level permissions; the statement grants that one read-only action',
+        );
+      }
+      if (group === 'machines') {
+        // reprovision proceeds only when EC2 confirms the instance gone (service/instances.ts);
+        // DescribeInstances has no resource scoping
+        fn.addToRolePolicy(
+          new PolicyStatement({ actions: [...MACHINES_EC2_ACTIONS], resources: ['*'] }),
+        );
+        acknowledge(
+          fn,
+          'IAM5[Resource::*]',
+          'ec2:DescribeInstances has no resource-level permissions; the statement grants that one read-only action',
         );
       }
       props.apiTokenSecret.grantRead(fn);

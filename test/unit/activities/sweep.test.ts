@@ -1,4 +1,16 @@
-import { harvestsStrays, selectStrays, type SweptMachine } from '../../../activities/sweep';
+import {
+  harvestsStrays,
+  selectReprovisions,
+  selectStrays,
+  type SweptMachine,
+} from '../../../activities/sweep';
+import {
+  batches,
+  instanceChanges,
+  instanceStateMessage,
+  isLost,
+  type InstanceState,
+} from '../../../core/liveness';
 
 describe('selectStrays', () => {
   const now = Date.parse('2026-01-01T00:10:00Z');
@@ -70,5 +82,68 @@ describe('harvestsStrays', () => {
     ['all', true],
   ])('%s → %s', (mode, expected) => {
     expect(harvestsStrays(mode)).toBe(expected);
+  });
+});
+
+describe('liveness', () => {
+  const machines: SweptMachine[] = [
+    { id: '0', life: 'alive', status: 'running', instanceId: 'i-run', instanceStatus: 'running' },
+    { id: '1', life: 'alive', status: 'running', instanceId: 'i-new', instanceStatus: 'pending' },
+    { id: '2', life: 'alive', status: 'running', instanceId: 'i-term', instanceStatus: 'running' },
+    { id: '3', life: 'alive', status: 'running', instanceId: 'i-gone', instanceStatus: 'running' },
+    { id: '4', life: 'alive', status: 'down', instanceId: 'i-down', instanceStatus: 'terminated' },
+    { id: '5', life: 'alive', status: 'running', instanceId: 'i-stop', instanceStatus: 'running' },
+    { id: '6', life: 'dead', status: 'stopping', instanceId: 'i-dead', instanceStatus: 'running' },
+    {
+      id: '7',
+      life: 'alive',
+      status: 'running',
+      instanceId: 'i-unlisted',
+      instanceStatus: 'pending',
+    },
+  ];
+  const observed = new Map<string, InstanceState>([
+    ['i-run', 'running'],
+    ['i-new', 'running'],
+    ['i-term', 'terminated'],
+    ['i-down', 'terminated'],
+    ['i-stop', 'stopped'],
+    ['i-dead', 'terminated'],
+  ]);
+
+  it('signals only the machines whose instance state changed; an unlisted id is unknown', () => {
+    expect(instanceChanges(machines, observed)).toEqual([
+      { machineId: '1', instanceId: 'i-new', state: 'running' },
+      { machineId: '2', instanceId: 'i-term', state: 'terminated' },
+      { machineId: '3', instanceId: 'i-gone', state: 'unknown' },
+      { machineId: '5', instanceId: 'i-stop', state: 'stopped' },
+    ]);
+  });
+
+  it('reprovisions alive machines whose instance is confirmed gone, up to the cap', () => {
+    expect(selectReprovisions({ machines, observed, cap: 20 })).toEqual([
+      { machineId: '2', instanceId: 'i-term' },
+      { machineId: '3', instanceId: 'i-gone' },
+      { machineId: '4', instanceId: 'i-down' },
+      { machineId: '7', instanceId: 'i-unlisted' },
+    ]);
+    expect(selectReprovisions({ machines, observed, cap: 1 })).toHaveLength(1);
+  });
+
+  it.each<[InstanceState, boolean, string]>([
+    ['terminated', true, 'instance "i-1" is terminated'],
+    ['shutting-down', true, 'instance "i-1" is shutting-down'],
+    ['unknown', true, 'instance "i-1" is no longer listed by EC2'],
+    ['stopped', false, 'instance "i-1" is stopped'],
+    ['running', false, ''],
+    ['pending', false, ''],
+  ])('%s → lost %s, message %j', (state, lost, message) => {
+    expect(isLost(state)).toBe(lost);
+    expect(instanceStateMessage('i-1', state)).toBe(message);
+  });
+
+  it('batches ids by 1,000', () => {
+    const ids = Array.from({ length: 2500 }, (_, i) => `i-${i}`);
+    expect(batches(ids).map((b) => b.length)).toEqual([1000, 1000, 500]);
   });
 });

@@ -47,6 +47,7 @@ describe('worker tuning', () => {
       zoneCacheMs: 5000,
       launchBurst: 5,
       launchRatePerSecond: 2,
+      reprovisionCap: 20,
     });
   });
 
@@ -63,6 +64,7 @@ describe('worker tuning', () => {
         PROVISIONER_ZONE_CACHE: '1m',
         PROVISIONER_LAUNCH_BURST: '10',
         PROVISIONER_LAUNCH_RATE: '0.5',
+        PROVISIONER_REPROVISION_CAP: '5',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -76,6 +78,7 @@ describe('worker tuning', () => {
       zoneCacheMs: 5000,
       launchBurst: 10,
       launchRatePerSecond: 0.5,
+      reprovisionCap: 5,
     });
   });
 

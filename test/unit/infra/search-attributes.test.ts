@@ -98,6 +98,7 @@ describe('ensureSearchAttributes on Temporal Cloud (Cloud Ops API)', () => {
       ProvisionerApplications: 'SEARCH_ATTRIBUTE_TYPE_KEYWORD_LIST',
       ProvisionerZone: 'SEARCH_ATTRIBUTE_TYPE_KEYWORD',
       ProvisionerStatus: 'SEARCH_ATTRIBUTE_TYPE_KEYWORD',
+      ProvisionerInstanceStatus: 'SEARCH_ATTRIBUTE_TYPE_KEYWORD',
     });
     const update = cloud.requests.find((r) => r.method === 'POST')!;
     expect(update.body).toMatchObject({ resourceVersion: 'rv-1', spec: cloud.otherSpec });
@@ -178,6 +179,7 @@ describe('ensureSearchAttributes on self-hosted Temporal (operator service)', ()
         ProvisionerApplications: 7,
         ProvisionerZone: 2,
         ProvisionerStatus: 2,
+        ProvisionerInstanceStatus: 2,
       },
     ]);
   });

@@ -17,7 +17,12 @@ import {
   type EnvironmentOverrides,
 } from '../../../infra/config';
 import { ENTRY_METADATA } from '../../../infra/bundling';
-import { DEFAULT_ROUTE_GROUP } from '../../../infra/constructs/api';
+import {
+  DEFAULT_ROUTE_GROUP,
+  MACHINES_EC2_ACTIONS,
+  MODELS_EC2_ACTIONS,
+} from '../../../infra/constructs/api';
+import { INSTANCE_EVENTS_EC2_ACTIONS } from '../../../infra/constructs/instance-events';
 import {
   DEPLOYMENT_TAG,
   EC2_DESCRIBE_ACTIONS,
@@ -51,7 +56,11 @@ const RESOURCE_WILDCARD_ALLOWED = new Set<string>([
   ...PRICING_ACTIONS,
   'ecr:GetAuthorizationToken',
   // model creation refuses a region EC2 does not offer
-  'ec2:DescribeRegions',
+  ...MODELS_EC2_ACTIONS,
+  // reprovision asks EC2 whether the instance is gone
+  ...MACHINES_EC2_ACTIONS,
+  // EC2 state-change events map an instance to its machine by its tags
+  ...INSTANCE_EVENTS_EC2_ACTIONS,
 ]);
 
 /** Names of variables that would hold a secret in plain text. */
@@ -319,8 +328,20 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       const dynamo = statements.filter(({ statement }) =>
         asList(statement.Action).some((a) => a.startsWith('dynamodb:')),
       );
-      expect(dynamo.length).toBeGreaterThanOrEqual(ROUTE_GROUPS.length + 1);
-      for (const { statement } of dynamo) {
+      expect(dynamo.length).toBeGreaterThanOrEqual(ROUTE_GROUPS.length + 2);
+      const eventsRole = logicalId(synth.stack.instanceEvents.function.role!);
+      for (const { owner, statement } of dynamo) {
+        if (resources()[owner]!.Properties!.Roles) {
+          const roles = (resources()[owner]!.Properties!.Roles as Array<{ Ref: string }>).map(
+            (r) => r.Ref,
+          );
+          if (roles.includes(eventsRole)) {
+            // the state-change Lambda only reads a model (its uid), on the table itself
+            expect(statement.Action).toEqual('dynamodb:GetItem');
+            expect(statement.Resource).toEqual({ 'Fn::GetAtt': [tableId, 'Arn'] });
+            continue;
+          }
+        }
         expect([...asList(statement.Action)].sort()).toEqual([...TABLE_ACTIONS].sort());
         expect(statement.Resource).toEqual([
           { 'Fn::GetAtt': [tableId, 'Arn'] },
@@ -329,7 +350,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       }
     });
 
-    it('gives the API Lambdas no EC2 access but DescribeRegions, to the models handler only', () => {
+    it('gives the API Lambdas no EC2 access but DescribeRegions (models) and DescribeInstances (machines)', () => {
       const apiRoles = new Set(
         ROUTE_GROUPS.map((g) => logicalId(synth.stack.api.functions.get(g)!.role!)),
       );
@@ -342,10 +363,123 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           policy.Properties!.PolicyDocument as { Statement: PolicyStatementJson[] }
         ).Statement.flatMap((s) => asList(s.Action));
         const modelsRole = logicalId(synth.stack.api.functions.get('models')!.role!);
+        const machinesRole = logicalId(synth.stack.api.functions.get('machines')!.role!);
         expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual(
-          roles.includes(modelsRole) ? ['ec2:DescribeRegions'] : [],
+          roles.includes(modelsRole)
+            ? ['ec2:DescribeRegions']
+            : roles.includes(machinesRole)
+              ? ['ec2:DescribeInstances']
+              : [],
         );
       }
+    });
+  });
+
+  describe('EC2 state-change events', () => {
+    const eventsFunctionId = () => logicalId(synth.stack.instanceEvents.function);
+
+    it('are matched by a rule on aws.ec2 "EC2 Instance State-change Notification"', () => {
+      const rules = Object.values(resourcesOfType(synth.template, 'AWS::Events::Rule'));
+      expect(rules).toHaveLength(1);
+      expect(rules[0]!.Properties).toMatchObject({
+        State: 'ENABLED',
+        EventPattern: {
+          source: ['aws.ec2'],
+          'detail-type': ['EC2 Instance State-change Notification'],
+        },
+      });
+      expect(rules[0]!.Properties!.EventBusName).toBeUndefined(); // the default bus, where EC2 sends
+    });
+
+    it('go to the state-change Lambda, which EventBridge may invoke', () => {
+      synth.template.hasResourceProperties('AWS::Events::Rule', {
+        Targets: [
+          Match.objectLike({
+            Arn: { 'Fn::GetAtt': [eventsFunctionId(), 'Arn'] },
+            RetryPolicy: Match.objectLike({ MaximumRetryAttempts: Match.anyValue() }),
+          }),
+        ],
+      });
+      synth.template.hasResourceProperties('AWS::Lambda::Permission', {
+        Action: 'lambda:InvokeFunction',
+        Principal: 'events.amazonaws.com',
+        FunctionName: { 'Fn::GetAtt': [eventsFunctionId(), 'Arn'] },
+      });
+    });
+
+    it('are handled by functions/instance-events.ts, bundled by esbuild on Node 22', () => {
+      const fn = synth.stack.instanceEvents.function;
+      expect(fn.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data).toBe(
+        'functions/instance-events.ts',
+      );
+      const asset = fn.node.findChild('Code') as Asset;
+      expect(existsSync(path.join(synth.outdir, asset.assetPath, 'index.js'))).toBe(true);
+      expect(resources()[eventsFunctionId()]!.Properties).toMatchObject({
+        Runtime: 'nodejs22.x',
+        Handler: 'index.handler',
+      });
+    });
+
+    it('get the table, Temporal settings, the secret ARN and the deployment tag value', () => {
+      const vars = (
+        resources()[eventsFunctionId()]!.Properties!.Environment as {
+          Variables: Record<string, unknown>;
+        }
+      ).Variables;
+      expect(Object.keys(vars).sort()).toEqual(
+        [
+          'NODE_OPTIONS',
+          'POWERTOOLS_SERVICE_NAME',
+          'PROVISIONER_DEPLOYMENT',
+          'PROVISIONER_TABLE',
+          'TEMPORAL_ADDRESS',
+          'TEMPORAL_API_KEY_SECRET_ARN',
+          'TEMPORAL_NAMESPACE',
+        ].sort(),
+      );
+      expect(vars).toMatchObject({
+        PROVISIONER_TABLE: { Ref: logicalId(synth.stack.table.table) },
+        PROVISIONER_DEPLOYMENT: deploymentId(config),
+        TEMPORAL_ADDRESS: config.temporal.address,
+        TEMPORAL_NAMESPACE: config.temporal.namespace,
+      });
+      expect(JSON.stringify(vars.TEMPORAL_API_KEY_SECRET_ARN)).toContain(
+        `:secret:${config.temporal.apiKeySecretName}`,
+      );
+    });
+
+    it('may read tags in EC2, one model item, and the Temporal secret: nothing else', () => {
+      const role = logicalId(synth.stack.instanceEvents.function.role!);
+      const actions = Object.values(resourcesOfType(synth.template, 'AWS::IAM::Policy'))
+        .filter((p) => (p.Properties!.Roles as Array<{ Ref: string }>).some((r) => r.Ref === role))
+        .flatMap(
+          (p) => (p.Properties!.PolicyDocument as { Statement: PolicyStatementJson[] }).Statement,
+        )
+        .flatMap((s) => asList(s.Action));
+      expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual(['ec2:DescribeTags']);
+      expect(actions.filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
+      expect([...new Set(actions.map((a) => a.split(':')[0]))].sort()).toEqual([
+        'dynamodb',
+        'ec2',
+        'secretsmanager',
+      ]);
+    });
+
+    it('alarm on the Lambda’s errors', () => {
+      const ref = JSON.stringify({ Ref: eventsFunctionId() });
+      const errors = Object.values(
+        resourcesOfType(synth.template, 'AWS::CloudWatch::Alarm'),
+      ).filter(
+        (a) =>
+          a.Properties!.Namespace === 'AWS/Lambda' &&
+          a.Properties!.MetricName === 'Errors' &&
+          JSON.stringify(a.Properties!.Dimensions).includes(ref),
+      );
+      expect(errors).toHaveLength(1);
+      expect(errors[0]!.Properties).toMatchObject({
+        Threshold: 1,
+        AlarmActions: [{ Ref: logicalId(synth.stack.alarms.topic) }],
+      });
     });
   });
 
@@ -607,7 +741,8 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
 
     it('sends every alarm to the alarm topic', () => {
       const topicRef = { Ref: logicalId(synth.stack.alarms.topic) };
-      expect(alarms().length).toBe(ROUTE_GROUPS.length * 2 + 3);
+      // errors and throttles of each API Lambda and the state-change Lambda, table, API 5xx, worker
+      expect(alarms().length).toBe((ROUTE_GROUPS.length + 1) * 2 + 3);
       for (const alarm of alarms()) {
         expect(alarm.Properties!.AlarmActions).toEqual([topicRef]);
       }

@@ -1,6 +1,10 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import type { AddressInfo } from 'node:net';
-import { createApiServer, type LambdaHandler } from '../../../local/api-server';
+import { connect, type AddressInfo } from 'node:net';
+import {
+  KEEP_ALIVE_TIMEOUT_MS,
+  createApiServer,
+  type LambdaHandler,
+} from '../../../local/api-server';
 import { ROUTE_GROUPS, type RouteGroup } from '../../../functions/routes';
 
 describe('local API server', () => {
@@ -97,4 +101,31 @@ describe('local API server', () => {
     });
     expect(seen).toHaveLength(0);
   });
+  it('keeps an idle keep-alive connection open past Node’s 5 s default', async () => {
+    // a client that looks at its pooled socket late (blocked event loop) must not find it closed
+    const res = await fetch(`${base}/v1/models`);
+    await res.text();
+    expect(res.headers.get('keep-alive')).toBe(`timeout=${KEEP_ALIVE_TIMEOUT_MS / 1000}`);
+    expect(KEEP_ALIVE_TIMEOUT_MS).toBeGreaterThanOrEqual(60_000);
+
+    const port = (server.address() as AddressInfo).port;
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    let closed = false;
+    socket.on('data', (d: Buffer) => (received += d.toString()));
+    socket.on('close', () => (closed = true));
+    const request = 'GET /v1/models HTTP/1.1\r\nHost: local\r\nConnection: keep-alive\r\n\r\n';
+    const responses = () => received.split('HTTP/1.1 200').length - 1;
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 100 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
+    };
+    socket.write(request);
+    await until(() => responses() === 1);
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(closed).toBe(false);
+    socket.write(request);
+    await until(() => responses() === 2);
+    expect(responses()).toBe(2);
+    socket.destroy();
+  }, 20_000);
 });

@@ -1,0 +1,96 @@
+/**
+ * Liveness (DESIGN.md): what EC2's view of an instance means for its machine.
+ * Pure: the sweep, the state-change handler and the API all decide with these.
+ */
+
+/** EC2's instance state as the provisioner last saw it; `unknown` when EC2 no longer lists the instance. */
+export type InstanceState =
+  'pending' | 'running' | 'stopping' | 'stopped' | 'shutting-down' | 'terminated' | 'unknown';
+
+export const INSTANCE_STATES: readonly InstanceState[] = [
+  'pending',
+  'running',
+  'stopping',
+  'stopped',
+  'shutting-down',
+  'terminated',
+  'unknown',
+];
+
+export function isInstanceState(value: unknown): value is InstanceState {
+  return typeof value === 'string' && (INSTANCE_STATES as readonly string[]).includes(value);
+}
+
+/** States in which the instance is gone or going: its machine is `down` (API.md). */
+export function isLost(state: InstanceState): boolean {
+  return state === 'terminated' || state === 'shutting-down' || state === 'unknown';
+}
+
+/** States in which EC2 confirms the instance is gone, so a new one may replace it (reprovision). */
+export function isConfirmedGone(state: InstanceState): boolean {
+  return state === 'terminated' || state === 'unknown';
+}
+
+/** The machine's message for an instance state worth saying (lost or stopped); '' otherwise. */
+export function instanceStateMessage(instanceId: string, state: InstanceState): string {
+  if (state === 'unknown') return `instance "${instanceId}" is no longer listed by EC2`;
+  if (isLost(state) || state === 'stopped' || state === 'stopping') {
+    return `instance "${instanceId}" is ${state}`;
+  }
+  return '';
+}
+
+/** Why a reprovision is refused while the instance lives (Juju's reprovision-machine wording). */
+export function liveInstanceMessage(
+  machineId: string,
+  instanceId: string,
+  state: InstanceState,
+): string {
+  return `machine ${machineId} has a live instance "${instanceId}" (${state})`;
+}
+
+/** Splits ids into DescribeInstances-sized batches (EC2 takes up to 1,000 per filter). */
+export function batches<T>(items: readonly T[], size = 1000): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export interface ObservedMachine {
+  id: string;
+  life: 'alive' | 'dying' | 'dead';
+  status: string;
+  instanceId?: string;
+  instanceStatus?: InstanceState;
+  manual?: boolean;
+}
+
+export interface InstanceChange {
+  machineId: string;
+  instanceId: string;
+  state: InstanceState;
+}
+
+/**
+ * The machines whose instance state EC2 reports differently from what is
+ * recorded. `observed` holds what EC2 listed; a recorded id it lacks is
+ * `unknown`. Dead machines (teardown owns them) and manual ones are left out.
+ */
+export function instanceChanges(
+  machines: readonly ObservedMachine[],
+  observed: ReadonlyMap<string, InstanceState>,
+): InstanceChange[] {
+  const changes: InstanceChange[] = [];
+  for (const m of machines) {
+    if (!m.instanceId || m.manual || m.life === 'dead') continue;
+    // EC2's listing is eventually consistent: a just-launched instance may be missing for a while
+    if (!observed.has(m.instanceId) && m.instanceStatus === 'pending') continue;
+    const state = observed.get(m.instanceId) ?? 'unknown';
+    const downAlready = m.status === 'down';
+    // a lost instance on a machine not yet `down` is a change even if the state was recorded
+    if (state !== m.instanceStatus || (isLost(state) && !downAlready && m.life === 'alive')) {
+      changes.push({ machineId: m.id, instanceId: m.instanceId, state });
+    }
+  }
+  return changes;
+}

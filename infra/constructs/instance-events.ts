@@ -1,0 +1,85 @@
+import { Duration } from 'aws-cdk-lib';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { bundledFunction } from '../bundling';
+import { acknowledge } from '../nag';
+import type { StateTable } from './state-table';
+
+/** The EventBridge pattern of EC2's own state changes (every instance of the account and region). */
+export const INSTANCE_STATE_CHANGE_PATTERN = {
+  source: ['aws.ec2'],
+  detailType: ['EC2 Instance State-change Notification'],
+};
+
+/** EC2 calls functions/instance-events.ts makes: it maps an instance to its machine by its tags. */
+export const INSTANCE_EVENTS_EC2_ACTIONS = ['ec2:DescribeTags'] as const;
+
+export interface InstanceEventsProps {
+  table: StateTable;
+  /** Shared runtime settings (table, Temporal endpoint, secret ARNs). */
+  environment: Record<string, string>;
+  temporalApiKeySecret: ISecret;
+  /** The deployment tag value: instances of other deployments are ignored. */
+  deployment: string;
+  logRetention: RetentionDays;
+}
+
+/**
+ * EC2 Instance State-change Notifications → a Lambda that signals the
+ * machine's workflow (functions/instance-events.ts). A missed or failed event
+ * is not lost for good: each model's sweep describes its instances every
+ * interval and signals what changed.
+ */
+export class InstanceEvents extends Construct {
+  readonly function: NodejsFunction;
+  readonly rule: Rule;
+
+  constructor(scope: Construct, id: string, props: InstanceEventsProps) {
+    super(scope, id);
+    this.function = bundledFunction(this, 'Handler', {
+      entry: 'functions/instance-events.ts',
+      description: 'Provisioner: EC2 instance state changes to machine workflows',
+      memoryMiB: 256,
+      timeout: Duration.seconds(30),
+      logRetention: props.logRetention,
+      environment: {
+        ...props.environment,
+        PROVISIONER_DEPLOYMENT: props.deployment,
+        POWERTOOLS_SERVICE_NAME: 'provisioner-instance-events',
+      },
+    });
+    // the model's uid is all the handler reads (Repository.getModel: one GetItem, no index)
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:GetItem'],
+        resources: [props.table.table.tableArn],
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({ actions: [...INSTANCE_EVENTS_EC2_ACTIONS], resources: ['*'] }),
+    );
+    acknowledge(
+      this.function,
+      'IAM5[Resource::*]',
+      'ec2:DescribeTags has no resource-level permissions; the statement grants that one read-only action',
+    );
+    props.temporalApiKeySecret.grantRead(this.function);
+
+    this.rule = new Rule(this, 'StateChanges', {
+      description: 'EC2 instance state changes, for the provisioner’s machines',
+      eventPattern: INSTANCE_STATE_CHANGE_PATTERN,
+    });
+    this.rule.addTarget(
+      new LambdaFunction(this.function, {
+        retryAttempts: 4,
+        // a state older than a few sweeps is stale: the sweep has caught up by then
+        maxEventAge: Duration.hours(1),
+      }),
+    );
+  }
+}

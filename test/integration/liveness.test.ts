@@ -1,0 +1,174 @@
+import { StopInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
+import { Repository } from '../../state/repository';
+import { reprovisionMachine } from '../../service/machines';
+import { Ec2InstanceLookup } from '../../service/instances';
+import type { MachineWorkflows } from '../../service/workflows';
+import { EntityConflictError } from '../../state/errors';
+import { apiClient, eventually, uniqueName } from './api-client';
+import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
+
+/**
+ * Liveness on the local stack (issue 12): the shared worker sweeps every 5 s,
+ * and instances are changed behind the provisioner's back through the EC2
+ * endpoint itself.
+ */
+const stack = loadTestStack();
+const api = apiClient(stack);
+const ec2 = ec2ClientFor(stack);
+const ddb = dynamoClientFor(stack);
+let proxy: Ec2Proxy | undefined;
+
+afterAll(async () => {
+  ec2.destroy();
+  ddb.destroy();
+  await proxy?.close();
+});
+
+async function runningMachine(prefix: string, settings: Record<string, unknown> = {}) {
+  const model = uniqueName(prefix);
+  expect((await api.post('/v1/models', { name: model, ...settings })).status).toBe(201);
+  expect(
+    (await api.post(`/v1/models/${model}/applications`, { name: 'web', base: 'ubuntu@22.04' }))
+      .status,
+  ).toBe(201);
+  const running = await eventually(
+    () => api.get(`/v1/models/${model}/machines/0`),
+    (res) => res.body?.status === 'running' && res.body?.instanceStatus === 'running',
+    120_000,
+  );
+  return { model, instanceId: running.body.instanceId as string };
+}
+
+function machine(model: string) {
+  return api.get(`/v1/models/${model}/machines/0`);
+}
+
+describe('an instance terminated behind the provisioner’s back', () => {
+  it('goes down with its units in error, then reprovision gives the same machine a new instance', async () => {
+    const { model, instanceId } = await runningMachine('lost');
+    const started = Date.now();
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    const down = await eventually(
+      () => machine(model),
+      (res) => res.body?.status === 'down',
+      60_000,
+    );
+    // how long EC2's own view takes to put the machine down (bounded by one 5 s sweep interval)
+    process.stderr.write(`[liveness] terminate → down: ${Date.now() - started} ms\n`);
+    expect(down.body.instanceStatus).toBe('terminated');
+    expect(down.body.message).toBe(`instance "${instanceId}" is terminated`);
+    const status = await api.get(`/v1/models/${model}/status`);
+    expect(status.body.applications.web.units['web/0'].status).toBe('error');
+
+    const res = await api.post(`/v1/models/${model}/machines/0/reprovision`, {});
+    expect(res.status).toBe(202);
+    const back = await eventually(
+      () => machine(model),
+      (r) =>
+        r.body?.status === 'running' &&
+        r.body?.instanceId !== instanceId &&
+        r.body?.instanceStatus === 'running',
+      120_000,
+    );
+    expect(back.body.id).toBe('0');
+    expect(back.body.units).toEqual(['web/0']);
+    const after = await api.get(`/v1/models/${model}/status`);
+    expect(after.body.applications.web.units['web/0']).toMatchObject({
+      machine: '0',
+      status: 'deployed',
+    });
+  });
+
+  it('refuses to reprovision a machine whose instance runs', async () => {
+    const { model, instanceId } = await runningMachine('live');
+    const res = await api.post(`/v1/models/${model}/machines/0/reprovision`, {});
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      error: {
+        code: 'conflict',
+        message: `machine 0 has a live instance "${instanceId}" (running)`,
+      },
+    });
+  });
+
+  it('comes back by itself when the model reprovisions lost machines', async () => {
+    const { model, instanceId } = await runningMachine('autolost', { reprovisionLost: true });
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    const back = await eventually(
+      () => machine(model),
+      (r) =>
+        r.body?.status === 'running' &&
+        r.body?.instanceId !== instanceId &&
+        r.body?.instanceStatus === 'running',
+      120_000,
+    );
+    expect(back.body.units).toEqual(['web/0']);
+  });
+
+  it('shows a stopped instance as stopped and leaves the machine be', async () => {
+    const { model, instanceId } = await runningMachine('stopped');
+    await ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
+    const stopped = await eventually(
+      () => machine(model),
+      (r) => r.body?.instanceStatus === 'stopped',
+      60_000,
+    );
+    expect(stopped.body).toMatchObject({
+      status: 'running',
+      instanceId,
+      message: `instance "${instanceId}" is stopped`,
+    });
+    const res = await api.post(`/v1/models/${model}/machines/0/reprovision`, {});
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({
+      error: {
+        code: 'conflict',
+        message: `machine 0 has a live instance "${instanceId}" (stopped)`,
+      },
+    });
+  });
+
+  it('refuses a reprovision when EC2 cannot be asked, and launches nothing', async () => {
+    const { model, instanceId } = await runningMachine('failclosed');
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    await eventually(
+      () => machine(model),
+      (res) => res.body?.status === 'down',
+      60_000,
+    );
+    // the service behind the route, asking EC2 through a private proxy that answers 503 to everything
+    proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
+    const put = await fetch(`${proxy.url}/_admin/faults`, {
+      method: 'PUT',
+      body: JSON.stringify({ unavailable: true }),
+    });
+    expect(put.status).toBe(200);
+    const signalled: string[] = [];
+    const workflows: MachineWorkflows = {
+      start: () => Promise.resolve(),
+      startMany: () => Promise.resolve(),
+      ensureSweep: () => Promise.resolve(),
+      signal: (_m, id, s) => {
+        signalled.push(`${id}:${s}`);
+        return Promise.resolve();
+      },
+    };
+    const ctx = {
+      repo: new Repository(ddb, stack.tableName),
+      workflows,
+      defaultRegion: stack.region,
+      instances: new Ec2InstanceLookup(proxy.url),
+      now: () => new Date(),
+      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    };
+    const refused = await reprovisionMachine(ctx, model, '0').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(EntityConflictError);
+    expect((refused as Error).message).toMatch(
+      new RegExp(`^cannot confirm instance "${instanceId}" is gone: EC2 could not be asked`),
+    );
+    expect(signalled).toEqual([]);
+    const still = await machine(model);
+    expect(still.body).toMatchObject({ status: 'down', instanceId });
+  });
+});
