@@ -3,11 +3,8 @@
  * Pure: the sweep, the state-change handler and the API all decide with these.
  */
 
-/** EC2's instance state as the provisioner last saw it; `unknown` when EC2 no longer lists the instance. */
-export type InstanceState =
-  'pending' | 'running' | 'stopping' | 'stopped' | 'shutting-down' | 'terminated' | 'unknown';
-
-export const INSTANCE_STATES: readonly InstanceState[] = [
+/** EC2's instance states, and `unknown` when EC2 no longer lists the instance. */
+export const INSTANCE_STATES = [
   'pending',
   'running',
   'stopping',
@@ -15,7 +12,10 @@ export const INSTANCE_STATES: readonly InstanceState[] = [
   'shutting-down',
   'terminated',
   'unknown',
-];
+] as const;
+
+/** EC2's instance state as the provisioner last saw it; `unknown` when EC2 no longer lists the instance. */
+export type InstanceState = (typeof INSTANCE_STATES)[number];
 
 export function isInstanceState(value: unknown): value is InstanceState {
   return typeof value === 'string' && (INSTANCE_STATES as readonly string[]).includes(value);

@@ -9,6 +9,7 @@
  * No imports from service/: the services type their views with these.
  */
 import { z } from 'zod';
+import { INSTANCE_STATES } from '../core';
 import { NAME_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 
@@ -207,15 +208,6 @@ export const MACHINE_STATUSES = [
   'error',
   'down',
   'stopping',
-] as const;
-export const INSTANCE_STATES = [
-  'pending',
-  'running',
-  'stopping',
-  'stopped',
-  'shutting-down',
-  'terminated',
-  'unknown',
 ] as const;
 
 export const Machine = z
