@@ -9,7 +9,7 @@ import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { toCatalogueEntry, type CatalogueEntry } from '../../activities/instance-types';
 import { priced } from '../../activities/plan';
 import { ensureModelSweep, removeModelSweep } from '../../activities/schedules';
-import { TAG_DEPLOYMENT, TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
+import { TAG_DEPLOYMENT, TAG_MACHINE, TAG_MODEL, TAG_MODEL_UID } from '../../activities/tags';
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { machineWorkflowId, sweepScheduleId } from '../../workflows/search-attributes';
@@ -125,8 +125,22 @@ async function workflowIds(query: string): Promise<string[]> {
   return ids.sort();
 }
 
-/** An instance tagged for the model as the worker tags them, but launched behind its back. */
-async function launchStray(model: string, machineId: string, imageId: string): Promise<string> {
+/**
+ * An instance tagged for the model as the worker tags them, but launched behind
+ * its back. `like` is one of the model's own instances: its model-uid tag (a
+ * model is told apart by its uid, never by its name alone) is copied.
+ */
+async function launchStray(
+  model: string,
+  machineId: string,
+  imageId: string,
+  like: string,
+): Promise<string> {
+  const described = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [like] }));
+  const uid = described.Reservations?.[0]?.Instances?.[0]?.Tags?.find(
+    (t) => t.Key === TAG_MODEL_UID,
+  )?.Value;
+  if (!uid) throw new Error(`instance ${like} has no ${TAG_MODEL_UID} tag`);
   const out = await ec2.send(
     new RunInstancesCommand({
       ImageId: imageId,
@@ -139,6 +153,7 @@ async function launchStray(model: string, machineId: string, imageId: string): P
           ResourceType: 'instance',
           Tags: [
             { Key: TAG_MODEL, Value: model },
+            { Key: TAG_MODEL_UID, Value: uid },
             { Key: TAG_MACHINE, Value: machineId },
             { Key: TAG_DEPLOYMENT, Value: DEPLOYMENT },
           ],
@@ -418,8 +433,8 @@ describe('the model sweep', () => {
     await handle.terminate('test: the sweep should restart it');
 
     // a duplicate launch for a live machine, and an instance for a machine that never existed
-    const duplicate = await launchStray(model, id, running.imageId);
-    const orphan = await launchStray(model, '42', running.imageId);
+    const duplicate = await launchStray(model, id, running.imageId, running.instanceId);
+    const orphan = await launchStray(model, '42', running.imageId, running.instanceId);
     const started = Date.now();
     await ensureModelSweep(temporal, model, 5000);
     sweptModels.push(model);
@@ -451,7 +466,7 @@ describe('the model sweep', () => {
     const model = await newModel('sweepnone', { harvestMode: 'none' });
     const id = await addMachine(model, { constraints: IN_ZONES });
     const running = await untilStatus(model, id, 'running');
-    const stray = await launchStray(model, '42', running.imageId);
+    const stray = await launchStray(model, '42', running.imageId, running.instanceId);
     await ensureModelSweep(temporal, model, 5000);
     sweptModels.push(model);
     const schedule = temporal.schedule.getHandle(sweepScheduleId(model));
