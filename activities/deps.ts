@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { ProvisioningTuning } from '../config/env';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { Repository } from '../state/repository';
+import type { RecentReads } from './recent-reads';
 import type { CapacityMemory } from './capacity-memory';
 import type { InstancePrices } from './pricing';
 import type { RegionalEc2 } from './regional';
@@ -19,6 +20,8 @@ export interface ActivityDeps {
   tuning: ProvisioningTuning;
   /** Capacity failures remembered across machines; made from the tuning when absent. */
   capacityMemory?: CapacityMemory;
+  /** Machine records just read, for the same workflow run's next step (recent-reads.ts). */
+  recentReads?: RecentReads;
   /** Tag value that scopes this deployment's instances (IAM conditions in the cloud use it). */
   deployment: string;
   /** For the sweep: restarting machine workflows and keeping its own schedule in line. */

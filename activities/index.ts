@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
+import { RecentReads } from './recent-reads';
 import { recordActivities } from './records';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
@@ -9,7 +10,8 @@ import { teardownActivities } from './teardown';
 export type { ActivityDeps } from './deps';
 
 /** Every activity the provisioner's workflows call, built from injected clients. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(given: ActivityDeps) {
+  const deps: ActivityDeps = { ...given, recentReads: given.recentReads ?? new RecentReads() };
   // shared: a group deleted by a removal is created again by the next launch
   const groups = new PlacementGroups(deps.ec2ForRegion);
   return {

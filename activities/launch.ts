@@ -11,6 +11,8 @@ import { ec2ErrorCode } from './ec2-errors';
 import { failure, orMachineGone } from './failures';
 import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from './placement-groups';
+import { SingleFlight } from './single-flight';
+import type { ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
 
@@ -67,12 +69,17 @@ export function launchActivities(
     },
   );
   const launches = new LaunchBatcher(deps, memory);
+  const modelReads = new SingleFlight<ModelRecord>();
 
   return {
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {
+      const recent = deps.recentReads?.take(ref);
       const [model, machine] = await orMachineGone(
-        Promise.all([repo.getModel(ref.model), repo.getMachine(ref.model, ref.machineId)]),
+        Promise.all([
+          modelReads.read(ref.model, () => repo.getModel(ref.model)),
+          recent ?? repo.getMachine(ref.model, ref.machineId),
+        ]),
       );
       const regional = deps.ec2ForRegion(model.region);
       const [catalogue, zones, prices] = await Promise.all([
