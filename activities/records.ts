@@ -88,12 +88,9 @@ export function recordActivities(
         if (err instanceof EntityNotFoundError) return null;
         throw err;
       }
-      const model = await repo.getModel(ref.model).catch((err: unknown) => {
-        if (err instanceof EntityNotFoundError) return undefined;
-        throw err;
-      });
-      return {
-        life: machine.life,
+      // planning, next in this workflow task, plans from this very read
+      deps.recentReads?.remember(ref, machine);
+      const fields = {
         status: machine.status,
         message: machine.message,
         ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
@@ -101,6 +98,20 @@ export function recordActivities(
         applications: [...(machine.applications ?? [])],
         manual: machine.manual === true || machine.placement?.startsWith('ssh:') === true,
         container: isContainerMachineId(machine.id),
+        tuning: {
+          startAttempts: deps.tuning.startAttempts,
+          retryDelayMs: deps.tuning.retryDelayMs,
+        },
+      };
+      if (machine.life !== 'dead') return { ...fields, life: machine.life };
+      // teardown: where the instance is, whether to keep it, and whose instances are the model's
+      const model = await repo.getModel(ref.model).catch((err: unknown) => {
+        if (err instanceof EntityNotFoundError) return undefined;
+        throw err;
+      });
+      return {
+        ...fields,
+        life: 'dead',
         region: model?.region ?? deps.defaultRegion,
         harvestMode: model?.harvestMode ?? 'destroyed',
         ...(model?.uid ? { modelUid: model.uid } : {}),

@@ -12,6 +12,7 @@ import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import type { Life, MachineStatus } from '../state/types';
 import {
   MACHINE_WORKFLOW_TYPE,
+  MACHINE_WORKFLOW_TYPES_QUERY,
   SEARCH_ATTRIBUTES,
   machineWorkflowId,
 } from '../workflows/search-attributes';
@@ -113,7 +114,7 @@ export function sweepActivities(deps: ActivityDeps) {
     const ids = new Set<string>();
     if (!deps.temporal) return ids;
     const query =
-      `WorkflowType = "${MACHINE_WORKFLOW_TYPE}" AND ` +
+      `${MACHINE_WORKFLOW_TYPES_QUERY} AND ` +
       `${SEARCH_ATTRIBUTES.model.name} = "${model}" AND ExecutionStatus = "Running"`;
     for await (const wf of deps.temporal.workflow.list({ query })) ids.add(wf.workflowId);
     return ids;

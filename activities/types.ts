@@ -31,9 +31,7 @@ export interface MachineRef {
   machineId: string;
 }
 
-/** A machine as its workflow needs it, re-read from DynamoDB (the source of truth) on every wake-up. */
-export interface MachineSnapshot {
-  life: Life;
+interface MachineSnapshotFields {
   status: MachineStatus;
   message: string;
   instanceId?: string;
@@ -44,10 +42,31 @@ export interface MachineSnapshot {
   manual: boolean;
   /** A container (`1/lxd/0`): hosted by a machine, not launched on EC2. */
   container: boolean;
-  region: string;
-  harvestMode: HarvestMode;
   /** The model's uid: only instances tagged with it are this model's. */
   modelUid?: string;
+  /** The worker's tuning (`machine` runs read it here rather than in a step of its own). */
+  tuning?: { startAttempts: number; retryDelayMs: number };
+}
+
+/**
+ * A machine as its workflow needs it, re-read from DynamoDB (the source of
+ * truth) on every wake-up. Only a Dead machine's snapshot carries its
+ * model's region and harvest mode, which its teardown needs: reading the
+ * model for every live machine that wakes was one DynamoDB read in three
+ * of a thousand-machine request (a live machine's region is its plan's).
+ */
+export type MachineSnapshot =
+  | (MachineSnapshotFields & {
+      life: Exclude<Life, 'dead'>;
+      region?: string;
+      harvestMode?: HarvestMode;
+    })
+  | DeadMachineSnapshot;
+
+export interface DeadMachineSnapshot extends MachineSnapshotFields {
+  life: 'dead';
+  region: string;
+  harvestMode: HarvestMode;
 }
 
 export interface StatusUpdate extends MachineRef {

@@ -15,6 +15,10 @@ export interface MachineContext {
   tuning: { startAttempts: number; retryDelayMs: number };
   /** Quick steps run as local activities (workflows started since batched launches). */
   local: boolean;
+  /** A `machine` run: takes every patch without asking (patches.ts). */
+  lean: boolean;
+  /** Search-attribute changes held for the next publish (one update instead of two). */
+  deferred?: { applications?: readonly string[] };
   /** The pass in progress was asked for by a retry (the capacity memory is ignored). */
   retrying?: boolean;
   /** The model's region, as last read. */
@@ -48,6 +52,10 @@ export function publish(
 ): void {
   const pairs: SearchAttributeUpdatePair[] = [];
   const { published } = ctx;
+  if (ctx.deferred) {
+    changes = { ...ctx.deferred, ...changes };
+    ctx.deferred = undefined;
+  }
   if (changes.status !== undefined && changes.status !== published.status) {
     pairs.push({ key: SEARCH_ATTRIBUTES.status, value: changes.status });
     published.status = changes.status;

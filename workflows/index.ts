@@ -1,3 +1,3 @@
-export { machineWorkflow } from './machine';
+export { machine, machineWorkflow } from './machine';
 export { modelSweepWorkflow } from './sweep';
 export { startMachinesWorkflow } from './starter';

@@ -3,13 +3,12 @@ import {
   condition,
   isCancellation,
   log,
-  patched,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
+import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
 import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
@@ -80,7 +79,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   // an explicit retry looks at every zone afresh, whatever capacity failures were remembered
   const ignoreCapacityMemory = ctx.retrying === true;
   let mayHaveLaunched = false;
-  const batched = patched(BATCHED_LAUNCHES);
+  const batched = uses(ctx, BATCHED_LAUNCHES);
   const quick = ctx.local ? localRecords : records;
 
   let plan: LaunchPlan;
@@ -91,6 +90,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
     throw err;
   }
   state.instanceType = plan.instanceType;
+  ctx.region = plan.region;
 
   let lastError = 'provisioning failed';
   for (let attempt = 1; attempt <= tuning.startAttempts; attempt++) {
@@ -322,7 +322,7 @@ async function recordLaunch(
   ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
   state.phase = 'running';
   state.lastError = undefined;
-  if (patched(INSTANCE_LIVENESS)) {
+  if (uses(ctx, INSTANCE_LIVENESS)) {
     // recorded `pending` with the launch; the sweep or EC2's events move it on
     state.instanceStatus = 'pending';
     publish(ctx, { status: 'running', zone: started.zone, instanceStatus: 'pending' });

@@ -1,7 +1,6 @@
 import {
   condition,
   continueAsNew,
-  patched,
   log,
   setHandler,
   upsertSearchAttributes,
@@ -19,7 +18,7 @@ import {
   type ProvisioningState,
 } from './definitions';
 import { provision } from './launch';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
+import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { tearDown } from './teardown';
@@ -42,8 +41,20 @@ export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } fro
  *   provision (see launch.ts);
  * - running, in error, manual or a container: wait for a signal;
  * - Dead: tear down (see teardown.ts) and end.
+ *
+ * Workflow type `machine`; `machineWorkflow` is the same code for runs begun
+ * before it (patches.ts).
  */
+export async function machine(input: MachineWorkflowInput): Promise<void> {
+  return runMachine(input, true);
+}
+
+/** Machines whose workflows began before the `machine` type: every patch is asked for. */
 export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
+  return runMachine(input, false);
+}
+
+async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<void> {
   const { model, machineId } = input;
   const state: ProvisioningState = input.carried?.state ?? {
     phase: 'loading',
@@ -67,27 +78,31 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
   setHandler(instanceStateSignal, (seen) => {
     signals.instance = seen;
   });
-  // Started by a signal (signalWithStart) the workflow may lack these; cheap to set once per run.
-  upsertSearchAttributes([
-    { key: SEARCH_ATTRIBUTES.model, value: model },
-    { key: SEARCH_ATTRIBUTES.machine, value: machineId },
-  ]);
+  if (!lean) {
+    // Legacy runs set these once per run (every start, signalWithStart included, now sets them).
+    upsertSearchAttributes([
+      { key: SEARCH_ATTRIBUTES.model, value: model },
+      { key: SEARCH_ATTRIBUTES.machine, value: machineId },
+    ]);
+  }
 
   // Workflows begun since batched launches run their quick steps as local activities.
-  const local = patched(BATCHED_LAUNCHES);
+  const local = uses({ lean }, BATCHED_LAUNCHES);
   const quick = local ? localRecords : records;
-  const tuning = await quick.tuning();
-  state.maxAttempts = tuning.startAttempts;
+  // lean runs take the worker's tuning from their first read of the machine (one step less)
+  const tuning = lean ? undefined : await quick.tuning();
   const ctx: MachineContext = {
     model,
     machineId,
     state,
     signals,
-    tuning,
+    tuning: tuning ?? { startAttempts: 0, retryDelayMs: 0 },
     local,
+    lean,
     launched: [],
     published: {},
   };
+  state.maxAttempts = ctx.tuning.startAttempts;
 
   for (;;) {
     // Signals are consumed before the machine is read, never after: one that
@@ -98,6 +113,10 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     signals.destroy = false;
     signals.instance = undefined;
     const machine = await quick.loadMachine({ model, machineId });
+    if (lean && machine?.tuning && ctx.tuning.startAttempts === 0) {
+      ctx.tuning = machine.tuning;
+      state.maxAttempts = machine.tuning.startAttempts;
+    }
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
@@ -111,8 +130,14 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
       log.info('machine is gone', { model, machineId });
       return;
     }
-    ctx.region = machine.region;
-    publish(ctx, { status: machine.status, applications: machine.applications });
+    // a live machine's snapshot leaves the model out; its region is then its plan's
+    ctx.region = machine.region ?? ctx.region;
+    if (lean && provisionable(machine, retryRequested)) {
+      // the zone claim publishes `allocating` next: one search-attribute update for both
+      ctx.deferred = { applications: machine.applications };
+    } else {
+      publish(ctx, { status: machine.status, applications: machine.applications });
+    }
     if (machine.life === 'dead') {
       await tearDown(ctx, machine);
       return;
@@ -131,12 +156,23 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     } else {
       log.info('provisioning', { model, machineId, pass: state.pass + 1 });
       ctx.retrying = retryRequested;
-      await provision(ctx);
+      const outcome = await provision(ctx);
+      // Recorded running just now, by a write that saw the machine alive: nothing
+      // to re-read until a signal (a destroy meanwhile was signalled, and wakes it).
+      if (outcome === 'running' && lean) await waitForSignal(ctx, input);
       continue; // re-read: running, error, or Dead/removed meanwhile
     }
     // Nothing to do until a signal (a retry only counts in error; a destroy only once Dead).
     await waitForSignal(ctx, input);
   }
+}
+
+/** Whether the loop will provision this machine now (the last branch below). */
+function provisionable(machine: MachineSnapshot, retryRequested: boolean): boolean {
+  if (machine.life === 'dead' || machine.manual || machine.container || machine.instanceId) {
+    return false;
+  }
+  return machine.status !== 'error' || retryRequested;
 }
 
 /**
@@ -148,7 +184,7 @@ async function recordInstanceState(
   machine: MachineSnapshot,
   seen: { instanceId: string; state: NonNullable<MachineSnapshot['instanceStatus']> },
 ): Promise<void> {
-  if (seen.instanceId !== machine.instanceId || !patched(INSTANCE_LIVENESS)) return;
+  if (seen.instanceId !== machine.instanceId || !uses(ctx, INSTANCE_LIVENESS)) return;
   const { model, machineId, state } = ctx;
   const quick = ctx.local ? localRecords : records;
   const applied = await quick.recordInstanceState({

@@ -1,8 +1,22 @@
+import { patched } from '@temporalio/workflow';
+
 /**
  * Patch ids (`patched()`): workflows begun before a change replay their
  * history on the old path; those begun after take the new one. Remove a
  * patch's old path only once no workflow begun before it can be running.
+ *
+ * Each patch a run takes costs two Temporal actions (its marker and the
+ * TemporalChangeVersion search attribute the SDK upserts with it). So the
+ * machine workflow is also versioned by type: `machine` runs take every
+ * change listed here without asking (none of them began before these
+ * changes), and `machineWorkflow` runs, begun before `machine` existed,
+ * ask `patched()` at the very points they always did.
  */
+
+/** Whether this run takes the change `patch` (see above). */
+export function uses(run: { lean: boolean }, patch: string): boolean {
+  return run.lean || patched(patch);
+}
 
 /**
  * Issue 10: zone claims write `allocating` themselves, launches go out in

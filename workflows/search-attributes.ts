@@ -32,7 +32,11 @@ export function machineWorkflowId(model: string, machineId: string): string {
 }
 
 /** Workflow type names, as clients start them. */
-export const MACHINE_WORKFLOW_TYPE = 'machineWorkflow';
+export const MACHINE_WORKFLOW_TYPE = 'machine';
+/** Machine workflows begun before the `machine` type (workflows/patches.ts); still served. */
+export const LEGACY_MACHINE_WORKFLOW_TYPE = 'machineWorkflow';
+/** A visibility-query clause matching machine workflows of either type. */
+export const MACHINE_WORKFLOW_TYPES_QUERY = `WorkflowType IN ("${MACHINE_WORKFLOW_TYPE}", "${LEGACY_MACHINE_WORKFLOW_TYPE}")`;
 export const MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
 
 /** The Temporal Schedule that sweeps one model (stray instances, missing machine workflows). */
@@ -44,11 +48,20 @@ export function sweepScheduleId(model: string): string {
 export const START_MACHINES_WORKFLOW_TYPE = 'startMachinesWorkflow';
 
 /** How a machine's workflow is started, by the API and by the bulk starter alike. */
+/** A machine workflow's task timeout (see machineStartOptions). */
+export const MACHINE_WORKFLOW_TASK_TIMEOUT = '1 minute' as const;
+
 export function machineStartOptions(model: string, machineId: string, taskQueue: string) {
   return {
     taskQueue,
     workflowId: machineWorkflowId(model, machineId),
     args: [{ model, machineId }] as [{ model: string; machineId: string }],
+    // A machine's first task runs its quick steps (load, plan, claim a zone) as local
+    // activities. When a thousand start at once those queue for DynamoDB, and with the
+    // default 10 s the tasks timed out, their work was thrown away and done again, and
+    // nothing launched for minutes (npm run bench). A worker that dies holding a task
+    // delays that machine by this much at most.
+    workflowTaskTimeout: MACHINE_WORKFLOW_TASK_TIMEOUT,
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.model, value: model },
       { key: SEARCH_ATTRIBUTES.machine, value: machineId },

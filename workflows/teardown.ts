@@ -1,8 +1,8 @@
-import { log, patched, sleep } from '@temporalio/workflow';
-import type { MachineSnapshot } from '../activities/types';
+import { log, sleep } from '@temporalio/workflow';
+import type { DeadMachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from './failures';
-import { BATCHED_LAUNCHES } from './patches';
+import { BATCHED_LAUNCHES, uses } from './patches';
 import { ec2, failureType, records } from './proxies';
 
 /** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
@@ -17,12 +17,12 @@ export function harvestsDestroyed(mode: string): boolean {
  * allows; wait until EC2 reports them terminated; remove the machine (and
  * its model, if dying and now empty).
  */
-export async function tearDown(ctx: MachineContext, machine: MachineSnapshot): Promise<void> {
+export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
   const { model, machineId, state } = ctx;
   state.phase = 'stopping';
   publish(ctx, { status: 'stopping' });
   // leaving: it no longer counts in its zone (removal would do it too, later); a new step, so patched
-  if (patched(BATCHED_LAUNCHES)) {
+  if (uses(ctx, BATCHED_LAUNCHES)) {
     await records.releaseZone({ model, machineId }).catch((err: unknown) => {
       if (failureType(err) !== FAILURE.machineGone) throw err;
     });

@@ -85,7 +85,7 @@ class FakeWorld {
     return {
       tuning: () => Promise.resolve(this.tuning),
       loadMachine: async () => {
-        const snapshot = this.removed ? null : { ...this.machine };
+        const snapshot = this.removed ? null : { ...this.machine, tuning: this.tuning };
         await this.onLoad?.(this);
         return snapshot;
       },
@@ -182,7 +182,7 @@ async function withWorker<T>(
 }
 
 function start(taskQueue: string, model: string) {
-  return client.workflow.start('machineWorkflow', {
+  return client.workflow.start('machine', {
     taskQueue,
     workflowId: `machine:${model}:0`,
     args: [{ model, machineId: '0' }],

@@ -451,7 +451,7 @@ describe('the model sweep', () => {
       (d) => d.status.name === 'RUNNING' && d.runId !== firstRun,
       30_000,
     );
-    expect(restarted.type).toBe('machineWorkflow');
+    expect(restarted.type).toBe('machine');
     // the new run finds the machine running and leaves it be
     const state = await eventually(
       () => handle.query(provisioningStateQuery),

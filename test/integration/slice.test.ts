@@ -181,7 +181,7 @@ describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () 
 
     const handle = temporal.workflow.getHandle(`machine:${model}:0`);
     const description = await handle.describe();
-    expect(description.type).toBe('machineWorkflow');
+    expect(description.type).toBe('machine');
     const found = await eventually(
       async () => {
         const ids: string[] = [];
