@@ -1,0 +1,44 @@
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * Recorded machine-workflow histories replay against the current workflow
+ * code: a change that would make a running machine's workflow fail on the
+ * next deploy (a step added, removed or reordered without a patch or a new
+ * workflow type, workflows/patches.ts) fails here first. The histories were
+ * exported from local stacks with `temporal workflow show -o json`:
+ *
+ * - `legacy-machineWorkflow-…`: a `machineWorkflow` run (begun before the
+ *   `machine` type) provisioned, then told by the sweep its instance runs;
+ * - `machine-…`: the same story for a `machine` run.
+ *
+ * Add the history of every new shape of run here when workflow code changes.
+ * The replay runs in a process of its own, as a worker does
+ * (test/support/replay-histories.ts).
+ */
+const DIR = join(__dirname, 'histories');
+const ROOT = join(__dirname, '..', '..', '..');
+const histories = readdirSync(DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
+
+test('there are recorded histories of both machine workflow types', () => {
+  expect(histories.some((f) => f.startsWith('legacy-machineWorkflow-'))).toBe(true);
+  expect(histories.some((f) => f.startsWith('machine-'))).toBe(true);
+});
+
+test('every recorded machine workflow history replays against the current code', async () => {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'test', 'support', 'replay-histories.ts'), DIR],
+    { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 },
+  );
+  const results = stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { file: string; error?: string });
+  expect(results.map((r) => r.file)).toEqual(histories);
+  expect(results.filter((r) => r.error !== undefined)).toEqual([]);
+}, 180_000);
