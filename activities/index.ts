@@ -4,6 +4,7 @@ import { PlacementGroups } from './placement-groups';
 import { recordActivities } from './records';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
+import { sweeperActivities } from './sweeper';
 import { teardownActivities } from './teardown';
 
 export type { ActivityDeps } from './deps';
@@ -12,11 +13,13 @@ export type { ActivityDeps } from './deps';
 export function createActivities(deps: ActivityDeps) {
   // shared: a group deleted by a removal is created again by the next launch
   const groups = new PlacementGroups(deps.ec2ForRegion);
+  const sweep = sweepActivities(deps);
   return {
     ...recordActivities(deps, groups),
     ...launchActivities(deps, groups),
     ...teardownActivities(deps),
-    ...sweepActivities(deps),
+    ...sweep,
+    ...sweeperActivities(deps, (input) => sweep.sweepModel(input)),
     ...starterActivities(deps),
   };
 }

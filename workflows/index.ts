@@ -1,3 +1,3 @@
 export { machineWorkflow } from './machine';
-export { modelSweepWorkflow } from './sweep';
+export { sweeperWorkflow } from './sweeper';
 export { startMachinesWorkflow } from './starter';

@@ -22,6 +22,7 @@ import { provision } from './launch';
 import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { showDetails } from './summaries';
 import { tearDown } from './teardown';
 
 export {
@@ -112,6 +113,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
       return;
     }
     ctx.region = machine.region;
+    ctx.snapshot = machine;
     publish(ctx, { status: machine.status, applications: machine.applications });
     if (machine.life === 'dead') {
       await tearDown(ctx, machine);
@@ -135,6 +137,7 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
       continue; // re-read: running, error, or Dead/removed meanwhile
     }
     // Nothing to do until a signal (a retry only counts in error; a destroy only once Dead).
+    showDetails(ctx);
     await waitForSignal(ctx, input);
   }
 }

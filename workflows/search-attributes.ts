@@ -33,15 +33,22 @@ export function machineWorkflowId(model: string, machineId: string): string {
 
 /** Workflow type names, as clients start them. */
 export const MACHINE_WORKFLOW_TYPE = 'machineWorkflow';
-export const MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
+export const SWEEPER_WORKFLOW_TYPE = 'sweeperWorkflow';
+/** What earlier versions' per-model sweep Schedules started (`sweep:<model>`); the worker deletes those Schedules. */
+export const LEGACY_MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
 
-/** The Temporal Schedule that sweeps one model (stray instances, missing machine workflows). */
-export function sweepScheduleId(model: string): string {
-  return `sweep:${model}`;
+/** The one sweeper of a task queue (every model, on a timer): a deterministic id, so it is started once. */
+export function sweeperWorkflowId(taskQueue: string): string {
+  return `sweeper:${taskQueue}`;
 }
 
 /** Starts machine workflows in bulk for one request (see workflows/starter.ts). */
 export const START_MACHINES_WORKFLOW_TYPE = 'startMachinesWorkflow';
+
+/** The static summary of a machine's workflow: the line the Temporal UI's workflow list shows. */
+export function machineSummary(model: string, machineId: string): string {
+  return `Machine ${machineId} in model ${model}`;
+}
 
 /** How a machine's workflow is started, by the API and by the bulk starter alike. */
 export function machineStartOptions(model: string, machineId: string, taskQueue: string) {
@@ -49,6 +56,8 @@ export function machineStartOptions(model: string, machineId: string, taskQueue:
     taskQueue,
     workflowId: machineWorkflowId(model, machineId),
     args: [{ model, machineId }] as [{ model: string; machineId: string }],
+    // the line the Temporal UI's workflow list shows; current details come from the workflow
+    staticSummary: machineSummary(model, machineId),
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.model, value: model },
       { key: SEARCH_ATTRIBUTES.machine, value: machineId },
