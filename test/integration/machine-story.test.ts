@@ -44,6 +44,19 @@ async function activitySummaries(workflowId: string): Promise<Array<[string, str
   });
 }
 
+/** Workflow ids a saved search (README, "The Temporal UI") finds, once visibility has caught up. */
+function found(query: string, expected: string[]): Promise<string[]> {
+  return eventually(
+    async () => {
+      const ids: string[] = [];
+      for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
+      return ids.sort();
+    },
+    (ids) => JSON.stringify(ids) === JSON.stringify(expected),
+    20_000,
+  );
+}
+
 function details(workflowId: string): Promise<string> {
   return client.workflow
     .getHandle(workflowId)
@@ -89,6 +102,19 @@ describe("a machine's story in the Temporal UI", () => {
       `**constraints** ${m.constraints}`,
     ]);
 
+    // the README's saved searches: machines of an application, everything in a zone
+    expect(
+      await found(`ProvisionerModel = "${model}" AND ProvisionerApplications = "web"`, [
+        workflowId,
+      ]),
+    ).toEqual([workflowId]);
+    expect(
+      await found(
+        `ProvisionerModel = "${model}" AND ProvisionerZone = "${m.zone}" AND ExecutionStatus = "Running"`,
+        [workflowId],
+      ),
+    ).toEqual([workflowId]);
+
     const launched = await activitySummaries(workflowId);
     expect(launched.filter(([type]) => type === 'startInstance')).toEqual([
       ['startInstance', `RunInstances in ${m.zone}, attempt 1 of 3`],
@@ -123,6 +149,9 @@ describe("a machine's story in the Temporal UI", () => {
       '**status** error (error)',
       '**last error** no image found for base "ubuntu@26.04" (arch amd64) in region us-east-1',
     ]);
+    // the README's saved search: machines in error in a model
+    const query = `WorkflowType = "machineWorkflow" AND ProvisionerModel = "${model}" AND ProvisionerStatus = "error"`;
+    expect(await found(query, [workflowId])).toEqual([workflowId]);
     expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
   });
 });
