@@ -5,6 +5,7 @@ import { RecentReads } from './recent-reads';
 import { recordActivities } from './records';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
+import { sweeperActivities } from './sweeper';
 import { teardownActivities } from './teardown';
 
 export type { ActivityDeps } from './deps';
@@ -14,11 +15,13 @@ export function createActivities(given: ActivityDeps) {
   const deps: ActivityDeps = { ...given, recentReads: given.recentReads ?? new RecentReads() };
   // shared: a group deleted by a removal is created again by the next launch
   const groups = new PlacementGroups(deps.ec2ForRegion);
+  const sweep = sweepActivities(deps);
   return {
     ...recordActivities(deps, groups),
     ...launchActivities(deps, groups),
     ...teardownActivities(deps),
-    ...sweepActivities(deps),
+    ...sweep,
+    ...sweeperActivities(deps, (input) => sweep.sweepModel(input)),
     ...starterActivities(deps),
   };
 }

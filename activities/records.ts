@@ -96,6 +96,10 @@ export function recordActivities(
         ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
         ...(machine.instanceStatus ? { instanceStatus: machine.instanceStatus } : {}),
         applications: [...(machine.applications ?? [])],
+        ...(machine.principals?.length ? { units: [...machine.principals] } : {}),
+        ...(machine.constraints ? { constraints: machine.constraints } : {}),
+        ...(machine.zone ? { zone: machine.zone } : {}),
+        ...(machine.instanceType ? { instanceType: machine.instanceType } : {}),
         manual: machine.manual === true || machine.placement?.startsWith('ssh:') === true,
         container: isContainerMachineId(machine.id),
         tuning: {

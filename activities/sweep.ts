@@ -14,10 +14,10 @@ import {
   MACHINE_WORKFLOW_TYPE,
   MACHINE_WORKFLOW_TYPES_QUERY,
   SEARCH_ATTRIBUTES,
+  machineSummary,
   machineWorkflowId,
 } from '../workflows/search-attributes';
 import type { ActivityDeps } from './deps';
-import { alignSweepInterval, removeModelSweep } from './schedules';
 import {
   LIVE_STATES,
   TAG_MACHINE,
@@ -167,6 +167,7 @@ export function sweepActivities(deps: ActivityDeps) {
         taskQueue: deps.taskQueue,
         workflowId,
         args: [{ model, machineId: m.id }],
+        staticSummary: machineSummary(model, m.id),
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.model, value: model },
@@ -179,8 +180,7 @@ export function sweepActivities(deps: ActivityDeps) {
     return restarted;
   }
 
-  async function modelGone(model: string): Promise<SweepReport> {
-    if (deps.temporal) await removeModelSweep(deps.temporal, model);
+  function modelGone(model: string): SweepReport {
     return {
       model,
       modelGone: true,
@@ -241,11 +241,8 @@ export function sweepActivities(deps: ActivityDeps) {
   }
 
   return {
-    /**
-     * `intervalMs`: the interval the schedule runs at (its action carries it),
-     * so it is put on the worker's own interval only when they differ.
-     */
-    async sweepModel(input: { model: string; intervalMs?: number }): Promise<SweepReport> {
+    /** One model's sweep; the sweeper (activities/sweeper.ts) calls it for each model of a page. */
+    async sweepModel(input: { model: string }): Promise<SweepReport> {
       const { model } = input;
       let record;
       try {
@@ -328,12 +325,6 @@ export function sweepActivities(deps: ActivityDeps) {
       );
       await signalChanges(model, changes);
       const restarted = await reconcile(model, machines);
-      if (deps.temporal && input.intervalMs !== deps.tuning.sweepIntervalMs) {
-        // The worker's PROVISIONER_SWEEP_INTERVAL is the one that counts.
-        await alignSweepInterval(deps.temporal, model, deps.tuning.sweepIntervalMs).catch(
-          () => false,
-        );
-      }
       return {
         model,
         modelGone: false,

@@ -38,6 +38,11 @@ interface MachineSnapshotFields {
   /** EC2's state of `instanceId` as last recorded (liveness). */
   instanceStatus?: InstanceState;
   applications: string[];
+  /** Principal units on the machine, its constraints and where it runs (shown in the Temporal UI). */
+  units?: string[];
+  constraints?: string;
+  zone?: string;
+  instanceType?: string;
   /** Manually provisioned (`ssh:`): never launched or terminated. */
   manual: boolean;
   /** A container (`1/lxd/0`): hosted by a machine, not launched on EC2. */
@@ -90,7 +95,7 @@ export interface StartedInstance {
 
 export interface SweepReport {
   model: string;
-  /** The model is gone: its schedule was deleted. */
+  /** The model is gone (the sweeper stops seeing it). */
   modelGone: boolean;
   harvestMode?: HarvestMode;
   /** Instances tagged for the model that no live machine owns, older than the grace period. */

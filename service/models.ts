@@ -68,8 +68,8 @@ export async function createModel(
   try {
     await ctx.workflows.ensureSweep(record.name);
   } catch (err) {
-    // The model is recorded either way; its sweep is created again by the next deploy or add-machine.
-    ctx.log.warn('could not create the model sweep schedule', {
+    // The model is recorded either way; the worker starts the sweeper too, and so does the next add-machine.
+    ctx.log.warn('could not make sure the sweeper is running', {
       model: record.name,
       error: String(err),
     });

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
-import { DEFAULT_SWEEP_INTERVAL_MS, ensureModelSweep } from '../activities/schedules';
+import { ensureSweeper } from '../activities/sweeper-client';
 import {
   MACHINE_WORKFLOW_TYPE,
   START_MACHINES_WORKFLOW_TYPE,
@@ -27,7 +27,10 @@ export interface MachineWorkflows {
    */
   startMany(model: string, machineIds: readonly string[]): Promise<void>;
   signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void>;
-  /** Makes sure the model's sweep schedule (strays and missing workflows) exists. */
+  /**
+   * Makes sure the sweeper that sweeps the model (strays, missing workflows,
+   * liveness) is running: one workflow for every model, started once.
+   */
   ensureSweep(model: string): Promise<void>;
 }
 
@@ -38,8 +41,8 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     private readonly taskQueue: string = TASK_QUEUE,
   ) {}
 
-  async ensureSweep(model: string): Promise<void> {
-    await ensureModelSweep(await this.client(), model, DEFAULT_SWEEP_INTERVAL_MS, this.taskQueue);
+  async ensureSweep(_model: string): Promise<void> {
+    await ensureSweeper(await this.client(), this.taskQueue);
   }
 
   private options(model: string, machineId: string) {

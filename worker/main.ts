@@ -4,6 +4,7 @@ import { createActivities } from '../activities';
 import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2, warmRegion } from '../activities/regional';
+import { ensureSweeper, removeLegacySweepSchedules } from '../activities/sweeper-client';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
 import { ProvisioningStore } from '../state/provisioning';
@@ -11,7 +12,7 @@ import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../workflows/search-attributes';
 
 /**
- * The Temporal worker: registers the machine and sweep workflows and their
+ * The Temporal worker: registers the machine and sweeper workflows and their
  * activities and drains cleanly on SIGTERM/SIGINT (the SDK's default
  * shutdown signals). `PROVISIONER_TASK_QUEUE` moves it off the shared queue
  * (tests run a private worker they can kill).
@@ -44,7 +45,7 @@ async function main(): Promise<void> {
     ...(apiKey ? { apiKey, tls: true } : {}),
   };
   const connection = await NativeConnection.connect(temporalOptions);
-  // The sweep's activities restart machine workflows and keep their schedule in line.
+  // The sweep's activities restart machine workflows; the worker starts the sweeper.
   const clientConnection = await Connection.connect(temporalOptions);
   const temporal = new Client({
     connection: clientConnection,
@@ -85,6 +86,7 @@ async function main(): Promise<void> {
     ),
     maxConcurrentWorkflowTaskPolls: 20,
   });
+  if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
   console.log(
     `worker polling ${taskQueue} on ${endpoints.temporalAddress} (${endpoints.temporalNamespace})`,
   );
@@ -93,6 +95,21 @@ async function main(): Promise<void> {
   } finally {
     await clientConnection.close();
     await connection.close();
+  }
+}
+
+/**
+ * The task queue's sweeper (idempotent: a running one is left be), and the
+ * per-model sweep Schedules of earlier versions deleted (README, "The sweeper").
+ */
+async function startSweeper(temporal: Client, taskQueue: string): Promise<void> {
+  try {
+    await ensureSweeper(temporal, taskQueue);
+    const removed = await removeLegacySweepSchedules(temporal);
+    if (removed.length > 0) console.log(`deleted ${removed.length} legacy sweep schedule(s)`);
+  } catch (err) {
+    // the API starts the sweeper too, when a model is created or machines are added
+    console.warn(`could not start the sweeper: ${String(err)}`);
   }
 }
 

@@ -1,9 +1,11 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
+import type { MachineSnapshot } from '../activities/types';
 import type { InstanceState } from '../core/liveness';
 import type { MachineStatus } from '../state/types';
 import type { InstanceObservation, ProvisioningState } from './definitions';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { showDetails } from './summaries';
 
 /** What one run of a machine workflow shares between its phases. */
 export interface MachineContext {
@@ -26,6 +28,8 @@ export interface MachineContext {
   /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */
   launched: string[];
   published: Published;
+  /** The machine as last read (its current details in the UI are drawn from it). */
+  snapshot?: MachineSnapshot;
 }
 
 export interface Published {
@@ -77,4 +81,5 @@ export function publish(
     }
   }
   if (pairs.length > 0) upsertSearchAttributes(pairs);
+  showDetails(ctx);
 }

@@ -68,8 +68,12 @@ export interface InstanceObservation {
 export const instanceStateSignal = defineSignal<[InstanceObservation]>('instanceState');
 export const provisioningStateQuery = defineQuery<ProvisioningState>('provisioningState');
 
-export interface ModelSweepInput {
-  model: string;
-  /** The interval the model's schedule runs at (the sweep aligns it with the worker's tuning). */
+/** The sweeper's input (workflows/sweeper.ts); every field has a default. */
+export interface SweeperInput {
+  /** The interval until the first page reports the worker's PROVISIONER_SWEEP_INTERVAL. */
   intervalMs?: number;
+  /** Models per activity (default: activities/sweeper.ts's page). */
+  pageSize?: number;
+  /** Walks before continuing as new. */
+  walksPerRun?: number;
 }

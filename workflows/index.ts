@@ -1,3 +1,3 @@
 export { machine, machineWorkflow } from './machine';
-export { modelSweepWorkflow } from './sweep';
+export { sweeperWorkflow } from './sweeper';
 export { startMachinesWorkflow } from './starter';

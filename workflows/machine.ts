@@ -21,6 +21,7 @@ import { provision } from './launch';
 import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { showDetails } from './summaries';
 import { tearDown } from './teardown';
 
 export {
@@ -132,6 +133,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     }
     // a live machine's snapshot leaves the model out; its region is then its plan's
     ctx.region = machine.region ?? ctx.region;
+    ctx.snapshot = machine;
     if (lean && provisionable(machine, retryRequested)) {
       // the zone claim publishes `allocating` next: one search-attribute update for both
       ctx.deferred = { applications: machine.applications };
@@ -163,6 +165,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       continue; // re-read: running, error, or Dead/removed meanwhile
     }
     // Nothing to do until a signal (a retry only counts in error; a destroy only once Dead).
+    showDetails(ctx);
     await waitForSignal(ctx, input);
   }
 }

@@ -37,15 +37,22 @@ export const MACHINE_WORKFLOW_TYPE = 'machine';
 export const LEGACY_MACHINE_WORKFLOW_TYPE = 'machineWorkflow';
 /** A visibility-query clause matching machine workflows of either type. */
 export const MACHINE_WORKFLOW_TYPES_QUERY = `WorkflowType IN ("${MACHINE_WORKFLOW_TYPE}", "${LEGACY_MACHINE_WORKFLOW_TYPE}")`;
-export const MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
+export const SWEEPER_WORKFLOW_TYPE = 'sweeperWorkflow';
+/** What earlier versions' per-model sweep Schedules started (`sweep:<model>`); the worker deletes those Schedules. */
+export const LEGACY_MODEL_SWEEP_WORKFLOW_TYPE = 'modelSweepWorkflow';
 
-/** The Temporal Schedule that sweeps one model (stray instances, missing machine workflows). */
-export function sweepScheduleId(model: string): string {
-  return `sweep:${model}`;
+/** The one sweeper of a task queue (every model, on a timer): a deterministic id, so it is started once. */
+export function sweeperWorkflowId(taskQueue: string): string {
+  return `sweeper:${taskQueue}`;
 }
 
 /** Starts machine workflows in bulk for one request (see workflows/starter.ts). */
 export const START_MACHINES_WORKFLOW_TYPE = 'startMachinesWorkflow';
+
+/** The static summary of a machine's workflow: the line the Temporal UI's workflow list shows. */
+export function machineSummary(model: string, machineId: string): string {
+  return `Machine ${machineId} in model ${model}`;
+}
 
 /** How a machine's workflow is started, by the API and by the bulk starter alike. */
 /** A machine workflow's task timeout (see machineStartOptions). */
@@ -62,6 +69,8 @@ export function machineStartOptions(model: string, machineId: string, taskQueue:
     // nothing launched for minutes (npm run bench). A worker that dies holding a task
     // delays that machine by this much at most.
     workflowTaskTimeout: MACHINE_WORKFLOW_TASK_TIMEOUT,
+    // the line the Temporal UI's workflow list shows; current details come from the workflow
+    staticSummary: machineSummary(model, machineId),
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.model, value: model },
       { key: SEARCH_ATTRIBUTES.machine, value: machineId },

@@ -4,6 +4,7 @@ import { publish, type MachineContext } from './context';
 import { FAILURE } from './failures';
 import { BATCHED_LAUNCHES, uses } from './patches';
 import { ec2, failureType, records } from './proxies';
+import { duration } from './summaries';
 
 /** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
 export function harvestsDestroyed(mode: string): boolean {
@@ -54,11 +55,18 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   }
   if (terminate && instanceIds.length > 0) {
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
-    await ec2.terminateInstances({ region: machine.region, instanceIds, fresh: ctx.launched });
+    // summaries (UI metadata on the same commands) read as sentences in the history
+    await ec2.terminateInstances.executeWithOptions(
+      { summary: `terminating ${instanceIds.join(', ')}` },
+      [{ region: machine.region, instanceIds, fresh: ctx.launched }],
+    );
     for (let poll = 0; ; poll++) {
       const remaining = await ec2.instancesNotTerminated({ region: machine.region, instanceIds });
       if (remaining.length === 0) break;
-      await sleep(Math.min(1000 * 2 ** poll, 5000));
+      const waitMs = Math.min(1000 * 2 ** poll, 5000);
+      await sleep(waitMs, {
+        summary: `waiting ${duration(waitMs)} for ${remaining.join(', ')} to terminate`,
+      });
     }
   }
   ctx.launched = [];

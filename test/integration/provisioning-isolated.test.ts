@@ -80,6 +80,8 @@ async function startWorker(extraEnv: Record<string, string> = {}): Promise<Manag
       PROVISIONER_RETRY_DELAY: '500ms',
       PROVISIONER_SWEEP_INTERVAL: '5s',
       PROVISIONER_STRAY_GRACE: '2s',
+      // the shared worker's sweeper sweeps every model; a second one would restart workflows onto this queue
+      PROVISIONER_SWEEPER: 'off',
       // every test sees zones and capacity as they are now (the caches have tests of their own)
       PROVISIONER_ZONE_CACHE: '0',
       PROVISIONER_CAPACITY_MEMORY: '0',

@@ -5,17 +5,21 @@ import {
   TerminateInstancesCommand,
   type Instance,
 } from '@aws-sdk/client-ec2';
-import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { toCatalogueEntry, type CatalogueEntry } from '../../activities/instance-types';
 import { priced } from '../../activities/plan';
-import { ensureModelSweep, removeModelSweep } from '../../activities/schedules';
 import { TAG_DEPLOYMENT, TAG_MACHINE, TAG_MODEL, TAG_MODEL_UID } from '../../activities/tags';
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
-import { machineWorkflowId, sweepScheduleId } from '../../workflows/search-attributes';
+import {
+  TASK_QUEUE,
+  machineWorkflowId,
+  sweeperWorkflowId,
+} from '../../workflows/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { servedPrices } from './prices';
 import { ec2ClientFor, loadTestStack } from './stack';
+import { sweepPagesCompletedSince } from './sweeper';
 
 /**
  * The machine workflow on the shared local stack, driven through the API as a
@@ -38,7 +42,6 @@ const DEPLOYMENT = 'local';
 let connection: Connection;
 let temporal: Client;
 let catalogue: CatalogueEntry[];
-const sweptModels: string[] = [];
 
 beforeAll(async () => {
   connection = await Connection.connect({ address: stack.temporalAddress });
@@ -53,7 +56,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const model of sweptModels) await removeModelSweep(temporal, model);
   await connection.close();
   ec2.destroy();
 });
@@ -387,10 +389,8 @@ describe('teardown', () => {
     await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
   });
 
-  it('tears down every machine of a destroyed model, then the model and its sweep go', async () => {
+  it('tears down every machine of a destroyed model, then the model goes', async () => {
     const model = await newModel('gone');
-    await ensureModelSweep(temporal, model, 5000);
-    sweptModels.push(model);
     const res = await api.post(`/v1/models/${model}/machines`, { count: 3, constraints: IN_ZONES });
     expect(res.status).toBe(201);
     const running = await eventually(
@@ -407,19 +407,9 @@ describe('teardown', () => {
     );
     timing('destroy-model (3 machines) to model removed', started);
     for (const i of instances) expect(await instanceState(i)).toBe('terminated');
-    // the next sweep finds the model gone and deletes its own schedule
-    await eventually(
-      async () => {
-        try {
-          await temporal.schedule.getHandle(sweepScheduleId(model)).describe();
-          return false;
-        } catch (err) {
-          return err instanceof ScheduleNotFoundError;
-        }
-      },
-      (deleted) => deleted,
-      30_000,
-    );
+    // the sweeper walks on without the model: nothing of it is left to delete
+    const sweeper = await temporal.workflow.getHandle(sweeperWorkflowId(TASK_QUEUE)).describe();
+    expect(sweeper.status.name).toBe('RUNNING');
   });
 });
 
@@ -436,8 +426,6 @@ describe('the model sweep', () => {
     const duplicate = await launchStray(model, id, running.imageId, running.instanceId);
     const orphan = await launchStray(model, '42', running.imageId, running.instanceId);
     const started = Date.now();
-    await ensureModelSweep(temporal, model, 5000);
-    sweptModels.push(model);
 
     await eventually(
       async () => [await instanceState(duplicate), await instanceState(orphan)],
@@ -467,15 +455,13 @@ describe('the model sweep', () => {
     const id = await addMachine(model, { constraints: IN_ZONES });
     const running = await untilStatus(model, id, 'running');
     const stray = await launchStray(model, '42', running.imageId, running.instanceId);
-    await ensureModelSweep(temporal, model, 5000);
-    sweptModels.push(model);
-    const schedule = temporal.schedule.getHandle(sweepScheduleId(model));
-    // wait for two sweeps that ran after the stray was past its grace period
+    // wait for two walks of the sweeper that ended after the stray was past its grace period
+    // (a page ending then may have read the model before: the second one did not)
     const sweptAfter = Date.now() + 2000;
     await eventually(
-      () => schedule.describe(),
-      (d) => d.info.recentActions.filter((a) => a.takenAt.getTime() > sweptAfter).length >= 2,
-      30_000,
+      () => sweepPagesCompletedSince(temporal, sweptAfter),
+      (pages) => pages >= 2,
+      60_000,
     );
     expect(await instanceState(stray)).toBe('running');
     expect(await instanceState(running.instanceId)).toBe('running');

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { sweepScheduleId } from '../../workflows/search-attributes';
+import { TASK_QUEUE, sweeperWorkflowId } from '../../workflows/search-attributes';
 import { ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -121,15 +121,18 @@ describe('models', () => {
 });
 
 describe('model sweep', () => {
-  it("creates the model's sweep schedule with the model", async () => {
+  it('sweeps every model with the one sweeper, and creates no schedule per model', async () => {
     const model = uniqueName('sweep');
     expect((await api.post('/v1/models', { name: model })).status).toBe(201);
-    const schedule = await temporal.schedule.getHandle(sweepScheduleId(model)).describe();
-    expect(schedule.scheduleId).toBe(sweepScheduleId(model));
-    expect(schedule.action).toMatchObject({
-      type: 'startWorkflow',
-      workflowType: 'modelSweepWorkflow',
-    });
+    const sweeper = await temporal.workflow.getHandle(sweeperWorkflowId(TASK_QUEUE)).describe();
+    expect(sweeper.type).toBe('sweeperWorkflow');
+    expect(sweeper.status.name).toBe('RUNNING');
+    expect(await sweeper.staticSummary()).toBe(
+      `Sweeps every model (stray instances, missing machine workflows, liveness) on ${TASK_QUEUE}`,
+    );
+    const schedules: string[] = [];
+    for await (const s of temporal.schedule.list()) schedules.push(s.scheduleId);
+    expect(schedules.filter((id) => id.startsWith('sweep:'))).toEqual([]);
   });
 });
 

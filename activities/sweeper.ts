@@ -1,0 +1,94 @@
+import type { ActivityDeps } from './deps';
+import type { SweepReport } from './types';
+
+/** Models one sweeper activity sweeps (one Temporal action however many models that is). */
+export const SWEEP_PAGE_SIZE = 100;
+/** Models of a page swept at once: a few EC2, DynamoDB and Temporal calls each. */
+const SWEEP_CONCURRENCY = 8;
+
+export interface SweepPageInput {
+  /** Sweep the models whose name sorts after this one (the previous page's last). */
+  after?: string;
+  limit?: number;
+}
+
+export interface SweepPageResult {
+  /** Models swept in this page. */
+  swept: number;
+  /** Where the next page starts; absent when this was the last. */
+  next?: string;
+  /** The worker's PROVISIONER_SWEEP_INTERVAL: the sweeper sleeps this long between walks. */
+  intervalMs: number;
+  /** Only the sweeps that found something (strays, restarts, liveness changes): the rest is noise. */
+  changed: SweepReport[];
+  /** Models whose sweep failed this time (the next walk tries again). */
+  failed: Array<{ model: string; error: string }>;
+}
+
+/** The page of `names` (sorted) after `after`, and where the next one starts. */
+export function modelPage(
+  names: readonly string[],
+  after: string | undefined,
+  limit: number,
+): { page: string[]; next?: string } {
+  const sorted = [...names].sort();
+  const rest = after === undefined ? sorted : sorted.filter((n) => n > after);
+  const page = rest.slice(0, limit);
+  return rest.length > limit ? { page, next: page[page.length - 1] } : { page };
+}
+
+function changedSomething(r: SweepReport): boolean {
+  return (
+    r.modelGone ||
+    r.strays.length > 0 ||
+    r.terminated.length > 0 ||
+    r.restarted.length > 0 ||
+    r.instanceChanges.length > 0 ||
+    r.reprovisioned.length > 0
+  );
+}
+
+/**
+ * The sweeper's one activity: sweeps a page of models (each as the per-model
+ * sweep always has). A model whose sweep fails is reported, not thrown: one
+ * bad model must not stop the others, and a failed activity would cost a
+ * retry. No heartbeats: each would be a billed action.
+ */
+export function sweeperActivities(
+  deps: ActivityDeps,
+  sweepModel: (input: { model: string }) => Promise<SweepReport>,
+) {
+  return {
+    async sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
+      const limit = input.limit ?? SWEEP_PAGE_SIZE;
+      const models = await deps.repo.listModels();
+      const { page, next } = modelPage(
+        models.map((m) => m.name),
+        input.after,
+        limit,
+      );
+      const changed: SweepReport[] = [];
+      const failed: Array<{ model: string; error: string }> = [];
+      let i = 0;
+      async function lane(): Promise<void> {
+        while (i < page.length) {
+          const model = page[i++]!;
+          try {
+            const report = await sweepModel({ model });
+            if (changedSomething(report)) changed.push(report);
+          } catch (err) {
+            failed.push({ model, error: err instanceof Error ? err.message : String(err) });
+          }
+        }
+      }
+      await Promise.all(Array.from({ length: Math.min(SWEEP_CONCURRENCY, page.length) }, lane));
+      return {
+        swept: page.length,
+        ...(next !== undefined ? { next } : {}),
+        intervalMs: deps.tuning.sweepIntervalMs,
+        changed,
+        failed,
+      };
+    },
+  };
+}

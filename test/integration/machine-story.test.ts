@@ -1,0 +1,157 @@
+import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { workflowMetadataQuery } from '@temporalio/workflow';
+import { machineWorkflowId } from '../../workflows/search-attributes';
+import { apiClient, eventually, uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+/**
+ * What the Temporal UI shows of a machine (issue 16), read from the shared
+ * local stack's Temporal server as the UI reads it: the workflow's static
+ * summary (its line in the list), its current details (the metadata query),
+ * and the summaries of its activities in the event history. The shared
+ * worker's tuning: 3 attempts (global-setup.ts).
+ */
+
+const stack = loadTestStack();
+const api = apiClient(stack);
+const IN_ZONES = 'zones=us-east-1a,us-east-1b,us-east-1c';
+let connection: Connection;
+let client: Client;
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address: stack.temporalAddress });
+  client = new Client({ connection, namespace: stack.temporalNamespace });
+});
+afterAll(async () => {
+  await connection.close();
+});
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+function summary(e: HistoryEvent): string | undefined {
+  const payload = e.userMetadata?.summary;
+  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
+}
+
+/** Activity type and summary of every activity the workflow scheduled, in order. */
+async function activitySummaries(workflowId: string): Promise<Array<[string, string?]>> {
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).flatMap((e): Array<[string, string?]> => {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    return scheduled ? [[scheduled.activityType?.name ?? '', summary(e)]] : [];
+  });
+}
+
+/** Workflow ids a saved search (README, "The Temporal UI") finds, once visibility has caught up. */
+function found(query: string, expected: string[]): Promise<string[]> {
+  return eventually(
+    async () => {
+      const ids: string[] = [];
+      for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
+      return ids.sort();
+    },
+    (ids) => JSON.stringify(ids) === JSON.stringify(expected),
+    20_000,
+  );
+}
+
+function details(workflowId: string): Promise<string> {
+  return client.workflow
+    .getHandle(workflowId)
+    .query(workflowMetadataQuery)
+    .then((m) => m.currentDetails ?? '');
+}
+
+describe("a machine's story in the Temporal UI", () => {
+  it('carries a summary, current details and activity summaries from launch to teardown', async () => {
+    const model = uniqueName('story');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+    const deployed = await api.post(`/v1/models/${model}/applications`, {
+      name: 'web',
+      base: 'ubuntu@24.04',
+      constraints: IN_ZONES,
+    });
+    expect(deployed.status).toBe(201);
+    const machineId = deployed.body.units[0].machine as string;
+    const workflowId = machineWorkflowId(model, machineId);
+    const m = (
+      await eventually(
+        () => api.get(`/v1/models/${model}/machines/${machineId}`),
+        (r) => r.body?.status === 'running',
+      )
+    ).body;
+
+    const handle = client.workflow.getHandle(workflowId);
+    const description = await handle.describe();
+    expect(await description.staticSummary()).toBe(`Machine ${machineId} in model ${model}`);
+
+    // the sweep soon tells the workflow EC2 says `running` (it was recorded `pending` with the launch)
+    const current = await eventually(
+      () => details(workflowId),
+      (d) => d.includes(`(${m.instanceType}, running)`),
+      60_000,
+    );
+    expect(current.split('\n')).toEqual([
+      '**status** running (running, attempt 1 of 3)',
+      `**zone** ${m.zone}`,
+      `**instance** ${m.instanceId} (${m.instanceType}, running)`,
+      '**applications** web',
+      `**units** web/0`,
+      `**constraints** ${m.constraints}`,
+    ]);
+
+    // the README's saved searches: machines of an application, everything in a zone
+    expect(
+      await found(`ProvisionerModel = "${model}" AND ProvisionerApplications = "web"`, [
+        workflowId,
+      ]),
+    ).toEqual([workflowId]);
+    expect(
+      await found(
+        `ProvisionerModel = "${model}" AND ProvisionerZone = "${m.zone}" AND ExecutionStatus = "Running"`,
+        [workflowId],
+      ),
+    ).toEqual([workflowId]);
+
+    const launched = await activitySummaries(workflowId);
+    expect(launched.filter(([type]) => type === 'startInstance')).toEqual([
+      ['startInstance', `RunInstances in ${m.zone}, attempt 1 of 3`],
+    ]);
+
+    // teardown: the model is destroyed, the workflow terminates the instance and ends
+    expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
+    await eventually(
+      () => handle.describe(),
+      (d) => d.status.name === 'COMPLETED',
+      60_000,
+    );
+    const all = await activitySummaries(workflowId);
+    expect(all.filter(([type]) => type === 'terminateInstances')).toEqual([
+      ['terminateInstances', `terminating ${m.instanceId}`],
+    ]);
+  });
+
+  it('shows a machine in error with its last error in its current details', async () => {
+    const model = uniqueName('storyerr');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+    const added = await api.post(`/v1/models/${model}/machines`, { base: 'ubuntu@26.04' });
+    expect(added.status).toBe(201);
+    const machineId = added.body.machines[0].id as string;
+    const workflowId = machineWorkflowId(model, machineId);
+    const current = await eventually(
+      () => details(workflowId).catch(() => ''),
+      (d) => d.startsWith('**status** error'),
+      60_000,
+    );
+    expect(current.split('\n')).toEqual([
+      '**status** error (error)',
+      '**last error** no image found for base "ubuntu@26.04" (arch amd64) in region us-east-1',
+    ]);
+    // the README's saved search: machines in error in a model
+    const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error"`;
+    expect(await found(query, [workflowId])).toEqual([workflowId]);
+    expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
+  });
+});

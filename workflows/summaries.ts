@@ -1,0 +1,56 @@
+import { setCurrentDetails } from '@temporalio/workflow';
+import type { MachineSnapshot } from '../activities/types';
+import type { MachineContext } from './context';
+
+/**
+ * What the Temporal UI shows of a machine without opening a payload: a
+ * static summary given when its workflow is started, and current details
+ * (Temporal markdown) kept up to date by the workflow. Current details are
+ * served by the workflow's metadata query, not recorded as commands, so
+ * setting them never changes a workflow's history (replay-safe).
+ */
+
+/** A duration as people write it: `500ms`, `10s`, `1m`, `1m30s`. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
+}
+
+/** The machine's current details, from the workflow's state and the last read of the machine. */
+export function machineDetails(ctx: MachineContext, machine?: MachineSnapshot): string {
+  const { state } = ctx;
+  const status = ctx.published.status ?? machine?.status ?? 'pending';
+  const zone = state.zone ?? machine?.zone;
+  const instanceId = state.instanceId ?? machine?.instanceId;
+  const instanceType = state.instanceType ?? machine?.instanceType;
+  const instanceStatus = state.instanceStatus ?? machine?.instanceStatus;
+  const lines = [
+    `**status** ${status} (${state.phase}` +
+      (state.attempt > 0 ? `, attempt ${state.attempt} of ${state.maxAttempts}` : '') +
+      ')',
+  ];
+  if (zone) lines.push(`**zone** ${zone}`);
+  if (instanceId) {
+    const about = [instanceType, instanceStatus].filter(Boolean).join(', ');
+    lines.push(`**instance** ${instanceId}${about ? ` (${about})` : ''}`);
+  } else if (instanceType) {
+    lines.push(`**type** ${instanceType}`);
+  }
+  if (machine && machine.applications.length > 0) {
+    lines.push(`**applications** ${[...machine.applications].sort().join(', ')}`);
+  }
+  if (machine?.units && machine.units.length > 0)
+    lines.push(`**units** ${machine.units.join(', ')}`);
+  if (machine?.constraints) lines.push(`**constraints** ${machine.constraints}`);
+  if (state.lastError) lines.push(`**last error** ${state.lastError}`);
+  return lines.join('\n');
+}
+
+/** Puts the machine's current details on its workflow (the UI shows them on its page). */
+export function showDetails(ctx: MachineContext, machine?: MachineSnapshot): void {
+  if (machine) ctx.snapshot = machine;
+  setCurrentDetails(machineDetails(ctx, ctx.snapshot));
+}
