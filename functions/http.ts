@@ -7,6 +7,7 @@ import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import type { SuccessResponse } from './operations';
 import type { GroupRouteKey, RouteGroup } from './routes';
+import { BODY_TOO_LARGE, LIMITS } from './limits';
 import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
 import {
   ApiError,
@@ -112,6 +113,8 @@ function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
   const text = event.isBase64Encoded
     ? Buffer.from(event.body, 'base64').toString('utf8')
     : event.body;
+  // API Gateway lets up to 10 MB through; nothing the API records needs more than this
+  if (Buffer.byteLength(text, 'utf8') > LIMITS.bodyBytes) throw new BadRequestError(BODY_TOO_LARGE);
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -90,14 +90,14 @@ describe('local API server', () => {
     expect((await fetch(`${base}/v1/models`)).status).toBe(200);
   });
 
-  it('refuses a body over 1 MiB with 413', async () => {
+  it('refuses a body over 512 KiB with 400 naming the limit', async () => {
     const res = await fetch(`${base}/v1/models`, {
       method: 'POST',
-      body: 'x'.repeat(1024 * 1024 + 1),
+      body: 'x'.repeat(512 * 1024 + 1),
     });
-    expect(res.status).toBe(413);
+    expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
-      error: { code: 'bad-request', message: 'request body larger than 1048576 bytes' },
+      error: { code: 'bad-request', message: 'request body must be at most 524288 bytes' },
     });
     expect(seen).toHaveLength(0);
   });
