@@ -5,6 +5,7 @@ import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } fro
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
+import { deployAtOnce, fitsOneTransaction } from './deploy';
 import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
@@ -79,6 +80,10 @@ export async function deploy(
     createdAt: ctx.now().toISOString(),
     version: 0,
   };
+  if (fitsOneTransaction(numUnits, input.to ?? [])) {
+    const units = await deployAtOnce(ctx, modelRecord, record, numUnits);
+    return { application: applicationView(record), units };
+  }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);
   tx.put(
@@ -92,9 +97,41 @@ export async function deploy(
     await ctx.repo.commit(tx);
     return true;
   });
-  const units =
-    numUnits === 0 ? [] : await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
-  return { application: applicationView(record), units };
+  try {
+    const units = await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
+    return { application: applicationView(record), units };
+  } catch (err) {
+    await undoDeploy(ctx, model, input.name, err);
+    throw err;
+  }
+}
+
+/**
+ * A deploy too large for one transaction (or with placement directives)
+ * writes its application first and its units after; when a unit write fails,
+ * what was written goes again, so the deploy is all or nothing. Except when
+ * the failure is ours (no `code`: a 5xx) and the request carries an
+ * Idempotency-Key: then its retry completes the deploy from its recorded
+ * steps (functions/http.ts), which needs the application kept.
+ */
+async function undoDeploy(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+  cause: unknown,
+): Promise<void> {
+  const refusal = typeof (cause as { code?: unknown } | undefined)?.code === 'string';
+  if (ctx.step && !refusal) return;
+  try {
+    await destroyApplication(ctx, model, app);
+  } catch (err) {
+    ctx.log.error('could not undo a failed deploy', {
+      model,
+      application: app,
+      error: String(err),
+      cause: String(cause),
+    });
+  }
 }
 
 export async function getApplication(
