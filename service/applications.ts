@@ -2,10 +2,11 @@ import { checkUnitOnMachineBase } from '../core';
 import { BadRequestError } from '../functions/errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { appItem, appKey, relationItem } from '../state/repository';
+import { appItem, appKey, relationItem, TRANSACTION_LIMIT } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
+import { checkSubordinateRoom } from './relation-limits';
 import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
@@ -201,11 +202,18 @@ export async function destroyApplication(
       if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
     }
   }
-  const tx = ctx.repo.transaction();
-  for (const r of (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app))) {
-    const item = relationItem(r);
-    tx.delete({ pk: String(item.pk), sk: String(item.sk) });
+  // A subordinate may be related to any number of principals: its relations
+  // go in transactions of at most 100, the application itself after them.
+  const relations = (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app));
+  for (let start = 0; start < relations.length; start += TRANSACTION_LIMIT) {
+    const tx = ctx.repo.transaction();
+    for (const r of relations.slice(start, start + TRANSACTION_LIMIT)) {
+      const item = relationItem(r);
+      tx.delete({ pk: String(item.pk), sk: String(item.sk) });
+    }
+    await ctx.repo.commit(tx);
   }
+  const tx = ctx.repo.transaction();
   tx.delete(appKey(model, app));
   await ctx.repo.commit(tx);
   await signalDead(ctx, model, dead);
@@ -251,6 +259,7 @@ async function relateOnce(
   if (appA.subordinate !== appB.subordinate) {
     const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
     checkUnitOnMachineBase(subordinate.base, principal.base);
+    await checkSubordinateRoom(ctx, model, principal);
   }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);

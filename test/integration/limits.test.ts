@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { ROUTES } from '../../functions/routes';
 import { deploy } from '../../service/applications';
 import type { ServiceContext } from '../../service/context';
-import { EntityNotFoundError } from '../../state/errors';
+import { EntityNotFoundError, TransactionTooLargeError } from '../../state/errors';
 import { Repository, type Transaction } from '../../state/repository';
 import { apiClient, uniqueName } from './api-client';
 import { dynamoClientFor, loadTestStack } from './stack';
@@ -162,6 +162,82 @@ describe('deploy is all or nothing', () => {
       );
     },
   );
+});
+
+describe('transactions over 100 items', () => {
+  it('are refused whole as a conflict saying why, never sent', async () => {
+    const repo = new Repository(client, stack.tableName);
+    const tx = repo.transaction();
+    for (let i = 0; i < 101; i++) tx.delete({ pk: `nothing#${i}`, sk: 'x' });
+    const err = await repo.commit(tx).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransactionTooLargeError);
+    expect(err).toMatchObject({
+      code: 'conflict',
+      message: "this change needs 101 writes in one transaction, more than DynamoDB's 100",
+    });
+  });
+
+  it('a principal takes 47 subordinate applications, and its units are still written; the 48th relation is a 409 saying why', async () => {
+    const model = await newModel('subs');
+    const base = 'ubuntu@22.04';
+    expect(
+      (await api.post(`/v1/models/${model}/applications`, { name: 'p', base, numUnits: 1 })).status,
+    ).toBe(201);
+    for (let i = 0; i < 48; i++) {
+      const res = await api.post(`/v1/models/${model}/applications`, {
+        name: `s${i}`,
+        base,
+        subordinate: true,
+      });
+      expect(res.status).toBe(201);
+    }
+    for (let i = 0; i < 47; i++) {
+      const res = await api.post(`/v1/models/${model}/relations`, { endpoints: ['p', `s${i}`] });
+      expect(res.status).toBe(201);
+    }
+    const refused = await api.post(`/v1/models/${model}/relations`, { endpoints: ['p', 's47'] });
+    expect(refused).toEqual({
+      status: 409,
+      body: {
+        error: {
+          code: 'conflict',
+          message:
+            'application "p" already has 47 subordinate applications related, the most one principal may have (each of its units is written with all of its subordinate units in one transaction)',
+        },
+      },
+    });
+    // the largest unit write there is: a container on a new host, with 47 subordinate units
+    const added = await api.post(`/v1/models/${model}/applications/p/units`, { to: ['lxd'] });
+    expect(added.status).toBe(201);
+    const status = (await api.get(`/v1/models/${model}/status`)).body;
+    expect(status.applications.p.units['p/1'].subordinates).toHaveLength(47);
+    expect(status.applications.p.units['p/0'].subordinates).toHaveLength(47);
+    expect(Object.keys(status.applications.s47.units)).toEqual([]);
+    await api.delete(`/v1/models/${model}`);
+  });
+
+  it('a subordinate related to 120 principals is removed with all its relations', async () => {
+    const model = await newModel('rel120');
+    const base = 'ubuntu@22.04';
+    await api.post(`/v1/models/${model}/applications`, { name: 'tel', base, subordinate: true });
+    for (let i = 0; i < 120; i++) {
+      const app = `p${i}`;
+      expect(
+        (await api.post(`/v1/models/${model}/applications`, { name: app, base, numUnits: 0 }))
+          .status,
+      ).toBe(201);
+      expect(
+        (await api.post(`/v1/models/${model}/relations`, { endpoints: [app, 'tel'] })).status,
+      ).toBe(201);
+    }
+    expect((await api.delete(`/v1/models/${model}/applications/tel`)).status).toBe(202);
+    expect((await api.get(`/v1/models/${model}/applications/tel`)).status).toBe(404);
+    // its relations went too: the name can be deployed and related afresh
+    await api.post(`/v1/models/${model}/applications`, { name: 'tel', base, subordinate: true });
+    expect(
+      (await api.post(`/v1/models/${model}/relations`, { endpoints: ['p0', 'tel'] })).status,
+    ).toBe(201);
+  });
 });
 
 describe('authentication', () => {
