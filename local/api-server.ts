@@ -126,6 +126,22 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
       );
     });
   });
+  // Requests Node's parser refuses (an unknown method, a malformed request
+  // line or header) never reach the handler; answer them in the contract's
+  // shape too, not with Node's bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({
+      error: { code: 'bad-request', message: 'malformed HTTP request' },
+    });
+    socket.end(
+      'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // a request's headers may take no longer than an idle connection may wait for them
   server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
