@@ -58,7 +58,10 @@ export function groupOperations<G extends RouteGroup>(
   return operations;
 }
 
-/** Domain errors (core/) carry a `code`; these are the ones that mean "your input was wrong". */
+/**
+ * Domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`;
+ * their HTTP status is chosen here and nowhere else.
+ */
 const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'invalid-constraints': 400,
   'invalid-placement': 400,
@@ -66,6 +69,7 @@ const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'bad-request': 400,
   'not-found': 404,
   conflict: 409,
+  unavailable: 503,
 };
 
 /** Methods an Idempotency-Key applies to (API.md §1). */

@@ -1,5 +1,5 @@
 import { checkUnitOnMachineBase } from '../core';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem, TRANSACTION_LIMIT } from '../state/repository';
@@ -55,7 +55,7 @@ export async function deploy(
   input: DeployInput,
 ): Promise<{ application: ApplicationView; units: PlacedUnit[] }> {
   if (!NAME_PATTERN.test(input.name))
-    throw new BadRequestError(`invalid application name "${input.name}"`);
+    throw new InvalidRequestError(`invalid application name "${input.name}"`);
   const base = validateBase(input.base);
   const subordinate = input.subordinate ?? false;
   if (subordinate && input.constraints !== undefined && input.constraints.trim() !== '') {
@@ -64,9 +64,9 @@ export async function deploy(
   const constraints = canonicalConstraints(input.constraints ?? '');
   const numUnits = input.numUnits ?? (subordinate ? 0 : 1);
   if (subordinate && numUnits !== 0)
-    throw new BadRequestError('subordinate application must be deployed without units');
+    throw new InvalidRequestError('subordinate application must be deployed without units');
   if (subordinate && (input.to?.length ?? 0) > 0)
-    throw new BadRequestError('subordinate application cannot have placement directives');
+    throw new InvalidRequestError('subordinate application cannot have placement directives');
   const modelRecord = await ctx.repo.getLiveModel(model);
   // refuse bad placement before anything is recorded
   await checkUnitPlacements(ctx, modelRecord, { name: input.name, base }, numUnits, input.to ?? []);
@@ -237,13 +237,15 @@ async function relateOnce(
   endpoints: string[],
 ): Promise<{ endpoints: [string, string] }> {
   if (endpoints.length !== 2)
-    throw new BadRequestError(`a relation needs exactly two endpoints, got ${endpoints.length}`);
+    throw new InvalidRequestError(
+      `a relation needs exactly two endpoints, got ${endpoints.length}`,
+    );
   const [a, b] = endpoints.map((e) => e.split(':')[0] ?? e).sort() as [string, string];
   for (const name of [a, b]) {
     if (!NAME_PATTERN.test(name))
-      throw new BadRequestError(`invalid application name "${name.slice(0, 100)}"`);
+      throw new InvalidRequestError(`invalid application name "${name.slice(0, 100)}"`);
   }
-  if (a === b) throw new BadRequestError(`cannot relate application "${a}" to itself`);
+  if (a === b) throw new InvalidRequestError(`cannot relate application "${a}" to itself`);
   await ctx.repo.getLiveModel(model);
   const [appA, appB] = await Promise.all([
     ctx.repo.getApplication(model, a),
@@ -254,7 +256,7 @@ async function relateOnce(
       throw new EntityConflictError(`application "${app.name}" is being destroyed`);
   }
   if (appA.subordinate && appB.subordinate) {
-    throw new BadRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
+    throw new InvalidRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
   }
   if (appA.subordinate !== appB.subordinate) {
     const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];

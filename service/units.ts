@@ -4,7 +4,7 @@ import {
   PlacementError,
   type Placement,
 } from '../core';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import type { PlacedUnitView } from '../functions/schemas';
 import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
@@ -175,7 +175,7 @@ export async function addUnits(
   directives: readonly string[] = [],
 ): Promise<PlacedUnit[]> {
   if (!Number.isInteger(count) || count < 0 || count > MAX_UNITS) {
-    throw new BadRequestError(
+    throw new InvalidRequestError(
       `count must be an integer from 0 to ${MAX_UNITS}, got ${String(count)}`,
     );
   }

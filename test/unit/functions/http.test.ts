@@ -12,7 +12,8 @@ import {
   Relate,
   SetConstraints,
 } from '../../../functions/schemas';
-import { EntityNotFoundError } from '../../../state/errors';
+import { DependencyUnavailableError, InvalidRequestError } from '../../../service/errors';
+import { EntityNotFoundError, TransactionTooLargeError } from '../../../state/errors';
 
 const TOKEN = 'secret-token';
 
@@ -41,6 +42,9 @@ const echo = createHandler(
       if (kind === 'placement') throw new PlacementError('placement scope missing');
       if (kind === 'missing') throw new EntityNotFoundError('model "missing" not found');
       if (kind === 'taken') throw new ConflictError('taken');
+      if (kind === 'invalid') throw new InvalidRequestError('invalid model name "X"');
+      if (kind === 'ec2down') throw new DependencyUnavailableError('EC2 could not be asked');
+      if (kind === 'huge') throw new TransactionTooLargeError('needs 101 writes');
       throw new Error('boom with secret details');
     },
   },
@@ -91,6 +95,9 @@ describe('createHandler', () => {
     ['placement', 400, 'invalid-placement', 'placement scope missing'],
     ['missing', 404, 'not-found', 'model "missing" not found'],
     ['taken', 409, 'conflict', 'taken'],
+    ['invalid', 400, 'bad-request', 'invalid model name "X"'],
+    ['ec2down', 503, 'unavailable', 'EC2 could not be asked'],
+    ['huge', 409, 'conflict', 'needs 101 writes'],
     ['other', 500, 'internal', 'internal error'],
   ])('maps a %s error to %i %s without leaking internals', async (model, status, code, message) => {
     const res = await echo(
