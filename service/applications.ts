@@ -7,17 +7,12 @@ import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
 import { checkSubordinateRoom } from './relation-limits';
+import { addSubordinateUnits, fanOutIncomplete } from './subordinates';
 import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
 import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
-import {
-  addSubordinateUnits,
-  addUnits,
-  checkUnitPlacements,
-  guardModelAndApp,
-  type PlacedUnit,
-} from './units';
+import { addUnits, checkUnitPlacements, guardModelAndApp, type PlacedUnit } from './units';
 
 export interface DeployInput {
   name: string;
@@ -261,7 +256,7 @@ async function relateOnce(
   if (appA.subordinate !== appB.subordinate) {
     const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
     checkUnitOnMachineBase(subordinate.base, principal.base);
-    await checkSubordinateRoom(ctx, model, principal);
+    await checkSubordinateRoom(ctx, model, principal, subordinate.name);
   }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);
@@ -273,16 +268,26 @@ async function relateOnce(
       values: { ':alive': 'alive', ':v': app.version ?? 0, ':next': (app.version ?? 0) + 1 },
     });
   }
+  const exists = new EntityConflictError(`relation "${a} ${b}" already exists`);
   tx.put(
     relationItem({ model, endpoints: [a, b], createdAt: ctx.now().toISOString() }),
     'attribute_not_exists(pk)',
     undefined,
-    new EntityConflictError(`relation "${a} ${b}" already exists`),
+    exists,
   );
-  await ctx.repo.commit(tx);
-  if (appA.subordinate !== appB.subordinate) {
-    const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
-    await addSubordinateUnits(ctx, model, principal, subordinate);
+  const fansOut = appA.subordinate !== appB.subordinate;
+  const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
+  try {
+    await ctx.repo.commit(tx);
+  } catch (err) {
+    // a relation whose fan-out was cut off is completed by relating again
+    if (
+      err !== exists ||
+      !fansOut ||
+      !(await fanOutIncomplete(ctx, model, principal.name, subordinate.name))
+    )
+      throw err;
   }
+  if (fansOut) await addSubordinateUnits(ctx, model, principal, subordinate);
   return { endpoints: [a, b] };
 }

@@ -20,10 +20,12 @@ export async function checkSubordinateRoom(
   ctx: ServiceContext,
   model: string,
   principal: ApplicationRecord,
+  subordinate: string,
 ): Promise<void> {
   const others = (await ctx.repo.listRelations(model))
     .filter((r) => r.endpoints.includes(principal.name))
-    .map((r) => (r.endpoints[0] === principal.name ? r.endpoints[1] : r.endpoints[0]));
+    .map((r) => (r.endpoints[0] === principal.name ? r.endpoints[1] : r.endpoints[0]))
+    .filter((name) => name !== subordinate); // relating again completes, never adds
   if (others.length < MAX_SUBORDINATES_PER_PRINCIPAL) return;
   const apps = await Promise.all(
     others.map((name) => ctx.repo.getApplication(model, name).catch(() => undefined)),

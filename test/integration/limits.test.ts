@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ROUTES } from '../../functions/routes';
-import { deploy } from '../../service/applications';
+import { deploy, relate } from '../../service/applications';
 import type { ServiceContext } from '../../service/context';
 import { EntityNotFoundError, TransactionTooLargeError } from '../../state/errors';
 import { Repository, type Transaction } from '../../state/repository';
@@ -162,6 +162,73 @@ describe('deploy is all or nothing', () => {
       );
     },
   );
+});
+
+/** A repository whose subordinate-unit writes fail after `allow` of them succeeded, while `failing`. */
+class FanOutFails extends Repository {
+  failing = true;
+  allow = 1;
+  override async commit(tx: Transaction): Promise<void> {
+    const writesSubordinate = tx.items.some(
+      (i) => i.Put?.Item?.type === 'unit' && i.Put.Item.principal !== undefined,
+    );
+    if (this.failing && writesSubordinate && this.allow-- <= 0)
+      throw new Error('injected: fan-out write failed');
+    return super.commit(tx);
+  }
+}
+
+describe('relate fan-out', () => {
+  it('is written in bounded sequential transactions; a cut-off one is completed by relating again, then 409', async () => {
+    const repo = new FanOutFails(client, stack.tableName);
+    const ctx: ServiceContext = {
+      repo,
+      workflows: {
+        start: () => Promise.resolve(),
+        startMany: () => Promise.resolve(),
+        signal: () => Promise.resolve(),
+        ensureSweep: () => Promise.resolve(),
+      },
+      defaultRegion: stack.region,
+      now: () => new Date(),
+      log: { warn: () => undefined, info: () => undefined, error: () => undefined },
+    };
+    const model = uniqueName('fan');
+    await repo.createModel({
+      name: model,
+      uid: randomUUID(),
+      availabilitySets: false,
+      reprovisionLost: false,
+      region: 'us-east-1',
+      constraints: '',
+      harvestMode: 'destroyed',
+      life: 'alive',
+      createdAt: new Date().toISOString(),
+    });
+    const base = 'ubuntu@22.04';
+    await deploy(ctx, model, { name: 'p', base, numUnits: 100 });
+    await deploy(ctx, model, { name: 'tel', base, subordinate: true });
+
+    await expect(relate(ctx, model, ['p', 'tel'])).rejects.toThrow(
+      'injected: fan-out write failed',
+    );
+    const half = await repo.listUnits(model, 'tel');
+    expect(half.length).toBe(40); // the first transaction of 40 went through, the second did not
+
+    repo.failing = false;
+    expect(await relate(ctx, model, ['tel', 'p'])).toEqual({ endpoints: ['p', 'tel'] });
+    const principals = await repo.listUnits(model, 'p');
+    expect(principals).toHaveLength(100);
+    for (const u of principals)
+      expect(u.subordinates.filter((s) => s.startsWith('tel/'))).toHaveLength(1);
+    const subs = await repo.listUnits(model, 'tel');
+    expect(subs).toHaveLength(100);
+    expect(new Set(subs.map((s) => s.principal)).size).toBe(100);
+
+    await expect(relate(ctx, model, ['p', 'tel'])).rejects.toThrow(
+      'relation "p tel" already exists',
+    );
+  });
 });
 
 describe('transactions over 100 items', () => {
