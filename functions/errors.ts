@@ -46,11 +46,3 @@ export class ConflictError extends ApiError {
     super(409, 'conflict', message);
   }
 }
-
-/** A service the request needs (EC2, to check a region) could not be asked; trying again may work. */
-export class UnavailableError extends ApiError {
-  override readonly name = 'UnavailableError';
-  constructor(message: string) {
-    super(503, 'unavailable', message);
-  }
-}

@@ -7,6 +7,7 @@ import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import type { SuccessResponse } from './operations';
 import type { GroupRouteKey, RouteGroup } from './routes';
+import { BODY_TOO_LARGE, LIMITS } from './limits';
 import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
 import {
   ApiError,
@@ -57,7 +58,10 @@ export function groupOperations<G extends RouteGroup>(
   return operations;
 }
 
-/** Domain errors (core/) carry a `code`; these are the ones that mean "your input was wrong". */
+/**
+ * Domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`;
+ * their HTTP status is chosen here and nowhere else.
+ */
 const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'invalid-constraints': 400,
   'invalid-placement': 400,
@@ -65,6 +69,7 @@ const DOMAIN_ERROR_STATUS: Record<string, number> = {
   'bad-request': 400,
   'not-found': 404,
   conflict: 409,
+  unavailable: 503,
 };
 
 /** Methods an Idempotency-Key applies to (API.md §1). */
@@ -112,6 +117,8 @@ function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
   const text = event.isBase64Encoded
     ? Buffer.from(event.body, 'base64').toString('utf8')
     : event.body;
+  // API Gateway lets up to 10 MB through; nothing the API records needs more than this
+  if (Buffer.byteLength(text, 'utf8') > LIMITS.bodyBytes) throw new BadRequestError(BODY_TOO_LARGE);
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -23,7 +23,6 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Missing or wrong bearer token',
   404: 'Not found',
   409: 'Conflict',
-  413: 'Request body too large (local server)',
   422: 'Idempotency-Key reused with another request',
   500: 'Internal error',
   503: 'A service the request needs could not be asked; try again',
@@ -52,7 +51,7 @@ function errorCodes(method: string, spec: OperationSpec): Map<number, ErrorCode[
       merged.set(Number(status), list);
     }
   };
-  add(commonErrors(method, spec.body !== undefined));
+  add(commonErrors(method));
   add(spec.errors);
   return new Map([...merged].sort(([a], [b]) => a - b));
 }

@@ -238,15 +238,14 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * The codes every route of a kind can answer, beside its own: any request can
  * be unauthenticated, malformed (JSON, path parameters, Idempotency-Key) or
  * meet a fault of ours; a request with an Idempotency-Key can find its key
- * still running (409) or used with another request (422); the local server
- * refuses bodies over 1 MiB (413).
+ * still running (409) or used with another request (422). A body over the
+ * limit (functions/limits.ts) is a 400.
  */
-export function commonErrors(method: string, hasBody: boolean): Partial<Record<number, Codes>> {
+export function commonErrors(method: string): Partial<Record<number, Codes>> {
   return {
     400: ['bad-request'],
     401: ['unauthorized'],
     ...(MUTATING.has(method) ? { 409: ['conflict'], 422: ['idempotency-key-reused'] } : {}),
-    ...(hasBody ? { 413: ['bad-request'] } : {}),
     500: ['internal'],
   } satisfies Partial<Record<number, Codes>>;
 }

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { INSTANCE_STATES } from '../core';
 import { NAME_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
+import { LIMITS } from './limits';
 
 // ---------------------------------------------------------------- values
 
@@ -23,9 +24,22 @@ const LifeSchema = z.enum(['alive', 'dying', 'dead']);
 
 const Timestamp = z.iso.datetime().meta({ description: 'RFC 3339 UTC time.' });
 
-const ConstraintText = z
-  .string()
-  .meta({ description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.' });
+/** A string of at most `max` characters; over it, the 400 names the limit. */
+function text(max: number) {
+  return z.string().max(max, { error: `must be at most ${max} characters` });
+}
+
+/** An array of at most `max` items. */
+function list<T extends z.ZodType>(item: T, max: number) {
+  return z.array(item).max(max, { error: `must have at most ${max} items` });
+}
+
+const NameText = text(LIMITS.name);
+const PlacementText = text(LIMITS.placement);
+
+const ConstraintText = text(LIMITS.constraints).meta({
+  description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.',
+});
 
 // ---------------------------------------------------------------- path, query and header parameters
 
@@ -71,8 +85,8 @@ export const ForceQuery = z.object({
 
 export const CreateModel = z
   .strictObject({
-    name: z.string(),
-    region: z.string().optional(),
+    name: NameText,
+    region: text(LIMITS.region).optional(),
     constraints: ConstraintText.optional(),
     harvestMode: HarvestModeSchema.optional(),
     availabilitySets: z.boolean().optional(),
@@ -96,36 +110,37 @@ export const SetConstraints = z
 
 export const Deploy = z
   .strictObject({
-    name: z.string(),
-    base: z.string().meta({ description: 'e.g. `ubuntu@22.04`' }),
-    charm: z.string().optional().meta({ description: "Defaults to the application's name." }),
+    name: NameText,
+    base: text(LIMITS.base).meta({ description: 'e.g. `ubuntu@22.04`' }),
+    charm: text(LIMITS.charm)
+      .optional()
+      .meta({ description: "Defaults to the application's name." }),
     constraints: ConstraintText.optional(),
-    numUnits: z.number().int().min(0).max(1000).optional(),
-    to: z.array(z.string()).max(1000).optional(),
+    numUnits: z.number().int().min(0).max(LIMITS.count).optional(),
+    to: list(PlacementText, LIMITS.count).optional(),
     subordinate: z.boolean().optional(),
   })
   .meta({ id: 'DeployRequest' });
 
 export const Relate = z
-  .strictObject({ endpoints: z.array(z.string()) })
+  .strictObject({ endpoints: list(text(LIMITS.endpoint), LIMITS.endpoints) })
   .meta({ id: 'RelateRequest' });
 
 export const AddUnits = z
   .strictObject({
-    count: z.number().int().min(1).max(1000).optional(),
-    to: z.array(z.string()).max(1000).optional(),
+    count: z.number().int().min(1).max(LIMITS.count).optional(),
+    to: list(PlacementText, LIMITS.count).optional(),
   })
   .meta({ id: 'AddUnitsRequest' });
 
 export const AddMachines = z
   .strictObject({
-    count: z.number().int().min(1).max(1000).optional(),
-    base: z.string().optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
+    count: z.number().int().min(1).max(LIMITS.count).optional(),
+    base: text(LIMITS.base).optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
     constraints: ConstraintText.optional(),
-    placement: z
-      .string()
-      .optional()
-      .meta({ description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`' }),
+    placement: PlacementText.optional().meta({
+      description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
+    }),
   })
   .meta({ id: 'AddMachinesRequest' });
 

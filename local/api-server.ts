@@ -1,14 +1,15 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { BODY_TOO_LARGE, LIMITS } from '../functions/limits';
 import { matchRoute, routeKey, type RouteGroup } from '../functions/routes';
 
 export type LambdaHandler = (
   event: APIGatewayProxyEventV2,
 ) => Promise<APIGatewayProxyStructuredResultV2>;
 
-/** API Gateway HTTP API's payload limit is 10 MB; nothing here needs more than this. */
-const MAX_BODY_BYTES = 1024 * 1024;
+/** API Gateway HTTP API's payload limit is 10 MB; the handlers refuse more than this (functions/limits.ts). */
+const MAX_BODY_BYTES = LIMITS.bodyBytes;
 
 /**
  * Turns a Node HTTP request into the API Gateway HTTP API (payload 2.0) event
@@ -107,7 +108,8 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
     });
     req.on('end', () => {
       if (tooLarge) {
-        sendError(res, 413, 'bad-request', `request body larger than ${MAX_BODY_BYTES} bytes`);
+        // 400 as the handlers answer it (API.md lists no 413); the body is not read into memory
+        sendError(res, 400, 'bad-request', BODY_TOO_LARGE);
         return;
       }
       let converted: ReturnType<typeof toApiGatewayEvent>;
@@ -123,6 +125,22 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
         () => sendError(res, 500, 'internal', 'internal error'),
       );
     });
+  });
+  // Requests Node's parser refuses (an unknown method, a malformed request
+  // line or header) never reach the handler; answer them in the contract's
+  // shape too, not with Node's bare 400.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({
+      error: { code: 'bad-request', message: 'malformed HTTP request' },
+    });
+    socket.end(
+      'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n' +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   // a request's headers may take no longer than an idle connection may wait for them

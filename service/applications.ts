@@ -1,21 +1,18 @@
 import { checkUnitOnMachineBase } from '../core';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { appItem, appKey, relationItem } from '../state/repository';
+import { appItem, appKey, relationItem, TRANSACTION_LIMIT } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
+import { deployAtOnce, fitsOneTransaction } from './deploy';
+import { checkSubordinateRoom } from './relation-limits';
+import { addSubordinateUnits, fanOutIncomplete } from './subordinates';
 import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
 import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
-import {
-  addSubordinateUnits,
-  addUnits,
-  checkUnitPlacements,
-  guardModelAndApp,
-  type PlacedUnit,
-} from './units';
+import { addUnits, checkUnitPlacements, guardModelAndApp, type PlacedUnit } from './units';
 
 export interface DeployInput {
   name: string;
@@ -53,7 +50,7 @@ export async function deploy(
   input: DeployInput,
 ): Promise<{ application: ApplicationView; units: PlacedUnit[] }> {
   if (!NAME_PATTERN.test(input.name))
-    throw new BadRequestError(`invalid application name "${input.name}"`);
+    throw new InvalidRequestError(`invalid application name "${input.name}"`);
   const base = validateBase(input.base);
   const subordinate = input.subordinate ?? false;
   if (subordinate && input.constraints !== undefined && input.constraints.trim() !== '') {
@@ -62,9 +59,9 @@ export async function deploy(
   const constraints = canonicalConstraints(input.constraints ?? '');
   const numUnits = input.numUnits ?? (subordinate ? 0 : 1);
   if (subordinate && numUnits !== 0)
-    throw new BadRequestError('subordinate application must be deployed without units');
+    throw new InvalidRequestError('subordinate application must be deployed without units');
   if (subordinate && (input.to?.length ?? 0) > 0)
-    throw new BadRequestError('subordinate application cannot have placement directives');
+    throw new InvalidRequestError('subordinate application cannot have placement directives');
   const modelRecord = await ctx.repo.getLiveModel(model);
   // refuse bad placement before anything is recorded
   await checkUnitPlacements(ctx, modelRecord, { name: input.name, base }, numUnits, input.to ?? []);
@@ -79,6 +76,10 @@ export async function deploy(
     createdAt: ctx.now().toISOString(),
     version: 0,
   };
+  if (fitsOneTransaction(numUnits, input.to ?? [])) {
+    const units = await deployAtOnce(ctx, modelRecord, record, numUnits);
+    return { application: applicationView(record), units };
+  }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);
   tx.put(
@@ -92,9 +93,41 @@ export async function deploy(
     await ctx.repo.commit(tx);
     return true;
   });
-  const units =
-    numUnits === 0 ? [] : await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
-  return { application: applicationView(record), units };
+  try {
+    const units = await addUnits(ctx, model, input.name, numUnits, input.to ?? []);
+    return { application: applicationView(record), units };
+  } catch (err) {
+    await undoDeploy(ctx, model, input.name, err);
+    throw err;
+  }
+}
+
+/**
+ * A deploy too large for one transaction (or with placement directives)
+ * writes its application first and its units after; when a unit write fails,
+ * what was written goes again, so the deploy is all or nothing. Except when
+ * the failure is ours (no `code`: a 5xx) and the request carries an
+ * Idempotency-Key: then its retry completes the deploy from its recorded
+ * steps (functions/http.ts), which needs the application kept.
+ */
+async function undoDeploy(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+  cause: unknown,
+): Promise<void> {
+  const refusal = typeof (cause as { code?: unknown } | undefined)?.code === 'string';
+  if (ctx.step && !refusal) return;
+  try {
+    await destroyApplication(ctx, model, app);
+  } catch (err) {
+    ctx.log.error('could not undo a failed deploy', {
+      model,
+      application: app,
+      error: String(err),
+      cause: String(cause),
+    });
+  }
 }
 
 export async function getApplication(
@@ -164,11 +197,18 @@ export async function destroyApplication(
       if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
     }
   }
-  const tx = ctx.repo.transaction();
-  for (const r of (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app))) {
-    const item = relationItem(r);
-    tx.delete({ pk: String(item.pk), sk: String(item.sk) });
+  // A subordinate may be related to any number of principals: its relations
+  // go in transactions of at most 100, the application itself after them.
+  const relations = (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app));
+  for (let start = 0; start < relations.length; start += TRANSACTION_LIMIT) {
+    const tx = ctx.repo.transaction();
+    for (const r of relations.slice(start, start + TRANSACTION_LIMIT)) {
+      const item = relationItem(r);
+      tx.delete({ pk: String(item.pk), sk: String(item.sk) });
+    }
+    await ctx.repo.commit(tx);
   }
+  const tx = ctx.repo.transaction();
   tx.delete(appKey(model, app));
   await ctx.repo.commit(tx);
   await signalDead(ctx, model, dead);
@@ -192,13 +232,15 @@ async function relateOnce(
   endpoints: string[],
 ): Promise<{ endpoints: [string, string] }> {
   if (endpoints.length !== 2)
-    throw new BadRequestError(`a relation needs exactly two endpoints, got ${endpoints.length}`);
+    throw new InvalidRequestError(
+      `a relation needs exactly two endpoints, got ${endpoints.length}`,
+    );
   const [a, b] = endpoints.map((e) => e.split(':')[0] ?? e).sort() as [string, string];
   for (const name of [a, b]) {
     if (!NAME_PATTERN.test(name))
-      throw new BadRequestError(`invalid application name "${name.slice(0, 100)}"`);
+      throw new InvalidRequestError(`invalid application name "${name.slice(0, 100)}"`);
   }
-  if (a === b) throw new BadRequestError(`cannot relate application "${a}" to itself`);
+  if (a === b) throw new InvalidRequestError(`cannot relate application "${a}" to itself`);
   await ctx.repo.getLiveModel(model);
   const [appA, appB] = await Promise.all([
     ctx.repo.getApplication(model, a),
@@ -209,11 +251,12 @@ async function relateOnce(
       throw new EntityConflictError(`application "${app.name}" is being destroyed`);
   }
   if (appA.subordinate && appB.subordinate) {
-    throw new BadRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
+    throw new InvalidRequestError(`cannot relate subordinate applications "${a}" and "${b}"`);
   }
   if (appA.subordinate !== appB.subordinate) {
     const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
     checkUnitOnMachineBase(subordinate.base, principal.base);
+    await checkSubordinateRoom(ctx, model, principal, subordinate.name);
   }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);
@@ -225,16 +268,26 @@ async function relateOnce(
       values: { ':alive': 'alive', ':v': app.version ?? 0, ':next': (app.version ?? 0) + 1 },
     });
   }
+  const exists = new EntityConflictError(`relation "${a} ${b}" already exists`);
   tx.put(
     relationItem({ model, endpoints: [a, b], createdAt: ctx.now().toISOString() }),
     'attribute_not_exists(pk)',
     undefined,
-    new EntityConflictError(`relation "${a} ${b}" already exists`),
+    exists,
   );
-  await ctx.repo.commit(tx);
-  if (appA.subordinate !== appB.subordinate) {
-    const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
-    await addSubordinateUnits(ctx, model, principal, subordinate);
+  const fansOut = appA.subordinate !== appB.subordinate;
+  const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
+  try {
+    await ctx.repo.commit(tx);
+  } catch (err) {
+    // a relation whose fan-out was cut off is completed by relating again
+    if (
+      err !== exists ||
+      !fansOut ||
+      !(await fanOutIncomplete(ctx, model, principal.name, subordinate.name))
+    )
+      throw err;
   }
+  if (fansOut) await addSubordinateUnits(ctx, model, principal, subordinate);
   return { endpoints: [a, b] };
 }

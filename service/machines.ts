@@ -1,5 +1,5 @@
 import { isConfirmedGone, liveInstanceMessage } from '../core/liveness';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 import { machineItem, machineKey } from '../state/repository';
 import { machineStatusIndexPk } from '../state/keys';
@@ -42,7 +42,7 @@ export async function addMachines(
 ): Promise<{ id: string }[]> {
   const count = input.count ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > MAX_MACHINES) {
-    throw new BadRequestError(
+    throw new InvalidRequestError(
       `count must be an integer from 1 to ${MAX_MACHINES}, got ${String(input.count)}`,
     );
   }

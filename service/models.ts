@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import type { ConstraintsView, ModelView } from '../functions/schemas';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { destroyApplication } from './applications';
@@ -47,11 +47,11 @@ export async function createModel(
   input: CreateModelInput,
 ): Promise<ModelView> {
   if (!NAME_PATTERN.test(input.name))
-    throw new BadRequestError(`invalid model name "${input.name}"`);
+    throw new InvalidRequestError(`invalid model name "${input.name}"`);
   const region = input.region ?? ctx.defaultRegion;
-  if (!REGION_PATTERN.test(region)) throw new BadRequestError(`invalid region "${region}"`);
+  if (!REGION_PATTERN.test(region)) throw new InvalidRequestError(`invalid region "${region}"`);
   if (ctx.regions && !(await ctx.regions.offered()).has(region)) {
-    throw new BadRequestError(`region "${region}" not found`);
+    throw new InvalidRequestError(`region "${region}" not found`);
   }
   const record: ModelRecord = {
     name: input.name,

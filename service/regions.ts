@@ -1,6 +1,6 @@
 import { DescribeRegionsCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { localCredentialsFor } from '../config/clients';
-import { UnavailableError } from '../functions/errors';
+import { DependencyUnavailableError } from './errors';
 
 /** Which regions EC2 offers this account (API.md: a model in any other region is refused). */
 export interface RegionCheck {
@@ -33,7 +33,7 @@ export class Ec2Regions implements RegionCheck {
       )
       .catch((err: unknown) => {
         this.cached = undefined;
-        throw new UnavailableError(
+        throw new DependencyUnavailableError(
           `cannot check the region: EC2 could not be asked (${err instanceof Error ? err.name : String(err)})`,
         );
       });

@@ -4,9 +4,9 @@ import {
   PlacementError,
   type Placement,
 } from '../core';
-import { BadRequestError } from '../functions/errors';
+import { InvalidRequestError } from './errors';
 import type { PlacedUnitView } from '../functions/schemas';
-import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from '../state/errors';
+import { ConcurrentChangeError, EntityConflictError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
 import {
   appKey,
@@ -14,7 +14,6 @@ import {
   machineKey,
   modelKey,
   unitItem,
-  unitKey,
   type Transaction,
 } from '../state/repository';
 import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/types';
@@ -175,7 +174,7 @@ export async function addUnits(
   directives: readonly string[] = [],
 ): Promise<PlacedUnit[]> {
   if (!Number.isInteger(count) || count < 0 || count > MAX_UNITS) {
-    throw new BadRequestError(
+    throw new InvalidRequestError(
       `count must be an integer from 0 to ${MAX_UNITS}, got ${String(count)}`,
     );
   }
@@ -565,55 +564,4 @@ export async function startWorkflows(
       error: String(starts.reason),
     });
   }
-}
-
-/**
- * relate: a subordinate application gets one unit on each principal unit's
- * machine (bases must match), and on each principal unit added later.
- */
-export async function addSubordinateUnits(
-  ctx: ServiceContext,
-  model: string,
-  principal: ApplicationRecord,
-  subordinate: ApplicationRecord,
-): Promise<void> {
-  const units = (await ctx.repo.listUnits(model, principal.name)).filter(
-    (u) => u.principal === undefined && u.life === 'alive',
-  );
-  if (units.length === 0) return;
-  const numbers = await ctx.repo.allocateUnitNumbers(model, subordinate.name, units.length);
-  const now = ctx.now().toISOString();
-  await Promise.all(
-    units.map((unit, i) =>
-      retryOnConcurrentChange(async () => {
-        const current = await ctx.repo.getUnit(model, unit.name).catch((err: unknown) => {
-          if (err instanceof EntityNotFoundError) return undefined; // removed meanwhile: nothing to add
-          throw err;
-        });
-        if (current === undefined) return;
-        if (current.subordinates.some((s) => s.startsWith(`${subordinate.name}/`))) return;
-        const sub = newUnit({
-          model,
-          application: subordinate.name,
-          number: numbers[i]!,
-          machine: current.machine,
-          constraints: '',
-          principal: current.name,
-          now,
-        });
-        const tx = ctx.repo.transaction();
-        guardModelAndApp(tx, model, [principal.name, subordinate.name]);
-        tx.put(unitItem(sub), 'attribute_not_exists(pk)');
-        tx.update(unitKey(model, current.name), 'SET subordinates = :s, version = :next', {
-          condition: 'version = :v',
-          values: {
-            ':s': [...current.subordinates, sub.name],
-            ':v': current.version,
-            ':next': current.version + 1,
-          },
-        });
-        await ctx.repo.commit(tx);
-      }),
-    ),
-  );
 }

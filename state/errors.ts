@@ -9,6 +9,15 @@ export class EntityConflictError extends Error {
   readonly code = 'conflict';
 }
 
+/**
+ * A change that needs more writes than one DynamoDB transaction holds (100):
+ * refused whole (409) rather than written in part.
+ */
+export class TransactionTooLargeError extends Error {
+  override readonly name = 'TransactionTooLargeError';
+  readonly code = 'conflict';
+}
+
 /** Someone else changed what this request read; the request is retried inside, never shown to the user. */
 export class ConcurrentChangeError extends Error {
   override readonly name = 'ConcurrentChangeError';

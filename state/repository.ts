@@ -18,6 +18,7 @@ import {
   EntityConflictError,
   EntityNotFoundError,
   retryTransactionConflicts,
+  TransactionTooLargeError,
 } from './errors';
 import { ProvisioningStore } from './provisioning';
 import {
@@ -314,7 +315,9 @@ export class Repository {
   async commit(tx: Transaction): Promise<void> {
     if (tx.size === 0) return;
     if (tx.size > TRANSACTION_LIMIT)
-      throw new Error(`transaction of ${tx.size} items exceeds ${TRANSACTION_LIMIT}`);
+      throw new TransactionTooLargeError(
+        `this change needs ${tx.size} writes in one transaction, more than DynamoDB's ${TRANSACTION_LIMIT}`,
+      );
     try {
       await this.doc.send(new TransactWriteCommand({ TransactItems: tx.items }));
     } catch (err) {

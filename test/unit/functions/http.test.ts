@@ -3,7 +3,17 @@ import { z } from 'zod';
 import { ConstraintsError, PlacementError } from '../../../core';
 import { ConflictError } from '../../../functions/errors';
 import { createHandler, parseBody } from '../../../functions/http';
-import { EntityNotFoundError } from '../../../state/errors';
+import { LIMITS } from '../../../functions/limits';
+import {
+  AddMachines,
+  AddUnits,
+  CreateModel,
+  Deploy,
+  Relate,
+  SetConstraints,
+} from '../../../functions/schemas';
+import { DependencyUnavailableError, InvalidRequestError } from '../../../service/errors';
+import { EntityNotFoundError, TransactionTooLargeError } from '../../../state/errors';
 
 const TOKEN = 'secret-token';
 
@@ -32,6 +42,9 @@ const echo = createHandler(
       if (kind === 'placement') throw new PlacementError('placement scope missing');
       if (kind === 'missing') throw new EntityNotFoundError('model "missing" not found');
       if (kind === 'taken') throw new ConflictError('taken');
+      if (kind === 'invalid') throw new InvalidRequestError('invalid model name "X"');
+      if (kind === 'ec2down') throw new DependencyUnavailableError('EC2 could not be asked');
+      if (kind === 'huge') throw new TransactionTooLargeError('needs 101 writes');
       throw new Error('boom with secret details');
     },
   },
@@ -82,6 +95,9 @@ describe('createHandler', () => {
     ['placement', 400, 'invalid-placement', 'placement scope missing'],
     ['missing', 404, 'not-found', 'model "missing" not found'],
     ['taken', 409, 'conflict', 'taken'],
+    ['invalid', 400, 'bad-request', 'invalid model name "X"'],
+    ['ec2down', 503, 'unavailable', 'EC2 could not be asked'],
+    ['huge', 409, 'conflict', 'needs 101 writes'],
     ['other', 500, 'internal', 'internal error'],
   ])('maps a %s error to %i %s without leaking internals', async (model, status, code, message) => {
     const res = await echo(
@@ -89,6 +105,24 @@ describe('createHandler', () => {
     );
     expect(res.statusCode).toBe(status);
     expect(body(res)).toEqual({ error: { code, message } });
+  });
+
+  it('refuses a body over the limit with 400 naming it, before parsing it', async () => {
+    const big = `{"name":"${'x'.repeat(LIMITS.bodyBytes)}"}`;
+    for (const res of [
+      await echo(event({ body: big })),
+      await echo(event({ body: Buffer.from(big).toString('base64'), isBase64Encoded: true })),
+    ]) {
+      expect(res.statusCode).toBe(400);
+      expect(body(res)).toEqual({
+        error: { code: 'bad-request', message: 'request body must be at most 524288 bytes' },
+      });
+    }
+    // multi-byte characters count as bytes, not characters
+    const wide = await echo(event({ body: JSON.stringify({ name: 'é'.repeat(300_000) }) }));
+    expect(body(wide).error.message).toBe('request body must be at most 524288 bytes');
+    const fits = await echo(event({ body: JSON.stringify({ name: 'x'.repeat(500_000) }) }));
+    expect(fits.statusCode).toBe(201);
   });
 
   it('answers the $default route with an authenticated 404', async () => {
@@ -118,5 +152,98 @@ describe('parseBody', () => {
     );
     expect(() => parseBody(Schema, { name: 1 })).toThrow(/^field "name": /);
     expect(() => parseBody(Schema, [])).toThrow(/^request body: /);
+  });
+});
+
+describe('request body limits', () => {
+  const long = (n: number) => 'x'.repeat(n);
+  it.each([
+    [
+      'create-model name',
+      CreateModel,
+      { name: long(64) },
+      'field "name": must be at most 63 characters',
+    ],
+    [
+      'region',
+      CreateModel,
+      { name: 'm', region: long(33) },
+      'field "region": must be at most 32 characters',
+    ],
+    [
+      'model constraints',
+      CreateModel,
+      { name: 'm', constraints: long(450_000) },
+      'field "constraints": must be at most 4096 characters',
+    ],
+    [
+      'set constraints',
+      SetConstraints,
+      { constraints: long(4097) },
+      'field "constraints": must be at most 4096 characters',
+    ],
+    [
+      'charm',
+      Deploy,
+      { name: 'a', base: 'ubuntu@22.04', charm: long(500_000) },
+      'field "charm": must be at most 1024 characters',
+    ],
+    ['base', Deploy, { name: 'a', base: long(65) }, 'field "base": must be at most 64 characters'],
+    [
+      'a to entry',
+      Deploy,
+      { name: 'a', base: 'ubuntu@22.04', to: ['lxd', long(257)] },
+      'field "to.1": must be at most 256 characters',
+    ],
+    [
+      'the to list',
+      AddUnits,
+      { to: Array.from({ length: 1001 }, () => 'lxd') },
+      'field "to": must have at most 1000 items',
+    ],
+    ['count', AddUnits, { count: 1001 }, 'field "count": Too big: expected number to be <=1000'],
+    [
+      'placement',
+      AddMachines,
+      { placement: long(257) },
+      'field "placement": must be at most 256 characters',
+    ],
+    [
+      'an endpoint',
+      Relate,
+      { endpoints: ['a', long(129)] },
+      'field "endpoints.1": must be at most 128 characters',
+    ],
+    [
+      'the endpoints',
+      Relate,
+      { endpoints: ['a', 'b', 'c'] },
+      'field "endpoints": must have at most 2 items',
+    ],
+  ])('refuses %s over its limit, naming field and limit', (_what, schema, input, message) => {
+    expect(() => parseBody(schema as z.ZodType<unknown>, input)).toThrow(message);
+  });
+
+  it('accepts every field at its limit', () => {
+    expect(() =>
+      parseBody(Deploy, {
+        name: long(LIMITS.name),
+        base: long(LIMITS.base),
+        charm: long(LIMITS.charm),
+        constraints: long(LIMITS.constraints),
+        to: Array.from({ length: LIMITS.count }, () => long(LIMITS.placement)),
+      }),
+    ).not.toThrow();
+    // the longest deploy body still fits the body limit
+    const longest = JSON.stringify({
+      name: long(LIMITS.name),
+      base: long(LIMITS.base),
+      charm: long(LIMITS.charm),
+      constraints: long(LIMITS.constraints),
+      numUnits: LIMITS.count,
+      to: Array.from({ length: LIMITS.count }, () => long(LIMITS.placement)),
+      subordinate: false,
+    });
+    expect(Buffer.byteLength(longest)).toBeLessThan(LIMITS.bodyBytes);
   });
 });

@@ -156,6 +156,37 @@ describe('the OpenAPI document', () => {
       properties: { harvestMode: { enum: ['none', 'unknown', 'destroyed', 'all'] } },
     });
   });
+
+  it('documents the limit of every string and array in a request body', () => {
+    const schemas = document.components?.schemas ?? {};
+    expect(schemas['DeployRequest']).toMatchObject({
+      properties: {
+        name: { maxLength: 63 },
+        base: { maxLength: 64 },
+        charm: { maxLength: 1024 },
+        constraints: { maxLength: 4096 },
+        numUnits: { maximum: 1000 },
+        to: { maxItems: 1000, items: { maxLength: 256 } },
+      },
+    });
+    expect(schemas['RelateRequest']).toMatchObject({
+      properties: { endpoints: { maxItems: 2, items: { maxLength: 128 } } },
+    });
+    expect(schemas['AddMachinesRequest']).toMatchObject({
+      properties: { placement: { maxLength: 256 }, base: { maxLength: 64 } },
+    });
+    // every string and array property of every request body carries one
+    for (const [id, schema] of Object.entries(schemas)) {
+      if (!id.endsWith('Request')) continue;
+      const props = (schema as { properties?: Record<string, Record<string, unknown>> }).properties;
+      for (const [name, prop] of Object.entries(props ?? {})) {
+        if (prop.type === 'string' && prop.enum === undefined)
+          expect([id, name, prop.maxLength]).toEqual([id, name, expect.any(Number)]);
+        if (prop.type === 'array')
+          expect([id, name, prop.maxItems]).toEqual([id, name, expect.any(Number)]);
+      }
+    }
+  });
 });
 
 describe('handlers typed against the response schemas', () => {

@@ -90,14 +90,33 @@ describe('local API server', () => {
     expect((await fetch(`${base}/v1/models`)).status).toBe(200);
   });
 
-  it('refuses a body over 1 MiB with 413', async () => {
+  it.each([
+    ['an unknown method', 'BREW /v1/models HTTP/1.1\r\nhost: x\r\n\r\n'],
+    ['a malformed header', 'GET /v1/models HTTP/1.1\r\nhost x\r\n\r\n'],
+  ])('answers %s, which Node refuses before routing, in the error shape', async (_what, raw) => {
+    const port = (server.address() as AddressInfo).port;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+      error: { code: 'bad-request', message: 'malformed HTTP request' },
+    });
+    expect(seen).toHaveLength(0);
+  });
+
+  it('refuses a body over 512 KiB with 400 naming the limit', async () => {
     const res = await fetch(`${base}/v1/models`, {
       method: 'POST',
-      body: 'x'.repeat(1024 * 1024 + 1),
+      body: 'x'.repeat(512 * 1024 + 1),
     });
-    expect(res.status).toBe(413);
+    expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
-      error: { code: 'bad-request', message: 'request body larger than 1048576 bytes' },
+      error: { code: 'bad-request', message: 'request body must be at most 524288 bytes' },
     });
     expect(seen).toHaveLength(0);
   });

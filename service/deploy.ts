@@ -1,0 +1,90 @@
+import { appItem, machineItem, unitItem } from '../state/repository';
+import type { ApplicationRecord, ModelRecord } from '../state/types';
+import { collapseConstraints } from './constraints';
+import { requestStep, type ServiceContext } from './context';
+import { newMachine, newUnit } from './records';
+import { guardModelAndApp, startWorkflows, type PlacedUnit } from './units';
+import { EntityConflictError } from '../state/errors';
+
+/** DynamoDB's limit of items in one transaction. */
+const TRANSACTION_ITEMS = 100;
+/** The model check and the application itself. */
+const FIXED_ITEMS = 2;
+/** A unit on a new machine of its own: the machine and the unit. */
+const ITEMS_PER_UNIT = 2;
+
+/**
+ * The most units a deploy without placement directives writes in the same
+ * transaction as its application (a new application has no relations yet,
+ * so no subordinate units ride along).
+ */
+export const MAX_UNITS_AT_ONCE = Math.floor((TRANSACTION_ITEMS - FIXED_ITEMS) / ITEMS_PER_UNIT);
+
+/** True when `deployAtOnce` can write the whole deploy as one transaction. */
+export function fitsOneTransaction(numUnits: number, directives: readonly string[]): boolean {
+  return directives.length === 0 && numUnits <= MAX_UNITS_AT_ONCE;
+}
+
+/**
+ * Writes an application, its unit counter and its units on new machines in
+ * one transaction: the deploy is recorded whole or not at all, so a failed
+ * write never leaves an application without its units (which a retry would
+ * then find taken, 409). The machine ids are reserved first (a failed deploy
+ * leaves a gap in the numbering, as Juju's does).
+ */
+export async function deployAtOnce(
+  ctx: ServiceContext,
+  model: ModelRecord,
+  record: ApplicationRecord,
+  numUnits: number,
+): Promise<PlacedUnit[]> {
+  const machineIds = await requestStep(ctx, 'machineIds', () =>
+    ctx.repo.allocateMachineIds(model.name, numUnits),
+  );
+  const constraints = collapseConstraints(model.constraints, record.constraints);
+  const now = ctx.now().toISOString();
+  const units = machineIds.map((machine, n) => ({ name: `${record.name}/${n}`, machine }));
+  await requestStep(ctx, 'application', async () => {
+    const tx = ctx.repo.transaction();
+    guardModelAndApp(tx, model.name, []);
+    tx.put(
+      { ...appItem(record), nextUnit: numUnits },
+      'attribute_not_exists(pk)',
+      undefined,
+      new EntityConflictError(`application "${record.name}" already exists`),
+    );
+    units.forEach((u, n) => {
+      tx.put(
+        machineItem(
+          newMachine({
+            model: model.name,
+            id: u.machine,
+            base: record.base,
+            constraints,
+            principals: [u.name],
+            applications: [record.name],
+            now,
+          }),
+        ),
+        'attribute_not_exists(pk)',
+      );
+      tx.put(
+        unitItem(
+          newUnit({
+            model: model.name,
+            application: record.name,
+            number: n,
+            machine: u.machine,
+            constraints,
+            now,
+          }),
+        ),
+        'attribute_not_exists(pk)',
+      );
+    });
+    await ctx.repo.commit(tx);
+    return true;
+  });
+  await startWorkflows(ctx, model.name, machineIds);
+  return units;
+}

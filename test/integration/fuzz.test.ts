@@ -1,0 +1,612 @@
+/**
+ * An HTTP fuzzer over the real local API (issue 11): requests generated with
+ * fast-check for every route — bodies of every JSON type and size up to past
+ * the body limit, unknown and missing fields, hostile strings, odd path
+ * encodings, methods and headers — must never answer 5xx, every 4xx must be
+ * in the contract's error shape, and afterwards no entity is half-written
+ * (each model's counters and records agree).
+ *
+ * PROVISIONER_FUZZ_RUNS (default 3000) requests, PROVISIONER_FUZZ_SEED to
+ * replay a run, PROVISIONER_FUZZ_CONCURRENCY (default 4) in flight at once.
+ * The figures are printed.
+ *
+ * Machines: the fuzz models' constraints (`mem=1000T`) match no instance
+ * type, so a machine the fuzzer creates goes to `error` at planning without
+ * an EC2 launch; placements it generates that succeed are manual machines
+ * (`ssh:`), never launched; unit counts are mostly 0 or out of range.
+ */
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
+import { Agent, request as httpRequest } from 'node:http';
+import { ROUTES } from '../../functions/routes';
+import { ERROR_CODES } from '../../functions/schemas';
+import { LIMITS } from '../../functions/limits';
+import { modelPk } from '../../state/keys';
+import { Repository } from '../../state/repository';
+import { apiClient } from './api-client';
+import { dynamoClientFor, loadTestStack } from './stack';
+
+const stack = loadTestStack();
+const api = apiClient(stack);
+const ddb = dynamoClientFor(stack);
+const repo = new Repository(ddb, stack.tableName);
+const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+
+afterAll(() => {
+  agent.destroy();
+  ddb.destroy();
+});
+
+const RUNS = Number(process.env.PROVISIONER_FUZZ_RUNS ?? 3000);
+const SEED = Number(process.env.PROVISIONER_FUZZ_SEED ?? Date.now() % 2 ** 31);
+const CONCURRENCY = Number(process.env.PROVISIONER_FUZZ_CONCURRENCY ?? 4);
+
+const RUN = `fz${process.pid.toString(36)}`;
+/** The models the fuzzer may touch: two made here, two it may create (bounded, so is the work it makes). */
+const MODELS = ['a', 'b', 'c', 'd'].map((s) => `${RUN}-${s}`);
+const UNSATISFIABLE = 'mem=1000T';
+const APPS = ['app', 'sub', 'web', 'db'];
+const MANUAL_HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
+
+// ---------------------------------------------------------------- values
+
+const hostile = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'grapheme', maxLength: 20 }),
+  fc.string({ unit: 'binary', maxLength: 20 }),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\u202e\u0041',
+    '../../etc/passwd',
+    '%00',
+    '%',
+    '%zz',
+    '\ud800',
+    '😀'.repeat(10),
+    '<script>',
+    "' OR 1=1 --",
+    '${jndi:ldap://x}',
+    '\r\n\r\nX-Injected: 1',
+    'a'.repeat(64),
+    'x'.repeat(5000),
+  ),
+  fc.nat({ max: 5 }).map((k) => 'y'.repeat(LIMITS.charm - 2 + k)),
+);
+
+const anyJson = fc.jsonValue({ maxDepth: 3 });
+
+/** Mostly a plausible value, sometimes a wrong one (so whole requests often get past validation). */
+function mostly<T, U>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<U>): fc.Arbitrary<T | U> {
+  return fc.oneof({ weight: 4, arbitrary: good }, { weight: 1, arbitrary: bad });
+}
+
+const modelName = fc.oneof(
+  { weight: 12, arbitrary: fc.constantFrom(...MODELS) },
+  { weight: 1, arbitrary: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/) },
+  { weight: 2, arbitrary: hostile },
+);
+const appName = fc.oneof(
+  { weight: 12, arbitrary: fc.constantFrom(...APPS) },
+  { weight: 1, arbitrary: fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/) },
+  { weight: 2, arbitrary: hostile },
+);
+const machineId = mostly(
+  fc.constantFrom('0', '1', '2', '0/lxd/0'),
+  fc.oneof(
+    fc.constantFrom('0', '1', '2', '0/lxd/0', '1/lxd/0', '999999999', '01', '-1', '0/lxd'),
+    fc.nat().map(String),
+    hostile,
+  ),
+);
+const unitNumber = mostly(
+  fc.constantFrom('0', '1', '2'),
+  fc.oneof(fc.constantFrom('00', '-1'), fc.nat().map(String), hostile),
+);
+
+/** Numbers that add no launched machine: 0, out of range, not integers, not numbers. */
+const harmlessCount = fc.oneof(
+  fc.constantFrom(0, -1, 1001, 1.5, 1e300, -0),
+  fc.integer({ min: -1000000, max: 0 }),
+  fc.integer({ min: 1001 }),
+  fc.double({ noNaN: true }).filter((n) => !Number.isInteger(n)),
+  anyJson,
+);
+const constraintsText = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      UNSATISFIABLE,
+      `cores=100000 ${UNSATISFIABLE}`,
+      `${UNSATISFIABLE} tags=a,b`,
+    ),
+  },
+  // hostile text that does not parse (a parse that succeeds would drop the model's mem)
+  {
+    weight: 1,
+    arbitrary: hostile.filter((s) => !/^[a-z-]+=[^ ]*( [a-z-]+=[^ ]*)*$/.test(s.trim())),
+  },
+  { weight: 1, arbitrary: fc.constant('x'.repeat(LIMITS.constraints + 1)) },
+);
+const manualPlacement = fc.constantFrom(...MANUAL_HOSTS).map((h) => `ssh:ubuntu@${h}`);
+const placement = mostly(
+  manualPlacement,
+  fc.oneof(
+    fc.constantFrom(
+      'lxd:',
+      'zone=',
+      'subnet=',
+      'ssh:',
+      'lxd:-1',
+      'lxd:0/lxd/0',
+      'kvm:0',
+      'zone=us-east-9z',
+    ),
+    hostile,
+  ),
+);
+/** `to` lists that can only fail or place units on existing (manual) machines. */
+const toList = fc.oneof(
+  fc.array(fc.oneof(fc.constantFrom('0', '1', '2', '999'), hostile), { maxLength: 4 }),
+  fc.constant(Array.from({ length: 1001 }, () => '0')),
+  anyJson,
+);
+
+/** A body's fields: plausible ones, maybe some missing, maybe unknown ones. */
+function object(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
+  return fc
+    .tuple(
+      fc.record(fields, { requiredKeys: [] }),
+      fc.dictionary(fc.string({ maxLength: 8 }), anyJson, { maxKeys: 2 }),
+      fc.nat({ max: 4 }).map((n) => n === 0),
+    )
+    .map(([known, unknown, withUnknown]) => (withUnknown ? { ...unknown, ...known } : known));
+}
+
+const BODIES: Record<string, fc.Arbitrary<unknown>> = {
+  'POST /v1/models': object({
+    name: mostly(fc.constantFrom(...MODELS), hostile),
+    region: mostly(fc.constant('us-east-1'), hostile),
+    constraints: constraintsText,
+    harvestMode: mostly(fc.constantFrom('none', 'unknown', 'destroyed', 'all'), hostile),
+    availabilitySets: mostly(fc.boolean(), anyJson),
+    reprovisionLost: mostly(fc.boolean(), anyJson),
+  }).map((b) =>
+    // a model the fuzzer creates keeps unsatisfiable constraints (no launches)
+    typeof b === 'object' && b !== null && !('constraints' in b)
+      ? { ...b, constraints: UNSATISFIABLE }
+      : b,
+  ),
+  'PATCH /v1/models/{model}': object({
+    harvestMode: mostly(fc.constantFrom('none', 'unknown', 'destroyed', 'all'), hostile),
+    reprovisionLost: mostly(fc.boolean(), anyJson),
+    availabilitySets: mostly(fc.boolean(), anyJson),
+  }),
+  'PUT /v1/models/{model}/constraints': object({ constraints: constraintsText }),
+  'POST /v1/models/{model}/applications': fc.oneof(
+    object({
+      name: appName,
+      base: mostly(fc.constantFrom('ubuntu@22.04', 'ubuntu@24.04', 'ubuntu@99.99'), hostile),
+      charm: mostly(
+        fc.stringMatching(/^[a-z]{1,10}$/),
+        fc.oneof(hostile, fc.constant('c'.repeat(LIMITS.charm + 1))),
+      ),
+      constraints: constraintsText,
+      numUnits: harmlessCount,
+      to: toList,
+      subordinate: mostly(fc.boolean(), anyJson),
+    }),
+    // units on manual machines only: recorded, never launched
+    fc.record({
+      name: appName,
+      base: fc.constant('ubuntu@24.04'),
+      numUnits: fc.constant(1),
+      to: fc.constantFrom(['0'], ['1']),
+    }),
+  ),
+  'PUT /v1/models/{model}/applications/{app}/constraints': object({ constraints: constraintsText }),
+  'POST /v1/models/{model}/relations': object({
+    endpoints: fc.oneof(
+      fc.array(
+        fc.oneof(
+          appName,
+          appName.map((a) => `${a}:juju-info`),
+        ),
+        { maxLength: 3 },
+      ),
+      anyJson,
+    ),
+  }),
+  'POST /v1/models/{model}/applications/{app}/units': fc.oneof(
+    object({ count: harmlessCount, to: toList }),
+    fc.record({ count: fc.constant(1), to: fc.constantFrom(['0'], ['1'], ['2']) }),
+  ),
+  'POST /v1/models/{model}/machines': object({
+    // add-machine defaults to one machine: only manual placements (or refusals) here
+    count: harmlessCount,
+    base: mostly(fc.constantFrom('ubuntu@22.04', 'ubuntu@24.04'), hostile),
+    constraints: constraintsText,
+    placement: placement,
+  }).map((b) =>
+    typeof b === 'object' && b !== null && !('placement' in b && 'count' in b)
+      ? { ...b, placement: 'ssh:ubuntu@10.0.0.9' }
+      : b,
+  ),
+  'POST /v1/models/{model}/machines/{id}/retry': object({ constraints: constraintsText }),
+};
+
+/** Any body at all, whatever the route: JSON of every type, text, or very large. */
+const anyBody: fc.Arbitrary<string | undefined> = fc.oneof(
+  { weight: 3, arbitrary: fc.constant(undefined) },
+  { weight: 4, arbitrary: anyJson.map((v) => JSON.stringify(v)) },
+  { weight: 2, arbitrary: fc.string({ maxLength: 50 }) },
+  { weight: 1, arbitrary: fc.constantFrom('{', '[', 'null', '""', '{"a":', '\u0000', 'true') },
+  {
+    weight: 1,
+    arbitrary: fc
+      .integer({ min: LIMITS.bodyBytes - 64, max: LIMITS.bodyBytes + 64 })
+      .map((n) => JSON.stringify({ name: 'x'.repeat(Math.max(0, n - 12)) })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.nat({ max: 5000 }).map((n) => '['.repeat(n) + ']'.repeat(n)), // deep nesting
+  },
+);
+
+// ---------------------------------------------------------------- paths
+
+/** Percent-encodes the UTF-8 bytes of each character matching `which` (a lone surrogate as U+FFFD). */
+function percentEncode(value: string, which: RegExp): string {
+  let out = '';
+  for (const c of value) {
+    out += which.test(c)
+      ? [...Buffer.from(c, 'utf8')]
+          .map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`)
+          .join('')
+      : c;
+  }
+  return out;
+}
+
+/** A path parameter's value written in one of several ways (some of them wrong). */
+function encodePathValue(value: string, how: number): string {
+  const strict = percentEncode(value, /[^A-Za-z0-9\-_.!~*'()]/);
+  switch (how) {
+    case 0:
+      return strict;
+    case 1: // only what Node refuses to send is encoded: `/`, `%` and the rest go raw
+      return percentEncode(value, /[^\x21-\x7e]|[?#]/);
+    case 2:
+      return encodeURIComponent(strict);
+    case 3:
+      return `${strict}%`;
+    case 4:
+      return `${strict}%C3%28`; // not UTF-8
+    default:
+      return strict.toUpperCase();
+  }
+}
+
+interface FuzzRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+const HEADER_VALUE = fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, ''));
+
+const request: fc.Arbitrary<FuzzRequest> = fc
+  .record({
+    // deleting a fuzz model ends most later requests at 404: rarely
+    route: fc.oneof(
+      {
+        weight: 40,
+        arbitrary: fc.constantFrom(
+          ...ROUTES.filter((r) => !(r.method === 'DELETE' && r.path === '/v1/models/{model}')),
+        ),
+      },
+      { weight: 1, arbitrary: fc.constantFrom(...ROUTES) },
+    ),
+    method: fc.oneof(
+      { weight: 12, arbitrary: fc.constant(undefined) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+      },
+      { weight: 1, arbitrary: fc.stringMatching(/^[A-Z]{1,8}$/) },
+    ),
+    params: fc.record({ model: modelName, app: appName, id: machineId, n: unitNumber }),
+    encoding: fc.oneof(
+      { weight: 6, arbitrary: fc.constant(0) },
+      { weight: 1, arbitrary: fc.nat({ max: 5 }) },
+    ),
+    pathJunk: fc.oneof(
+      { weight: 10, arbitrary: fc.constant('') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          '/',
+          '//',
+          '/..',
+          '/x',
+          '?',
+          '?force=maybe',
+          '?force=',
+          '?force=true&force=false',
+          '#frag',
+        ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.string({ maxLength: 10 }).map((s) => `?q=${encodeURIComponent(s)}`),
+      },
+    ),
+    body: fc.oneof(
+      { weight: 3, arbitrary: fc.constant('route') },
+      { weight: 2, arbitrary: anyBody },
+    ),
+    auth: fc.oneof(
+      { weight: 20, arbitrary: fc.constant('good') },
+      { weight: 1, arbitrary: fc.constantFrom('none', 'wrong', 'basic', 'empty', 'lower') },
+    ),
+    idempotencyKey: fc.oneof(
+      { weight: 8, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: fc.stringMatching(/^[\x21-\x7e]{1,20}$/) },
+      { weight: 1, arbitrary: HEADER_VALUE },
+    ),
+    contentType: fc.constantFrom(
+      undefined,
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      '',
+    ),
+    extraHeaders: fc.dictionary(fc.stringMatching(/^x-[a-z]{1,8}$/), HEADER_VALUE, { maxKeys: 2 }),
+  })
+  .chain((r) => {
+    const key = `${r.route.method} ${r.route.path}`;
+    const routeBody = BODIES[key];
+    const body: fc.Arbitrary<string | undefined> =
+      r.body === 'route' && routeBody ? routeBody.map((b) => JSON.stringify(b)) : anyBody;
+    return body.map((text) => ({ ...r, text }));
+  })
+  .map((r) => {
+    const path =
+      r.route.path.replace(/\{(\w+)\}/g, (_m, p: keyof typeof r.params) =>
+        encodePathValue(r.params[p], r.encoding),
+      ) + r.pathJunk;
+    const headers: Record<string, string> = { ...r.extraHeaders };
+    const auth = {
+      good: `Bearer ${stack.token}`,
+      none: undefined,
+      wrong: 'Bearer not-the-token',
+      basic: `Basic ${stack.token}`,
+      empty: 'Bearer ',
+      lower: `bearer ${stack.token}`,
+    }[r.auth];
+    if (auth !== undefined) headers.authorization = auth;
+    if (r.idempotencyKey !== undefined) headers['idempotency-key'] = r.idempotencyKey;
+    if (r.contentType !== undefined) headers['content-type'] = r.contentType;
+    return {
+      method: r.method ?? r.route.method,
+      path,
+      headers,
+      ...(r.text === undefined ? {} : { body: r.text }),
+    };
+  });
+
+// ---------------------------------------------------------------- sending
+
+interface Answer {
+  status: number;
+  body: string;
+}
+
+function send(req: FuzzRequest): Promise<Answer | 'unsendable'> {
+  return new Promise((resolve, reject) => {
+    let r: ReturnType<typeof httpRequest>;
+    const url = new URL(stack.apiUrl);
+    try {
+      r = httpRequest(
+        {
+          host: url.hostname,
+          port: url.port,
+          method: req.method,
+          path: req.path,
+          headers: {
+            ...req.headers,
+            ...(req.body === undefined ? {} : { 'content-length': Buffer.byteLength(req.body) }),
+          },
+          agent,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }),
+          );
+          res.on('error', reject);
+        },
+      );
+    } catch {
+      // Node itself refuses it (a method or header it will not put on the wire)
+      resolve('unsendable');
+      return;
+    }
+    r.on('error', reject);
+    r.end(req.body);
+  });
+}
+
+/** What is wrong with an answer, if anything. */
+function problem(req: FuzzRequest, answer: Answer): string | undefined {
+  if (answer.status >= 500) return `answered ${answer.status}: ${answer.body.slice(0, 300)}`;
+  if (answer.status < 400 || req.method === 'HEAD') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer.body);
+  } catch {
+    return `${answer.status} body is not JSON: ${answer.body.slice(0, 200)}`;
+  }
+  const error = (parsed as { error?: { code?: unknown; message?: unknown } }).error;
+  const shaped =
+    typeof parsed === 'object' &&
+    parsed !== null &&
+    Object.keys(parsed).length === 1 &&
+    typeof error === 'object' &&
+    error !== null &&
+    Object.keys(error).sort().join() === 'code,message' &&
+    (ERROR_CODES as readonly unknown[]).includes(error.code) &&
+    typeof error.message === 'string' &&
+    error.message.length > 0;
+  return shaped
+    ? undefined
+    : `${answer.status} body not in the error shape: ${answer.body.slice(0, 200)}`;
+}
+
+// ---------------------------------------------------------------- after: nothing half-written
+
+const machineNumber = (id: string) => Number(id.split('/')[0]);
+
+/** What disagrees among one model's records and counters (nothing, for a model that is gone). */
+async function inconsistencies(model: string): Promise<string[]> {
+  const items = await repo.doc
+    .send(
+      new QueryCommand({
+        TableName: stack.tableName,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': modelPk(model) },
+        ConsistentRead: true,
+      }),
+    )
+    .then((out) => out.Items ?? []);
+  if (items.length === 0) return [];
+  const contents = await repo.loadModel(model).catch(() => undefined);
+  if (!contents) return [`${model}: records without a model item (${items.length})`];
+  const out: string[] = [];
+  const modelItem = items.find((i) => i.type === 'model');
+  const nextMachine = Number(modelItem?.nextMachine ?? 0);
+  const machines = new Map(contents.machines.map((m) => [m.id, m]));
+  const units = new Map(contents.units.map((u) => [u.name, u]));
+  const apps = new Map(contents.applications.map((a) => [a.name, a]));
+  for (const m of contents.machines) {
+    if (machineNumber(m.id) >= nextMachine)
+      out.push(`${model}: machine ${m.id} not below the counter ${nextMachine}`);
+    for (const p of m.principals)
+      if (!units.has(p)) out.push(`${model}: machine ${m.id} lists missing unit ${p}`);
+    for (const c of m.containers)
+      if (!machines.has(c)) out.push(`${model}: machine ${m.id} lists missing container ${c}`);
+  }
+  for (const u of contents.units) {
+    const app = apps.get(u.application);
+    if (!app) out.push(`${model}: unit ${u.name} of missing application`);
+    const next = Number(
+      items.find((i) => i.type === 'application' && i.name === u.application)?.nextUnit ?? 0,
+    );
+    if (Number(u.name.split('/')[1]) >= next)
+      out.push(`${model}: unit ${u.name} not below its counter ${next}`);
+    const m = machines.get(u.machine);
+    if (!m) out.push(`${model}: unit ${u.name} on missing machine ${u.machine}`);
+    if (u.principal === undefined) {
+      if (m && !m.principals.includes(u.name))
+        out.push(`${model}: machine ${u.machine} does not list unit ${u.name}`);
+      for (const s of u.subordinates)
+        if (!units.has(s)) out.push(`${model}: unit ${u.name} lists missing subordinate ${s}`);
+    } else if (!units.get(u.principal)?.subordinates.includes(u.name)) {
+      out.push(`${model}: subordinate ${u.name} not listed by its principal ${u.principal}`);
+    }
+  }
+  for (const r of contents.relations)
+    for (const e of r.endpoints)
+      if (!apps.has(e)) out.push(`${model}: relation ${r.endpoints.join(' ')} of missing ${e}`);
+  return out;
+}
+
+// ---------------------------------------------------------------- the run
+
+describe('HTTP fuzzer', () => {
+  beforeAll(async () => {
+    for (const model of MODELS.slice(0, 2)) {
+      expect(
+        (await api.post('/v1/models', { name: model, constraints: UNSATISFIABLE })).status,
+      ).toBe(201);
+      for (const host of MANUAL_HOSTS.slice(0, 2)) {
+        const res = await api.post(`/v1/models/${model}/machines`, {
+          placement: `ssh:ubuntu@${host}`,
+        });
+        expect(res.status).toBe(201);
+      }
+      const base = 'ubuntu@24.04';
+      expect(
+        (await api.post(`/v1/models/${model}/applications`, { name: 'app', base, to: ['0'] }))
+          .status,
+      ).toBe(201);
+      expect(
+        (
+          await api.post(`/v1/models/${model}/applications`, {
+            name: 'sub',
+            base,
+            subordinate: true,
+          })
+        ).status,
+      ).toBe(201);
+      expect(
+        (await api.post(`/v1/models/${model}/relations`, { endpoints: ['app', 'sub'] })).status,
+      ).toBe(201);
+    }
+  });
+
+  it(`answers ${RUNS} generated requests with no 5xx, every 4xx in the error shape, and leaves nothing half-written`, async () => {
+    const requests = fc.sample(request, { numRuns: RUNS, seed: SEED });
+    const statuses = new Map<number, number>();
+    const failures: string[] = [];
+    let unsendable = 0;
+    let next = 0;
+    const started = Date.now();
+    const worker = async () => {
+      while (next < requests.length) {
+        const req = requests[next++]!;
+        const answer = await send(req);
+        if (answer === 'unsendable') {
+          unsendable++;
+          continue;
+        }
+        statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        const wrong = problem(req, answer);
+        if (wrong && failures.length < 20)
+          failures.push(
+            `${req.method} ${req.path.slice(0, 300)} ${JSON.stringify(req.headers)} body=${JSON.stringify(req.body?.slice(0, 300))}: ${wrong}`.replaceAll(
+              stack.token,
+              '<token>',
+            ),
+          );
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    const seconds = (Date.now() - started) / 1000;
+    const sent = requests.length - unsendable;
+    const histogram = [...statuses.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}×${n}`)
+      .join(' ');
+    console.log(
+      `fuzz: seed ${SEED}, ${sent} requests sent (${unsendable} refused by Node's client) in ${seconds.toFixed(1)} s ` +
+        `(${(sent / seconds).toFixed(0)}/s, ${CONCURRENCY} at once); statuses ${histogram}`,
+    );
+
+    const halfWritten = (await Promise.all(MODELS.map(inconsistencies))).flat();
+    console.log(
+      `fuzz: ${halfWritten.length} inconsistencies in ${MODELS.length} models afterwards`,
+    );
+
+    expect(failures).toEqual([]);
+    expect(halfWritten).toEqual([]);
+    expect(sent).toBeGreaterThan(RUNS * 0.9);
+    for (const model of MODELS) {
+      const status = await api.get(`/v1/models/${model}/status`);
+      expect([200, 404]).toContain(status.status);
+    }
+  }, 1_800_000);
+});
