@@ -2,6 +2,7 @@ import type { ActivityDeps } from './deps';
 import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
 import { recordActivities } from './records';
+import { ssmActivities } from './ssm';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
 import { teardownActivities } from './teardown';
@@ -18,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
     ...teardownActivities(deps),
     ...sweepActivities(deps),
     ...starterActivities(deps),
+    ...ssmActivities(deps),
   };
 }
 

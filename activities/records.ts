@@ -1,4 +1,4 @@
-import { isContainerMachineId, placementGroupName, type InstanceState } from '../core';
+import { isContainerMachineId, isLost, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
 import type { Life } from '../state/types';
 import { orMachineGone } from './failures';
@@ -124,7 +124,17 @@ export function recordActivities(
     async recordInstanceState(
       input: MachineRef & { instanceId: string; state: InstanceState },
     ): Promise<boolean> {
-      return store.recordInstanceState(input.model, input.machineId, input.instanceId, input.state);
+      const applied = await store.recordInstanceState(
+        input.model,
+        input.machineId,
+        input.instanceId,
+        input.state,
+      );
+      // a host that goes down takes its containers down with it (and back when it returns)
+      if (applied && deps.containers && (isLost(input.state) || input.state === 'running')) {
+        await deps.containers.followHost(input.model, input.machineId, isLost(input.state));
+      }
+      return applied;
     },
 
     /** Gives up the machine's zone claim after a failure. */

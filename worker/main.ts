@@ -4,8 +4,10 @@ import { createActivities } from '../activities';
 import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2, warmRegion } from '../activities/regional';
+import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
+import { ContainerStore } from '../state/containers';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../workflows/search-attributes';
@@ -65,6 +67,14 @@ async function main(): Promise<void> {
       deployment: optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
       temporal,
       taskQueue,
+      containers: new ContainerStore(ddb, endpoints.tableName),
+      ssmForRegion: regionalSsm((region) =>
+        workerSsmClient({
+          region,
+          endpoint: endpoints.ssmEndpoint,
+          credentials: localCredentialsFor(endpoints.ssmEndpoint),
+        }),
+      ),
     }),
     shutdownGraceTime: '10 seconds',
     // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.

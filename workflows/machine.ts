@@ -18,8 +18,9 @@ import {
   type MachineWorkflowInput,
   type ProvisioningState,
 } from './definitions';
+import { containerStep } from './container';
 import { provision } from './launch';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS } from './patches';
+import { BATCHED_LAUNCHES, CONTAINERS, INSTANCE_LIVENESS } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { tearDown } from './teardown';
@@ -40,7 +41,8 @@ export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } fro
  *
  * - alive, no instance, not in error (or in error and asked to retry):
  *   provision (see launch.ts);
- * - running, in error, manual or a container: wait for a signal;
+ * - a container: created on its host and deleted from it (see container.ts);
+ * - running, in error or manual: wait for a signal;
  * - Dead: tear down (see teardown.ts) and end.
  */
 export async function machineWorkflow(input: MachineWorkflowInput): Promise<void> {
@@ -113,6 +115,12 @@ export async function machineWorkflow(input: MachineWorkflowInput): Promise<void
     }
     ctx.region = machine.region;
     publish(ctx, { status: machine.status, applications: machine.applications });
+    if (machine.container && patched(CONTAINERS)) {
+      const next = await containerStep(ctx, machine, retryRequested);
+      if (next === 'removed') return;
+      if (next === 'wait') await waitForSignal(ctx, input);
+      continue;
+    }
     if (machine.life === 'dead') {
       await tearDown(ctx, machine);
       return;
