@@ -31,4 +31,6 @@ export interface ActivityDeps {
   /** Containers (issue 15): their records, and the SSM client of a region to run commands on hosts. */
   containers?: ContainerStore;
   ssmForRegion?: (region: string) => SSMClient;
+  /** The IAM instance profile launched instances carry (`PROVISIONER_INSTANCE_PROFILE`). */
+  instanceProfile?: string;
 }

@@ -68,6 +68,8 @@ async function main(): Promise<void> {
       temporal,
       taskQueue,
       containers: new ContainerStore(ddb, endpoints.tableName),
+      // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
+      instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
       ssmForRegion: regionalSsm((region) =>
         workerSsmClient({
           region,
