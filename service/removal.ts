@@ -1,4 +1,3 @@
-import { parentMachineId } from '../core';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { machineKey, unitKey, type Transaction } from '../state/repository';
 import type { MachineRecord, UnitRecord } from '../state/types';
@@ -21,14 +20,13 @@ function emptied(m: Pick<MachineRecord, 'principals' | 'containers'>): boolean {
  * makes it Dead (a host is never Dead while it has containers). Returns the
  * machines that went Dead.
  */
-async function writeMachineChange(
-  ctx: ServiceContext,
+function writeMachineChange(
   tx: Transaction,
   machine: MachineRecord,
   next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'>,
   /** The machine itself is being destroyed (not just losing its last unit). */
   retiring = false,
-): Promise<string[]> {
+): string[] {
   if (!emptied(next)) {
     updateMachineMembership(tx, machine, next);
     return [];
@@ -78,7 +76,7 @@ export async function removePrincipalUnit(
     const tx = ctx.repo.transaction();
     removeUnitItems(tx, unit);
     const principals = machine.principals.filter((p) => p !== unitName);
-    const dead = await writeMachineChange(ctx, tx, machine, {
+    const dead = writeMachineChange(tx, machine, {
       principals,
       applications: [...new Set(principals.map(applicationOf))].sort(),
       containers: machine.containers,
@@ -226,8 +224,7 @@ export async function retireMachine(
     if (machine.life === 'dead') return [];
     if (requireEmpty) checkEmpty(machine, leaving);
     const tx = ctx.repo.transaction();
-    const dead = await writeMachineChange(
-      ctx,
+    const dead = writeMachineChange(
       tx,
       machine,
       { principals: [], applications: [], containers: [] },
