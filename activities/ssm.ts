@@ -58,6 +58,8 @@ export interface ContainerHost {
   base: string;
   /** Gone, or Dead/dying: the container can no longer be created on it. */
   gone: boolean;
+  /** Manually provisioned: no instance the provisioner can run commands on. */
+  manual?: boolean;
   status?: MachineStatus;
   instanceId?: string;
   zone?: string;
@@ -134,6 +136,7 @@ export function ssmActivities(
         hostId: ref.hostId,
         base: container.base,
         gone: host.life !== 'alive',
+        ...(host.manual ? { manual: true } : {}),
         status: host.status,
         ...(host.instanceId ? { instanceId: host.instanceId } : {}),
         ...(host.zone ? { zone: host.zone } : {}),

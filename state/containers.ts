@@ -163,6 +163,12 @@ export class ContainerStore {
         const containers = host.containers.filter((c) => c !== machineId);
         const dies =
           host.life === 'dying' && containers.length === 0 && host.principals.length === 0;
+        if (dies && host.manual) {
+          // a manual host has nothing to tear down: it goes at once, as destroying one does
+          tx.delete(machineKey(model, host.id), 'version = :v', { ':v': host.version ?? 0 });
+          await this.repo.commit(tx);
+          return {};
+        }
         if (dies) hostDead = host.id;
         tx.update(
           machineKey(model, host.id),

@@ -125,6 +125,13 @@ async function awaitHost(
       await recordError(ctx, `machine ${hostId} is being destroyed or gone: container not created`);
       return undefined;
     }
+    if (host.manual) {
+      await recordError(
+        ctx,
+        `machine ${hostId} is manually provisioned: the provisioner cannot create containers on it`,
+      );
+      return undefined;
+    }
     let waiting: string;
     if (host.status === 'running' && host.instanceId) {
       if (await hosts.instanceOnline({ region: machine.region, instanceId: host.instanceId })) {
