@@ -242,7 +242,7 @@ describe('provisioner CLI against the local stack', () => {
     });
     expect(yaml.machines['0'].instanceId).toMatch(/^i-/);
     const json = JSON.parse((await cli(['show-machine', '0/lxd/0', '--format', 'json'])).stdout);
-    expect(json.machines['0/lxd/0'].status).toBe('pending');
+    expect(json.machines['0/lxd/0'].status).toBe('running');
     const table = await cli(['show-machine', '1', '--format', 'tabular']);
     expect(table.stdout).toMatch(/^Machine +State +Inst id/);
     // the stack prices instance types: a running machine shows what it was chosen at
