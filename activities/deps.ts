@@ -1,5 +1,7 @@
 import type { Client } from '@temporalio/client';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { ProvisioningTuning } from '../config/env';
+import type { ContainerStore } from '../state/containers';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { Repository } from '../state/repository';
 import type { RecentReads } from './recent-reads';
@@ -29,4 +31,9 @@ export interface ActivityDeps {
   /** The task queue this worker polls; machine workflows the sweep restarts go there. */
   taskQueue: string;
   now?: () => number;
+  /** Containers (issue 15): their records, and the SSM client of a region to run commands on hosts. */
+  containers?: ContainerStore;
+  ssmForRegion?: (region: string) => SSMClient;
+  /** The IAM instance profile launched instances carry (`PROVISIONER_INSTANCE_PROFILE`). */
+  instanceProfile?: string;
 }

@@ -3,6 +3,7 @@ import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
 import { RecentReads } from './recent-reads';
 import { recordActivities } from './records';
+import { ssmActivities } from './ssm';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
 import { sweeperActivities } from './sweeper';
@@ -23,6 +24,7 @@ export function createActivities(given: ActivityDeps) {
     ...sweep,
     ...sweeperActivities(deps, (input) => sweep.sweepModel(input)),
     ...starterActivities(deps),
+    ...ssmActivities(deps),
   };
 }
 

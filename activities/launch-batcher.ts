@@ -62,6 +62,7 @@ function batchKey(r: LaunchRequest): string {
     // one RunInstances places every instance it launches in one group and partition
     r.plan.placementGroup ?? '',
     r.partition ?? 0,
+    r.plan.instanceProfile ?? '',
   ]);
 }
 
@@ -80,6 +81,7 @@ function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
         : {}),
     },
     ...(call.subnetId ? { SubnetId: call.subnetId } : {}),
+    ...(call.instanceProfile ? { IamInstanceProfile: { Name: call.instanceProfile } } : {}),
     // Juju's root device for Ubuntu images; its size is the plan's root disk (8 GiB at least)
     BlockDeviceMappings: [
       {
@@ -289,6 +291,7 @@ export class LaunchBatcher {
         ? { partition: first.partition }
         : {}),
       rootDiskGiB: rootDiskGiB(plan.hardware.rootDisk),
+      ...(plan.instanceProfile ? { instanceProfile: plan.instanceProfile } : {}),
       tags: [
         { Key: TAG_MODEL, Value: first.model },
         ...(plan.modelUid ? [{ Key: TAG_MODEL_UID, Value: plan.modelUid }] : []),

@@ -98,6 +98,7 @@ export function launchActivities(
           zonesOffering: (type, names) => regional.catalogue.zonesOffering(type, names),
           findImage: (q) => regional.images.find(q),
           findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
+          ...(deps.instanceProfile ? { instanceProfile: deps.instanceProfile } : {}),
         });
         if (!model.uid) return plan;
         // availability-set mode: the group of the machine's application (one per machine in it)

@@ -37,6 +37,8 @@ export interface PlanInputs {
   findImage(q: ImageQuery): Promise<string>;
   /** The subnet a `subnet=` placement names (by id or CIDR), with its zone; undefined when there is none. */
   findSubnet(idOrCidr: string): Promise<{ subnetId: string; zone: string } | undefined>;
+  /** The instance profile every launched instance carries (PROVISIONER_INSTANCE_PROFILE), if any. */
+  instanceProfile?: string;
 }
 
 /** The catalogue with each type's price as its cost (core orders by it, then by waste). */
@@ -131,5 +133,6 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     ...(subnetId !== undefined ? { subnetId } : {}),
     applications: [...(machine.applications ?? [])],
     ...(chosen.cost !== undefined ? { pricePerHour: chosen.cost } : {}),
+    ...(inputs.instanceProfile ? { instanceProfile: inputs.instanceProfile } : {}),
   };
 }

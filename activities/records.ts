@@ -1,4 +1,4 @@
-import { isContainerMachineId, placementGroupName, type InstanceState } from '../core';
+import { isContainerMachineId, isLost, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
 import type { Life } from '../state/types';
 import { orMachineGone } from './failures';
@@ -107,15 +107,16 @@ export function recordActivities(
           retryDelayMs: deps.tuning.retryDelayMs,
         },
       };
-      if (machine.life !== 'dead') return { ...fields, life: machine.life };
-      // teardown: where the instance is, whether to keep it, and whose instances are the model's
+      if (machine.life !== 'dead' && !fields.container) return { ...fields, life: machine.life };
+      // teardown: where the instance is, whether to keep it, and whose instances are the model's;
+      // a container's steps (SSM on its host) need the region too
       const model = await repo.getModel(ref.model).catch((err: unknown) => {
         if (err instanceof EntityNotFoundError) return undefined;
         throw err;
       });
       return {
         ...fields,
-        life: 'dead',
+        life: machine.life,
         region: model?.region ?? deps.defaultRegion,
         harvestMode: model?.harvestMode ?? 'destroyed',
         ...(model?.uid ? { modelUid: model.uid } : {}),
@@ -139,7 +140,17 @@ export function recordActivities(
     async recordInstanceState(
       input: MachineRef & { instanceId: string; state: InstanceState },
     ): Promise<boolean> {
-      return store.recordInstanceState(input.model, input.machineId, input.instanceId, input.state);
+      const applied = await store.recordInstanceState(
+        input.model,
+        input.machineId,
+        input.instanceId,
+        input.state,
+      );
+      // a host that goes down takes its containers down with it (and back when it returns)
+      if (applied && deps.containers && (isLost(input.state) || input.state === 'running')) {
+        await deps.containers.followHost(input.model, input.machineId, isLost(input.state));
+      }
+      return applied;
     },
 
     /** Gives up the machine's zone claim after a failure. */

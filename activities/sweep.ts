@@ -128,8 +128,9 @@ export function sweepActivities(deps: ActivityDeps) {
     const client = deps.temporal;
     if (!client) return [];
     const needing = machines.filter(
-      // Manual machines and containers have nothing to launch; once Dead they need their workflow to be removed.
-      (m) => !((m.manual || isContainerMachineId(m.id)) && m.life !== 'dead'),
+      // Manual machines have nothing to launch; once Dead they need their workflow to be removed.
+      // Containers have a workflow of their own (created on their host, issue 15).
+      (m) => !(m.manual && m.life !== 'dead'),
     );
     if (needing.length === 0) return [];
     // Visibility lags a little: a workflow missing from it is described before it is started again.

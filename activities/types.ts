@@ -24,6 +24,8 @@ export interface LaunchPlan {
    * the partition.
    */
   placementGroup?: string;
+  /** The IAM instance profile launched instances carry (lets the SSM agent register: containers, issue 15). */
+  instanceProfile?: string;
 }
 
 export interface MachineRef {

@@ -99,6 +99,10 @@ export interface ProvisioningTuning {
   launchRatePerSecond: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
+  /** Containers: how often a container's workflow looks at its host and its Run Command. */
+  containerPollMs?: number;
+  /** Containers: how long a running host may take to come online in SSM before its container is in error. */
+  containerOnlineTimeoutMs?: number;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -114,6 +118,8 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     launchBurst: positiveIntEnv('PROVISIONER_LAUNCH_BURST', 5, env),
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
+    containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),
+    containerOnlineTimeoutMs: durationEnv('PROVISIONER_CONTAINER_ONLINE_TIMEOUT', '10m', env),
   };
 }
 
@@ -123,6 +129,8 @@ export interface ServiceEndpoints {
   tableName: string;
   dynamodbEndpoint?: string;
   ec2Endpoint?: string;
+  /** SSM (Run Command on container hosts): `SSM_ENDPOINT`, else the EC2 endpoint when set. */
+  ssmEndpoint?: string;
   temporalAddress: string;
   temporalNamespace: string;
 }
@@ -133,6 +141,8 @@ export function serviceEndpoints(env: NodeJS.ProcessEnv = process.env): ServiceE
     tableName: requireEnv('PROVISIONER_TABLE', env),
     dynamodbEndpoint: env.DYNAMODB_ENDPOINT || undefined,
     ec2Endpoint: env.EC2_ENDPOINT || undefined,
+    // locally the EC2 proxy serves SSM too
+    ssmEndpoint: env.SSM_ENDPOINT || env.EC2_ENDPOINT || undefined,
     temporalAddress: requireEnv('TEMPORAL_ADDRESS', env),
     temporalNamespace: optionalEnv('TEMPORAL_NAMESPACE', 'default', env),
   };

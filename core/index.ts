@@ -9,3 +9,4 @@ export * from './instance-types';
 export * from './zones';
 export * from './partitions';
 export * from './liveness';
+export * from './containers';

@@ -44,6 +44,70 @@ export const PLACEMENT_GROUP_PREFIX = 'juju-';
  */
 export const PRICING_ACTIONS = ['pricing:GetProducts'] as const;
 
+/** SSM reads of a container's workflow (activities/ssm.ts): neither supports resource-level scoping. */
+export const SSM_READ_ACTIONS = [
+  'ssm:DescribeInstanceInformation',
+  'ssm:GetCommandInvocation',
+] as const;
+
+/** The only SSM document the worker runs (core/containers.ts). */
+export const SSM_DOCUMENT = 'AWS-RunShellScript';
+
+/** The AWS managed policy that lets the SSM agent on an instance register and take commands. */
+export const SSM_INSTANCE_POLICY = 'AmazonSSMManagedInstanceCore';
+
+/**
+ * Containers on their hosts (issue 15): Run Command with AWS-RunShellScript
+ * only, only on this deployment's instances; reading command results and
+ * which instances are online; passing the instances' role to EC2 at launch.
+ */
+export function ssmWorkerStatements(
+  scope: Construct,
+  deployment: string,
+  instanceRoleArn: string,
+): PolicyStatement[] {
+  const stack = Stack.of(scope);
+  return [
+    new PolicyStatement({
+      sid: 'RunShellScriptDocument',
+      effect: Effect.ALLOW,
+      actions: ['ssm:SendCommand'],
+      resources: [
+        Arn.format(
+          {
+            service: 'ssm',
+            account: '',
+            resource: 'document',
+            resourceName: SSM_DOCUMENT,
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          },
+          stack,
+        ),
+      ],
+    }),
+    new PolicyStatement({
+      sid: 'SendCommandToOwnInstances',
+      effect: Effect.ALLOW,
+      actions: ['ssm:SendCommand'],
+      resources: [ec2Arn(scope, 'instance')],
+      conditions: { StringEquals: { [`ssm:resourceTag/${DEPLOYMENT_TAG}`]: deployment } },
+    }),
+    new PolicyStatement({
+      sid: 'ReadCommandsAndInstances',
+      effect: Effect.ALLOW,
+      actions: [...SSM_READ_ACTIONS],
+      resources: ['*'],
+    }),
+    new PolicyStatement({
+      sid: 'PassInstanceRole',
+      effect: Effect.ALLOW,
+      actions: ['iam:PassRole'],
+      resources: [instanceRoleArn],
+      conditions: { StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' } },
+    }),
+  ];
+}
+
 /** Reading on-demand prices: GetProducts on every resource (the only form IAM offers). */
 export function pricingWorkerStatement(): PolicyStatement {
   return new PolicyStatement({

@@ -4,6 +4,8 @@ import type { LatencySet } from './ec2-proxy-latency';
 import { NO_LATENCY, parseLatencySet } from './ec2-proxy-latency';
 import type { RequestLimiter } from './ec2-proxy-limits';
 import { parseLimitSet } from './ec2-proxy-limits';
+import type { SsmEmulation } from './ec2-proxy-ssm';
+import { parseSsmFaults } from './ec2-proxy-ssm';
 import type { ProxyStats } from './ec2-proxy-stats';
 
 /**
@@ -18,6 +20,8 @@ import type { ProxyStats } from './ec2-proxy-stats';
  * | `/_admin/latency` | current delays | replace → 200 + the delays | all 0 → 200 + the delays |
  * | `/_admin/stats` | counters since start (or last reset) | | reset → 200 + zeroed counters |
  * | `/_admin/health` | `{ "ok": true }` | | |
+ * | `/_admin/ssm/commands` | `{ "commands": [...] }`, SSM commands sent | | forget them → 200 + `{ "commands": [] }` |
+ * | `/_admin/ssm/faults` | current SSM faults | replace → 200 + the faults | clear → 200 + `{}` |
  */
 
 export const ADMIN_PREFIX = '/_admin';
@@ -32,6 +36,8 @@ export interface AdminState {
   readonly limiter: RequestLimiter;
   readonly stats: ProxyStats;
   readonly isKnownAction: (action: string) => boolean;
+  /** Systems Manager's emulation (docs/api.md, "Containers on the local stack"). */
+  readonly ssm: SsmEmulation;
 }
 
 export interface AdminAnswer {
@@ -100,6 +106,24 @@ const ROUTES: Routes = {
   },
   '/_admin/health': {
     GET: () => ok({ ok: true }),
+  },
+  '/_admin/ssm/commands': {
+    GET: (s) => ok({ commands: s.ssm.commands() }),
+    DELETE: (s) => {
+      s.ssm.clearCommands();
+      return ok({ commands: [] });
+    },
+  },
+  '/_admin/ssm/faults': {
+    GET: (s) => ok(s.ssm.faults),
+    PUT: (s, body) => {
+      s.ssm.faults = parseSsmFaults(parseJson(body));
+      return ok(s.ssm.faults);
+    },
+    DELETE: (s) => {
+      s.ssm.faults = {};
+      return ok(s.ssm.faults);
+    },
   },
 };
 

@@ -78,6 +78,7 @@ import {
 } from './ec2-proxy-upstream';
 import { rewriteAvailabilityZones, ZONE_STATE_FILTERS } from './ec2-proxy-zones';
 import { DiscardedResponse } from './ec2-proxy-lost';
+import { SsmEmulation, ssmAction } from './ec2-proxy-ssm';
 
 /**
  * The EC2 endpoint of the local stack: an HTTP proxy in front of moto that
@@ -243,6 +244,9 @@ class ProxyHandler {
   private readonly moto: MotoLookups;
   private readonly instances: InstanceBook;
   private readonly placementGroups = new PlacementGroups();
+  private readonly ssm = new SsmEmulation();
+  /** Instances launched through the proxy and the Region they are in (SSM's managed instances). */
+  private readonly launchedIn = new Map<string, string>();
 
   constructor(
     private readonly upstream: Upstream,
@@ -256,6 +260,7 @@ class ProxyHandler {
       limiter: new RequestLimiter(clock),
       stats: new ProxyStats(),
       isKnownAction: (action) => Object.hasOwn(ec2Sdk, `${action}Command`),
+      ssm: this.ssm,
     };
   }
 
@@ -271,6 +276,8 @@ class ProxyHandler {
       this.answerAdmin(res, method, target.pathname, body);
       return;
     }
+    const ssmCall = ssmAction(req.headers);
+    if (ssmCall) return this.answerSsm(ssmCall, req, target, body, res);
     const call = this.parseCall(req, method, target, body);
     if (!call) {
       await this.forward(res, method, target.pathname + target.search, req.headers, body);
@@ -320,6 +327,73 @@ class ProxyHandler {
       default:
         return this.forwardCall(call, res);
     }
+  }
+
+  // --- Systems Manager (ec2-proxy-ssm.ts) ------------------------------------
+
+  private async answerSsm(
+    action: string,
+    req: IncomingMessage,
+    target: RequestTarget,
+    body: Buffer,
+    res: ServerResponse,
+  ): Promise<void> {
+    this.admin.stats.call(action);
+    const scope = callerScope(req.headers);
+    const answer = await this.ssm.handle(action, scope.region, req.headers, body, {
+      forward: (headers, b) =>
+        this.upstream.fetch(
+          req.method ?? 'POST',
+          target.pathname + target.search,
+          endToEndHeaders(headers),
+          b,
+        ),
+      online: (region, ids) => this.onlineInstances(req.headers, region, ids),
+      launched: (region) => [...this.launchedIn].filter(([, r]) => r === region).map(([id]) => id),
+    });
+    const json = answer.body;
+    res.writeHead(answer.status, {
+      'content-type': 'application/x-amz-json-1.1',
+      'content-length': Buffer.byteLength(json),
+      'x-amzn-requestid': newRequestId(),
+    });
+    res.end(json);
+  }
+
+  /**
+   * Instances SSM would report online: launched through the proxy in the
+   * Region, past their `pendingToRunning` delay, and running in moto.
+   */
+  private async onlineInstances(
+    headers: IncomingHttpHeaders,
+    region: string,
+    instanceIds: readonly string[],
+  ): Promise<Set<string>> {
+    const pendingMs = pendingToRunningMs(this.admin.latency);
+    const candidates = instanceIds.filter(
+      (id) =>
+        this.launchedIn.get(id) === region && this.instances.view(id, pendingMs)?.pending === false,
+    );
+    if (candidates.length === 0) return new Set();
+    // asked as EC2 (moto routes by the signing service), on the caller's account and Region
+    const caller = {
+      headers: {
+        ...headers,
+        authorization: `AWS4-HMAC-SHA256 Credential=local/20260101/${region}/ec2/aws4_request, SignedHeaders=host, Signature=0`,
+      },
+      scope: callerScope(headers),
+    };
+    const described = await this.moto.ask(caller, [
+      ['Action', 'DescribeInstances'],
+      ['Filter.1.Name', 'instance-id'],
+      ...candidates.map((id, i): [string, string] => [`Filter.1.Value.${i + 1}`, id]),
+    ]);
+    if (described.status !== 200) return new Set();
+    const online = new Set<string>();
+    for (const r of parseDescribeInstancesResponse(described.body)) {
+      for (const [id, state] of r.instanceStates) if (state === 'running') online.add(id);
+    }
+    return online;
   }
 
   /** Answers a request that went wrong inside the proxy. */
@@ -622,6 +696,7 @@ class ProxyHandler {
     instanceIds: readonly string[],
     placement: ResolvedPlacement | undefined,
   ): void {
+    instanceIds.forEach((id) => this.launchedIn.set(id, call.scope.region));
     if (!placement) {
       instanceIds.forEach((id) => this.instances.record(id, {}));
       return;

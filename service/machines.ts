@@ -84,6 +84,7 @@ export async function addMachines(
         });
         await ctx.repo.commit(tx);
       });
+      await startWorkflows(ctx, model, ids);
       return ids.map((id) => ({ id }));
     }
     const hosts = await ctx.repo.allocateMachineIds(model, count);
@@ -92,7 +93,7 @@ export async function addMachines(
       newMachine({ model, id: `${h}/lxd/0`, base, constraints, now }),
     ]);
     await ctx.repo.putNewMachines(machines);
-    await startWorkflows(ctx, model, hosts);
+    await startWorkflows(ctx, model, [...hosts, ...hosts.map((h) => `${h}/lxd/0`)]);
     return hosts.map((h) => ({ id: `${h}/lxd/0` }));
   }
 

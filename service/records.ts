@@ -26,8 +26,8 @@ export function newMachine(args: {
     ...(args.manual ? { manual: true } : {}),
     life: 'alive',
     status: args.manual ? 'running' : 'pending',
-    // Containers need an agent on their host to be created; this provisioner records them only.
-    message: container ? 'containers are recorded, not provisioned, by this provisioner' : '',
+    // a container's workflow creates it on its host once the host runs (workflows/container.ts)
+    message: container ? `waiting for machine ${args.id.slice(0, args.id.indexOf('/'))}` : '',
     createdAt: args.now,
     updatedAt: args.now,
     version: 0,

@@ -1,4 +1,3 @@
-import { parentMachineId } from '../core';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { machineKey, unitKey, type Transaction } from '../state/repository';
 import type { MachineRecord, UnitRecord } from '../state/types';
@@ -14,39 +13,35 @@ function emptied(m: Pick<MachineRecord, 'principals' | 'containers'>): boolean {
 
 /**
  * Writes a machine's new membership into `tx`; when it is left empty it goes
- * Dead, or (container, manual) is deleted and its host updated (the host
- * stays, even with no containers left). Returns
- * the provisioned machines that went Dead.
+ * Dead (a container too: its workflow deletes it on its host, then removes
+ * it from there and from its host's list; the host stays, even with no
+ * containers left), or (manual) is deleted. A machine being destroyed that
+ * still hosts containers goes Dying instead: the last container's removal
+ * makes it Dead (a host is never Dead while it has containers). Returns the
+ * machines that went Dead.
  */
-async function writeMachineChange(
-  ctx: ServiceContext,
+function writeMachineChange(
   tx: Transaction,
   machine: MachineRecord,
   next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'>,
   /** The machine itself is being destroyed (not just losing its last unit). */
   retiring = false,
-): Promise<string[]> {
+): string[] {
   if (!emptied(next)) {
     updateMachineMembership(tx, machine, next);
     return [];
   }
-  if (machine.id.includes('/')) {
-    tx.delete(machineKey(machine.model, machine.id), 'version = :v', {
-      ':v': machine.version ?? 0,
-    });
-    const hostId = parentMachineId(machine.id) ?? '';
-    const host = await ctx.repo.getMachine(machine.model, hostId).catch((err: unknown) => {
-      if (err instanceof EntityNotFoundError) return undefined; // host already gone: nothing to update
-      throw err;
-    });
-    if (host === undefined) return [];
-    // the host outlives its last container, as in Juju: it was not created for that container alone
-    updateMachineMembership(tx, host, {
-      principals: host.principals,
-      applications: host.applications,
-      containers: host.containers.filter((c) => c !== machine.id),
+  if (retiring && machine.containers.length > 0) {
+    updateMachineMembership(tx, machine, {
+      ...next,
+      containers: machine.containers,
+      life: 'dying',
     });
     return [];
+  }
+  if (machine.id.includes('/')) {
+    updateMachineMembership(tx, machine, { ...next, life: 'dead' });
+    return [machine.id];
   }
   if (machine.manual && !retiring) {
     // a manual machine was not created for its units: it stays until destroyed itself (as in Juju)
@@ -81,7 +76,7 @@ export async function removePrincipalUnit(
     const tx = ctx.repo.transaction();
     removeUnitItems(tx, unit);
     const principals = machine.principals.filter((p) => p !== unitName);
-    const dead = await writeMachineChange(ctx, tx, machine, {
+    const dead = writeMachineChange(tx, machine, {
       principals,
       applications: [...new Set(principals.map(applicationOf))].sort(),
       containers: machine.containers,
@@ -137,12 +132,12 @@ export async function signalDead(
   });
 }
 
-/** Juju's refusal to destroy a machine that still hosts something. */
-function checkEmpty(machine: MachineRecord): void {
+/** Juju's refusal to destroy a machine that still hosts something (but the containers being destroyed). */
+function checkEmpty(machine: MachineRecord, leaving: ReadonlySet<string>): void {
   const unit = machine.principals[0];
   if (unit !== undefined)
     throw new EntityConflictError(`machine ${machine.id} has unit "${unit}" assigned`);
-  if (machine.containers.length > 0) {
+  if (machine.containers.some((c) => !leaving.has(c))) {
     throw new EntityConflictError(
       `machine ${machine.id} is hosting containers "${machine.containers.join(', ')}"`,
     );
@@ -168,21 +163,28 @@ export async function destroyMachine(
 ): Promise<void> {
   await ctx.repo.getModel(model);
   const dead: string[] = [];
+  const destroyed = new Set<string>();
   for (let round = 0; ; round++) {
     const machine = await ctx.repo
       .getMachine(model, id)
       .catch(round === 0 ? undefined : ignoreNotFound);
-    if (machine === undefined || machine.life === 'dead') break;
-    if (force && !emptied(machine)) {
-      for (const container of machine.containers)
+    if (machine === undefined || machine.life !== 'alive') break;
+    // containers this request destroyed are on their way out: the host goes Dying until they are gone
+    if (
+      force &&
+      (machine.principals.length > 0 || machine.containers.some((c) => !destroyed.has(c)))
+    ) {
+      for (const container of machine.containers) {
         dead.push(...(await destroyContents(ctx, model, container)));
+        destroyed.add(container);
+      }
       for (const unit of machine.principals) {
         dead.push(...((await removePrincipalUnit(ctx, model, unit).catch(ignoreNotFound)) ?? []));
       }
       // something may have been placed meanwhile: look again (a bounded number of times)
       if (round < 20) continue;
     }
-    const retired = await retireMachine(ctx, model, id, true).catch(ignoreNotFound);
+    const retired = await retireMachine(ctx, model, id, true, destroyed).catch(ignoreNotFound);
     dead.push(...(retired ?? []));
     break;
   }
@@ -214,14 +216,15 @@ export async function retireMachine(
   model: string,
   id: string,
   requireEmpty = false,
+  /** Containers this request destroyed: the machine goes Dying until they are gone. */
+  leaving: ReadonlySet<string> = new Set(),
 ): Promise<string[]> {
   return retryOnConcurrentChange(async () => {
     const machine = await ctx.repo.getMachine(model, id);
     if (machine.life === 'dead') return [];
-    if (requireEmpty) checkEmpty(machine);
+    if (requireEmpty) checkEmpty(machine, leaving);
     const tx = ctx.repo.transaction();
-    const dead = await writeMachineChange(
-      ctx,
+    const dead = writeMachineChange(
       tx,
       machine,
       { principals: [], applications: [], containers: [] },

@@ -403,6 +403,7 @@ async function addUnitsOneByOne(
       );
       placed.push({ name: `${appName}/${unitNumber}`, machine: machineId });
       if (hostId !== undefined) toStart.push(hostId);
+      if (containerId !== undefined) toStart.push(containerId);
     }
   } finally {
     // whatever was recorded gets its workflow, even when a later unit failed

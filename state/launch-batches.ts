@@ -24,6 +24,8 @@ export interface LaunchBatchCall {
   placementGroup?: string;
   partition?: number;
   rootDiskGiB: number;
+  /** IamInstanceProfile.Name (containers' hosts need it for SSM). */
+  instanceProfile?: string;
   /** Tags every instance of the batch carries at launch. */
   tags: Array<{ Key: string; Value: string }>;
   clientToken: string;

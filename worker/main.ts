@@ -5,8 +5,10 @@ import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2, warmRegion } from '../activities/regional';
 import { ensureSweeper, removeLegacySweepSchedules } from '../activities/sweeper-client';
+import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
+import { ContainerStore } from '../state/containers';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../workflows/search-attributes';
@@ -66,6 +68,16 @@ async function main(): Promise<void> {
       deployment: optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
       temporal,
       taskQueue,
+      containers: new ContainerStore(ddb, endpoints.tableName),
+      // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
+      instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
+      ssmForRegion: regionalSsm((region) =>
+        workerSsmClient({
+          region,
+          endpoint: endpoints.ssmEndpoint,
+          credentials: localCredentialsFor(endpoints.ssmEndpoint),
+        }),
+      ),
     }),
     shutdownGraceTime: '10 seconds',
     // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.

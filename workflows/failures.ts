@@ -14,6 +14,8 @@ export const FAILURE = {
   planFailed: 'LaunchPlanFailed',
   /** The machine's record is gone: nothing left to provision or tear down. */
   machineGone: 'MachineGone',
+  /** A container cannot be created at all (no image for its base, no SSM client): error at once. */
+  containerFailed: 'ContainerFailed',
 } as const;
 
 export type FailureType = (typeof FAILURE)[keyof typeof FAILURE];

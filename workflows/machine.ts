@@ -17,8 +17,9 @@ import {
   type MachineWorkflowInput,
   type ProvisioningState,
 } from './definitions';
+import { containerStep } from './container';
 import { provision } from './launch';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
+import { BATCHED_LAUNCHES, CONTAINERS, INSTANCE_LIVENESS, uses } from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { showDetails } from './summaries';
@@ -40,7 +41,8 @@ export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } fro
  *
  * - alive, no instance, not in error (or in error and asked to retry):
  *   provision (see launch.ts);
- * - running, in error, manual or a container: wait for a signal;
+ * - a container: created on its host and deleted from it (see container.ts);
+ * - running, in error or manual: wait for a signal;
  * - Dead: tear down (see teardown.ts) and end.
  *
  * Workflow type `machine`; `machineWorkflow` is the same code for runs begun
@@ -139,6 +141,12 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       ctx.deferred = { applications: machine.applications };
     } else {
       publish(ctx, { status: machine.status, applications: machine.applications });
+    }
+    if (machine.container && uses(ctx, CONTAINERS)) {
+      const next = await containerStep(ctx, machine, retryRequested);
+      if (next === 'removed') return;
+      if (next === 'wait') await waitForSignal(ctx, input);
+      continue;
     }
     if (machine.life === 'dead') {
       await tearDown(ctx, machine);

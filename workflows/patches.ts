@@ -31,3 +31,10 @@ export const BATCHED_LAUNCHES = 'batched-launches';
  * instance puts the machine `down`.
  */
 export const INSTANCE_LIVENESS = 'instance-liveness';
+
+/**
+ * Issue 15: a container machine's workflow creates the container on its host
+ * through SSM Run Command and deletes it when the container goes Dead
+ * (container.ts); before, it only waited.
+ */
+export const CONTAINERS = 'containers';

@@ -32,7 +32,9 @@ import {
   ec2WorkerStatements,
   PLACEMENT_GROUP_PREFIX,
   pricingWorkerStatement,
+  ssmWorkerStatements,
 } from '../permissions';
+import { InstanceProfileForHosts } from './instance-profile';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerWorkerProps {
@@ -71,6 +73,8 @@ export class ProvisionerWorker extends Construct {
   readonly service: FargateService;
   readonly logGroup: LogGroup;
   readonly vpc: Vpc;
+  /** The role and instance profile of the instances the worker launches (SSM agent). */
+  readonly hosts: InstanceProfileForHosts;
 
   constructor(scope: Construct, id: string, props: ProvisionerWorkerProps) {
     super(scope, id);
@@ -114,6 +118,8 @@ export class ProvisionerWorker extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
 
+    this.hosts = new InstanceProfileForHosts(this, 'Hosts');
+
     const taskDefinition = new FargateTaskDefinition(this, 'TaskDefinition', {
       cpu: settings.cpu,
       memoryLimitMiB: settings.memoryMiB,
@@ -136,6 +142,8 @@ export class ProvisionerWorker extends Construct {
         PROVISIONER_RETRY_DELAY: settings.tuning.retryDelay,
         PROVISIONER_SWEEP_INTERVAL: settings.tuning.sweepInterval,
         PROVISIONER_STRAY_GRACE: settings.tuning.strayGrace,
+        // launched instances carry it, so their SSM agent registers (containers on their hosts)
+        PROVISIONER_INSTANCE_PROFILE: this.hosts.profile.instanceProfileName,
         // Explicit, so config/env.ts never falls back to its local default region.
         AWS_REGION: Stack.of(this).region,
       },
@@ -153,7 +161,7 @@ export class ProvisionerWorker extends Construct {
     acknowledge(
       taskDefinition,
       'IAM5[Resource::*]',
-      'Actions with no resource-level permissions: EC2 Describe* and the Price List API for the task role, ecr:GetAuthorizationToken for the execution role; everything that changes EC2 is scoped by resource and tag (infra/permissions.ts)',
+      'Actions with no resource-level permissions: EC2 Describe*, SSM DescribeInstanceInformation and GetCommandInvocation, and the Price List API for the task role, ecr:GetAuthorizationToken for the execution role; everything that changes EC2 is scoped by resource and tag (infra/permissions.ts)',
     );
     for (const type of EC2_WILDCARD_RESOURCE_TYPES) {
       acknowledge(
@@ -174,6 +182,9 @@ export class ProvisionerWorker extends Construct {
       taskRole.addToPrincipalPolicy(statement);
     }
     taskRole.addToPrincipalPolicy(pricingWorkerStatement());
+    for (const statement of ssmWorkerStatements(this, props.deployment, this.hosts.role.roleArn)) {
+      taskRole.addToPrincipalPolicy(statement);
+    }
 
     // No inbound traffic at all; out only to HTTPS (AWS APIs) and the Temporal frontend.
     const securityGroup = new SecurityGroup(this, 'SecurityGroup', {

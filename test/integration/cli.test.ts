@@ -149,6 +149,14 @@ describe('provisioner CLI against the local stack', () => {
       { code: 0 },
     );
 
+    // the container is created on its host by its own workflow (Run Command): wait until it runs
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const json = JSON.parse((await cli(['status', '--format', 'json'])).stdout);
+      if (json.machines['0/lxd/0']?.status === 'running') break;
+      if (Date.now() > deadline) throw new Error(`container not running: ${JSON.stringify(json)}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const status = await cli(['status']);
     expect(status.code).toBe(0);
     expect(status.stdout).not.toContain('\x1b');
@@ -161,17 +169,17 @@ describe('provisioner CLI against the local stack', () => {
       ),
     );
     expect(sections[1]!.split('\n')).toEqual([
-      'App        Status   Scale  Charm      Base          Message',
-      'mysql      waiting    0/1  mysql      ubuntu@22.04  waiting for machine',
-      'telegraf   active       2  telegraf   ubuntu@22.04',
-      'wordpress  active       2  wordpress  ubuntu@22.04',
+      'App        Status  Scale  Charm      Base          Message',
+      'mysql      active      1  mysql      ubuntu@22.04',
+      'telegraf   active      2  telegraf   ubuntu@22.04',
+      'wordpress  active      2  wordpress  ubuntu@22.04',
     ]);
     expect(sections[2]!.split('\n')).toEqual([
-      'Unit          Workload  Agent       Machine  Message',
-      'mysql/0       waiting   allocating  0/lxd/0  waiting for machine',
-      'wordpress/0   active    idle        0',
+      'Unit          Workload  Agent  Machine  Message',
+      'mysql/0       active    idle   0/lxd/0',
+      'wordpress/0   active    idle   0',
       '  telegraf/0  active    idle',
-      'wordpress/1   active    idle        1',
+      'wordpress/1   active    idle   1',
       '  telegraf/1  active    idle',
     ]);
     const machines = sections[3]!.split('\n');
@@ -179,9 +187,7 @@ describe('provisioner CLI against the local stack', () => {
     expect(machines[1]).toMatch(
       /^0 +running +i-[0-9a-f]+ +[a-z0-9]+\.[a-z0-9]+ +ubuntu@22\.04 +us-east-1[a-f]/,
     );
-    expect(machines[2]).toMatch(
-      /^0\/lxd\/0 +pending +ubuntu@22\.04 +containers are recorded, not provisioned, by this provisioner$/,
-    );
+    expect(machines[2]).toMatch(/^0\/lxd\/0 +running +ubuntu@22\.04 +us-east-1[a-f] *$/);
     expect(machines[3]).toMatch(/^1 +running +i-[0-9a-f]+ /);
   });
 
@@ -189,7 +195,7 @@ describe('provisioner CLI against the local stack', () => {
     const filtered = await cli(['status', 'mysql']);
     expect(filtered.stdout).toContain('mysql/0');
     expect(filtered.stdout).not.toContain('wordpress/');
-    expect(filtered.stdout).toMatch(/^0\/lxd\/0 +pending/m);
+    expect(filtered.stdout).toMatch(/^0\/lxd\/0 +running/m);
     const yaml = parse((await cli(['status', '--format', 'yaml', '1'])).stdout);
     expect(Object.keys(yaml.machines)).toEqual(['1']);
     expect(Object.keys(yaml.applications.wordpress.units)).toEqual(['wordpress/1']);
@@ -236,7 +242,7 @@ describe('provisioner CLI against the local stack', () => {
     });
     expect(yaml.machines['0'].instanceId).toMatch(/^i-/);
     const json = JSON.parse((await cli(['show-machine', '0/lxd/0', '--format', 'json'])).stdout);
-    expect(json.machines['0/lxd/0'].status).toBe('pending');
+    expect(json.machines['0/lxd/0'].status).toBe('running');
     const table = await cli(['show-machine', '1', '--format', 'tabular']);
     expect(table.stdout).toMatch(/^Machine +State +Inst id/);
     // the stack prices instance types: a running machine shows what it was chosen at

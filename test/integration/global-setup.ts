@@ -38,6 +38,8 @@ export default async function globalSetup(): Promise<void> {
       // zone states and capacity as they are now: tests change them between machines
       PROVISIONER_ZONE_CACHE: '0',
       PROVISIONER_CAPACITY_MEMORY: '0',
+      // containers look at their host and their Run Command often
+      PROVISIONER_CONTAINER_POLL: '500ms',
     },
     log: (line) => process.stderr.write(`[stack] ${line}\n`),
   });

@@ -1,4 +1,4 @@
-import { apiClient, uniqueName } from './api-client';
+import { apiClient, eventually, uniqueName } from './api-client';
 import { loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -149,8 +149,12 @@ describe('removing containers', () => {
       `/v1/models/${name}/machines/${encodeURIComponent('0/lxd/0')}`,
     );
     expect(removed.status).toBe(202);
-    const gone = await api.get(`/v1/models/${name}/machines/${encodeURIComponent('0/lxd/0')}`);
-    expect(gone.status).toBe(404);
+    // its workflow deletes it on the host (if created there), then removes it
+    await eventually(
+      () => api.get(`/v1/models/${name}/machines/${encodeURIComponent('0/lxd/0')}`),
+      (res) => res.status === 404,
+      120_000,
+    );
     const host = await api.get(`/v1/models/${name}/machines/0`);
     expect(host.status).toBe(200);
     expect(host.body).toMatchObject({ id: '0', life: 'alive', containers: [] });
@@ -167,7 +171,11 @@ describe('removing containers', () => {
     expect(deployed.body.units).toEqual([{ name: 'redis/0', machine: '0/lxd/0' }]);
     const removed = await api.delete(`/v1/models/${name}/units/redis/0`);
     expect(removed.status).toBe(202);
-    const status = await api.get(`/v1/models/${name}/status`);
+    const status = await eventually(
+      () => api.get(`/v1/models/${name}/status`),
+      (res) => Object.keys(res.body?.machines ?? {}).length === 1,
+      120_000,
+    );
     expect(Object.keys(status.body.machines)).toEqual(['0']);
     expect(status.body.machines['0']).toMatchObject({ life: 'alive', containers: [] });
   });

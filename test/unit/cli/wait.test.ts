@@ -53,7 +53,7 @@ describe('--wait', () => {
     );
   });
 
-  it('never waits for containers (they are recorded, not provisioned)', () => {
+  it('never waits for containers (created on their host later; status shows them)', () => {
     expect(waitable(['0', '0/lxd/1', '2', '2'])).toEqual(['0', '2']);
   });
 

@@ -6,6 +6,7 @@ import {
   positiveIntEnv,
   provisioningTuning,
   requireEnv,
+  serviceEndpoints,
 } from '../../../config/env';
 
 describe('durations', () => {
@@ -48,6 +49,8 @@ describe('worker tuning', () => {
       launchBurst: 5,
       launchRatePerSecond: 2,
       reprovisionCap: 20,
+      containerPollMs: 5000,
+      containerOnlineTimeoutMs: 600_000,
     });
   });
 
@@ -65,6 +68,8 @@ describe('worker tuning', () => {
         PROVISIONER_LAUNCH_BURST: '10',
         PROVISIONER_LAUNCH_RATE: '0.5',
         PROVISIONER_REPROVISION_CAP: '5',
+        PROVISIONER_CONTAINER_POLL: '500ms',
+        PROVISIONER_CONTAINER_ONLINE_TIMEOUT: '1m',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -79,6 +84,8 @@ describe('worker tuning', () => {
       launchBurst: 10,
       launchRatePerSecond: 0.5,
       reprovisionCap: 5,
+      containerPollMs: 500,
+      containerOnlineTimeoutMs: 60_000,
     });
   });
 
@@ -118,5 +125,22 @@ describe('bearer auth', () => {
     expect(() => tokenSourceFromEnv({})).toThrow(
       'environment variable PROVISIONER_API_TOKEN or PROVISIONER_API_TOKEN_SECRET_ARN is required but not set',
     );
+  });
+});
+
+describe('SSM endpoint', () => {
+  const base = { PROVISIONER_TABLE: 't', TEMPORAL_ADDRESS: '127.0.0.1:7233' };
+  it('is the EC2 endpoint locally (the proxy serves SSM), unless SSM_ENDPOINT moves it', () => {
+    expect(serviceEndpoints({ ...base, EC2_ENDPOINT: 'http://127.0.0.1:5000' }).ssmEndpoint).toBe(
+      'http://127.0.0.1:5000',
+    );
+    expect(
+      serviceEndpoints({
+        ...base,
+        EC2_ENDPOINT: 'http://127.0.0.1:5000',
+        SSM_ENDPOINT: 'http://127.0.0.1:6000',
+      }).ssmEndpoint,
+    ).toBe('http://127.0.0.1:6000');
+    expect(serviceEndpoints(base).ssmEndpoint).toBeUndefined();
   });
 });

@@ -27,6 +27,7 @@ import {
   DEPLOYMENT_TAG,
   EC2_DESCRIBE_ACTIONS,
   PRICING_ACTIONS,
+  SSM_READ_ACTIONS,
   TABLE_ACTIONS,
 } from '../../../infra/permissions';
 import {
@@ -54,6 +55,8 @@ const OVERRIDES: Record<EnvironmentName, EnvironmentOverrides> = {
 const RESOURCE_WILDCARD_ALLOWED = new Set<string>([
   ...EC2_DESCRIBE_ACTIONS,
   ...PRICING_ACTIONS,
+  // containers: which instances SSM has online, and how their commands ended
+  ...SSM_READ_ACTIONS,
   'ecr:GetAuthorizationToken',
   // model creation refuses a region EC2 does not offer
   ...MODELS_EC2_ACTIONS,
@@ -611,7 +614,91 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       const services = new Set(
         taskRoleStatements().flatMap((s) => asList(s.Action).map((a) => a.split(':')[0])),
       );
-      expect([...services].sort()).toEqual(['dynamodb', 'ec2', 'pricing', 'secretsmanager']);
+      expect([...services].sort()).toEqual([
+        'dynamodb',
+        'ec2',
+        'iam',
+        'pricing',
+        'secretsmanager',
+        'ssm',
+      ]);
+    });
+
+    it('runs AWS-RunShellScript only, only on this deployment’s instances, and passes only the hosts’ role', () => {
+      const deployment = deploymentId(config);
+      const statements = taskRoleStatements();
+      const ssm = statements.filter((s) => asList(s.Action).some((a) => a.startsWith('ssm:')));
+      const bySid = new Map(ssm.map((s) => [s.Sid, s]));
+      expect([...bySid.keys()].sort()).toEqual([
+        'ReadCommandsAndInstances',
+        'RunShellScriptDocument',
+        'SendCommandToOwnInstances',
+      ]);
+      expect(bySid.get('RunShellScriptDocument')).toMatchObject({ Action: 'ssm:SendCommand' });
+      expect(bySid.get('RunShellScriptDocument')!.Condition).toBeUndefined();
+      expect(JSON.stringify(bySid.get('RunShellScriptDocument')!.Resource)).toMatch(
+        /:ssm:",\{"Ref":"AWS::Region"\},"::document\/AWS-RunShellScript"/,
+      );
+      expect(bySid.get('SendCommandToOwnInstances')).toMatchObject({
+        Action: 'ssm:SendCommand',
+        Condition: { StringEquals: { [`ssm:resourceTag/${DEPLOYMENT_TAG}`]: deployment } },
+      });
+      expect(JSON.stringify(bySid.get('SendCommandToOwnInstances')!.Resource)).toMatch(
+        /:instance\/\*"/,
+      );
+      expect(bySid.get('ReadCommandsAndInstances')).toMatchObject({ Resource: '*' });
+      expect([...asList(bySid.get('ReadCommandsAndInstances')!.Action)].sort()).toEqual([
+        'ssm:DescribeInstanceInformation',
+        'ssm:GetCommandInvocation',
+      ]);
+      const hostsRole = logicalId(synth.stack.worker.hosts.role);
+      const passRole = statements.filter((s) => asList(s.Action).includes('iam:PassRole'));
+      expect(passRole).toEqual([
+        {
+          Sid: 'PassInstanceRole',
+          Effect: 'Allow',
+          Action: 'iam:PassRole',
+          Resource: { 'Fn::GetAtt': [hostsRole, 'Arn'] },
+          Condition: { StringEquals: { 'iam:PassedToService': 'ec2.amazonaws.com' } },
+        },
+      ]);
+    });
+
+    it('launches instances with a profile whose role EC2 assumes and that holds only the SSM agent’s policy', () => {
+      const hostsRole = logicalId(synth.stack.worker.hosts.role);
+      const role = resources()[hostsRole]!.Properties!;
+      expect(role.AssumeRolePolicyDocument).toMatchObject({
+        Statement: [
+          {
+            Action: 'sts:AssumeRole',
+            Effect: 'Allow',
+            Principal: { Service: 'ec2.amazonaws.com' },
+          },
+        ],
+      });
+      expect(JSON.stringify(role.ManagedPolicyArns)).toContain(
+        ':iam::aws:policy/AmazonSSMManagedInstanceCore',
+      );
+      expect(role.ManagedPolicyArns).toHaveLength(1);
+      expect(role.Policies).toBeUndefined();
+      // no inline or attached customer policy grants the hosts anything more
+      const attached = Object.values(resourcesOfType(synth.template, 'AWS::IAM::Policy')).filter(
+        (p) => (p.Properties!.Roles as Array<{ Ref: string }>).some((r) => r.Ref === hostsRole),
+      );
+      expect(attached).toEqual([]);
+      const profiles = Object.entries(resourcesOfType(synth.template, 'AWS::IAM::InstanceProfile'));
+      expect(profiles).toHaveLength(1);
+      const [profileId, profile] = profiles[0]!;
+      expect(profile.Properties!.Roles).toEqual([{ Ref: hostsRole }]);
+      const [taskDef] = Object.values(resourcesOfType(synth.template, 'AWS::ECS::TaskDefinition'));
+      const env = (
+        taskDef!.Properties!.ContainerDefinitions as Array<{
+          Environment: Array<{ Name: string; Value: unknown }>;
+        }>
+      )[0]!.Environment;
+      expect(env.find((e) => e.Name === 'PROVISIONER_INSTANCE_PROFILE')?.Value).toEqual({
+        Ref: profileId,
+      });
     });
 
     it('may read on-demand prices (pricing:GetProducts) and nothing else of the Price List API', () => {

@@ -3,6 +3,7 @@ import { handleAdmin, isAdminPath } from '../../../local/ec2-proxy-admin';
 import { NO_FAULTS } from '../../../local/ec2-proxy-faults';
 import { NO_LATENCY } from '../../../local/ec2-proxy-latency';
 import { RequestLimiter } from '../../../local/ec2-proxy-limits';
+import { SsmEmulation } from '../../../local/ec2-proxy-ssm';
 import { ProxyStats } from '../../../local/ec2-proxy-stats';
 
 function state(): AdminState {
@@ -12,6 +13,7 @@ function state(): AdminState {
     limiter: new RequestLimiter(() => 0),
     stats: new ProxyStats(),
     isKnownAction: (a) => a === 'RunInstances',
+    ssm: new SsmEmulation(() => 0),
   };
 }
 
@@ -136,5 +138,55 @@ describe('handleAdmin', () => {
     expect(answer.status).toBe(405);
     expect(answer.allow).toBe('GET, DELETE');
     expect(handleAdmin(state(), 'constructor', '/_admin/health', '').status).toBe(405);
+  });
+});
+
+describe('SSM admin resources', () => {
+  it('sets, shows and clears SSM faults', () => {
+    const s = state();
+    const put = handleAdmin(
+      s,
+      'PUT',
+      '/_admin/ssm/faults',
+      JSON.stringify({ failCommands: { match: 'lxc launch', stderr: 'no space left' } }),
+    );
+    expect(put).toEqual({
+      status: 200,
+      body: {
+        failCommands: { match: 'lxc launch', exitCode: 1, stdout: '', stderr: 'no space left' },
+      },
+    });
+    expect(handleAdmin(s, 'GET', '/_admin/ssm/faults', '').body).toEqual(put.body);
+    expect(handleAdmin(s, 'DELETE', '/_admin/ssm/faults', '')).toEqual({ status: 200, body: {} });
+  });
+
+  it('refuses unknown or malformed SSM faults with 400', () => {
+    const s = state();
+    expect(handleAdmin(s, 'PUT', '/_admin/ssm/faults', '{"failAll":true}')).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'bad-request',
+          message: 'unknown SSM fault "failAll" (known: failCommands, commandDurationMs)',
+        },
+      },
+    });
+    expect(
+      handleAdmin(s, 'PUT', '/_admin/ssm/faults', '{"failCommands":{"exitCode":"1"}}').body,
+    ).toEqual({
+      error: { code: 'bad-request', message: 'failCommands.exitCode must be an integer' },
+    });
+    expect(handleAdmin(s, 'PUT', '/_admin/ssm/faults', '{"commandDurationMs":-1}').status).toBe(
+      400,
+    );
+  });
+
+  it('lists the commands sent (none yet) and forgets them', () => {
+    const s = state();
+    expect(handleAdmin(s, 'GET', '/_admin/ssm/commands', '')).toEqual({
+      status: 200,
+      body: { commands: [] },
+    });
+    expect(handleAdmin(s, 'DELETE', '/_admin/ssm/commands', '').status).toBe(200);
   });
 });
