@@ -14,7 +14,7 @@ import {
   MACHINE_WORKFLOW_TYPE,
   MACHINE_WORKFLOW_TYPES_QUERY,
   SEARCH_ATTRIBUTES,
-  machineSummary,
+  machineStartOptions,
   machineWorkflowId,
 } from '../workflows/search-attributes';
 import type { ActivityDeps } from './deps';
@@ -164,12 +164,11 @@ export function sweepActivities(deps: ActivityDeps) {
         throw err;
       });
       if (still === undefined) continue;
+      const options = machineStartOptions(model, m.id, deps.taskQueue);
       await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
-        taskQueue: deps.taskQueue,
-        workflowId,
-        args: [{ model, machineId: m.id }],
-        staticSummary: machineSummary(model, m.id),
+        ...options,
         workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+        // as a new machine's, but with the status the machine has now
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.model, value: model },
           { key: SEARCH_ATTRIBUTES.machine, value: m.id },

@@ -5,6 +5,21 @@ import type { SweepReport } from './types';
 export const SWEEP_PAGE_SIZE = 100;
 /** Models of a page swept at once: a few EC2, DynamoDB and Temporal calls each. */
 const SWEEP_CONCURRENCY = 8;
+/** No model's sweep is begun this long after its page began. */
+const PAGE_BUDGET_MS = 45_000;
+/** A model's sweep that takes longer than this is reported failed (the next walk tries again). */
+const MODEL_BUDGET_MS = 60_000;
+
+function withinBudget<T>(work: Promise<T>, model: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`sweeping model ${model} took over ${MODEL_BUDGET_MS / 1000}s`)),
+      MODEL_BUDGET_MS,
+    );
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
 
 export interface SweepPageInput {
   /** Sweep the models whose name sorts after this one (the previous page's last). */
@@ -70,11 +85,15 @@ export function sweeperActivities(
       const changed: SweepReport[] = [];
       const failed: Array<{ model: string; error: string }> = [];
       let i = 0;
+      // Within the page activity's 2 minutes whatever the models do: no model is
+      // begun after PAGE_BUDGET_MS (the page ends early, and the walk goes on from
+      // there), and a model's sweep that outlasts MODEL_BUDGET_MS counts as failed.
+      const deadline = Date.now() + PAGE_BUDGET_MS;
       async function lane(): Promise<void> {
-        while (i < page.length) {
+        while (i < page.length && Date.now() < deadline) {
           const model = page[i++]!;
           try {
-            const report = await sweepModel({ model });
+            const report = await withinBudget(sweepModel({ model }), model);
             if (changedSomething(report)) changed.push(report);
           } catch (err) {
             failed.push({ model, error: err instanceof Error ? err.message : String(err) });
@@ -82,9 +101,11 @@ export function sweeperActivities(
         }
       }
       await Promise.all(Array.from({ length: Math.min(SWEEP_CONCURRENCY, page.length) }, lane));
+      const cut = i < page.length ? page[i - 1] : undefined;
+      const resume = cut ?? next;
       return {
-        swept: page.length,
-        ...(next !== undefined ? { next } : {}),
+        swept: i,
+        ...(resume !== undefined ? { next: resume } : {}),
         intervalMs: deps.tuning.sweepIntervalMs,
         changed,
         failed,

@@ -1,5 +1,5 @@
 import { checkUnitOnMachineBase } from '../core';
-import { InvalidRequestError } from './errors';
+import { InvalidRequestError, isRefusal } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem, TRANSACTION_LIMIT } from '../state/repository';
@@ -116,7 +116,7 @@ async function undoDeploy(
   app: string,
   cause: unknown,
 ): Promise<void> {
-  const refusal = typeof (cause as { code?: unknown } | undefined)?.code === 'string';
+  const refusal = isRefusal(cause);
   if (ctx.step && !refusal) return;
   try {
     await destroyApplication(ctx, model, app);

@@ -4,7 +4,7 @@ import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
 import { guardModelAndApp, startWorkflows, type PlacedUnit } from './units';
-import { EntityConflictError } from '../state/errors';
+import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 
 /** DynamoDB's limit of items in one transaction. */
 const TRANSACTION_ITEMS = 100;
@@ -82,7 +82,8 @@ export async function deployAtOnce(
         'attribute_not_exists(pk)',
       );
     });
-    await ctx.repo.commit(tx);
+    // another request touching the model meanwhile (an add-unit, a relate) is a lost race, not a refusal
+    await retryOnConcurrentChange(() => ctx.repo.commit(tx));
     return true;
   });
   await startWorkflows(ctx, model.name, machineIds);

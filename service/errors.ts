@@ -16,3 +16,22 @@ export class DependencyUnavailableError extends Error {
   override readonly name = 'DependencyUnavailableError';
   readonly code = 'unavailable';
 }
+
+/**
+ * Codes of domain errors that refuse a request (functions/http.ts answers
+ * them with a 4xx): the request was wrong, not the service. Anything else
+ * (`unavailable`, a socket error's code, no code) is a failure on our side.
+ */
+const REFUSAL_CODES = new Set([
+  'invalid-constraints',
+  'invalid-placement',
+  'base-mismatch',
+  'bad-request',
+  'not-found',
+  'conflict',
+]);
+
+export function isRefusal(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && REFUSAL_CODES.has(code);
+}

@@ -212,11 +212,14 @@ export class ContainerStore {
             UpdateExpression: 'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now',
             ConditionExpression: hostDown
               ? '#life = :alive AND #status = :running'
-              : '#life = :alive AND #status = :down AND #message = :downMessage',
+              : // back to running only on the instance the container was made on
+                '#life = :alive AND #status = :down AND #message = :downMessage AND ' +
+                '#cmd.#instance = :host',
             ExpressionAttributeNames: {
               '#status': 'status',
               '#message': 'message',
               '#life': 'life',
+              ...(hostDown ? {} : { '#cmd': 'containerCommand', '#instance': 'instanceId' }),
             },
             ExpressionAttributeValues: {
               ':s': status,
@@ -225,7 +228,7 @@ export class ContainerStore {
               ':alive': 'alive',
               ...(hostDown
                 ? { ':running': 'running' }
-                : { ':down': 'down', ':downMessage': message }),
+                : { ':down': 'down', ':downMessage': message, ':host': host.instanceId ?? '' }),
               ':now': new Date().toISOString(),
             },
           }),
@@ -233,8 +236,65 @@ export class ContainerStore {
         changed.push(id);
       } catch (err) {
         if (!(err instanceof ConditionalCheckFailedException)) throw err;
+        if (
+          !hostDown &&
+          host.instanceId &&
+          (await this.movedHost(model, id, hostId, host.instanceId))
+        ) {
+          changed.push(id);
+        }
       }
     }
     return changed;
+  }
+
+  /**
+   * A container down with its host, whose host came back on another instance
+   * (reprovisioned): the container was never made there, so it goes to
+   * `error` (retry-provisioning creates it on the new instance) instead of
+   * showing `running`.
+   */
+  private async movedHost(
+    model: string,
+    id: string,
+    hostId: string,
+    hostInstance: string,
+  ): Promise<boolean> {
+    const status = 'error';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(model, id),
+          UpdateExpression: 'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now',
+          ConditionExpression:
+            '#life = :alive AND #status = :down AND #message = :downMessage AND ' +
+            '(attribute_not_exists(#cmd) OR #cmd.#instance <> :host)',
+          ExpressionAttributeNames: {
+            '#status': 'status',
+            '#message': 'message',
+            '#life': 'life',
+            '#cmd': 'containerCommand',
+            '#instance': 'instanceId',
+          },
+          ExpressionAttributeValues: {
+            ':s': status,
+            ':m':
+              `machine ${hostId} has a new instance (${hostInstance}) and the container was on ` +
+              `the old one: retry-provisioning creates it there`,
+            ':g': machineStatusIndexPk(model, status),
+            ':alive': 'alive',
+            ':down': 'down',
+            ':downMessage': hostDownMessage(hostId),
+            ':host': hostInstance,
+            ':now': new Date().toISOString(),
+          },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
   }
 }

@@ -1,5 +1,6 @@
 import {
   ApplicationFailure,
+  workflowInfo,
   condition,
   getExternalWorkflowHandle,
   log,
@@ -104,6 +105,9 @@ async function recordError(ctx: MachineContext, message: string): Promise<void> 
   log.warn('container failed', { model, machineId, message });
 }
 
+/** The longest wait between two looks at a host that does not change. */
+const HOST_POLL_MAX_MS = 60_000;
+
 /** Waits `ms`, or less when the machine is destroyed meanwhile (true). */
 async function pause(ctx: MachineContext, ms: number): Promise<boolean> {
   return condition(() => ctx.signals.destroy, ms);
@@ -119,9 +123,18 @@ async function awaitHost(
   const hostId = parentMachineId(machineId) ?? '';
   const last: { message?: string } = {};
   let onlineSince: number | undefined;
+  // A host that stays pending, in error or down would otherwise be polled at
+  // the same pace for ever: the wait doubles while nothing changes.
+  let interval = tuning.pollMs;
+  let seen: string | undefined;
   state.phase = 'waiting';
   for (;;) {
     const host = await hosts.containerHost({ model, machineId, hostId });
+    const now = `${host.status ?? ''}/${host.instanceId ?? ''}`;
+    if (now !== seen) {
+      seen = now;
+      interval = tuning.pollMs;
+    }
     if (host.gone) {
       await recordError(ctx, `machine ${hostId} is being destroyed or gone: container not created`);
       return undefined;
@@ -154,7 +167,10 @@ async function awaitHost(
       waiting = `waiting for machine ${hostId} to be running (${host.status ?? 'pending'})`;
     }
     await setStatus(ctx, 'pending', waiting, last);
-    if (await pause(ctx, tuning.pollMs)) return undefined;
+    // a long wait starts afresh (the machine loop continues as new), carrying nothing it needs
+    if (workflowInfo().continueAsNewSuggested) return undefined;
+    if (await pause(ctx, interval)) return undefined;
+    interval = Math.min(interval * 2, Math.max(HOST_POLL_MAX_MS, tuning.pollMs));
   }
 }
 

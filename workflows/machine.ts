@@ -145,7 +145,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     if (machine.container && uses(ctx, CONTAINERS)) {
       const next = await containerStep(ctx, machine, retryRequested);
       if (next === 'removed') return;
-      if (next === 'wait') await waitForSignal(ctx, input);
+      // a container waiting long for its host starts afresh before its history grows large
+      if (next === 'wait' || workflowInfo().continueAsNewSuggested) await waitForSignal(ctx, input);
       continue;
     }
     if (machine.life === 'dead') {

@@ -188,6 +188,8 @@ describe('a Price List API that cannot be reached', () => {
         TEMPORAL_ADDRESS: stack.temporalAddress,
         TEMPORAL_NAMESPACE: stack.temporalNamespace,
         PROVISIONER_TASK_QUEUE: taskQueue,
+        // the shared stack's worker sweeps; a second sweeper would restart workflows onto this queue
+        PROVISIONER_SWEEPER: 'off',
         PROVISIONER_START_ATTEMPTS: '3',
         PROVISIONER_RETRY_DELAY: '500ms',
       },
