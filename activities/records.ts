@@ -19,6 +19,11 @@ interface GroupRef {
   application: string;
 }
 
+/** A placement group still holding a terminating instance is asked again this many times… */
+const GROUP_DELETE_TRIES = 8;
+/** …this far apart (within the removal activity's 30 s). */
+const GROUP_DELETE_PAUSE_MS = 2_500;
+
 /** DynamoDB reads and writes made on a machine workflow's behalf. */
 export function recordActivities(
   deps: ActivityDeps,
@@ -56,9 +61,17 @@ export function recordActivities(
    * counts (an instance not yet terminated) is left for a later removal.
    */
   async function deleteGroupIfEmpty(model: string, group: GroupRef): Promise<void> {
-    const counts = await store.zones.counts(model, group.application);
-    if (Object.values(counts).some((n) => n > 0)) return;
-    const outcome = await groups.delete(group.region, group.name);
+    let outcome;
+    // Machines leaving together give up their counts before their instances are
+    // gone, so the last one removed may find another's instance still shutting
+    // down in the group: wait for it a little, or nobody deletes the group.
+    for (let attempt = 1; ; attempt++) {
+      const counts = await store.zones.counts(model, group.application);
+      if (Object.values(counts).some((n) => n > 0)) return;
+      outcome = await groups.delete(group.region, group.name);
+      if (outcome !== 'in-use' || attempt >= GROUP_DELETE_TRIES) break;
+      await new Promise((r) => setTimeout(r, GROUP_DELETE_PAUSE_MS));
+    }
     if (outcome === 'in-use') {
       console.warn(
         JSON.stringify({

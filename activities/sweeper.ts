@@ -100,7 +100,8 @@ export function sweeperActivities(
           }
         }
       }
-      await Promise.all(Array.from({ length: Math.min(SWEEP_CONCURRENCY, page.length) }, lane));
+      const lanes = deps.tuning.sweepConcurrency ?? SWEEP_CONCURRENCY;
+      await Promise.all(Array.from({ length: Math.min(lanes, page.length) }, lane));
       const cut = i < page.length ? page[i - 1] : undefined;
       const resume = cut ?? next;
       return {

@@ -99,6 +99,8 @@ export interface ProvisioningTuning {
   launchRatePerSecond: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
+  /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */
+  sweepConcurrency?: number;
   /** Containers: how often a container's workflow looks at its host and its Run Command. */
   containerPollMs?: number;
   /** Containers: how long a running host may take to come online in SSM before its container is in error. */
@@ -118,6 +120,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     launchBurst: positiveIntEnv('PROVISIONER_LAUNCH_BURST', 5, env),
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
+    sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),
     containerOnlineTimeoutMs: durationEnv('PROVISIONER_CONTAINER_ONLINE_TIMEOUT', '10m', env),
   };

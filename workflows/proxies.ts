@@ -53,6 +53,15 @@ export const LAUNCH_OPTIONS = {
 } as const;
 export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
 
+/**
+ * Listings that may be slow where EC2 holds many instances (the emulator
+ * more than EC2): what teardown asks before and after terminating.
+ */
+export const describing = proxyActivities<Activities>({
+  startToCloseTimeout: '1 minute',
+  retry: RETRY,
+});
+
 /** Planning may page through a region's whole instance-type catalogue on a cold cache. */
 export const planning = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',

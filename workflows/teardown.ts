@@ -3,7 +3,7 @@ import type { DeadMachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from './failures';
 import { BATCHED_LAUNCHES, uses } from './patches';
-import { ec2, failureType, records } from './proxies';
+import { describing, ec2, failureType, records } from './proxies';
 import { duration } from './summaries';
 
 /** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
@@ -34,7 +34,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
   ];
   if (terminate) {
-    const tagged = await ec2.instancesTaggedFor({
+    const tagged = await describing.instancesTaggedFor({
       model,
       machineId,
       region: machine.region,
@@ -61,7 +61,10 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
       [{ region: machine.region, instanceIds, fresh: ctx.launched }],
     );
     for (let poll = 0; ; poll++) {
-      const remaining = await ec2.instancesNotTerminated({ region: machine.region, instanceIds });
+      const remaining = await describing.instancesNotTerminated({
+        region: machine.region,
+        instanceIds,
+      });
       if (remaining.length === 0) break;
       const waitMs = Math.min(1000 * 2 ** poll, 5000);
       await sleep(waitMs, {

@@ -34,6 +34,9 @@ export default async function globalSetup(): Promise<void> {
       PROVISIONER_START_ATTEMPTS: '3',
       PROVISIONER_RETRY_DELAY: '500ms',
       PROVISIONER_SWEEP_INTERVAL: '5s',
+      // moto lists a model's instances slowly once it holds hundreds: two sweeps at a time
+      // leave room for the tests' own calls (with 8, teardown's DescribeInstances timed out)
+      PROVISIONER_SWEEP_CONCURRENCY: '2',
       PROVISIONER_STRAY_GRACE: '2s',
       // zone states and capacity as they are now: tests change them between machines
       PROVISIONER_ZONE_CACHE: '0',
