@@ -6,6 +6,8 @@ const tsJest = {
 module.exports = {
   // integration tests wait on real provisioning; unit tests finish far sooner
   testTimeout: 120000,
+  // sweep-dependent integration files first, moto-heavy ones last (jest.sequencer.js says why)
+  testSequencer: '<rootDir>/jest.sequencer.js',
   projects: [
     {
       displayName: 'unit',
