@@ -22,7 +22,7 @@ export function createActivities(given: ActivityDeps) {
     ...launchActivities(deps, groups),
     ...teardownActivities(deps),
     ...sweep,
-    ...sweeperActivities(deps, (input) => sweep.sweepModel(input)),
+    ...sweeperActivities(deps, (input, listings) => sweep.sweepModel(input, listings)),
     ...starterActivities(deps),
     ...ssmActivities(deps),
   };

@@ -18,10 +18,10 @@ import {
   machineWorkflowId,
 } from '../workflows/search-attributes';
 import type { ActivityDeps } from './deps';
+import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
 import {
   LIVE_STATES,
   TAG_MACHINE,
-  instanceState,
   instanceStates,
   instancesTaggedAnyState,
   tagValue,
@@ -240,9 +240,81 @@ export function sweepActivities(deps: ActivityDeps) {
     return done;
   }
 
+  /**
+   * What EC2 says of the model's instances: strays terminated (when the
+   * harvest mode allows), liveness changes told to the machines' workflows,
+   * lost instances reprovisioned (when the model asks).
+   */
+  async function watchInstances(
+    model: string,
+    record: { region: string; harvestMode: string; uid?: string; reprovisionLost?: boolean },
+    listings: SharedListings | undefined,
+  ): Promise<{
+    machines: SweptMachine[];
+    strays: string[];
+    reprovisioned: string[];
+    changes: InstanceChange[];
+  }> {
+    let strays: string[] = [];
+    const { ec2 } = deps.ec2ForRegion(record.region);
+    // Instances first, then machines: a launch recorded in between is seen as owned.
+    // One listing of the deployment's instances (any state) serves strays and liveness;
+    // a sweeper page shares it among its models (activities/instance-listing.ts). A model
+    // swept on its own lists only its own instances, and only when it harvests strays.
+    const harvesting = harvestsStrays(record.harvestMode);
+    const listing = listings
+      ? await listings.of(record.region)
+      : harvesting
+        ? deploymentListing(
+            await instancesTaggedAnyState(ec2, { deployment: deps.deployment, model }),
+            now(),
+          )
+        : undefined;
+    const machines = await deps.store.machines(model);
+    const observed = new Map<string, InstanceState>();
+    for (const m of watched(machines)) {
+      const state = listing?.states.get(m.instanceId!);
+      if (state !== undefined) observed.set(m.instanceId!, state);
+    }
+    // a recorded instance missing from the listing (launched after it, or gone):
+    // asked by id, unless it was already seen gone
+    const missing = watched(machines).filter(
+      (m) => !observed.has(m.instanceId!) && m.instanceStatus !== 'unknown',
+    );
+    if (missing.length > 0) {
+      for (const [id, state] of await instanceStates(
+        ec2,
+        missing.map((m) => m.instanceId!),
+      )) {
+        observed.set(id, state);
+      }
+    }
+    if (harvesting && listing) {
+      strays = selectStrays({
+        instances: strayCandidates(listing, model, record.uid),
+        machines,
+        now: now(),
+        graceMs: deps.tuning.strayGraceMs,
+      });
+      if (strays.length > 0) {
+        await ec2.send(new TerminateInstancesCommand({ InstanceIds: strays }));
+      }
+    }
+    // `none` and `destroyed` never harvest unknown instances: only the recorded ones are watched
+    const reprovisioned = record.reprovisionLost
+      ? await reprovisionLost(model, machines, observed)
+      : [];
+    const changes = instanceChanges(
+      machines.filter((m) => !reprovisioned.includes(m.id)),
+      observed,
+    );
+    await signalChanges(model, changes);
+    return { machines, strays, reprovisioned, changes };
+  }
+
   return {
     /** One model's sweep; the sweeper (activities/sweeper.ts) calls it for each model of a page. */
-    async sweepModel(input: { model: string }): Promise<SweepReport> {
+    async sweepModel(input: { model: string }, listings?: SharedListings): Promise<SweepReport> {
       const { model } = input;
       let record;
       try {
@@ -254,83 +326,28 @@ export function sweepActivities(deps: ActivityDeps) {
       if (record.life === 'dying' && (await deps.store.removeModelIfDyingAndEmpty(model))) {
         return modelGone(model);
       }
-      let strays: string[] = [];
-      let terminated: string[] = [];
-      const { ec2 } = deps.ec2ForRegion(record.region);
-      let machines: SweptMachine[];
-      let observed: Map<string, InstanceState>;
-      if (harvestsStrays(record.harvestMode)) {
-        // Instances first, then machines: a launch recorded in between is seen as owned.
-        // One listing (any state) serves both strays and liveness.
-        const instances = await instancesTaggedAnyState(ec2, {
-          deployment: deps.deployment,
-          model,
-          ...(record.uid ? { modelUid: record.uid } : {}),
-        });
-        machines = await deps.store.machines(model);
-        observed = new Map(
-          instances.flatMap((i) => {
-            const state = instanceState(i);
-            return i.InstanceId && state ? [[i.InstanceId, state] as const] : [];
-          }),
-        );
-        // a recorded instance missing from the listing (launched after it, or gone):
-        // asked by id, unless it was already seen gone
-        const missing = watched(machines).filter(
-          (m) => !observed.has(m.instanceId!) && m.instanceStatus !== 'unknown',
-        );
-        if (missing.length > 0) {
-          for (const [id, state] of await instanceStates(
-            ec2,
-            missing.map((m) => m.instanceId!),
-          )) {
-            observed.set(id, state);
-          }
-        }
-        strays = selectStrays({
-          instances: instances.flatMap((i) =>
-            i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? '')
-              ? [
-                  {
-                    instanceId: i.InstanceId,
-                    ...(tagValue(i, TAG_MACHINE) !== undefined
-                      ? { machineId: tagValue(i, TAG_MACHINE) }
-                      : {}),
-                    ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
-                  },
-                ]
-              : [],
-          ),
-          machines,
-          now: now(),
-          graceMs: deps.tuning.strayGraceMs,
-        });
-        terminated = strays;
-        if (terminated.length > 0) {
-          await ec2.send(new TerminateInstancesCommand({ InstanceIds: terminated }));
-        }
-      } else {
-        // `none` and `destroyed` never harvest unknown instances: only the recorded ones are asked about
-        machines = await deps.store.machines(model);
-        const ids = watched(machines).map((m) => m.instanceId!);
-        observed =
-          ids.length > 0 ? await instanceStates(ec2, ids) : new Map<string, InstanceState>();
+      // EC2 first; the workflows are reconciled even when EC2 cannot be asked (an
+      // outage, throttling, a slow listing), since starting a missing workflow needs
+      // only the table and Temporal. The EC2 failure is reported afterwards.
+      let watchedNow: Awaited<ReturnType<typeof watchInstances>> | undefined;
+      let ec2Failure: unknown;
+      try {
+        watchedNow = await watchInstances(model, record, listings);
+      } catch (err) {
+        ec2Failure = err;
       }
-      const reprovisioned = record.reprovisionLost
-        ? await reprovisionLost(model, machines, observed)
-        : [];
-      const changes = instanceChanges(
-        machines.filter((m) => !reprovisioned.includes(m.id)),
-        observed,
+      const restarted = await reconcile(
+        model,
+        watchedNow?.machines ?? (await deps.store.machines(model)),
       );
-      await signalChanges(model, changes);
-      const restarted = await reconcile(model, machines);
+      if (watchedNow === undefined) throw ec2Failure;
+      const { strays, reprovisioned, changes } = watchedNow;
       return {
         model,
         modelGone: false,
         harvestMode: record.harvestMode,
         strays,
-        terminated,
+        terminated: strays,
         restarted,
         instanceChanges: changes.map((c) => `${c.machineId}:${c.instanceId}:${c.state}`),
         lost: changes.filter((c) => isLost(c.state)).map((c) => c.machineId),
@@ -338,6 +355,27 @@ export function sweepActivities(deps: ActivityDeps) {
       };
     },
   };
+}
+
+/** The live instances a listing holds for the model, with the machine each is tagged for. */
+function strayCandidates(
+  listing: DeploymentListing,
+  model: string,
+  modelUid: string | undefined,
+): SweptInstance[] {
+  return listing.tagged(model, modelUid).flatMap((i) =>
+    i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? '')
+      ? [
+          {
+            instanceId: i.InstanceId,
+            ...(tagValue(i, TAG_MACHINE) !== undefined
+              ? { machineId: tagValue(i, TAG_MACHINE) }
+              : {}),
+            ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
+          },
+        ]
+      : [],
+  );
 }
 
 /** Machines whose instance liveness watches: launched by us, with an instance recorded, not Dead. */

@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps';
+import { SharedListings, listDeployment } from './instance-listing';
 import type { SweepReport } from './types';
 
 /** Models one sweeper activity sweeps (one Temporal action however many models that is). */
@@ -7,6 +8,12 @@ export const SWEEP_PAGE_SIZE = 100;
 const SWEEP_CONCURRENCY = 8;
 /** No model's sweep is begun this long after its page began. */
 const PAGE_BUDGET_MS = 45_000;
+/**
+ * How long one listing of a region's instances serves the page's models
+ * (activities/instance-listing.ts): a page's models share a few listings
+ * instead of one DescribeInstances each.
+ */
+export const LISTING_MAX_AGE_MS = 10_000;
 /** A model's sweep that takes longer than this is reported failed (the next walk tries again). */
 const MODEL_BUDGET_MS = 60_000;
 
@@ -38,6 +45,9 @@ export interface SweepPageResult {
   changed: SweepReport[];
   /** Models whose sweep failed this time (the next walk tries again). */
   failed: Array<{ model: string; error: string }>;
+  /** How long the page took, and how many instance listings its models shared. */
+  tookMs: number;
+  listings: number;
 }
 
 /** The page of `names` (sorted) after `after`, and where the next one starts. */
@@ -71,7 +81,7 @@ function changedSomething(r: SweepReport): boolean {
  */
 export function sweeperActivities(
   deps: ActivityDeps,
-  sweepModel: (input: { model: string }) => Promise<SweepReport>,
+  sweepModel: (input: { model: string }, listings: SharedListings) => Promise<SweepReport>,
 ) {
   return {
     async sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
@@ -82,6 +92,12 @@ export function sweeperActivities(
         input.after,
         limit,
       );
+      const began = Date.now();
+      let listed = 0;
+      const listings = new SharedListings((region) => {
+        listed++;
+        return listDeployment(deps.ec2ForRegion(region).ec2, deps.deployment);
+      }, LISTING_MAX_AGE_MS);
       const changed: SweepReport[] = [];
       const failed: Array<{ model: string; error: string }> = [];
       let i = 0;
@@ -93,7 +109,7 @@ export function sweeperActivities(
         while (i < page.length && Date.now() < deadline) {
           const model = page[i++]!;
           try {
-            const report = await withinBudget(sweepModel({ model }), model);
+            const report = await withinBudget(sweepModel({ model }, listings), model);
             if (changedSomething(report)) changed.push(report);
           } catch (err) {
             failed.push({ model, error: err instanceof Error ? err.message : String(err) });
@@ -110,6 +126,8 @@ export function sweeperActivities(
         intervalMs: deps.tuning.sweepIntervalMs,
         changed,
         failed,
+        tookMs: Date.now() - began,
+        listings: listed,
       };
     },
   };

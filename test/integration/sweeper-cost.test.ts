@@ -57,6 +57,8 @@ function sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
     intervalMs: INTERVAL_MS,
     changed: [],
     failed: [],
+    tookMs: 0,
+    listings: 0,
   });
 }
 

@@ -54,9 +54,18 @@ describe('sweepModelPage', () => {
       intervalMs: 7000,
       changed: [report('m2', { terminated: ['i-stray'], strays: ['i-stray'] })],
       failed: [{ model: 'm1', error: 'DescribeInstances: throttled' }],
+      tookMs: expect.any(Number) as number,
+      listings: 0,
     });
     const second = await sweepModelPage({ after: 'm2', limit: 3 });
-    expect(second).toEqual({ swept: 2, intervalMs: 7000, changed: [], failed: [] });
+    expect(second).toEqual({
+      swept: 2,
+      intervalMs: 7000,
+      changed: [],
+      failed: [],
+      tookMs: expect.any(Number) as number,
+      listings: 0,
+    });
     expect(swept.sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
   });
 });
