@@ -101,6 +101,31 @@ export function selectStrays(input: {
     .map((i) => i.instanceId);
 }
 
+/** Machine workflows the sweep checks and starts at once, per model. */
+const RECONCILE_LANES = 8;
+
+/** Runs `work` over `items`, at most `lanes` at once; the first failure is thrown once all have ended. */
+export async function inLanes<T>(
+  items: readonly T[],
+  lanes: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { err: unknown } | undefined;
+  async function lane(): Promise<void> {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (err) {
+        failure ??= { err };
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
+  if (failure) throw failure.err;
+}
+
 /** Harvest modes under which the sweep terminates unknown instances (Juju's `unknown` and `all`). */
 export function harvestsStrays(mode: string): boolean {
   return mode === 'unknown' || mode === 'all';
@@ -136,7 +161,9 @@ export function sweepActivities(deps: ActivityDeps) {
     // Visibility lags a little: a workflow missing from it is described before it is started again.
     const running = await runningMachineWorkflows(model);
     const restarted: string[] = [];
-    for (const m of needing) {
+    // A few at a time: a cut-off bulk request may leave a thousand machines without a
+    // workflow, and one at a time that outlasts the model's sweep budget.
+    await inLanes(needing, RECONCILE_LANES, async (m) => {
       const workflowId = machineWorkflowId(model, m.id);
       if (m.life === 'dead' && running.has(workflowId)) {
         // A Dead machine's destroy signal is sent best effort by the API; an idle
@@ -148,12 +175,12 @@ export function sweepActivities(deps: ActivityDeps) {
         } catch (err) {
           if (!(err instanceof WorkflowNotFoundError)) throw err;
         }
-        continue;
+        return;
       }
-      if (running.has(workflowId)) continue;
+      if (running.has(workflowId)) return;
       try {
         const d = await client.workflow.getHandle(workflowId).describe();
-        if (d.status.name === 'RUNNING') continue;
+        if (d.status.name === 'RUNNING') return;
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
@@ -163,7 +190,7 @@ export function sweepActivities(deps: ActivityDeps) {
         if (err instanceof EntityNotFoundError) return undefined;
         throw err;
       });
-      if (still === undefined) continue;
+      if (still === undefined) return;
       const options = machineStartOptions(model, m.id, deps.taskQueue);
       await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
         ...options,
@@ -176,8 +203,9 @@ export function sweepActivities(deps: ActivityDeps) {
         ],
       });
       restarted.push(m.id);
-    }
-    return restarted;
+    });
+    // in the machines' order, whichever lane finished first
+    return needing.map((m) => m.id).filter((id) => restarted.includes(id));
   }
 
   function modelGone(model: string): SweepReport {

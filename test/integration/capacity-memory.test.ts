@@ -8,7 +8,7 @@ import { ProvisioningStore } from '../../state/provisioning';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { uniqueName } from './api-client';
-import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
+import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './stack';
 
 /**
  * Capacity memory in zone claims (issue 10), through the claim activity on
@@ -18,8 +18,10 @@ import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 const stack = loadTestStack();
 const ddb = dynamoClientFor(stack);
 const ec2 = ec2ClientFor(stack);
-const repo = new Repository(ddb, stack.tableName);
-const store = new ProvisioningStore(ddb, stack.tableName);
+// its own table: the sweeper would launch the machines written here (stack.ts)
+const table = privateTable(ddb, 'capacity-memory');
+const repo = new Repository(ddb, table.tableName);
+const store = new ProvisioningStore(ddb, table.tableName);
 const memory = new CapacityMemory(60_000);
 const activities = createActivities({
   repo,
@@ -32,7 +34,10 @@ const activities = createActivities({
   taskQueue: 'unused',
 });
 
-afterAll(() => {
+beforeAll(() => table.create());
+
+afterAll(async () => {
+  await table.drop();
   ec2.destroy();
   ddb.destroy();
 });

@@ -9,7 +9,7 @@ import type { ClaimRequest } from '../../state/zone-counts';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { uniqueName } from './api-client';
-import { dynamoClientFor, loadTestStack } from './stack';
+import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 /**
  * The provisioning store on DynamoDB Local: zone claims stay atomic under
@@ -20,14 +20,22 @@ import { dynamoClientFor, loadTestStack } from './stack';
 const stack = loadTestStack();
 const ddb = dynamoClientFor(stack);
 const doc = DynamoDBDocumentClient.from(ddb);
-const repo = new Repository(ddb, stack.tableName);
-const store = new ProvisioningStore(ddb, stack.tableName);
+// its own table: the sweeper would launch the machines written here (stack.ts)
+const table = privateTable(ddb, 'provisioning-store');
+const TABLE = table.tableName;
+const repo = new Repository(ddb, TABLE);
+const store = new ProvisioningStore(ddb, TABLE);
 const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'].map((name) => ({
   name,
   state: 'available',
 }));
 
-afterAll(() => ddb.destroy());
+beforeAll(() => table.create());
+
+afterAll(async () => {
+  await table.drop();
+  ddb.destroy();
+});
 
 async function newModel(): Promise<string> {
   const name = uniqueName('store');
@@ -239,12 +247,12 @@ describe('zone claims', () => {
     const [id, alive] = await addMachines(model, [[], []]);
     await doc.send(
       new PutCommand({
-        TableName: stack.tableName,
+        TableName: TABLE,
         Item: {
           ...(
             await doc.send(
               new GetCommand({
-                TableName: stack.tableName,
+                TableName: TABLE,
                 Key: { pk: modelPk(model), sk: `MACHINE#${id!}` },
               }),
             )
@@ -313,11 +321,9 @@ describe('zone claims', () => {
 describe('removal', () => {
   async function setLife(model: string, sk: string, life: string): Promise<void> {
     const item = (
-      await doc.send(
-        new GetCommand({ TableName: stack.tableName, Key: { pk: modelPk(model), sk } }),
-      )
+      await doc.send(new GetCommand({ TableName: TABLE, Key: { pk: modelPk(model), sk } }))
     ).Item;
-    await doc.send(new PutCommand({ TableName: stack.tableName, Item: { ...item, life } }));
+    await doc.send(new PutCommand({ TableName: TABLE, Item: { ...item, life } }));
   }
 
   it('removes only a Dead machine, then the dying model with its side items once the last machine is gone', async () => {
@@ -326,7 +332,7 @@ describe('removal', () => {
     await claimOne(model, m0!, []); // leaves the group's #ZONES# item
     await doc.send(
       new PutCommand({
-        TableName: stack.tableName,
+        TableName: TABLE,
         Item: { pk: modelPk(model), sk: counterSk('test'), next: 3 },
       }),
     );
@@ -340,7 +346,7 @@ describe('removal', () => {
     await expect(repo.getModel(model)).rejects.toBeInstanceOf(EntityNotFoundError);
     for (const sk of [zoneCountSk(''), counterSk('test')]) {
       const left = await doc.send(
-        new GetCommand({ TableName: stack.tableName, Key: { pk: modelPk(model), sk } }),
+        new GetCommand({ TableName: TABLE, Key: { pk: modelPk(model), sk } }),
       );
       expect(left.Item).toBeUndefined();
     }

@@ -1,6 +1,8 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { ensureTable } from '../../state/table';
 import type { StackInfo } from '../../local/stack-info';
 
 export type { StackInfo };
@@ -34,4 +36,22 @@ export function dynamoClientFor(stack: StackInfo): DynamoDBClient {
     endpoint: stack.dynamodbEndpoint,
     credentials: TEST_CREDENTIALS,
   });
+}
+
+/**
+ * A DynamoDB table of one test file's own, on the stack's DynamoDB Local, for
+ * tests of the state layer that write models and machines straight into a
+ * table. Written into the stack's table, those machines would be found by the
+ * sweeper, which starts their workflows and launches their instances
+ * (status-cost alone writes 1,000): the worker and moto then spend minutes on
+ * them while every later test file waits behind. Create it in `beforeAll`,
+ * drop it in `afterAll`.
+ */
+export function privateTable(client: DynamoDBClient, label: string) {
+  const tableName = `${label}-${randomBytes(4).toString('hex')}`;
+  return {
+    tableName,
+    create: () => ensureTable(client, tableName),
+    drop: () => client.send(new DeleteTableCommand({ TableName: tableName })).then(() => undefined),
+  };
 }

@@ -4,11 +4,13 @@ import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
 import { Repository, unitItem } from '../../state/repository';
 import { eventually, uniqueName } from './api-client';
-import { dynamoClientFor, loadTestStack } from './stack';
+import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 const stack = loadTestStack();
 const client = dynamoClientFor(stack);
-const repo = new Repository(client, stack.tableName);
+// its own table: the sweeper would launch the 1,000 machines written here (stack.ts)
+const table = privateTable(client, 'status-cost');
+const repo = new Repository(client, table.tableName);
 const ctx: ServiceContext = {
   repo,
   workflows: {
@@ -22,7 +24,12 @@ const ctx: ServiceContext = {
   log: { warn: () => undefined, info: () => undefined, error: () => undefined },
 };
 
-afterAll(() => client.destroy());
+beforeAll(() => table.create());
+
+afterAll(async () => {
+  await table.drop();
+  client.destroy();
+});
 
 async function modelWithMachines(count: number): Promise<string> {
   const name = uniqueName('big');

@@ -1,5 +1,6 @@
 import {
   harvestsStrays,
+  inLanes,
   selectReprovisions,
   selectStrays,
   type SweptMachine,
@@ -145,5 +146,41 @@ describe('liveness', () => {
   it('batches ids by 1,000', () => {
     const ids = Array.from({ length: 2500 }, (_, i) => `i-${i}`);
     expect(batches(ids).map((b) => b.length)).toEqual([1000, 1000, 500]);
+  });
+});
+
+describe('inLanes', () => {
+  it('runs every item, never more than the lanes at once', async () => {
+    let running = 0;
+    let most = 0;
+    const done: number[] = [];
+    await inLanes([1, 2, 3, 4, 5, 6, 7], 3, async (n) => {
+      running++;
+      most = Math.max(most, running);
+      await new Promise((r) => setTimeout(r, 5 * (n % 3)));
+      done.push(n);
+      running--;
+    });
+    expect(done.sort()).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(most).toBe(3);
+  });
+
+  it('finishes the other items, then throws the first failure', async () => {
+    const done: number[] = [];
+    await expect(
+      inLanes([1, 2, 3, 4], 2, async (n) => {
+        await Promise.resolve();
+        if (n === 2) throw new Error('Temporal unavailable');
+        if (n === 3) throw new Error('second failure');
+        done.push(n);
+      }),
+    ).rejects.toThrow('Temporal unavailable');
+    expect(done.sort()).toEqual([1, 4]);
+  });
+
+  it('does nothing for no items', async () => {
+    const work = jest.fn(() => Promise.resolve());
+    await inLanes([], 8, work);
+    expect(work).not.toHaveBeenCalled();
   });
 });
