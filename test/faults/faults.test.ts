@@ -1,5 +1,6 @@
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -290,9 +291,23 @@ describe('fault suite', () => {
     try {
       const client = new Client({ connection, namespace: stack.info.temporalNamespace });
       const query = models.map((m) => `ProvisionerModel = "${m}"`).join(' OR ');
-      const histories = client.workflow
-        .list({ query: query || 'ProvisionerModel = "none"' })
-        .intoHistories();
+      // per scenario, the workflow tasks a fault made Temporal time out and hand out again
+      // (an activity's retries leave no event: only its last attempt would)
+      const timedOut = new Map<string, number>();
+      const histories = (async function* () {
+        for await (const h of client.workflow
+          .list({ query: query || 'ProvisionerModel = "none"' })
+          .intoHistories()) {
+          const model = models.find((m) => h.workflowId.startsWith(`machine:${m}:`)) ?? '?';
+          let count = timedOut.get(model) ?? 0;
+          const { events } = (h.history ?? {}) as temporal.api.history.v1.IHistory;
+          for (const e of events ?? []) {
+            if (e.workflowTaskTimedOutEventAttributes) count += 1;
+          }
+          timedOut.set(model, count);
+          yield h;
+        }
+      })();
       let replayed = 0;
       const failures: string[] = [];
       for await (const result of Worker.runReplayHistories(
@@ -303,6 +318,11 @@ describe('fault suite', () => {
         if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
       }
       figure(`${replayed} workflow histories replayed, ${failures.length} failed`);
+      figure(
+        `workflow tasks timed out and handed out again: ${[...timedOut]
+          .map(([model, count]) => `${model} ${count}`)
+          .join(', ')}`,
+      );
       expect(failures).toEqual([]);
       expect(replayed).toBeGreaterThanOrEqual(100);
     } finally {
