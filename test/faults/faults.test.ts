@@ -291,20 +291,24 @@ describe('fault suite', () => {
     try {
       const client = new Client({ connection, namespace: stack.info.temporalNamespace });
       const query = models.map((m) => `ProvisionerModel = "${m}"`).join(' OR ');
-      // per scenario, the workflow tasks a fault made Temporal time out and hand out again
-      // (an activity's retries leave no event: only its last attempt would)
-      const timedOut = new Map<string, number>();
+      // per scenario, the work a fault made Temporal hand out again: workflow tasks that timed
+      // out or failed, and activity attempts after the first (the attempt a completed one took)
+      const redone = new Map<string, { workflowTasks: number; activityRetries: number }>();
       const histories = (async function* () {
         for await (const h of client.workflow
           .list({ query: query || 'ProvisionerModel = "none"' })
           .intoHistories()) {
           const model = models.find((m) => h.workflowId.startsWith(`machine:${m}:`)) ?? '?';
-          let count = timedOut.get(model) ?? 0;
+          const counts = redone.get(model) ?? { workflowTasks: 0, activityRetries: 0 };
           const { events } = (h.history ?? {}) as temporal.api.history.v1.IHistory;
           for (const e of events ?? []) {
-            if (e.workflowTaskTimedOutEventAttributes) count += 1;
+            if (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes) {
+              counts.workflowTasks += 1;
+            }
+            const attempt = e.activityTaskStartedEventAttributes?.attempt ?? 1;
+            if (attempt > 1) counts.activityRetries += attempt - 1;
           }
-          timedOut.set(model, count);
+          redone.set(model, counts);
           yield h;
         }
       })();
@@ -319,8 +323,8 @@ describe('fault suite', () => {
       }
       figure(`${replayed} workflow histories replayed, ${failures.length} failed`);
       figure(
-        `workflow tasks timed out and handed out again: ${[...timedOut]
-          .map(([model, count]) => `${model} ${count}`)
+        `handed out again (workflow tasks timed out or failed / activity retries): ${[...redone]
+          .map(([model, c]) => `${model} ${c.workflowTasks}/${c.activityRetries}`)
           .join(', ')}`,
       );
       expect(failures).toEqual([]);
