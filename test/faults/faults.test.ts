@@ -287,6 +287,9 @@ describe('fault suite', () => {
   });
 
   it('every machine workflow history replays against the current code', async () => {
+    // In process: these histories come over gRPC as protobuf objects, so the SDK's JSON
+    // decoder (which fails here on two protobufjs copies, test/support/replay-histories.ts)
+    // is never used.
     const connection = await Connection.connect({ address: stack.info.temporalAddress });
     try {
       const client = new Client({ connection, namespace: stack.info.temporalNamespace });
