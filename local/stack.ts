@@ -279,8 +279,10 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       motoEndpoint,
       tableName,
     };
-    const healthy: Record<'worker' | 'temporal', () => Promise<boolean>> = {
-      worker: () => workerPolling(temporalAddress, namespace),
+    // The server lists a dead worker's pollers for a minute after it is gone: a restarted
+    // worker is ready once a poller of its own (the SDK's identity, `<pid>@<host>`) is listed.
+    const healthy: Record<'worker' | 'temporal', (proc: ManagedProcess) => Promise<boolean>> = {
+      worker: (proc) => workerPolling(temporalAddress, namespace, `${proc.child.pid}@`),
       temporal: () => temporalAnswers(temporalAddress, ports.temporal),
     };
     const restart = async (name: 'worker' | 'temporal', signal: NodeJS.Signals = 'SIGKILL') => {
@@ -290,7 +292,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       await processes[index]!.kill(signal);
       processes.splice(index, 1);
       const proc = track(spawnManaged(...spec));
-      await waitUntilHealthy(proc, name, healthy[name], 120_000);
+      await waitUntilHealthy(proc, name, () => healthy[name](proc), 120_000);
       return proc;
     };
     return { info, processes, serviceEnv, restart, stop };
@@ -311,8 +313,12 @@ async function temporalAnswers(address: string, port: number): Promise<boolean> 
   }
 }
 
-/** The worker is ready once it polls the task queue for workflow tasks. */
-async function workerPolling(address: string, namespace: string): Promise<boolean> {
+/** The worker is ready once it polls the task queue for workflow tasks (a poller whose identity starts with `identityPrefix`, when given). */
+async function workerPolling(
+  address: string,
+  namespace: string,
+  identityPrefix = '',
+): Promise<boolean> {
   const connection = await Connection.connect({ address, connectTimeout: 2000 });
   try {
     const res = await connection.workflowService.describeTaskQueue({
@@ -320,7 +326,7 @@ async function workerPolling(address: string, namespace: string): Promise<boolea
       taskQueue: { name: TASK_QUEUE },
       taskQueueType: 1, // TASK_QUEUE_TYPE_WORKFLOW
     });
-    return (res.pollers?.length ?? 0) > 0;
+    return (res.pollers ?? []).some((p) => (p.identity ?? '').startsWith(identityPrefix));
   } finally {
     await connection.close();
   }

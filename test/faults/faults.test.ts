@@ -1,5 +1,6 @@
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
@@ -75,6 +76,36 @@ async function admin(method: string, path: string, body?: unknown): Promise<void
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+}
+
+interface ProxyStats {
+  calls: Record<string, number>;
+  injected: Record<string, number>;
+  throttled: number;
+}
+
+async function proxyStats(): Promise<ProxyStats> {
+  const res = await fetch(`${proxyUrl}/_admin/stats`);
+  if (!res.ok) throw new Error(`GET /_admin/stats: ${res.status} ${await res.text()}`);
+  return (await res.json()) as ProxyStats;
+}
+
+/** What changed in the proxy's counts between two snapshots (calls and injected faults). */
+function statsDelta(before: ProxyStats, after: ProxyStats) {
+  const diff = (a: Record<string, number>, b: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(b)
+        .map(([k, v]) => [k, v - (a[k] ?? 0)] as const)
+        .filter(([, v]) => v > 0),
+    );
+  return {
+    calls: diff(before.calls, after.calls),
+    injected: diff(before.injected, after.injected),
+  };
+}
+
+async function runningCount(model: string): Promise<number> {
+  return (await machinesOf(model)).filter((m) => m.status === 'running').length;
 }
 
 interface MachineView {
@@ -167,15 +198,31 @@ describe('fault suite', () => {
     const model = await createModel('kill');
     const started = Date.now();
     const ids = await addMachines(model, 50);
-    let kills = 0;
-    while (kills < 10) {
-      await sleep(500 + Math.floor(Math.random() * 2500));
+    // The first worker lives 0.5–2 s (it dies with every machine mid-plan or mid-claim),
+    // each restarted one 0.5–20 s after it polls again, so kills land mid-claim, mid-launch
+    // and mid-record too (a killed worker's workflow tasks come back after their 1-minute
+    // timeout, its launches after their 15 s heartbeat timeout).
+    const before = await proxyStats();
+    const atKill: string[] = [];
+    let runningAtFirstKill = -1;
+    for (let kill = 0; kill < 10; kill++) {
+      await sleep(500 + Math.floor(Math.random() * (kill === 0 ? 1500 : 19_500)));
+      const [running, launched] = await Promise.all([
+        runningCount(model),
+        liveInstancesOf(model).then((list) => list.length),
+      ]);
+      if (runningAtFirstKill < 0) runningAtFirstKill = running;
+      atKill.push(`${launched}/${running}`);
       await stack.restart('worker', 'SIGKILL');
-      kills += 1;
-      const ms = await machinesOf(model);
-      if (ms.every((m) => m.status === 'running') && kills >= 3) break; // nothing left to interrupt
     }
-    figure(`${model}: worker killed ${kills} times during the launch`);
+    const during = statsDelta(before, await proxyStats());
+    figure(
+      `${model}: worker SIGKILLed and restarted 10 times in ${((Date.now() - started) / 1000).toFixed(1)} s; ` +
+        `instances launched/machines running at each kill: ${atKill.join(', ')}; ` +
+        `${during.calls.RunInstances ?? 0} RunInstances calls meanwhile`,
+    );
+    // the kills came while machines were still launching
+    expect(runningAtFirstKill).toBeLessThan(ids.length);
     await expectExactlyOneInstanceEach(model, ids, started);
   });
 
@@ -184,19 +231,39 @@ describe('fault suite', () => {
     const started = Date.now();
     const ids = await addMachines(model, 20);
     await sleep(1000);
+    const before = await proxyStats();
     await admin('PUT', '/_admin/faults', { unavailable: true });
+    const runningAtFault = await runningCount(model);
     await sleep(30_000);
     await admin('DELETE', '/_admin/faults');
+    const during = statsDelta(before, await proxyStats());
+    figure(
+      `${model}: EC2 unavailable for 30 s from ${runningAtFault} of ${ids.length} running; ` +
+        `${during.injected.Unavailable ?? 0} calls answered 503 (${JSON.stringify(during.calls)}); ` +
+        `${await runningCount(model)} running when it came back`,
+    );
+    // the outage met the burst: machines still launching, and the worker's EC2 calls refused
+    expect(runningAtFault).toBeLessThan(ids.length);
+    expect(during.injected.Unavailable ?? 0).toBeGreaterThan(0);
     await expectExactlyOneInstanceEach(model, ids, started);
   });
 
   it('RunInstances answers lost after the launch', async () => {
     const model = await createModel('lost');
+    const before = await proxyStats();
     await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: 3 } });
     try {
       const started = Date.now();
       const ids = await addMachines(model, 10);
       await expectExactlyOneInstanceEach(model, ids, started);
+      const delta = statsDelta(before, await proxyStats());
+      figure(
+        `${model}: ${delta.injected.LostResponse ?? 0} RunInstances answers lost after the launch, ` +
+          `${delta.calls.RunInstances ?? 0} RunInstances calls in all`,
+      );
+      // every lost answer was a launch carried out: three, then the calls were answered
+      expect(delta.injected.LostResponse).toBe(3);
+      expect(delta.calls.RunInstances).toBeGreaterThan(3);
     } finally {
       await admin('DELETE', '/_admin/faults');
     }
@@ -206,22 +273,48 @@ describe('fault suite', () => {
     const model = await createModel('temporal');
     const started = Date.now();
     const ids = await addMachines(model, 20);
-    await sleep(1500);
+    // a second after the answer: the launch batch alone waits 1 s after its latest member
+    await sleep(1000);
+    const runningAtKill = await runningCount(model);
+    const killedAt = Date.now();
     await stack.restart('temporal', 'SIGKILL');
     figure(
-      `${model}: Temporal restarted ${((Date.now() - started) / 1000).toFixed(1)} s after the request`,
+      `${model}: Temporal SIGKILLed ${((killedAt - started) / 1000).toFixed(1)} s after the request ` +
+        `with ${runningAtKill} of ${ids.length} running, answering again ${((Date.now() - killedAt) / 1000).toFixed(1)} s later`,
     );
+    expect(runningAtKill).toBeLessThan(ids.length);
     await expectExactlyOneInstanceEach(model, ids, started);
   });
 
   it('every machine workflow history replays against the current code', async () => {
+    // In process: these histories come over gRPC as protobuf objects, so the SDK's JSON
+    // decoder (which fails here on two protobufjs copies, test/support/replay-histories.ts)
+    // is never used.
     const connection = await Connection.connect({ address: stack.info.temporalAddress });
     try {
       const client = new Client({ connection, namespace: stack.info.temporalNamespace });
       const query = models.map((m) => `ProvisionerModel = "${m}"`).join(' OR ');
-      const histories = client.workflow
-        .list({ query: query || 'ProvisionerModel = "none"' })
-        .intoHistories();
+      // per scenario, the work a fault made Temporal hand out again: workflow tasks that timed
+      // out or failed, and activity attempts after the first (the attempt a completed one took)
+      const redone = new Map<string, { workflowTasks: number; activityRetries: number }>();
+      const histories = (async function* () {
+        for await (const h of client.workflow
+          .list({ query: query || 'ProvisionerModel = "none"' })
+          .intoHistories()) {
+          const model = models.find((m) => h.workflowId.startsWith(`machine:${m}:`)) ?? '?';
+          const counts = redone.get(model) ?? { workflowTasks: 0, activityRetries: 0 };
+          const { events } = (h.history ?? {}) as temporal.api.history.v1.IHistory;
+          for (const e of events ?? []) {
+            if (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes) {
+              counts.workflowTasks += 1;
+            }
+            const attempt = e.activityTaskStartedEventAttributes?.attempt ?? 1;
+            if (attempt > 1) counts.activityRetries += attempt - 1;
+          }
+          redone.set(model, counts);
+          yield h;
+        }
+      })();
       let replayed = 0;
       const failures: string[] = [];
       for await (const result of Worker.runReplayHistories(
@@ -232,6 +325,11 @@ describe('fault suite', () => {
         if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
       }
       figure(`${replayed} workflow histories replayed, ${failures.length} failed`);
+      figure(
+        `handed out again (workflow tasks timed out or failed / activity retries): ${[...redone]
+          .map(([model, c]) => `${model} ${c.workflowTasks}/${c.activityRetries}`)
+          .join(', ')}`,
+      );
       expect(failures).toEqual([]);
       expect(replayed).toBeGreaterThanOrEqual(100);
     } finally {
