@@ -159,11 +159,22 @@ export function recordActivities(
         input.instanceId,
         input.state,
       );
-      // a host that goes down takes its containers down with it (and back when it returns)
-      if (applied && deps.containers && (isLost(input.state) || input.state === 'running')) {
-        await deps.containers.followHost(input.model, input.machineId, isLost(input.state));
+      // a host that goes down takes its containers down with it (and back when it returns);
+      // the write answered with the host's containers, so a host without any costs no read
+      if (
+        applied &&
+        applied.containers.length > 0 &&
+        deps.containers &&
+        (isLost(input.state) || input.state === 'running')
+      ) {
+        await deps.containers.followHost(
+          input.model,
+          input.machineId,
+          isLost(input.state),
+          applied,
+        );
       }
-      return applied;
+      return applied !== false;
     },
 
     /** Gives up the machine's zone claim after a failure. */

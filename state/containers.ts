@@ -194,11 +194,19 @@ export class ContainerStore {
    * Only containers that are running (or down because of the host) change.
    * Returns the containers changed.
    */
-  async followHost(model: string, hostId: string, hostDown: boolean): Promise<string[]> {
-    const host = await this.repo.getMachine(model, hostId).catch((err: unknown) => {
-      if (err instanceof EntityNotFoundError) return undefined;
-      throw err;
-    });
+  async followHost(
+    model: string,
+    hostId: string,
+    hostDown: boolean,
+    /** The host as the caller has just read or written it (saves reading it again). */
+    known?: HostContainers,
+  ): Promise<string[]> {
+    const host =
+      known ??
+      (await this.repo.getMachine(model, hostId).catch((err: unknown) => {
+        if (err instanceof EntityNotFoundError) return undefined;
+        throw err;
+      }));
     if (!host) return [];
     const changed: string[] = [];
     const message = hostDownMessage(hostId);
@@ -297,4 +305,10 @@ export class ContainerStore {
       throw err;
     }
   }
+}
+
+/** What following a host needs of it: its containers and its instance. */
+export interface HostContainers {
+  containers: readonly string[];
+  instanceId?: string;
 }

@@ -21,6 +21,7 @@ import {
 import { EntityConflictError, EntityNotFoundError } from './errors';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
 import type { Hardware, Life, MachineRecord } from './types';
+import type { HostContainers } from './containers';
 
 type Item = Record<string, unknown>;
 
@@ -376,27 +377,30 @@ export class ProvisioningStore {
    * Records EC2's state of the machine's instance (liveness), only while the
    * machine still records that instance. A lost instance (API.md) puts an
    * alive `running` machine `down` with a message naming it; a state that is
-   * live again brings a `down` machine back to `running`. Returns whether the
-   * write applied (false: another instance, or the machine is gone).
+   * live again brings a `down` machine back to `running`. Returns the
+   * machine's containers and instance as the write left them (for the
+   * containers to follow their host without reading it again), or false when the write did not
+   * apply (another instance, or the machine is gone).
    */
   async recordInstanceState(
     model: string,
     machineId: string,
     instanceId: string,
     state: InstanceState,
-  ): Promise<boolean> {
+  ): Promise<false | HostContainers> {
     const key = { pk: modelPk(model), sk: machineSk(machineId) };
     const now = new Date().toISOString();
     const message = instanceStateMessage(instanceId, state);
     const status = isLost(state) ? 'down' : 'running';
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
           UpdateExpression:
             'SET #instanceStatus = :state, #status = :status, #message = :message, ' +
             'gsi2pk = :gsi2pk, #updatedAt = :now',
+          ReturnValues: 'ALL_NEW',
           ConditionExpression:
             '#instanceId = :instanceId AND #life = :alive AND #status IN (:running, :down)',
           ExpressionAttributeNames: {
@@ -420,17 +424,18 @@ export class ProvisioningStore {
           },
         }),
       );
-      return true;
+      return hostContainers(out.Attributes);
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
     }
     // dying or Dead (teardown owns the status): the state alone, still only for that instance
     try {
-      await this.doc.send(
+      const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
           UpdateExpression: 'SET #instanceStatus = :state, #updatedAt = :now',
+          ReturnValues: 'ALL_NEW',
           ConditionExpression: '#instanceId = :instanceId',
           ExpressionAttributeNames: {
             '#instanceStatus': 'instanceStatus',
@@ -440,7 +445,7 @@ export class ProvisioningStore {
           ExpressionAttributeValues: { ':state': state, ':instanceId': instanceId, ':now': now },
         }),
       );
-      return true;
+      return hostContainers(out.Attributes);
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) return false;
       throw err;
@@ -510,4 +515,14 @@ export class ProvisioningStore {
     } while (start);
     return items;
   }
+}
+
+/** An updated machine item's containers and instance (no containers when the attribute is absent). */
+function hostContainers(item: Record<string, unknown> | undefined): HostContainers {
+  const containers = item?.containers;
+  const instanceId = item?.instanceId;
+  return {
+    containers: Array.isArray(containers) ? containers.map(String) : [],
+    ...(typeof instanceId === 'string' ? { instanceId } : {}),
+  };
 }
