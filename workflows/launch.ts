@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   CancellationScope,
   condition,
   isCancellation,
@@ -13,6 +14,7 @@ import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
   recordFailedMessage,
+  stepFailedMessage,
   startingMessage,
   zoneFailoverMessage,
 } from './messages';
@@ -61,7 +63,15 @@ export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> 
     return await runPass(ctx);
   } catch (err) {
     if (err instanceof MachineGoneSignal) return 'recheck';
-    throw err;
+    // A step out of its retries (proxies.ts STEP_DEADLINE) or refused for good:
+    // the machine says so in `error` instead of the workflow failing unseen.
+    if (!(err instanceof ActivityFailure)) throw err;
+    try {
+      return await recordFailure(ctx, stepFailedMessage(err));
+    } catch (again) {
+      if (again instanceof MachineGoneSignal) return 'recheck';
+      throw again;
+    }
   }
 }
 
@@ -86,7 +96,10 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   try {
     plan = await orStop((ctx.local ? localPlanning : planning).planLaunch({ model, machineId }));
   } catch (err) {
-    if (failureType(err) === FAILURE.planFailed) return recordFailure(ctx, failureMessage(err));
+    const type = failureType(err);
+    if (type === FAILURE.planFailed || type === FAILURE.ec2Refused) {
+      return recordFailure(ctx, failureMessage(err));
+    }
     throw err;
   }
   state.instanceType = plan.instanceType;
@@ -114,6 +127,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         );
       } catch (err) {
         const type = failureType(err);
+        if (type === FAILURE.ec2Refused) return recordFailure(ctx, failureMessage(err));
         if (type === FAILURE.startFailed) {
           // the claim could not be made (contended): spend the attempt
           lastError = failureMessage(err);
@@ -160,6 +174,12 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       } catch (err) {
         const type = failureType(err);
         if (type === FAILURE.machineGone) throw new MachineGoneSignal();
+        if (type === FAILURE.ec2Refused) {
+          // no other zone or attempt can fix it: error now, with EC2's code
+          state.zone = undefined;
+          await orStop(quick.releaseZone({ model, machineId }));
+          return recordFailure(ctx, failureMessage(err));
+        }
         if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) {
           if (!batched) throw err;
           // out of retries or timed out: EC2 may have launched; the next launch looks first
