@@ -4,12 +4,13 @@ import {
   condition,
   isCancellation,
   log,
+  patched,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
+import { BATCHED_LAUNCHES, DESTROY_CANCELS_PLANNING, INSTANCE_LIVENESS, uses } from './patches';
 import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
@@ -94,7 +95,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
 
   let plan: LaunchPlan;
   try {
-    plan = await orStop((ctx.local ? localPlanning : planning).planLaunch({ model, machineId }));
+    plan = await orStop(planUnlessDestroyed(ctx));
   } catch (err) {
     const type = failureType(err);
     if (type === FAILURE.planFailed || type === FAILURE.ec2Refused) {
@@ -259,6 +260,33 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
     }
   }
   return recordFailure(ctx, lastError);
+}
+
+/**
+ * Plans the launch; a destroy that arrives meanwhile cancels the planning
+ * (it may page a region's whole catalogue, or wait out EC2's retries) and
+ * stops the pass if the machine is Dead, instead of waiting behind it. No
+ * launch has gone out yet, so nothing can be left behind. Runs begun before
+ * this change replay as they ran: they waited for the plan.
+ */
+async function planUnlessDestroyed(ctx: MachineContext): Promise<LaunchPlan> {
+  const { model, machineId, signals } = ctx;
+  for (;;) {
+    const scope = new CancellationScope();
+    const planned = scope.run(() =>
+      (ctx.local ? localPlanning : planning).planLaunch({ model, machineId }),
+    );
+    let settled = false;
+    planned.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await condition(() => settled || signals.destroy);
+    if (settled || !patched(DESTROY_CANCELS_PLANNING)) return planned;
+    scope.cancel();
+    await planned.catch(() => undefined);
+    await stopIfDead(ctx); // Dead: the pass stops; alive (a stray signal): plan again
+  }
 }
 
 /** Waits `ms` with a named timer (it reads as a sentence in the history), or until a destroy. */

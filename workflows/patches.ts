@@ -46,3 +46,6 @@ export const CONTAINERS = 'containers';
  * `machine` runs in flight then have histories without them.
  */
 export const BOUNDED_TEARDOWN = 'bounded-teardown';
+
+/** Issue 11: a destroy that arrives while a machine is planned cancels the planning. */
+export const DESTROY_CANCELS_PLANNING = 'destroy-cancels-planning';

@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   proxyActivities,
@@ -75,9 +76,14 @@ export const describing = proxyActivities<Activities>({
   retry: RETRY,
 });
 
-/** Planning may page through a region's whole instance-type catalogue on a cold cache. */
+/**
+ * Planning may page through a region's whole instance-type catalogue on a
+ * cold cache. A destroy cancels it without waiting for the call under way
+ * to notice (TRY_CANCEL): nothing it does needs undoing.
+ */
 export const planning = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
@@ -125,6 +131,7 @@ export const localRecording = proxyLocalActivities<Activities>({
 });
 export const localPlanning = proxyLocalActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });

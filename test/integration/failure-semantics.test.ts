@@ -9,6 +9,7 @@ import { spawnManaged, type ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT, tsEntry } from '../../local/stack';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
+import { provisioningStateQuery } from '../../workflows/definitions';
 import { machineWorkflowId } from '../../workflows/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
@@ -140,7 +141,10 @@ beforeAll(async () => {
   worker = await startWorker();
 }, 120_000);
 
-afterEach(() => admin('DELETE', '/_admin/faults'));
+afterEach(async () => {
+  await admin('DELETE', '/_admin/faults');
+  await admin('DELETE', '/_admin/latency');
+});
 
 afterAll(async () => {
   await worker?.stop();
@@ -252,5 +256,31 @@ describe('teardown that EC2 refuses', () => {
       60_000,
     );
     expect(['shutting-down', 'terminated']).toContain(await instanceState(instanceId));
+  });
+});
+
+describe('a destroy during provisioning', () => {
+  it('cancels planning that is waiting on EC2 and removes the machine at once', async () => {
+    const model = await newModel('cancelplan');
+    // the image lookup answers only after a minute
+    await admin('PUT', '/_admin/latency', { describeImages: 60_000 });
+    const [id] = await addMachines(model, 1, 'ubuntu@22.04');
+    await eventually(
+      () =>
+        temporal.workflow.getHandle(machineWorkflowId(model, id!)).query(provisioningStateQuery),
+      (s) => s.phase === 'planning',
+      30_000,
+    );
+    const asked = Date.now();
+    expect((await api.delete(`/v1/models/${model}/machines/${id!}`)).status).toBe(202);
+    await eventually(
+      () => api.get(`/v1/models/${model}/machines/${id!}`),
+      (res) => res.status === 404,
+      50_000,
+    );
+    // well before the lookup could have answered (a minute after it was asked)
+    expect(Date.now() - asked).toBeLessThan(45_000);
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
   });
 });
