@@ -49,3 +49,9 @@ export const BOUNDED_TEARDOWN = 'bounded-teardown';
 
 /** Issue 11: a destroy that arrives while a machine is planned cancels the planning. */
 export const DESTROY_CANCELS_PLANNING = 'destroy-cancels-planning';
+
+/**
+ * Issue 11: a machine that settles (waits for a signal) with a long history
+ * continues as new, carrying its state (machine.ts SETTLED_HISTORY_EVENTS).
+ */
+export const CONTINUE_WHEN_SETTLED = 'continue-when-settled';

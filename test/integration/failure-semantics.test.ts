@@ -1,12 +1,15 @@
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { spawnManaged, type ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT, tsEntry } from '../../local/stack';
+import { cacheDir, PINS } from '../../local/toolchain';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery } from '../../workflows/definitions';
@@ -122,6 +125,27 @@ async function addMachines(model: string, count: number, base = 'ubuntu@24.04'):
     ),
   );
   return ids;
+}
+
+/**
+ * With PROVISIONER_RECORD_HISTORIES=<dir>, writes a run's history there as
+ * `temporal workflow show -o json` prints it (the replay test's format,
+ * test/unit/workflows/histories): how the histories of these runs were recorded.
+ */
+async function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
+  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
+  if (!dir) return;
+  const { stdout } = await promisify(execFile)(
+    join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
+    ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json'].concat([
+      '--address',
+      stack.temporalAddress,
+      '--namespace',
+      stack.temporalNamespace,
+    ]),
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  writeFileSync(join(dir, file), stdout);
 }
 
 async function machine(model: string, id: string): Promise<any> {
@@ -256,6 +280,13 @@ describe('teardown that EC2 refuses', () => {
       60_000,
     );
     expect(['shutting-down', 'terminated']).toContain(await instanceState(instanceId));
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    const done = await eventually(
+      () => handle.describe(),
+      (d) => d.status.name === 'COMPLETED',
+      30_000,
+    );
+    await recordHistory(handle.workflowId, done.runId, 'machine-teardown-blocked.json');
   });
 });
 
@@ -281,6 +312,60 @@ describe('a destroy during provisioning', () => {
     // well before the lookup could have answered (a minute after it was asked)
     expect(Date.now() - asked).toBeLessThan(45_000);
     const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
-    expect((await handle.describe()).status.name).toBe('COMPLETED');
+    // the workflow ends right after the removal it made
+    const done = await eventually(
+      () => handle.describe(),
+      (d) => d.status.name === 'COMPLETED',
+      30_000,
+    );
+    await recordHistory(handle.workflowId, done.runId, 'machine-destroyed-while-planning.json');
+  });
+});
+
+describe('a machine that settles after a long provisioning', () => {
+  it('continues as new carrying its state, and a retry still works from the fresh run', async () => {
+    const model = await newModel('settle');
+    await admin('PUT', '/_admin/faults', {
+      zones: {
+        'us-east-1a': 'InsufficientInstanceCapacity',
+        'us-east-1b': 'InsufficientInstanceCapacity',
+        'us-east-1c': 'InsufficientInstanceCapacity',
+      },
+    });
+    const [id] = await addMachines(model, 1);
+    const workflowId = machineWorkflowId(model, id!);
+    const first = (await temporal.workflow.getHandle(workflowId).describe()).runId;
+    const failed = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      90_000,
+    );
+    expect(failed.message).toMatch(/^InsufficientInstanceCapacity: /);
+
+    // 3 attempts over 3 zones: far more than 40 events, so the settled run started afresh
+    const latest = await eventually(
+      () => temporal.workflow.getHandle(workflowId).describe(),
+      (d) => d.runId !== first && d.status.name === 'RUNNING',
+      30_000,
+    );
+    const firstRun = await temporal.workflow.getHandle(workflowId, first).describe();
+    expect(firstRun.status.name).toBe('CONTINUED_AS_NEW');
+    expect(firstRun.historyLength).toBeGreaterThan(40);
+    expect(latest.historyLength).toBeLessThan(20);
+    const state = await temporal.workflow.getHandle(workflowId).query(provisioningStateQuery);
+    expect(state).toMatchObject({ phase: 'error', attempt: 3, lastError: failed.message });
+    await recordHistory(workflowId, first, 'machine-error-continued-as-new.json');
+
+    await admin('DELETE', '/_admin/faults');
+    expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      60_000,
+    );
+    expect(running.instanceId).toMatch(/^i-/);
+    expect((await temporal.workflow.getHandle(workflowId).query(provisioningStateQuery)).pass).toBe(
+      2,
+    );
   });
 });
