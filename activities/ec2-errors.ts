@@ -137,6 +137,10 @@ export function classifyError(err: unknown): ErrorClass {
   const transport = transportCode(err);
   if (transport && PERMANENT_TRANSPORT_CODES.has(transport)) return 'permanent';
   if (code && PERMANENT_TRANSPORT_CODES.has(code)) return 'permanent';
+  // a placement group's partition or state refused: the next attempt claims afresh
+  if (PLACEMENT_REFUSAL_CODES.has(code ?? '') && /placement group|partition/i.test(message)) {
+    return 'transient';
+  }
   if (code && (PERMANENT_CODES.has(code) || PERMANENT_PREFIXES.some((p) => code.startsWith(p)))) {
     return 'permanent';
   }

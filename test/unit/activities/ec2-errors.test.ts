@@ -201,6 +201,18 @@ describe('classifyError: the one place an error is transient or permanent', () =
     expect(classifyError(ec2Error(code, status))).toBe(kind);
   });
 
+  it('a placement group refusing a partition is no permanent refusal: the next attempt claims afresh', () => {
+    const err = ec2Error(
+      'InvalidParameterValue',
+      400,
+      'The specified partition number 4 is not valid for placement group g.',
+    );
+    expect(classifyError(err)).toBe('transient');
+    expect((classifyLaunchError(err, 'us-east-1a') as ApplicationFailure).type).toBe(
+      FAILURE.startFailed,
+    );
+  });
+
   it('transport faults other than a missing endpoint are transient', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5000'), {
       code: 'ECONNREFUSED',
