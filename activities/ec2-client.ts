@@ -1,6 +1,6 @@
 import { EC2Client, type EC2ClientConfig } from '@aws-sdk/client-ec2';
 import { AdaptiveRetryStrategy } from '@smithy/core/retry';
-import { ec2ErrorCode, isZoneSpecific } from './ec2-errors';
+import { classifyError } from './ec2-errors';
 
 type Strategy = Pick<
   AdaptiveRetryStrategy,
@@ -18,7 +18,8 @@ export const EC2_MAX_ATTEMPTS = 6;
  * down when EC2 throttles, plus jittered backoff), except for capacity
  * errors: EC2 answers `InsufficientInstanceCapacity` with HTTP 500, which the
  * SDK counts as transient and would repeat in the same zone. Those go
- * straight back to the caller, whose zone failover handles them.
+ * straight back to the caller, whose zone failover handles them, and so do
+ * errors no retry can fix (an endpoint that does not resolve, included).
  */
 export class Ec2RetryStrategy implements Strategy {
   readonly mode = 'adaptive';
@@ -33,11 +34,12 @@ export class Ec2RetryStrategy implements Strategy {
   }
 
   refreshRetryTokenForRetry(token: StandardRetryToken, info: RetryErrorInfo): Promise<RetryToken> {
-    const err: unknown = info.error;
-    const message = err instanceof Error ? err.message : '';
-    if (isZoneSpecific(ec2ErrorCode(err), message)) {
+    const kind = classifyError(info.error);
+    if (kind === 'zone' || kind === 'permanent') {
       // the middleware rethrows the call's own error when no retry token is given
-      return Promise.reject(new Error('capacity errors are not retried in place'));
+      return Promise.reject(
+        new Error(`${kind === 'zone' ? 'capacity' : 'permanent'} errors are not retried in place`),
+      );
     }
     return this.inner.refreshRetryTokenForRetry(token, info);
   }

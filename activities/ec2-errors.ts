@@ -9,6 +9,7 @@ import { FAILURE } from '../workflows/failures';
  */
 export const ZONE_UNAVAILABLE = FAILURE.zoneUnavailable;
 export const START_FAILED = FAILURE.startFailed;
+export const EC2_REFUSED = FAILURE.ec2Refused;
 
 const ZONE_SPECIFIC_CODES = new Set([
   'InsufficientInstanceCapacity',
@@ -65,6 +66,117 @@ export function isThrottling(code: string | undefined): boolean {
 }
 
 /**
+ * EC2 errors no retry can fix: credentials, permissions, an account not
+ * opted in, an image that does not exist, a request EC2 calls malformed.
+ * Only a person can change these, so the machine goes to `error` at once
+ * (or teardown says what blocks it) instead of an activity retrying.
+ */
+const PERMANENT_CODES = new Set([
+  'UnauthorizedOperation',
+  'AuthFailure',
+  'OptInRequired',
+  'Blocked',
+  'PendingVerification',
+  'SignatureDoesNotMatch',
+  'InvalidClientTokenId',
+  'UnrecognizedClientException',
+  'AccessDenied',
+  'AccessDeniedException',
+  'InvalidParameterValue',
+  'InvalidParameterCombination',
+  'InvalidParameter',
+  'MissingParameter',
+  'UnknownParameter',
+  'InvalidAction',
+  'OperationNotPermitted',
+  'UnsupportedOperation',
+]);
+
+/** Code families that name a resource that is not there or not valid (`InvalidAMIID.NotFound`). */
+const PERMANENT_PREFIXES = [
+  'InvalidAMIID.',
+  'InvalidSubnetID.',
+  'InvalidGroup.',
+  'InvalidKeyPair.',
+  'InvalidInstanceType',
+];
+
+/**
+ * Transport errors that say the endpoint itself does not exist (a region
+ * such as `us-east-9` has no `ec2.us-east-9.amazonaws.com`): no retry finds it.
+ */
+const PERMANENT_TRANSPORT_CODES = new Set(['ENOTFOUND', 'UnknownEndpoint']);
+
+/** How a failure is handled, decided here and nowhere else. */
+export type ErrorClass =
+  /** Another zone may work: fail over without spending an attempt. */
+  | 'zone'
+  /** EC2 asks us to slow down: retry in place with backoff. */
+  | 'throttling'
+  /** No retry can fix it: stop and say so, with EC2's code. */
+  | 'permanent'
+  /** EC2 having a moment, a refusal a later attempt may not meet, a transport fault: retry. */
+  | 'transient';
+
+/** The node error code of a transport failure (`ENOTFOUND`), if it has one. */
+function transportCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Classifies an error from an EC2 call (or the transport under it). */
+export function classifyError(err: unknown): ErrorClass {
+  const code = ec2ErrorCode(err);
+  const message = err instanceof Error ? err.message : String(err);
+  if (isThrottling(code)) return 'throttling';
+  if (isZoneSpecific(code, message)) return 'zone';
+  const transport = transportCode(err);
+  if (transport && PERMANENT_TRANSPORT_CODES.has(transport)) return 'permanent';
+  if (code && PERMANENT_TRANSPORT_CODES.has(code)) return 'permanent';
+  // a placement group's partition or state refused: the next attempt claims afresh
+  if (PLACEMENT_REFUSAL_CODES.has(code ?? '') && /placement group|partition/i.test(message)) {
+    return 'transient';
+  }
+  if (code && (PERMANENT_CODES.has(code) || PERMANENT_PREFIXES.some((p) => code.startsWith(p)))) {
+    return 'permanent';
+  }
+  return 'transient';
+}
+
+/** What the machine's status says of a permanent EC2 error: EC2's code first. */
+export function permanentMessage(err: unknown): string {
+  const code = ec2ErrorCode(err);
+  const transport = transportCode(err);
+  const message = err instanceof Error ? err.message : String(err);
+  if (transport && PERMANENT_TRANSPORT_CODES.has(transport)) {
+    return `${transport}: the EC2 endpoint cannot be found (${message})`;
+  }
+  return code && !message.startsWith(`${code}:`) ? `${code}: ${message}` : message;
+}
+
+/**
+ * The one place activities turn an error no retry can fix into a
+ * non-retryable `Ec2Refused` failure (the workflow records it); every other
+ * error is returned as it is, for the caller's own handling or the activity
+ * retry policy.
+ */
+export function refusedOr(err: unknown): unknown {
+  if (err instanceof ApplicationFailure) return err;
+  if (classifyError(err) !== 'permanent') return err;
+  const code = ec2ErrorCode(err) ?? transportCode(err);
+  return ApplicationFailure.create({
+    type: EC2_REFUSED,
+    message: permanentMessage(err),
+    nonRetryable: true,
+    ...(code ? { details: [{ code }] } : {}),
+  });
+}
+
+/**
  * Maps an EC2 error from a launch to what the workflow branches on: an
  * ApplicationFailure of a known type (non-retryable, the workflow decides), or
  * the original error for throttling and transport faults, which the activity
@@ -73,8 +185,17 @@ export function isThrottling(code: string | undefined): boolean {
 export function classifyLaunchError(err: unknown, zone: string): unknown {
   const code = ec2ErrorCode(err);
   const message = err instanceof Error ? err.message : String(err);
-  if (isThrottling(code)) return err;
-  if (isZoneSpecific(code, message)) {
+  const kind = classifyError(err);
+  if (kind === 'throttling') return err;
+  if (kind === 'permanent') {
+    return ApplicationFailure.create({
+      type: EC2_REFUSED,
+      message: permanentMessage(err),
+      nonRetryable: true,
+      details: [{ zone, code }],
+    });
+  }
+  if (kind === 'zone') {
     return ApplicationFailure.create({
       type: ZONE_UNAVAILABLE,
       message: `${code}: ${message}`,

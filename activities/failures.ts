@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { EntityNotFoundError } from '../state/errors';
 import { MachineDeadError } from '../state/provisioning';
 import { FAILURE, type FailureType } from '../workflows/failures';
+import { refusedOr } from './ec2-errors';
 
 /** A non-retryable failure of one of the types the workflows branch on. */
 export function failure(type: FailureType, message: string, details?: unknown): ApplicationFailure {
@@ -23,4 +24,26 @@ export async function orMachineGone<T>(work: Promise<T>): Promise<T> {
     }
     throw err;
   }
+}
+
+/**
+ * Wraps each activity so an EC2 error no retry can fix leaves it as a
+ * non-retryable `Ec2Refused` failure (ec2-errors.ts decides which): the one
+ * place the machine workflow's activities are classified, so none of them
+ * retries a refusal until its bound runs out.
+ */
+export function refusingPermanent<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
+  activities: T,
+): T {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(activities)) {
+    wrapped[name] = async (...args: never[]) => {
+      try {
+        return await fn(...args);
+      } catch (err) {
+        throw refusedOr(err);
+      }
+    };
+  }
+  return wrapped as T;
 }

@@ -1,4 +1,5 @@
 import type { ActivityDeps } from './deps';
+import { refusingPermanent } from './failures';
 import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
 import { RecentReads } from './recent-reads';
@@ -18,9 +19,9 @@ export function createActivities(given: ActivityDeps) {
   const groups = new PlacementGroups(deps.ec2ForRegion);
   const sweep = sweepActivities(deps);
   return {
-    ...recordActivities(deps, groups),
-    ...launchActivities(deps, groups),
-    ...teardownActivities(deps),
+    ...refusingPermanent(recordActivities(deps, groups)),
+    ...refusingPermanent(launchActivities(deps, groups)),
+    ...refusingPermanent(teardownActivities(deps)),
     ...sweep,
     ...sweeperActivities(deps, (input, listings) => sweep.sweepModel(input, listings)),
     ...starterActivities(deps),

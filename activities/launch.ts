@@ -71,49 +71,55 @@ export function launchActivities(
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
 
+  /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
+  async function planFor(ref: MachineRef): Promise<LaunchPlan> {
+    const recent = deps.recentReads?.take(ref);
+    const [model, machine] = await orMachineGone(
+      Promise.all([
+        modelReads.read(ref.model, () => repo.getModel(ref.model)),
+        recent ?? repo.getMachine(ref.model, ref.machineId),
+      ]),
+    );
+    const regional = deps.ec2ForRegion(model.region);
+    const [catalogue, zones, prices] = await Promise.all([
+      regional.catalogue.all(),
+      regional.zones.zones(),
+      // never throws: an unreadable price list gives no prices (size order)
+      deps.prices?.forRegion(model.region),
+    ]);
+    try {
+      const plan = await buildLaunchPlan({
+        model,
+        machine,
+        catalogue,
+        ...(prices ? { prices } : {}),
+        zones: zones.map((z) => z.name),
+        zonesOffering: (type, names) => regional.catalogue.zonesOffering(type, names),
+        findImage: (q) => regional.images.find(q),
+        findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
+        ...(deps.instanceProfile ? { instanceProfile: deps.instanceProfile } : {}),
+      });
+      if (!model.uid) return plan;
+      // availability-set mode: the group of the machine's application (one per machine in it)
+      const [application] = [...plan.applications].sort();
+      return {
+        ...plan,
+        modelUid: model.uid,
+        ...(model.availabilitySets && application !== undefined
+          ? { placementGroup: placementGroupName(model.uid, application) }
+          : {}),
+      };
+    } catch (err) {
+      if (err instanceof LaunchPlanError) throw failure(FAILURE.planFailed, err.message);
+      throw err;
+    }
+  }
+
   return {
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {
-      const recent = deps.recentReads?.take(ref);
-      const [model, machine] = await orMachineGone(
-        Promise.all([
-          modelReads.read(ref.model, () => repo.getModel(ref.model)),
-          recent ?? repo.getMachine(ref.model, ref.machineId),
-        ]),
-      );
-      const regional = deps.ec2ForRegion(model.region);
-      const [catalogue, zones, prices] = await Promise.all([
-        regional.catalogue.all(),
-        regional.zones.zones(),
-        // never throws: an unreadable price list gives no prices (size order)
-        deps.prices?.forRegion(model.region),
-      ]);
-      try {
-        const plan = await buildLaunchPlan({
-          model,
-          machine,
-          catalogue,
-          ...(prices ? { prices } : {}),
-          zones: zones.map((z) => z.name),
-          zonesOffering: (type, names) => regional.catalogue.zonesOffering(type, names),
-          findImage: (q) => regional.images.find(q),
-          findSubnet: (idOrCidr) => findSubnet(regional.ec2, idOrCidr),
-          ...(deps.instanceProfile ? { instanceProfile: deps.instanceProfile } : {}),
-        });
-        if (!model.uid) return plan;
-        // availability-set mode: the group of the machine's application (one per machine in it)
-        const [application] = [...plan.applications].sort();
-        return {
-          ...plan,
-          modelUid: model.uid,
-          ...(model.availabilitySets && application !== undefined
-            ? { placementGroup: placementGroupName(model.uid, application) }
-            : {}),
-        };
-      } catch (err) {
-        if (err instanceof LaunchPlanError) throw failure(FAILURE.planFailed, err.message);
-        throw err;
-      }
+      // a destroy cancels planning: give up at once, whatever EC2 call is under way
+      return untilCancelled(() => planFor(ref));
     },
 
     /**
@@ -264,6 +270,26 @@ function launchErrorCode(err: unknown): string | undefined {
     if (typeof code === 'string') return code;
   }
   return ec2ErrorCode(err);
+}
+
+/**
+ * Runs the work, but answers a cancellation of the activity at once (a local
+ * activity holds its workflow's task until it returns, cancelled or not).
+ * The work itself runs on; what it does needs no undoing.
+ */
+async function untilCancelled<T>(work: () => Promise<T>): Promise<T> {
+  let context: Context | undefined;
+  try {
+    context = Context.current();
+  } catch {
+    return work();
+  }
+  const running = work();
+  const cancelled = context.cancelled;
+  // neither promise may reject unobserved
+  running.catch(() => undefined);
+  cancelled.catch(() => undefined);
+  return Promise.race([running, cancelled]);
 }
 
 /** The activity's attempt number (1 outside an activity, e.g. in unit tests). */

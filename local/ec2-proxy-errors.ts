@@ -139,3 +139,23 @@ export const IDEMPOTENT_INSTANCE_TERMINATED = {
   message:
     'The client token you have provided is associated with a terminated instance. Please use a different client token.',
 } as const;
+
+/**
+ * EC2's message for an error injected on a whole action (`errors` faults):
+ * EC2's own wording where the proxy knows it, else a plain description.
+ */
+export function actionFaultMessage(code: string, action: string, instanceId?: string): string {
+  switch (code) {
+    case 'OperationNotPermitted':
+      // Real answer (aws-cli#2183 and others) to terminating a protected instance.
+      return `The instance '${instanceId ?? 'unknown'}' may not be terminated. Modify its 'disableApiTermination' instance attribute and try again.`;
+    case 'UnauthorizedOperation':
+      return 'You are not authorized to perform this operation.';
+    case 'AuthFailure':
+      return 'AWS was not able to validate the provided access credentials';
+    case 'OptInRequired':
+      return 'You are not subscribed to this service. Please go to http://aws.amazon.com to subscribe.';
+    default:
+      return `${code} (injected for ${action}).`;
+  }
+}

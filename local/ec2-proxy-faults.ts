@@ -25,6 +25,12 @@ export interface FaultSet {
    * then left unanswered (the connection closed); counts down as they happen.
    */
   readonly loseResponses: Readonly<Record<string, number>>;
+  /**
+   * Lower-camel action name → the EC2 error code every call of it answers
+   * (`{ "terminateInstances": "OperationNotPermitted" }`), for errors no
+   * retry can fix: permissions, termination protection, an account not opted in.
+   */
+  readonly errors?: Readonly<Record<string, string>>;
 }
 
 export const NO_FAULTS: FaultSet = {
@@ -34,7 +40,7 @@ export const NO_FAULTS: FaultSet = {
   loseResponses: {},
 };
 
-const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses'];
+const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses', 'errors'];
 const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /** A request body the admin API refuses (answered 400 `bad-request`). */
@@ -116,6 +122,34 @@ function parseLoseResponses(
   return out;
 }
 
+function parseActionErrors(
+  value: unknown,
+  isKnownAction: (action: string) => boolean,
+): Record<string, string> {
+  if (!isPlainObject(value)) throw new AdminBadRequestError('"errors" must be an object');
+  const out: Record<string, string> = {};
+  for (const [key, code] of Object.entries(value)) {
+    const action = key.charAt(0).toUpperCase() + key.slice(1);
+    if (!ACTION_KEY.test(key) || !isKnownAction(action)) {
+      throw new AdminBadRequestError(
+        `"errors": unknown field "${key}" (expected lower-camel EC2 action names such as "terminateInstances")`,
+      );
+    }
+    if (typeof code !== 'string' || !ERROR_CODE.test(code)) {
+      throw new AdminBadRequestError(`"errors.${key}" must be an EC2 error code`);
+    }
+    out[key] = code;
+  }
+  return out;
+}
+
+/** The EC2 error code `action` (upper-camel) is set to answer with, if any. */
+export function actionError(faults: FaultSet, action: string): string | undefined {
+  const key = action.charAt(0).toLowerCase() + action.slice(1);
+  const errors = faults.errors ?? {};
+  return Object.hasOwn(errors, key) ? errors[key] : undefined;
+}
+
 /** Validates a `PUT /_admin/faults` body (already JSON-decoded); every field is optional. */
 export function parseFaultSet(
   body: unknown,
@@ -132,12 +166,15 @@ export function parseFaultSet(
   if (body.unavailable !== undefined && typeof body.unavailable !== 'boolean') {
     throw new AdminBadRequestError('"unavailable" must be true or false');
   }
+  const errors = body.errors === undefined ? {} : parseActionErrors(body.errors, isKnownAction);
   return {
     zones: body.zones === undefined ? {} : parseZoneCodes(body.zones),
     zoneStates: body.zoneStates === undefined ? {} : parseZoneStates(body.zoneStates),
     unavailable: body.unavailable === true,
     loseResponses:
       body.loseResponses === undefined ? {} : parseLoseResponses(body.loseResponses, isKnownAction),
+    // shown only when set, so the answers of the earlier fields read as they did
+    ...(Object.keys(errors).length > 0 ? { errors } : {}),
   };
 }
 

@@ -11,6 +11,7 @@ import * as ec2Sdk from '@aws-sdk/client-ec2';
 import type { AdminState } from './ec2-proxy-admin';
 import { handleAdmin, isAdminPath } from './ec2-proxy-admin';
 import {
+  actionFaultMessage,
   ec2ErrorCode,
   ec2ErrorStatus,
   ec2ErrorXml,
@@ -20,7 +21,7 @@ import {
   newRequestId,
   REQUEST_LIMIT_EXCEEDED,
 } from './ec2-proxy-errors';
-import { alternativeZones, NO_FAULTS, takeLostResponse } from './ec2-proxy-faults';
+import { actionError, alternativeZones, NO_FAULTS, takeLostResponse } from './ec2-proxy-faults';
 import type { IdempotencyScope, LaunchRecord } from './ec2-proxy-idempotency';
 import {
   callerScope,
@@ -117,7 +118,9 @@ import { SsmEmulation, ssmAction } from './ec2-proxy-ssm';
  *   report an instance launched through the proxy as `pending` that long
  *   (moto says `running` at once), state filters applied by the proxy
  *   (ec2-proxy-instances.ts);
- * - `unavailable`: every EC2 call answers 503 `Unavailable`;
+ * - `unavailable`: every EC2 call answers 503 `Unavailable`; `errors`: every
+ *   call of an action answers the EC2 error code set for it (HTTP 400 unless
+ *   a server-side code);
  *   `loseResponses`: the call is carried out in full (launches recorded for
  *   their token) and the client's connection destroyed without an answer;
  * - the `launchedInstances` resource bucket: RunInstances takes
@@ -294,6 +297,13 @@ class ProxyHandler {
     if (!this.admin.limiter.allow(call.action, call.scope.region)) {
       this.admin.stats.throttle();
       sendEc2Error(res, REQUEST_LIMIT_EXCEEDED.code, REQUEST_LIMIT_EXCEEDED.message);
+      return;
+    }
+    const refused = actionError(this.admin.faults, call.action);
+    if (refused !== undefined) {
+      this.admin.stats.inject(refused);
+      const instanceId = paramValue(call.params, 'InstanceId.1');
+      sendEc2Error(res, refused, actionFaultMessage(refused, call.action, instanceId));
       return;
     }
     const lost = takeLostResponse(this.admin.faults, call.action);

@@ -291,6 +291,30 @@ export class ProvisioningStore {
    * machine before looking, so the last one to go always finds the model empty.
    */
   async removeModelIfDyingAndEmpty(model: string): Promise<boolean> {
+    // One item, then at most one entity: a removal in a live or still-full model reads
+    // no more than that, where reading the partition made N removals cost O(N²).
+    const head = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: MODEL_SK },
+        ProjectionExpression: '#life',
+        ExpressionAttributeNames: { '#life': 'life' },
+        ConsistentRead: true,
+      }),
+    );
+    if (head.Item?.life !== 'dying') return false;
+    const entity = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        // entity keys start with a letter; `#`-keys (the model, counters) sort before `$`
+        KeyConditionExpression: 'pk = :pk AND sk >= :entities',
+        ExpressionAttributeValues: { ':pk': modelPk(model), ':entities': '$' },
+        ProjectionExpression: 'sk',
+        Limit: 1,
+        ConsistentRead: true,
+      }),
+    );
+    if ((entity.Items?.length ?? 0) > 0) return false;
     const items = await this.queryAll({
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',

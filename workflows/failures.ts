@@ -14,6 +14,12 @@ export const FAILURE = {
   planFailed: 'LaunchPlanFailed',
   /** The machine's record is gone: nothing left to provision or tear down. */
   machineGone: 'MachineGone',
+  /**
+   * EC2 refused in a way no retry can fix (permissions, credentials, opt-in,
+   * a missing image, an endpoint that does not exist): the machine goes to
+   * `error` with EC2's code, or teardown says what blocks it.
+   */
+  ec2Refused: 'Ec2Refused',
   /** A container cannot be created at all (no image for its base, no SSM client): error at once. */
   containerFailed: 'ContainerFailed',
 } as const;

@@ -1,18 +1,21 @@
 import {
+  ActivityFailure,
   CancellationScope,
   condition,
   isCancellation,
   log,
+  patched,
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { BATCHED_LAUNCHES, INSTANCE_LIVENESS, uses } from './patches';
+import { BATCHED_LAUNCHES, DESTROY_CANCELS_PLANNING, INSTANCE_LIVENESS, uses } from './patches';
 import { FAILURE } from './failures';
 import {
   attemptFailedMessage,
   recordFailedMessage,
+  stepFailedMessage,
   startingMessage,
   zoneFailoverMessage,
 } from './messages';
@@ -61,7 +64,15 @@ export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> 
     return await runPass(ctx);
   } catch (err) {
     if (err instanceof MachineGoneSignal) return 'recheck';
-    throw err;
+    // A step out of its retries (proxies.ts STEP_DEADLINE) or refused for good:
+    // the machine says so in `error` instead of the workflow failing unseen.
+    if (!(err instanceof ActivityFailure)) throw err;
+    try {
+      return await recordFailure(ctx, stepFailedMessage(err));
+    } catch (again) {
+      if (again instanceof MachineGoneSignal) return 'recheck';
+      throw again;
+    }
   }
 }
 
@@ -84,9 +95,12 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
 
   let plan: LaunchPlan;
   try {
-    plan = await orStop((ctx.local ? localPlanning : planning).planLaunch({ model, machineId }));
+    plan = await orStop(planUnlessDestroyed(ctx));
   } catch (err) {
-    if (failureType(err) === FAILURE.planFailed) return recordFailure(ctx, failureMessage(err));
+    const type = failureType(err);
+    if (type === FAILURE.planFailed || type === FAILURE.ec2Refused) {
+      return recordFailure(ctx, failureMessage(err));
+    }
     throw err;
   }
   state.instanceType = plan.instanceType;
@@ -114,6 +128,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         );
       } catch (err) {
         const type = failureType(err);
+        if (type === FAILURE.ec2Refused) return recordFailure(ctx, failureMessage(err));
         if (type === FAILURE.startFailed) {
           // the claim could not be made (contended): spend the attempt
           lastError = failureMessage(err);
@@ -160,6 +175,12 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       } catch (err) {
         const type = failureType(err);
         if (type === FAILURE.machineGone) throw new MachineGoneSignal();
+        if (type === FAILURE.ec2Refused) {
+          // no other zone or attempt can fix it: error now, with EC2's code
+          state.zone = undefined;
+          await orStop(quick.releaseZone({ model, machineId }));
+          return recordFailure(ctx, failureMessage(err));
+        }
         if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) {
           if (!batched) throw err;
           // out of retries or timed out: EC2 may have launched; the next launch looks first
@@ -239,6 +260,33 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
     }
   }
   return recordFailure(ctx, lastError);
+}
+
+/**
+ * Plans the launch; a destroy that arrives meanwhile cancels the planning
+ * (it may page a region's whole catalogue, or wait out EC2's retries) and
+ * stops the pass if the machine is Dead, instead of waiting behind it. No
+ * launch has gone out yet, so nothing can be left behind. Runs begun before
+ * this change replay as they ran: they waited for the plan.
+ */
+async function planUnlessDestroyed(ctx: MachineContext): Promise<LaunchPlan> {
+  const { model, machineId, signals } = ctx;
+  for (;;) {
+    const scope = new CancellationScope();
+    const planned = scope.run(() =>
+      (ctx.local ? localPlanning : planning).planLaunch({ model, machineId }),
+    );
+    let settled = false;
+    planned.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await condition(() => settled || signals.destroy);
+    if (settled || !patched(DESTROY_CANCELS_PLANNING)) return planned;
+    scope.cancel();
+    await planned.catch(() => undefined);
+    await stopIfDead(ctx); // Dead: the pass stops; alive (a stray signal): plan again
+  }
 }
 
 /** Waits `ms` with a named timer (it reads as a sentence in the history), or until a destroy. */

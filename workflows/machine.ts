@@ -2,6 +2,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   setHandler,
   upsertSearchAttributes,
   workflowInfo,
@@ -19,7 +20,13 @@ import {
 } from './definitions';
 import { containerStep } from './container';
 import { provision } from './launch';
-import { BATCHED_LAUNCHES, CONTAINERS, INSTANCE_LIVENESS, uses } from './patches';
+import {
+  BATCHED_LAUNCHES,
+  CONTAINERS,
+  CONTINUE_WHEN_SETTLED,
+  INSTANCE_LIVENESS,
+  uses,
+} from './patches';
 import { ec2, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from './search-attributes';
 import { showDetails } from './summaries';
@@ -215,8 +222,30 @@ async function recordInstanceState(
   else log.info('instance state', fields);
 }
 
+/**
+ * Events a run may hold when its machine settles (running, in error or idle,
+ * waiting for a signal) before it starts afresh. A smooth provisioning takes
+ * about 20, so it goes on as it is (a new run costs a start); one that failed
+ * over zones, waited out attempts or kept hearing of its instance drops that
+ * history instead of carrying it for the machine's whole life.
+ */
+export const SETTLED_HISTORY_EVENTS = 40;
+
 async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): Promise<void> {
   const { signals } = ctx;
+  if (
+    workflowInfo().historyLength > SETTLED_HISTORY_EVENTS &&
+    !signals.retry &&
+    !signals.destroy &&
+    signals.instance === undefined &&
+    patched(CONTINUE_WHEN_SETTLED)
+  ) {
+    await continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
+      model: input.model,
+      machineId: input.machineId,
+      carried: { retryRequested: false, destroyRequested: false, state: ctx.state },
+    });
+  }
   await condition(
     () =>
       signals.retry ||

@@ -49,3 +49,22 @@ export function attemptFailedMessage(
 export function recordFailedMessage(machineId: string, instanceId: string, cause: string): string {
   return `cannot record instance ${instanceId} for machine ${machineId} (terminated): ${cause}`;
 }
+
+/**
+ * A step that ended without a result: out of its retries or its time
+ * (proxies.ts), or refused for good. Names the activity and every cause
+ * Temporal recorded (`activity ScheduleToClose timeout: Unavailable: …`).
+ */
+export function stepFailedMessage(err: {
+  message: string;
+  cause?: unknown;
+  activityType?: string;
+}): string {
+  const causes: string[] = [];
+  for (let e: unknown = err.cause, depth = 0; e instanceof Error && depth < 5; depth++) {
+    if (e.message && !causes.includes(e.message)) causes.push(e.message);
+    e = (e as { cause?: unknown }).cause;
+  }
+  const step = err.activityType ? `${err.activityType} failed` : 'a step failed';
+  return causes.length > 0 ? `${step}: ${causes.join(': ')}` : `${step}: ${err.message}`;
+}

@@ -38,3 +38,20 @@ export const INSTANCE_LIVENESS = 'instance-liveness';
  * (container.ts); before, it only waited.
  */
 export const CONTAINERS = 'containers';
+
+/**
+ * Issue 11: a teardown whose instance stays un-terminated for minutes says
+ * so in the machine's status and looks once a minute. Changes made after the
+ * `machine` type began are asked with `patched()` by every run, lean or not:
+ * `machine` runs in flight then have histories without them.
+ */
+export const BOUNDED_TEARDOWN = 'bounded-teardown';
+
+/** Issue 11: a destroy that arrives while a machine is planned cancels the planning. */
+export const DESTROY_CANCELS_PLANNING = 'destroy-cancels-planning';
+
+/**
+ * Issue 11: a machine that settles (waits for a signal) with a long history
+ * continues as new, carrying its state (machine.ts SETTLED_HISTORY_EVENTS).
+ */
+export const CONTINUE_WHEN_SETTLED = 'continue-when-settled';

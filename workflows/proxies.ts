@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   proxyActivities,
@@ -16,9 +17,20 @@ const RETRY = {
   nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
 } as const;
 
+/**
+ * How long a step that keeps failing for transient reasons (throttling,
+ * EC2's 503s, a DynamoDB or network fault) is retried before the workflow
+ * takes it as failed: long enough to ride out an outage of several minutes
+ * (at the retry policy's 30 s ceiling, 20-odd tries), short enough that a
+ * fault no one classified as permanent still ends, in a status that says so.
+ * Errors known to be permanent never wait for it (activities/ec2-errors.ts).
+ */
+export const STEP_DEADLINE = '10 minutes';
+
 /** DynamoDB reads and writes: milliseconds each; a zone claim may retry a few lost races inside. */
 export const records = proxyActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
 
@@ -37,6 +49,7 @@ export const recording = proxyActivities<Activities>({
  */
 export const ec2 = proxyActivities<Activities>({
   startToCloseTimeout: '20 seconds',
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
 
@@ -59,12 +72,19 @@ export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
  */
 export const describing = proxyActivities<Activities>({
   startToCloseTimeout: '1 minute',
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
 
-/** Planning may page through a region's whole instance-type catalogue on a cold cache. */
+/**
+ * Planning may page through a region's whole instance-type catalogue on a
+ * cold cache. A destroy cancels it without waiting for the call under way
+ * to notice (TRY_CANCEL): nothing it does needs undoing.
+ */
 export const planning = proxyActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
 
@@ -102,6 +122,7 @@ export const starting = proxyActivities<Activities>({
  */
 export const localRecords = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
 export const localRecording = proxyLocalActivities<Activities>({
@@ -110,5 +131,7 @@ export const localRecording = proxyLocalActivities<Activities>({
 });
 export const localPlanning = proxyLocalActivities<Activities>({
   startToCloseTimeout: '2 minutes',
+  cancellationType: ActivityCancellationType.TRY_CANCEL,
+  scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });

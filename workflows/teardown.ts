@@ -1,10 +1,53 @@
-import { log, sleep } from '@temporalio/workflow';
+import { ActivityFailure, log, patched, sleep } from '@temporalio/workflow';
 import type { DeadMachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from './failures';
-import { BATCHED_LAUNCHES, uses } from './patches';
-import { describing, ec2, failureType, records } from './proxies';
+import { goDuration, stepFailedMessage } from './messages';
+import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, uses } from './patches';
+import { describing, ec2, failureMessage, failureType, records } from './proxies';
 import { duration } from './summaries';
+
+/** Polls (about 5 minutes at 5 s) before an instance that will not terminate is reported. */
+const PATIENT_POLLS = 60;
+
+/**
+ * How often a blocked teardown tries again: six retry delays (a minute at
+ * the default 10 s), at least a second, at most a minute. Slow, since only
+ * a person fixes what blocks it; soon enough that the fix is taken up.
+ */
+export function blockedRetryMs(retryDelayMs: number): number {
+  return Math.min(60_000, Math.max(1_000, 6 * retryDelayMs));
+}
+
+/**
+ * Runs one teardown step until it succeeds. A step that fails for good
+ * (EC2 refused: termination protection, permissions) or ran out of its
+ * retries puts what blocks it in the machine's status message and is tried
+ * again every `blockedRetryMs`, so fixing the cause lets teardown finish.
+ */
+async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promise<T>): Promise<T> {
+  const { model, machineId, state } = ctx;
+  const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
+  for (;;) {
+    try {
+      return await step();
+    } catch (err) {
+      if (!(err instanceof ActivityFailure) || failureType(err) === FAILURE.machineGone) throw err;
+      // a typed failure is the activity's own words; an untyped one names the step and its causes
+      const cause = failureType(err) ? failureMessage(err) : stepFailedMessage(err);
+      const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
+      state.lastError = message;
+      log.warn('teardown blocked', { model, machineId, error: message });
+      try {
+        await records.recordStatus({ model, machineId, status: 'stopping', message });
+      } catch (again) {
+        if (failureType(again) === FAILURE.machineGone) throw again;
+        // the status could not be written either: the wait and the next try still happen
+      }
+      await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
+    }
+  }
+}
 
 /** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
 export function harvestsDestroyed(mode: string): boolean {
@@ -24,9 +67,11 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   publish(ctx, { status: 'stopping' });
   // leaving: it no longer counts in its zone (removal would do it too, later); a new step, so patched
   if (uses(ctx, BATCHED_LAUNCHES)) {
-    await records.releaseZone({ model, machineId }).catch((err: unknown) => {
-      if (failureType(err) !== FAILURE.machineGone) throw err;
-    });
+    await untilDone(ctx, 'release its zone', () => records.releaseZone({ model, machineId })).catch(
+      (err: unknown) => {
+        if (failureType(err) !== FAILURE.machineGone) throw err;
+      },
+    );
   }
   const launchable = !machine.manual && !machine.container;
   const terminate = launchable && harvestsDestroyed(machine.harvestMode);
@@ -34,12 +79,14 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
   ];
   if (terminate) {
-    const tagged = await describing.instancesTaggedFor({
-      model,
-      machineId,
-      region: machine.region,
-      ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
-    });
+    const tagged = await untilDone(ctx, 'list the instances tagged for it', () =>
+      describing.instancesTaggedFor({
+        model,
+        machineId,
+        region: machine.region,
+        ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+      }),
+    );
     instanceIds = [...new Set([...instanceIds, ...tagged])];
   }
   const message =
@@ -56,24 +103,42 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   if (terminate && instanceIds.length > 0) {
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
     // summaries (UI metadata on the same commands) read as sentences in the history
-    await ec2.terminateInstances.executeWithOptions(
-      { summary: `terminating ${instanceIds.join(', ')}` },
-      [{ region: machine.region, instanceIds, fresh: ctx.launched }],
+    await untilDone(ctx, `terminate instance ${instanceIds.join(', ')}`, () =>
+      ec2.terminateInstances.executeWithOptions(
+        { summary: `terminating ${instanceIds.join(', ')}` },
+        [{ region: machine.region, instanceIds, fresh: ctx.launched }],
+      ),
     );
     for (let poll = 0; ; poll++) {
-      const remaining = await describing.instancesNotTerminated({
-        region: machine.region,
-        instanceIds,
-      });
+      const remaining = await untilDone(ctx, 'check that its instance terminated', () =>
+        describing.instancesNotTerminated({ region: machine.region, instanceIds }),
+      );
       if (remaining.length === 0) break;
-      const waitMs = Math.min(1000 * 2 ** poll, 5000);
+      let waitMs = Math.min(1000 * 2 ** poll, 5000);
+      if (poll >= PATIENT_POLLS && patched(BOUNDED_TEARDOWN)) {
+        // still not terminated after minutes: say so, and look less often
+        waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
+        if (poll === PATIENT_POLLS) {
+          const message = `instance ${remaining.join(', ')} is not terminated yet (asked ${duration(
+            PATIENT_POLLS * 5000,
+          )} ago); checking every ${goDuration(waitMs)}`;
+          state.lastError = message;
+          await records
+            .recordStatus({ model, machineId, status: 'stopping', message })
+            .catch((err: unknown) => {
+              if (failureType(err) !== FAILURE.machineGone) throw err;
+            });
+        }
+      }
       await sleep(waitMs, {
         summary: `waiting ${duration(waitMs)} for ${remaining.join(', ')} to terminate`,
       });
     }
   }
   ctx.launched = [];
-  const { modelRemoved } = await records.removeMachine({ model, machineId });
+  const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
+    records.removeMachine({ model, machineId }),
+  );
   state.phase = 'removed';
   state.instanceId = undefined;
   log.info('machine removed', { model, machineId, modelRemoved });

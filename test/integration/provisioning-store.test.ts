@@ -354,6 +354,36 @@ describe('removal', () => {
     expect(await store.removeMachine(model, m1!)).toEqual({ modelRemoved: false });
   });
 
+  it('reads the model item, then at most one entity, when a removal leaves others behind', async () => {
+    const model = await newModel();
+    await addMachines(
+      model,
+      Array.from({ length: 30 }, () => []),
+    );
+    // items each query of this client reads (Query's ScannedCount), counted from here on
+    const counted = dynamoClientFor(stack);
+    let scanned = 0;
+    counted.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        const body = out.output as { ScannedCount?: number };
+        scanned += body.ScannedCount ?? 0;
+        return out;
+      },
+      { step: 'initialize', name: 'countScanned' },
+    );
+    const counting = new ProvisioningStore(counted, stack.tableName);
+    try {
+      expect(await counting.removeModelIfDyingAndEmpty(model)).toBe(false);
+      expect(scanned).toBe(0); // alive: the model item alone
+      await setLife(model, MODEL_SK, 'dying');
+      expect(await counting.removeModelIfDyingAndEmpty(model)).toBe(false);
+      expect(scanned).toBe(1); // dying, not empty: one entity
+    } finally {
+      counted.destroy();
+    }
+  });
+
   it('keeps an alive model, and a dying one that still has entities', async () => {
     const model = await newModel();
     expect(await store.removeModelIfDyingAndEmpty(model)).toBe(false);

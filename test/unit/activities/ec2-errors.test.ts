@@ -1,11 +1,15 @@
 import { EC2ServiceException } from '@aws-sdk/client-ec2';
 import { ApplicationFailure } from '@temporalio/common';
 import {
+  classifyError,
   classifyLaunchError,
   ec2ErrorCode,
   isThrottling,
   isZoneSpecific,
+  refusedOr,
 } from '../../../activities/ec2-errors';
+import { refusingPermanent } from '../../../activities/failures';
+import { Ec2RetryStrategy } from '../../../activities/ec2-client';
 import { FAILURE } from '../../../workflows/failures';
 
 function ec2Error(code: string, status: number, message = `${code} happened`): EC2ServiceException {
@@ -99,14 +103,26 @@ describe('classifyLaunchError', () => {
     expect(failure.details).toEqual([{ zone: 'us-east-1b', code: 'InsufficientInstanceCapacity' }]);
   });
 
-  it('makes a zone-independent refusal (4xx) a non-retryable start failure', () => {
+  it('makes an image that does not exist a refusal no attempt can fix (error at once)', () => {
     const out = classifyLaunchError(
       ec2Error('InvalidAMIID.NotFound', 400, 'no such image'),
       'us-east-1a',
     );
     expect(out).toBeInstanceOf(ApplicationFailure);
-    expect((out as ApplicationFailure).type).toBe(FAILURE.startFailed);
+    expect((out as ApplicationFailure).type).toBe(FAILURE.ec2Refused);
+    expect((out as ApplicationFailure).nonRetryable).toBe(true);
     expect((out as ApplicationFailure).message).toBe('InvalidAMIID.NotFound: no such image');
+  });
+
+  it('makes a zone-independent refusal a later attempt may not meet (a limit) a start failure', () => {
+    const out = classifyLaunchError(
+      ec2Error('VcpuLimitExceeded', 400, 'You have requested more vCPU capacity'),
+      'us-east-1a',
+    );
+    expect((out as ApplicationFailure).type).toBe(FAILURE.startFailed);
+    expect((out as ApplicationFailure).message).toBe(
+      'VcpuLimitExceeded: You have requested more vCPU capacity',
+    );
   });
 
   it('makes an unknown placement group (4xx) a start failure: the next attempt creates it', () => {
@@ -130,5 +146,140 @@ describe('classifyLaunchError', () => {
     expect(classifyLaunchError(server, 'us-east-1a')).toBe(server);
     const transport = new Error('socket hang up');
     expect(classifyLaunchError(transport, 'us-east-1a')).toBe(transport);
+  });
+});
+
+/** A transport failure as node's resolver raises it (the SDK passes it through). */
+function dnsError(host: string): Error {
+  return Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), {
+    code: 'ENOTFOUND',
+    $metadata: { attempts: 1 },
+  });
+}
+
+describe('classifyError: the one place an error is transient or permanent', () => {
+  it.each([
+    ['UnauthorizedOperation', 403, 'You are not authorized to perform this operation.'],
+    ['AuthFailure', 401, 'AWS was not able to validate the provided access credentials'],
+    ['OptInRequired', 401, 'You are not subscribed to this service.'],
+    ['InvalidAMIID.NotFound', 400, "The image id '[ami-1]' does not exist"],
+    ['InvalidAMIID.Malformed', 400, 'Invalid id: "ami-x"'],
+    ['InvalidParameterValue', 400, 'Value (xx) for parameter groupId is invalid.'],
+    ['OperationNotPermitted', 400, "The instance 'i-1' may not be terminated."],
+    ['InvalidSubnetID.NotFound', 400, "The subnet ID 'subnet-1' does not exist"],
+  ])('%s (HTTP %d) is permanent', (code, status, message) => {
+    expect(classifyError(ec2Error(code, status, message))).toBe('permanent');
+  });
+
+  it('an endpoint that does not resolve (a region such as us-east-9) is permanent', () => {
+    expect(classifyError(dnsError('ec2.us-east-9.amazonaws.com'))).toBe('permanent');
+  });
+
+  it.each([
+    [
+      'InvalidParameterValue',
+      'Your requested instance type is not supported in the Availability Zone you requested (us-east-1e).',
+    ],
+    [
+      'Unsupported',
+      'Your requested instance type (m5.8xlarge) is not supported in your requested Availability Zone (us-east-1e).',
+    ],
+    ['InsufficientInstanceCapacity', 'We currently do not have sufficient capacity'],
+  ])('%s naming a zone is zone-specific, not permanent', (code, message) => {
+    expect(
+      classifyError(ec2Error(code, code.startsWith('Insufficient') ? 500 : 400, message)),
+    ).toBe('zone');
+  });
+
+  it.each([
+    ['RequestLimitExceeded', 503, 'throttling'],
+    ['Unavailable', 503, 'transient'],
+    ['InternalError', 500, 'transient'],
+    ['VcpuLimitExceeded', 400, 'transient'],
+    ['InvalidInstanceID.NotFound', 400, 'transient'],
+  ] as const)('%s (HTTP %d) is %s', (code, status, kind) => {
+    expect(classifyError(ec2Error(code, status))).toBe(kind);
+  });
+
+  it('a placement group refusing a partition is no permanent refusal: the next attempt claims afresh', () => {
+    const err = ec2Error(
+      'InvalidParameterValue',
+      400,
+      'The specified partition number 4 is not valid for placement group g.',
+    );
+    expect(classifyError(err)).toBe('transient');
+    expect((classifyLaunchError(err, 'us-east-1a') as ApplicationFailure).type).toBe(
+      FAILURE.startFailed,
+    );
+  });
+
+  it('transport faults other than a missing endpoint are transient', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5000'), {
+      code: 'ECONNREFUSED',
+    });
+    expect(classifyError(refused)).toBe('transient');
+    expect(classifyError(new Error('socket hang up'))).toBe('transient');
+  });
+});
+
+describe('refusedOr', () => {
+  it('turns a permanent error into a non-retryable Ec2Refused failure with the code first', () => {
+    const out = refusedOr(
+      ec2Error('UnauthorizedOperation', 403, 'You are not authorized to perform this operation.'),
+    );
+    expect(out).toBeInstanceOf(ApplicationFailure);
+    const failure = out as ApplicationFailure;
+    expect(failure.type).toBe(FAILURE.ec2Refused);
+    expect(failure.nonRetryable).toBe(true);
+    expect(failure.message).toBe(
+      'UnauthorizedOperation: You are not authorized to perform this operation.',
+    );
+    expect(failure.details).toEqual([{ code: 'UnauthorizedOperation' }]);
+  });
+
+  it('says that the endpoint cannot be found, naming the host', () => {
+    const failure = refusedOr(dnsError('ec2.us-east-9.amazonaws.com')) as ApplicationFailure;
+    expect(failure.type).toBe(FAILURE.ec2Refused);
+    expect(failure.message).toBe(
+      'ENOTFOUND: the EC2 endpoint cannot be found (getaddrinfo ENOTFOUND ec2.us-east-9.amazonaws.com)',
+    );
+  });
+
+  it('leaves transient errors and failures already typed as they are', () => {
+    const transient = ec2Error('Unavailable', 503);
+    expect(refusedOr(transient)).toBe(transient);
+    const typed = ApplicationFailure.create({ type: FAILURE.zoneUnavailable, nonRetryable: true });
+    expect(refusedOr(typed)).toBe(typed);
+  });
+});
+
+describe('refusingPermanent', () => {
+  it('wraps each activity: permanent errors leave as Ec2Refused, others unchanged', async () => {
+    const throttled = ec2Error('RequestLimitExceeded', 503);
+    const acts = refusingPermanent({
+      denied: () => Promise.reject(ec2Error('AuthFailure', 401, 'bad credentials')),
+      throttled: () => Promise.reject(throttled),
+      fine: (n: number) => Promise.resolve(n * 2),
+    });
+    await expect(acts.denied()).rejects.toMatchObject({
+      type: FAILURE.ec2Refused,
+      message: 'AuthFailure: bad credentials',
+      nonRetryable: true,
+    });
+    await expect(acts.throttled()).rejects.toBe(throttled);
+    await expect(acts.fine(21)).resolves.toBe(42);
+  });
+});
+
+describe('Ec2RetryStrategy', () => {
+  it('never retries in place an error no retry can fix', async () => {
+    const strategy = new Ec2RetryStrategy();
+    const token = await strategy.acquireInitialRetryToken('ec2');
+    await expect(
+      strategy.refreshRetryTokenForRetry(
+        token as never,
+        { error: dnsError('ec2.us-east-9.amazonaws.com'), errorType: 'TRANSIENT' } as never,
+      ),
+    ).rejects.toThrow('permanent errors are not retried in place');
   });
 });

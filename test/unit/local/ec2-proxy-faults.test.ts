@@ -1,4 +1,5 @@
 import {
+  actionError,
   AdminBadRequestError,
   alternativeZones,
   parseFaultSet,
@@ -17,6 +18,38 @@ describe('parseFaultSet', () => {
       unavailable: false,
       loseResponses: {},
     });
+  });
+
+  it('takes an EC2 error code per action, shown only when set', () => {
+    const faults = parseFaultSet(
+      { errors: { terminateInstances: 'OperationNotPermitted', describeImages: 'AuthFailure' } },
+      (action) => ['TerminateInstances', 'DescribeImages'].includes(action),
+    );
+    expect(faults.errors).toEqual({
+      terminateInstances: 'OperationNotPermitted',
+      describeImages: 'AuthFailure',
+    });
+    expect(actionError(faults, 'TerminateInstances')).toBe('OperationNotPermitted');
+    expect(actionError(faults, 'RunInstances')).toBeUndefined();
+    expect(parseFaultSet({ errors: {} })).not.toHaveProperty('errors');
+  });
+
+  it.each([
+    ['errors not an object', { errors: 'AuthFailure' }, /"errors" must be an object/],
+    [
+      'an unknown action',
+      { errors: { launchRocket: 'AuthFailure' } },
+      /"errors": unknown field "launchRocket"/,
+    ],
+    [
+      'a code that is not one',
+      { errors: { terminateInstances: 'not a code' } },
+      /"errors.terminateInstances" must be an EC2 error code/,
+    ],
+  ])('refuses %s in errors', (_label, body, message) => {
+    const known = (action: string) => action === 'TerminateInstances';
+    expect(() => parseFaultSet(body, known)).toThrow(AdminBadRequestError);
+    expect(() => parseFaultSet(body, known)).toThrow(message);
   });
 
   it('treats both fields as optional', () => {

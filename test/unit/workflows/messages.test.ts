@@ -1,9 +1,18 @@
 import {
+  ActivityFailure,
+  ApplicationFailure,
+  RetryState,
+  TimeoutFailure,
+  TimeoutType,
+} from '@temporalio/common';
+import { blockedRetryMs } from '../../../workflows/teardown';
+import {
   attemptFailedMessage,
   goDuration,
   recordFailedMessage,
   startingMessage,
   zoneFailoverMessage,
+  stepFailedMessage,
 } from '../../../workflows/messages';
 
 describe('goDuration (Go time.Duration.String)', () => {
@@ -54,5 +63,43 @@ describe('status messages', () => {
     expect(recordFailedMessage('4', 'i-0abc', 'throughput exceeded')).toBe(
       'cannot record instance i-0abc for machine 4 (terminated): throughput exceeded',
     );
+  });
+});
+
+describe('stepFailedMessage', () => {
+  it('names the activity and every recorded cause of a step out of its time', () => {
+    const last = ApplicationFailure.create({ message: 'Unavailable: The server is overloaded' });
+    const timeout = new TimeoutFailure(
+      'activity ScheduleToClose timeout',
+      undefined,
+      TimeoutType.SCHEDULE_TO_CLOSE,
+    );
+    Object.assign(timeout, { cause: last });
+    const err = new ActivityFailure(
+      'Activity task failed',
+      'planLaunch',
+      '1',
+      RetryState.TIMEOUT,
+      'worker',
+      timeout,
+    );
+    expect(stepFailedMessage(err)).toBe(
+      'planLaunch failed: activity ScheduleToClose timeout: Unavailable: The server is overloaded',
+    );
+  });
+
+  it('falls back to the failure itself when it has no cause', () => {
+    expect(stepFailedMessage({ message: 'gone' })).toBe('a step failed: gone');
+  });
+});
+
+describe('blockedRetryMs', () => {
+  it.each([
+    [10_000, 60_000],
+    [500, 3_000],
+    [0, 1_000],
+    [60_000, 60_000],
+  ])('retry delay %d ms: a blocked teardown tries again every %d ms', (delay, every) => {
+    expect(blockedRetryMs(delay)).toBe(every);
   });
 });

@@ -13,6 +13,13 @@ import { promisify } from 'node:util';
  * - `legacy-machineWorkflow-…`: a `machineWorkflow` run (begun before the
  *   `machine` type) provisioned, then told by the sweep its instance runs;
  * - `machine-…`: the same story for a `machine` run.
+ * - `machine-error-continued-as-new`, `machine-destroyed-while-planning`,
+ *   `machine-teardown-blocked` (issue 11): a run that failed every zone of
+ *   every attempt and continued as new once settled in error; one destroyed
+ *   while its planning waited on EC2 (cancelled); one whose teardown EC2
+ *   refused (termination protection) until the fault was cleared. Recorded by
+ *   test/integration/failure-semantics.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does

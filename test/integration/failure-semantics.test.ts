@@ -1,0 +1,371 @@
+import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { Client, Connection } from '@temporalio/client';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
+import { spawnManaged, type ManagedProcess } from '../../local/processes';
+import { PROJECT_ROOT, tsEntry } from '../../local/stack';
+import { cacheDir, PINS } from '../../local/toolchain';
+import { Repository } from '../../state/repository';
+import type { MachineRecord } from '../../state/types';
+import { provisioningStateQuery } from '../../workflows/definitions';
+import { machineWorkflowId } from '../../workflows/search-attributes';
+import { apiClient, eventually, uniqueName } from './api-client';
+import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
+
+/**
+ * Failure semantics (issue 11): an EC2 error no retry can fix ends, in the
+ * machine's `error` with EC2's code, or in a teardown that says what blocks
+ * it and goes on once the cause is fixed. Like provisioning-isolated, this
+ * file runs its own EC2 proxy (same moto behind it) and its own worker on a
+ * private task queue, so the faults it sets touch no other file's machines.
+ */
+
+const stack = loadTestStack();
+const api = apiClient(stack);
+const TASK_QUEUE = `provisioner-failsem-${randomUUID().slice(0, 8)}`;
+const logDir = mkdtempSync(join(tmpdir(), 'provisioner-failsem-'));
+const IN_ZONES = 'zones=us-east-1a,us-east-1b,us-east-1c';
+
+const ddb = dynamoClientFor(stack);
+const repo = new Repository(ddb, stack.tableName);
+let proxy: Ec2Proxy;
+let ec2: EC2Client;
+let connection: Connection;
+let temporal: Client;
+let worker: ManagedProcess | undefined;
+
+async function startWorker(): Promise<ManagedProcess> {
+  const logFile = join(logDir, 'worker.log');
+  const [command, args] = tsEntry('worker/main.ts');
+  const proc = spawnManaged('worker-failsem', command, args, {
+    cwd: PROJECT_ROOT,
+    logFile,
+    env: {
+      ...process.env,
+      AWS_REGION: stack.region,
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      PROVISIONER_TABLE: stack.tableName,
+      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
+      EC2_ENDPOINT: proxy.url,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      PROVISIONER_TASK_QUEUE: TASK_QUEUE,
+      PROVISIONER_START_ATTEMPTS: '3',
+      // a blocked teardown tries again every 6 × 500 ms = 3 s
+      PROVISIONER_RETRY_DELAY: '500ms',
+      PROVISIONER_SWEEP_INTERVAL: '5s',
+      PROVISIONER_STRAY_GRACE: '2s',
+      PROVISIONER_SWEEPER: 'off',
+      PROVISIONER_ZONE_CACHE: '0',
+      PROVISIONER_CAPACITY_MEMORY: '0',
+    },
+  });
+  await eventually(
+    () => Promise.resolve(existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
+    (log) => log.includes(`worker polling ${TASK_QUEUE}`),
+    90_000,
+    200,
+  );
+  return proc;
+}
+
+async function admin(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${proxy.url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+async function calls(action: string): Promise<number> {
+  const stats = (await admin('GET', '/_admin/stats')) as { calls: Record<string, number> };
+  return stats.calls[action] ?? 0;
+}
+
+async function newModel(prefix: string): Promise<string> {
+  const name = uniqueName(prefix);
+  expect((await api.post('/v1/models', { name })).status).toBe(201);
+  return name;
+}
+
+/** Records machines as the API does and starts their workflows on the private queue. */
+async function addMachines(model: string, count: number, base = 'ubuntu@24.04'): Promise<string[]> {
+  const ids = await repo.allocateMachineIds(model, count);
+  const now = new Date().toISOString();
+  const records: MachineRecord[] = ids.map((id) => ({
+    model,
+    id,
+    base,
+    constraints: IN_ZONES,
+    applications: [],
+    principals: [],
+    containers: [],
+    life: 'alive',
+    status: 'pending',
+    message: '',
+    createdAt: now,
+    updatedAt: now,
+  }));
+  await repo.putNewMachines(records);
+  await Promise.all(
+    ids.map((id) =>
+      temporal.workflow.start('machine', {
+        taskQueue: TASK_QUEUE,
+        workflowId: machineWorkflowId(model, id),
+        args: [{ model, machineId: id }],
+      }),
+    ),
+  );
+  return ids;
+}
+
+/**
+ * With PROVISIONER_RECORD_HISTORIES=<dir>, writes a run's history there as
+ * `temporal workflow show -o json` prints it (the replay test's format,
+ * test/unit/workflows/histories): how the histories of these runs were recorded.
+ */
+async function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
+  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
+  if (!dir) return;
+  const { stdout } = await promisify(execFile)(
+    join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
+    ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json'].concat([
+      '--address',
+      stack.temporalAddress,
+      '--namespace',
+      stack.temporalNamespace,
+    ]),
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  writeFileSync(join(dir, file), stdout);
+}
+
+async function machine(model: string, id: string): Promise<any> {
+  return (await api.get(`/v1/models/${model}/machines/${encodeURIComponent(id)}`)).body;
+}
+
+async function instanceState(id: string): Promise<string | undefined> {
+  const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [id] }));
+  return out.Reservations?.[0]?.Instances?.[0]?.State?.Name;
+}
+
+beforeAll(async () => {
+  proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
+  ec2 = ec2ClientFor(stack, proxy.url);
+  connection = await Connection.connect({ address: stack.temporalAddress });
+  temporal = new Client({ connection, namespace: stack.temporalNamespace });
+  worker = await startWorker();
+}, 120_000);
+
+afterEach(async () => {
+  await admin('DELETE', '/_admin/faults');
+  await admin('DELETE', '/_admin/latency');
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await connection?.close();
+  ec2?.destroy();
+  ddb.destroy();
+  await proxy?.close();
+});
+
+describe('EC2 errors no retry can fix', () => {
+  it('puts a machine whose launch is unauthorized in error at once, with the EC2 code, after one RunInstances', async () => {
+    const model = await newModel('unauth');
+    await admin('PUT', '/_admin/faults', { errors: { runInstances: 'UnauthorizedOperation' } });
+    const before = await calls('RunInstances');
+    const [id] = await addMachines(model, 1);
+
+    const failed = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      60_000,
+    );
+    expect(failed.message).toBe(
+      'UnauthorizedOperation: You are not authorized to perform this operation.',
+    );
+    expect(failed.instanceId).toBeUndefined();
+    expect(failed.zone).toBeUndefined();
+    // no other zone, no other attempt: a refusal is the same everywhere
+    expect((await calls('RunInstances')) - before).toBe(1);
+
+    // fixed (the permissions granted): a retry runs it
+    await admin('DELETE', '/_admin/faults');
+    expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      60_000,
+    );
+    expect(running.message).toBe('');
+    expect(running.instanceId).toMatch(/^i-/);
+  });
+
+  it('puts a machine whose planning EC2 refuses (no credentials for DescribeImages) in error, not in retries', async () => {
+    const model = await newModel('authfail');
+    await admin('PUT', '/_admin/faults', { errors: { describeImages: 'AuthFailure' } });
+    const before = await calls('DescribeImages');
+    // a base no other machine of this worker asked for yet: its image is looked up now
+    const [id] = await addMachines(model, 1, 'ubuntu@20.04');
+
+    const failed = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      60_000,
+    );
+    expect(failed.message).toBe(
+      'AuthFailure: AWS was not able to validate the provided access credentials',
+    );
+    // asked once: neither the SDK nor the activity retried it
+    expect((await calls('DescribeImages')) - before).toBe(1);
+  });
+});
+
+describe('teardown that EC2 refuses', () => {
+  it('says what blocks it (termination protection), tries again slowly, and finishes once fixed', async () => {
+    const model = await newModel('protected');
+    const [id] = await addMachines(model, 1);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      60_000,
+    );
+    const instanceId = running.instanceId as string;
+    await admin('PUT', '/_admin/faults', {
+      errors: { terminateInstances: 'OperationNotPermitted' },
+    });
+    const before = await calls('TerminateInstances');
+    expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
+
+    const blocked = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'stopping' && /^cannot terminate/.test(m.message ?? ''),
+      60_000,
+    );
+    expect(blocked.message).toBe(
+      `cannot terminate instance ${instanceId}: OperationNotPermitted: ` +
+        `The instance '${instanceId}' may not be terminated. Modify its 'disableApiTermination' ` +
+        `instance attribute and try again. (trying again every 3s)`,
+    );
+    // the model, dying, is still there and its status says why
+    const status = await api.get(`/v1/models/${model}/status`);
+    expect(status.status).toBe(200);
+    expect(status.body.machines[id!]).toMatchObject({
+      status: 'stopping',
+      message: blocked.message,
+    });
+
+    // slowly: a try every 3 s, not a retry storm (generous bound for a busy machine)
+    const firstTries = (await calls('TerminateInstances')) - before;
+    await new Promise((resolve) => setTimeout(resolve, 7_000));
+    const laterTries = (await calls('TerminateInstances')) - before;
+    expect(laterTries).toBeGreaterThan(firstTries);
+    expect(laterTries).toBeLessThanOrEqual(firstTries + 4);
+    expect(await instanceState(instanceId)).toBe('running');
+
+    // protection lifted: teardown finishes, the instance terminates and the model goes
+    await admin('DELETE', '/_admin/faults');
+    await eventually(
+      () => api.get(`/v1/models/${model}`),
+      (res) => res.status === 404,
+      60_000,
+    );
+    expect(['shutting-down', 'terminated']).toContain(await instanceState(instanceId));
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    const done = await eventually(
+      () => handle.describe(),
+      (d) => d.status.name === 'COMPLETED',
+      30_000,
+    );
+    await recordHistory(handle.workflowId, done.runId, 'machine-teardown-blocked.json');
+  });
+});
+
+describe('a destroy during provisioning', () => {
+  it('cancels planning that is waiting on EC2 and removes the machine at once', async () => {
+    const model = await newModel('cancelplan');
+    // the image lookup answers only after a minute
+    await admin('PUT', '/_admin/latency', { describeImages: 60_000 });
+    const [id] = await addMachines(model, 1, 'ubuntu@22.04');
+    await eventually(
+      () =>
+        temporal.workflow.getHandle(machineWorkflowId(model, id!)).query(provisioningStateQuery),
+      (s) => s.phase === 'planning',
+      30_000,
+    );
+    const asked = Date.now();
+    expect((await api.delete(`/v1/models/${model}/machines/${id!}`)).status).toBe(202);
+    await eventually(
+      () => api.get(`/v1/models/${model}/machines/${id!}`),
+      (res) => res.status === 404,
+      50_000,
+    );
+    // well before the lookup could have answered (a minute after it was asked)
+    expect(Date.now() - asked).toBeLessThan(45_000);
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    // the workflow ends right after the removal it made
+    const done = await eventually(
+      () => handle.describe(),
+      (d) => d.status.name === 'COMPLETED',
+      30_000,
+    );
+    await recordHistory(handle.workflowId, done.runId, 'machine-destroyed-while-planning.json');
+  });
+});
+
+describe('a machine that settles after a long provisioning', () => {
+  it('continues as new carrying its state, and a retry still works from the fresh run', async () => {
+    const model = await newModel('settle');
+    await admin('PUT', '/_admin/faults', {
+      zones: {
+        'us-east-1a': 'InsufficientInstanceCapacity',
+        'us-east-1b': 'InsufficientInstanceCapacity',
+        'us-east-1c': 'InsufficientInstanceCapacity',
+      },
+    });
+    const [id] = await addMachines(model, 1);
+    const workflowId = machineWorkflowId(model, id!);
+    const first = (await temporal.workflow.getHandle(workflowId).describe()).runId;
+    const failed = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      90_000,
+    );
+    expect(failed.message).toMatch(/^InsufficientInstanceCapacity: /);
+
+    // 3 attempts over 3 zones: far more than 40 events, so the settled run started afresh
+    const latest = await eventually(
+      () => temporal.workflow.getHandle(workflowId).describe(),
+      (d) => d.runId !== first && d.status.name === 'RUNNING',
+      30_000,
+    );
+    const firstRun = await temporal.workflow.getHandle(workflowId, first).describe();
+    expect(firstRun.status.name).toBe('CONTINUED_AS_NEW');
+    expect(firstRun.historyLength).toBeGreaterThan(40);
+    expect(latest.historyLength).toBeLessThan(20);
+    const state = await temporal.workflow.getHandle(workflowId).query(provisioningStateQuery);
+    expect(state).toMatchObject({ phase: 'error', attempt: 3, lastError: failed.message });
+    await recordHistory(workflowId, first, 'machine-error-continued-as-new.json');
+
+    await admin('DELETE', '/_admin/faults');
+    expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      60_000,
+    );
+    expect(running.instanceId).toMatch(/^i-/);
+    expect((await temporal.workflow.getHandle(workflowId).query(provisioningStateQuery)).pass).toBe(
+      2,
+    );
+  });
+});
