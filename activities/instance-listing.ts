@@ -61,33 +61,35 @@ export function deploymentListing(instances: readonly Instance[], at: number): D
  * for all of the page's models instead of one filtered call per model (EC2's
  * Describe* rate limits in the cloud; the emulator, which filters by scanning
  * every instance, locally). A listing serves models for at most `maxAgeMs`
- * after it was asked for, then the next model asks again, so what a model's
- * sweep sees is never much older than a per-model call would have been. Each
- * model's sweep still lists before it reads its machines (a launch recorded
- * in between is seen as owned), and asks by id for recorded instances the
- * listing lacks. A failed listing is not kept: the next model asks again.
+ * after it was asked for, then the next model asks again; a model whose
+ * machines record another state than the listing's asks EC2 by id before it
+ * believes it (activities/sweep.ts), so an old listing never undoes a newer
+ * state. A failed listing answers the models that ask within `failureHoldMs`
+ * with the same failure (under throttling, a hundred models must not each
+ * start a full listing), then the next model asks again.
  */
 export class SharedListings {
   private readonly byRegion = new Map<
     string,
-    { at: number; listing: Promise<DeploymentListing> }
+    { until: number; listing: Promise<DeploymentListing> }
   >();
 
   constructor(
     private readonly list: (region: string) => Promise<Instance[]>,
     private readonly maxAgeMs: number,
     private readonly now: () => number = Date.now,
+    private readonly failureHoldMs = 5_000,
   ) {}
 
   of(region: string): Promise<DeploymentListing> {
     const held = this.byRegion.get(region);
     const now = this.now();
-    if (held && now - held.at <= this.maxAgeMs) return held.listing;
+    if (held && now <= held.until) return held.listing;
     const listing = this.list(region).then((instances) => deploymentListing(instances, now));
-    const entry = { at: now, listing };
+    const entry = { until: now + this.maxAgeMs, listing };
     this.byRegion.set(region, entry);
     listing.catch(() => {
-      if (this.byRegion.get(region) === entry) this.byRegion.delete(region);
+      entry.until = Math.min(entry.until, this.now() + this.failureHoldMs);
     });
     return listing;
   }

@@ -60,6 +60,8 @@ export function selectReprovisions(input: {
         m.life === 'alive' &&
         !m.manual &&
         m.instanceId !== undefined &&
+        // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
+        !(m.instanceStatus === 'pending' && !input.observed.has(m.instanceId)) &&
         isConfirmedGone(input.observed.get(m.instanceId) ?? 'unknown'),
     )
     .slice(0, input.cap)
@@ -101,10 +103,17 @@ export function selectStrays(input: {
     .map((i) => i.instanceId);
 }
 
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 /** Machine workflows the sweep checks and starts at once, per model. */
 const RECONCILE_LANES = 8;
 
-/** Runs `work` over `items`, at most `lanes` at once; the first failure is thrown once all have ended. */
+/**
+ * Runs `work` over `items`, at most `lanes` at once. After a failure no new
+ * item is begun; the first failure is thrown once the items begun have ended.
+ */
 export async function inLanes<T>(
   items: readonly T[],
   lanes: number,
@@ -113,7 +122,8 @@ export async function inLanes<T>(
   let next = 0;
   let failure: { err: unknown } | undefined;
   async function lane(): Promise<void> {
-    while (next < items.length) {
+    // after a failure no new item is begun (a Temporal outage would time each one out)
+    while (next < items.length && !failure) {
       const item = items[next++]!;
       try {
         await work(item);
@@ -285,37 +295,46 @@ export function sweepActivities(deps: ActivityDeps) {
   }> {
     let strays: string[] = [];
     const { ec2 } = deps.ec2ForRegion(record.region);
-    // Instances first, then machines: a launch recorded in between is seen as owned.
     // One listing of the deployment's instances (any state) serves strays and liveness;
-    // a sweeper page shares it among its models (activities/instance-listing.ts). A model
-    // swept on its own lists only its own instances, and only when it harvests strays.
+    // a sweeper page shares it among its models (activities/instance-listing.ts).
     const harvesting = harvestsStrays(record.harvestMode);
-    const listing = listings
-      ? await listings.of(record.region)
-      : harvesting
-        ? deploymentListing(
+    let listing: DeploymentListing | undefined;
+    let machines: SweptMachine[];
+    if (harvesting) {
+      // Instances first, then machines: a launch recorded in between is seen as owned.
+      // A model swept on its own lists only its own instances.
+      listing = listings
+        ? await listings.of(record.region)
+        : deploymentListing(
             await instancesTaggedAnyState(ec2, { deployment: deps.deployment, model }),
             now(),
-          )
-        : undefined;
-    const machines = await deps.store.machines(model);
-    const observed = new Map<string, InstanceState>();
-    for (const m of watched(machines)) {
-      const state = listing?.states.get(m.instanceId!);
-      if (state !== undefined) observed.set(m.instanceId!, state);
+          );
+      machines = await deps.store.machines(model);
+    } else {
+      // nothing to harvest: a model with no instance to watch asks EC2 nothing
+      machines = await deps.store.machines(model);
+      if (listings && watched(machines).length > 0) listing = await listings.of(record.region);
     }
-    // a recorded instance missing from the listing (launched after it, or gone):
-    // asked by id, unless it was already seen gone
-    const missing = watched(machines).filter(
-      (m) => !observed.has(m.instanceId!) && m.instanceStatus !== 'unknown',
-    );
-    if (missing.length > 0) {
-      for (const [id, state] of await instanceStates(
-        ec2,
-        missing.map((m) => m.instanceId!),
-      )) {
-        observed.set(id, state);
+    const observed = new Map<string, InstanceState>();
+    const ask: string[] = [];
+    for (const m of watched(machines)) {
+      const id = m.instanceId!;
+      const listed = listing?.states.get(id);
+      if (listed === undefined) {
+        // missing from the listing (launched after it, or gone), or nothing listed:
+        // asked by id, unless a listing already saw it gone
+        if (!listing || m.instanceStatus !== 'unknown') ask.push(id);
+      } else if (listed !== m.instanceStatus) {
+        // A change. The listing may be older than what the machine recorded since
+        // (a state-change event): EC2 is asked again by id, so a stale listing never
+        // undoes a newer state. Nothing changed, nothing asked.
+        ask.push(id);
+      } else {
+        observed.set(id, listed);
       }
+    }
+    if (ask.length > 0) {
+      for (const [id, state] of await instanceStates(ec2, ask)) observed.set(id, state);
     }
     if (harvesting && listing) {
       strays = selectStrays({
@@ -364,11 +383,18 @@ export function sweepActivities(deps: ActivityDeps) {
       } catch (err) {
         ec2Failure = err;
       }
-      const restarted = await reconcile(
-        model,
-        watchedNow?.machines ?? (await deps.store.machines(model)),
-      );
-      if (watchedNow === undefined) throw ec2Failure;
+      if (watchedNow === undefined) {
+        // reported as the model's failure, with what the reconciliation did or met
+        let outcome: string;
+        try {
+          const restarted = await reconcile(model, await deps.store.machines(model));
+          outcome = restarted.length > 0 ? `; workflows started: ${restarted.join(', ')}` : '';
+        } catch (err) {
+          outcome = `; reconciling workflows failed too: ${errorText(err)}`;
+        }
+        throw new Error(`${errorText(ec2Failure)}${outcome}`, { cause: ec2Failure });
+      }
+      const restarted = await reconcile(model, watchedNow.machines);
       const { strays, reprovisioned, changes } = watchedNow;
       return {
         model,

@@ -104,11 +104,17 @@ describe('SharedListings', () => {
     expect(h.calls).toEqual(['us-east-1', 'us-east-1']);
   });
 
-  it('does not keep a failed listing: the next model asks again', async () => {
+  it('answers with a failed listing for a few seconds, then asks again', async () => {
     const h = harness();
     h.failing(true);
     await expect(h.listings.of('us-east-1')).rejects.toThrow('RequestLimitExceeded');
+    await Promise.resolve();
     h.failing(false);
+    h.advance(5_000);
+    // within the hold: the same failure, no new listing
+    await expect(h.listings.of('us-east-1')).rejects.toThrow('RequestLimitExceeded');
+    expect(h.calls).toHaveLength(1);
+    h.advance(1);
     const next = await h.listings.of('us-east-1');
     expect(next.tagged('m').map((i) => i.InstanceId)).toEqual(['i-2']);
     expect(h.calls).toHaveLength(2);

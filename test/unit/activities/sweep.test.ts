@@ -126,7 +126,7 @@ describe('liveness', () => {
       { machineId: '2', instanceId: 'i-term' },
       { machineId: '3', instanceId: 'i-gone' },
       { machineId: '4', instanceId: 'i-down' },
-      { machineId: '7', instanceId: 'i-unlisted' },
+      // not 7: a just-launched instance EC2 does not list yet is not gone (eventual consistency)
     ]);
     expect(selectReprovisions({ machines, observed, cap: 1 })).toHaveLength(1);
   });
@@ -165,17 +165,31 @@ describe('inLanes', () => {
     expect(most).toBe(3);
   });
 
-  it('finishes the other items, then throws the first failure', async () => {
+  it('begins no new item after a failure, and throws the first failure', async () => {
+    const begun: number[] = [];
     const done: number[] = [];
     await expect(
-      inLanes([1, 2, 3, 4], 2, async (n) => {
+      inLanes([1, 2, 3, 4], 1, async (n) => {
+        begun.push(n);
         await Promise.resolve();
         if (n === 2) throw new Error('Temporal unavailable');
-        if (n === 3) throw new Error('second failure');
         done.push(n);
       }),
     ).rejects.toThrow('Temporal unavailable');
-    expect(done.sort()).toEqual([1, 4]);
+    expect(begun).toEqual([1, 2]);
+    expect(done).toEqual([1]);
+  });
+
+  it('lets the items already begun end before it throws', async () => {
+    const done: number[] = [];
+    await expect(
+      inLanes([1, 2], 2, async (n) => {
+        if (n === 1) throw new Error('first');
+        await new Promise((r) => setTimeout(r, 10));
+        done.push(n);
+      }),
+    ).rejects.toThrow('first');
+    expect(done).toEqual([2]);
   });
 
   it('does nothing for no items', async () => {
