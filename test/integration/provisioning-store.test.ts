@@ -372,7 +372,7 @@ describe('removal', () => {
       },
       { step: 'initialize', name: 'countScanned' },
     );
-    const counting = new ProvisioningStore(counted, stack.tableName);
+    const counting = new ProvisioningStore(counted, TABLE);
     try {
       expect(await counting.removeModelIfDyingAndEmpty(model)).toBe(false);
       expect(scanned).toBe(0); // alive: the model item alone
