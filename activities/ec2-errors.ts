@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { FAILURE } from '../workflows/failures';
+import { FAILURE } from '../temporal/failures';
 
 /**
  * How an EC2 error is handled. Zone-specific errors move the machine to its
@@ -76,7 +76,6 @@ const PERMANENT_CODES = new Set([
   'AuthFailure',
   'OptInRequired',
   'Blocked',
-  'PendingVerification',
   'SignatureDoesNotMatch',
   'InvalidClientTokenId',
   'UnrecognizedClientException',
@@ -102,10 +101,32 @@ const PERMANENT_PREFIXES = [
 ];
 
 /**
- * Transport errors that say the endpoint itself does not exist (a region
- * such as `us-east-9` has no `ec2.us-east-9.amazonaws.com`): no retry finds it.
+ * The SDK's word for a region it has no endpoint for. A DNS failure
+ * (`ENOTFOUND`) is not here: the SDK itself retries it as a network error,
+ * and a DNS blip during a DynamoDB write must not give up a launched
+ * instance; a region EC2 does not offer is refused when the model is created,
+ * and a step that never reaches its endpoint ends at its deadline.
  */
-const PERMANENT_TRANSPORT_CODES = new Set(['ENOTFOUND', 'UnknownEndpoint']);
+const PERMANENT_TRANSPORT_CODES = new Set(['UnknownEndpoint']);
+
+/**
+ * Refusals with a permanent-looking code that clear by themselves: an
+ * instance profile just created (IAM is eventually consistent), an image
+ * still being made available, an account still being verified.
+ */
+function clearsByItself(code: string, message: string): boolean {
+  return (
+    code === 'PendingVerification' ||
+    code === 'InvalidAMIID.Unavailable' ||
+    (code === 'InvalidParameterValue' && /iam instance profile/i.test(message))
+  );
+}
+
+/** The SDK corrected its clock after this answer (`AuthFailure` for skew): the retry is signed right. */
+function clockSkewCorrected(err: unknown): boolean {
+  const meta = (err as { $metadata?: { clockSkewCorrected?: boolean } } | null)?.$metadata;
+  return meta?.clockSkewCorrected === true;
+}
 
 /** How a failure is handled, decided here and nowhere else. */
 export type ErrorClass =
@@ -141,6 +162,7 @@ export function classifyError(err: unknown): ErrorClass {
   if (PLACEMENT_REFUSAL_CODES.has(code ?? '') && /placement group|partition/i.test(message)) {
     return 'transient';
   }
+  if (code && (clearsByItself(code, message) || clockSkewCorrected(err))) return 'transient';
   if (code && (PERMANENT_CODES.has(code) || PERMANENT_PREFIXES.some((p) => code.startsWith(p)))) {
     return 'permanent';
   }
@@ -150,11 +172,7 @@ export function classifyError(err: unknown): ErrorClass {
 /** What the machine's status says of a permanent EC2 error: EC2's code first. */
 export function permanentMessage(err: unknown): string {
   const code = ec2ErrorCode(err);
-  const transport = transportCode(err);
   const message = err instanceof Error ? err.message : String(err);
-  if (transport && PERMANENT_TRANSPORT_CODES.has(transport)) {
-    return `${transport}: the EC2 endpoint cannot be found (${message})`;
-  }
   return code && !message.startsWith(`${code}:`) ? `${code}: ${message}` : message;
 }
 

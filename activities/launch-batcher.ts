@@ -7,12 +7,12 @@ import {
 } from '@aws-sdk/client-ec2';
 import { createHash, randomUUID } from 'node:crypto';
 import type { LaunchBatchCall } from '../state/launch-batches';
-import { FAILURE } from '../workflows/failures';
+import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
 import { TokenBucket } from './token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
+import { classifyError, classifyLaunchError, ec2ErrorCode } from './ec2-errors';
 import { failure } from './failures';
 import { rootDiskGiB } from './plan';
 import { TAG_DEPLOYMENT, TAG_LAUNCH_BATCH, TAG_MODEL, TAG_MODEL_UID, instanceTags } from './tags';
@@ -236,18 +236,30 @@ export class LaunchBatcher {
     const { instance, call } = launched;
     const instanceId = instance.InstanceId!;
     const { ec2 } = this.deps.ec2ForRegion(call.region);
-    await ec2.send(
-      new CreateTagsCommand({
-        Resources: [instanceId],
-        Tags: instanceTags({
-          model: request.model,
-          machineId: request.machineId,
-          applications: request.plan.applications,
-          deployment: this.deps.deployment,
-          ...(request.plan.modelUid ? { modelUid: request.plan.modelUid } : {}),
+    try {
+      await ec2.send(
+        new CreateTagsCommand({
+          Resources: [instanceId],
+          Tags: instanceTags({
+            model: request.model,
+            machineId: request.machineId,
+            applications: request.plan.applications,
+            deployment: this.deps.deployment,
+            ...(request.plan.modelUid ? { modelUid: request.plan.modelUid } : {}),
+          }),
         }),
-      }),
-    );
+      );
+    } catch (err) {
+      // The instance runs: refusing to tag it (a policy that allows tags only at launch)
+      // must not leave it unrecorded. It keeps its launch tags (deployment, model, batch);
+      // the machine records its id, which is what owns it. Transient faults retry.
+      if (classifyError(err) !== 'permanent') throw err;
+      console.warn(
+        `launch: instance ${instanceId} of machine ${request.model}/${request.machineId} ` +
+          `runs without its machine tags: ${ec2ErrorCode(err) ?? 'error'}: ` +
+          (err instanceof Error ? err.message : String(err)),
+      );
+    }
     this.memory.forget(call.region, call.instanceType, call.zone);
     const placementGroup = instance.Placement?.GroupName || call.placementGroup;
     const partition = instance.Placement?.PartitionNumber ?? call.partition;

@@ -13,7 +13,7 @@ import { cacheDir, PINS } from '../../local/toolchain';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery } from '../../workflows/definitions';
-import { machineWorkflowId } from '../../workflows/search-attributes';
+import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
@@ -208,6 +208,23 @@ describe('EC2 errors no retry can fix', () => {
     );
     expect(running.message).toBe('');
     expect(running.instanceId).toMatch(/^i-/);
+  });
+
+  it('keeps and records an instance EC2 launched but refused to tag (tags allowed only at launch)', async () => {
+    const model = await newModel('notag');
+    await admin('PUT', '/_admin/faults', { errors: { createTags: 'UnauthorizedOperation' } });
+    const before = await calls('RunInstances');
+    const [id] = await addMachines(model, 1);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running' || m?.status === 'error',
+      60_000,
+    );
+    expect(running.status).toBe('running');
+    expect(running.instanceId).toMatch(/^i-/);
+    expect(await instanceState(running.instanceId)).toMatch(/^(pending|running)$/);
+    // one launch: the refusal neither failed the launch nor sent it again
+    expect((await calls('RunInstances')) - before).toBe(1);
   });
 
   it('puts a machine whose planning EC2 refuses (no credentials for DescribeImages) in error, not in retries', async () => {

@@ -10,7 +10,7 @@ import {
 } from '../../../activities/ec2-errors';
 import { refusingPermanent } from '../../../activities/failures';
 import { Ec2RetryStrategy } from '../../../activities/ec2-client';
-import { FAILURE } from '../../../workflows/failures';
+import { FAILURE } from '../../../temporal/failures';
 
 function ec2Error(code: string, status: number, message = `${code} happened`): EC2ServiceException {
   return new EC2ServiceException({
@@ -171,8 +171,27 @@ describe('classifyError: the one place an error is transient or permanent', () =
     expect(classifyError(ec2Error(code, status, message))).toBe('permanent');
   });
 
-  it('an endpoint that does not resolve (a region such as us-east-9) is permanent', () => {
-    expect(classifyError(dnsError('ec2.us-east-9.amazonaws.com'))).toBe('permanent');
+  it('a DNS failure is transient: the SDK retries it, and a blip while recording must not give up a launched instance', () => {
+    expect(classifyError(dnsError('dynamodb.us-east-1.amazonaws.com'))).toBe('transient');
+    expect(classifyError(dnsError('ec2.us-east-9.amazonaws.com'))).toBe('transient');
+  });
+
+  it.each([
+    ['PendingVerification', 'Your account is currently being verified.'],
+    ['InvalidAMIID.Unavailable', "The image id '[ami-1]' is not available"],
+    [
+      'InvalidParameterValue',
+      'Value (web) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name',
+    ],
+  ])('%s clears by itself, so it is transient', (code, message) => {
+    expect(classifyError(ec2Error(code, 400, message))).toBe('transient');
+  });
+
+  it('an AuthFailure after the SDK corrected its clock is transient (the retry is signed right)', () => {
+    const skewed = Object.assign(ec2Error('AuthFailure', 401, 'Signature expired'), {
+      $metadata: { httpStatusCode: 401, clockSkewCorrected: true },
+    });
+    expect(classifyError(skewed)).toBe('transient');
   });
 
   it.each([
@@ -237,12 +256,9 @@ describe('refusedOr', () => {
     expect(failure.details).toEqual([{ code: 'UnauthorizedOperation' }]);
   });
 
-  it('says that the endpoint cannot be found, naming the host', () => {
-    const failure = refusedOr(dnsError('ec2.us-east-9.amazonaws.com')) as ApplicationFailure;
-    expect(failure.type).toBe(FAILURE.ec2Refused);
-    expect(failure.message).toBe(
-      'ENOTFOUND: the EC2 endpoint cannot be found (getaddrinfo ENOTFOUND ec2.us-east-9.amazonaws.com)',
-    );
+  it('leaves a DNS failure as it is, for the retry policy', () => {
+    const dns = dnsError('ec2.us-east-9.amazonaws.com');
+    expect(refusedOr(dns)).toBe(dns);
   });
 
   it('leaves transient errors and failures already typed as they are', () => {
@@ -278,7 +294,10 @@ describe('Ec2RetryStrategy', () => {
     await expect(
       strategy.refreshRetryTokenForRetry(
         token as never,
-        { error: dnsError('ec2.us-east-9.amazonaws.com'), errorType: 'TRANSIENT' } as never,
+        {
+          error: ec2Error('UnauthorizedOperation', 403, 'You are not authorized.'),
+          errorType: 'CLIENT_ERROR',
+        } as never,
       ),
     ).rejects.toThrow('permanent errors are not retried in place');
   });
