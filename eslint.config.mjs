@@ -78,6 +78,46 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // Names shared with the workflows (failure types, search attributes, workflow types and
+    // ids, signals' payloads) live in temporal/; nothing outside the worker's bundle reaches
+    // into workflows/.
+    files: ['activities/**/*.ts', 'service/**/*.ts', 'functions/**/*.ts', 'state/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '(^|/)\\.\\./workflows(/|$)',
+              message: 'Import shared names from temporal/, not from workflows/.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // temporal/ is imported by workflow code too: deterministic, no Node builtins, no clients.
+    files: ['temporal/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'temporal/ is bundled into workflow code: no Node builtins.',
+          })),
+          patterns: [
+            {
+              regex: '^(?!\\./|\\.\\./core(/|$)|@temporalio/common$)',
+              message: 'temporal/ imports only itself, core/ and @temporalio/common.',
+            },
+          ],
+        },
+      ],
+    },
+  },
   // The CLI is a client of the HTTPS API like any other: it imports no server code.
   ...[
     ['cli/*.ts', '^\\.\\./'],

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { EntityNotFoundError } from '../state/errors';
 import { MachineDeadError } from '../state/provisioning';
-import { FAILURE, type FailureType } from '../workflows/failures';
+import { FAILURE, type FailureType } from '../temporal/failures';
 import { refusedOr } from './ec2-errors';
 
 /** A non-retryable failure of one of the types the workflows branch on. */

@@ -16,7 +16,7 @@ import {
 import { EntityNotFoundError } from '../state/errors';
 import type { ContainerStore } from '../state/containers';
 import type { MachineStatus } from '../state/types';
-import { FAILURE } from '../workflows/failures';
+import { FAILURE } from '../temporal/failures';
 import type { ActivityDeps } from './deps';
 import { failure, orMachineGone } from './failures';
 import type { MachineRef } from './types';

@@ -1,6 +1,6 @@
 import { heartbeat } from '@temporalio/activity';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
-import { MACHINE_WORKFLOW_TYPE, machineStartOptions } from '../workflows/search-attributes';
+import { MACHINE_WORKFLOW_TYPE, machineStartOptions } from '../temporal/search-attributes';
 import type { ActivityDeps } from './deps';
 
 /** Workflow starts in flight at once: enough to hide round trips, few enough not to flood the frontend. */

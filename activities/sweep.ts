@@ -16,7 +16,7 @@ import {
   SEARCH_ATTRIBUTES,
   machineStartOptions,
   machineWorkflowId,
-} from '../workflows/search-attributes';
+} from '../temporal/search-attributes';
 import type { ActivityDeps } from './deps';
 import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
 import {

@@ -11,7 +11,7 @@ import { startStack, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
 import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
-import { machineWorkflowId } from '../workflows/search-attributes';
+import { machineWorkflowId } from '../temporal/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
 import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
 import { runFloor } from './floor';

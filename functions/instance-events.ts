@@ -9,8 +9,8 @@ import { requireEnv, serviceEndpoints } from '../config/env';
 import { temporalApiKey } from '../service/context';
 import { EntityNotFoundError } from '../state/errors';
 import { Repository } from '../state/repository';
-import type { InstanceObservation } from '../workflows/definitions';
-import { machineWorkflowId } from '../workflows/search-attributes';
+import type { InstanceObservation } from '../temporal/signals';
+import { machineWorkflowId } from '../temporal/search-attributes';
 
 /** EventBridge's "EC2 Instance State-change Notification", as AWS documents it. */
 const StateChange = z.object({

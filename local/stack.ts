@@ -3,7 +3,7 @@ import { Connection } from '@temporalio/client';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
-import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../workflows/search-attributes';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';

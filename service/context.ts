@@ -4,7 +4,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { dynamoDbClient, temporalClient } from '../config/clients';
 import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
-import { TASK_QUEUE } from '../workflows/search-attributes';
+import { TASK_QUEUE } from '../temporal/search-attributes';
 import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Regions, type RegionCheck } from './regions';

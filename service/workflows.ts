@@ -6,7 +6,7 @@ import {
   START_MACHINES_WORKFLOW_TYPE,
   TASK_QUEUE,
   machineStartOptions,
-} from '../workflows/search-attributes';
+} from '../temporal/search-attributes';
 
 /** Up to this many machines a request starts their workflows itself; more go to one bulk starter workflow. */
 export const DIRECT_START_LIMIT = 20;

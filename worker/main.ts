@@ -11,7 +11,7 @@ import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } fro
 import { ContainerStore } from '../state/containers';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
-import { TASK_QUEUE } from '../workflows/search-attributes';
+import { TASK_QUEUE } from '../temporal/search-attributes';
 
 /**
  * The Temporal worker: registers the machine and sweeper workflows and their

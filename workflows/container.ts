@@ -13,10 +13,10 @@ import type { MachineSnapshot } from '../activities/types';
 import { outputTail, parentMachineId } from '../core';
 import { publish, type MachineContext } from './context';
 import { destroySignal } from './definitions';
-import { FAILURE, NON_RETRYABLE_FAILURES } from './failures';
-import { goDuration } from './messages';
+import { FAILURE, NON_RETRYABLE_FAILURES } from '../temporal/failures';
+import { goDuration } from '../temporal/messages';
 import { failureMessage, failureType } from './proxies';
-import { machineWorkflowId } from './search-attributes';
+import { machineWorkflowId } from '../temporal/search-attributes';
 
 /**
  * SSM and DynamoDB calls of a container's workflow: seconds each; bounded, so

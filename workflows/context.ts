@@ -4,7 +4,7 @@ import type { MachineSnapshot } from '../activities/types';
 import type { InstanceState } from '../core/liveness';
 import type { MachineStatus } from '../state/types';
 import type { InstanceObservation, ProvisioningState } from './definitions';
-import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 
 /** What one run of a machine workflow shares between its phases. */

@@ -1,5 +1,6 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceState } from '../core/liveness';
+import type { InstanceObservation } from '../temporal/signals';
 
 /**
  * Signals, queries and inputs of the provisioner's workflows. Kept apart from
@@ -56,10 +57,7 @@ export const retrySignal = defineSignal('retry');
 /** Tell a machine's workflow that the machine's life changed (it went Dead): re-read it and tear down. */
 export const destroySignal = defineSignal('destroy');
 /** What EC2 says of an instance (the sweep or the state-change handler saw it). */
-export interface InstanceObservation {
-  instanceId: string;
-  state: InstanceState;
-}
+export type { InstanceObservation };
 /**
  * EC2's state of the machine's instance changed: the workflow records it
  * (only while the machine still records that instance) and a lost instance

@@ -11,14 +11,14 @@ import {
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { BATCHED_LAUNCHES, DESTROY_CANCELS_PLANNING, INSTANCE_LIVENESS, uses } from './patches';
-import { FAILURE } from './failures';
+import { FAILURE } from '../temporal/failures';
 import {
   attemptFailedMessage,
   recordFailedMessage,
   stepFailedMessage,
   startingMessage,
   zoneFailoverMessage,
-} from './messages';
+} from '../temporal/messages';
 import {
   ec2,
   failureMessage,

@@ -28,7 +28,7 @@ import {
   uses,
 } from './patches';
 import { ec2, localRecords, records } from './proxies';
-import { SEARCH_ATTRIBUTES } from './search-attributes';
+import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
 

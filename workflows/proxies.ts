@@ -6,7 +6,7 @@ import {
   proxyLocalActivities,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities';
-import { NON_RETRYABLE_FAILURES } from './failures';
+import { NON_RETRYABLE_FAILURES } from '../temporal/failures';
 
 // Throttling and transport faults: back off and try again, never give up a machine for them.
 // The failure types the workflow branches on are non-retryable: it decides.

@@ -1,8 +1,8 @@
 import { ActivityFailure, log, patched, sleep } from '@temporalio/workflow';
 import type { DeadMachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { FAILURE } from './failures';
-import { goDuration, stepFailedMessage } from './messages';
+import { FAILURE } from '../temporal/failures';
+import { goDuration, stepFailedMessage } from '../temporal/messages';
 import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, uses } from './patches';
 import { describing, ec2, failureMessage, failureType, records } from './proxies';
 import { duration } from './summaries';

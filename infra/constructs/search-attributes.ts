@@ -3,7 +3,7 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Provider } from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
-import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../workflows/search-attributes';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../temporal/search-attributes';
 import { bundledFunction } from '../bundling';
 import { acknowledge, acknowledgeLambdaDefaults } from '../nag';
 import type { TemporalSettings } from '../config';

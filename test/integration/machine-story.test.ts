@@ -2,7 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { workflowMetadataQuery } from '@temporalio/workflow';
-import { machineWorkflowId } from '../../workflows/search-attributes';
+import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { loadTestStack } from './stack';
 

@@ -7,7 +7,7 @@ import { freePort, spawnManaged, type ManagedProcess } from '../../local/process
 import { PROJECT_ROOT, tsEntry } from '../../local/stack';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
-import { machineWorkflowId } from '../../workflows/search-attributes';
+import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { offeredTypes, servedCatalogue, servedPrices, type ServedType } from './prices';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';

@@ -18,7 +18,7 @@ import { machineSk, modelPk } from '../../state/keys';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery, type ProvisioningState } from '../../workflows/definitions';
-import { machineWorkflowId } from '../../workflows/search-attributes';
+import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 

@@ -11,12 +11,12 @@ import type {
   StatusUpdate,
 } from '../../activities/types';
 import { destroySignal, provisioningStateQuery } from '../../workflows/definitions';
-import { FAILURE } from '../../workflows/failures';
+import { FAILURE } from '../../temporal/failures';
 import {
   attemptFailedMessage,
   startingMessage,
   zoneFailoverMessage,
-} from '../../workflows/messages';
+} from '../../temporal/messages';
 import { uniqueName } from './api-client';
 import { loadTestStack } from './stack';
 

@@ -11,11 +11,7 @@ import { priced } from '../../activities/plan';
 import { TAG_DEPLOYMENT, TAG_MACHINE, TAG_MODEL, TAG_MODEL_UID } from '../../activities/tags';
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
-import {
-  TASK_QUEUE,
-  machineWorkflowId,
-  sweeperWorkflowId,
-} from '../../workflows/search-attributes';
+import { TASK_QUEUE, machineWorkflowId, sweeperWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { servedPrices } from './prices';
 import { ec2ClientFor, loadTestStack } from './stack';

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { TASK_QUEUE, sweeperWorkflowId } from '../../workflows/search-attributes';
+import { TASK_QUEUE, sweeperWorkflowId } from '../../temporal/search-attributes';
 import { ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();

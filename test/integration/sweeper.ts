@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { TASK_QUEUE, sweeperWorkflowId } from '../../workflows/search-attributes';
+import { TASK_QUEUE, sweeperWorkflowId } from '../../temporal/search-attributes';
 
 /** Sweep pages the shared stack's sweeper completed after `since` (its current run's history). */
 export async function sweepPagesCompletedSince(temporal: Client, since: number): Promise<number> {

@@ -1,6 +1,6 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { handleInstanceEvent, type InstanceEventDeps } from '../../../functions/instance-events';
-import type { InstanceObservation } from '../../../workflows/definitions';
+import type { InstanceObservation } from '../../../temporal/signals';
 
 /** The event as AWS documents it (EventBridge, "EC2 Instance State-change Notification"). */
 function sample(state: string, instanceId = 'i-0abcd1234ef567890') {

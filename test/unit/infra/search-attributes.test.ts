@@ -12,7 +12,7 @@ import {
   InvalidResourcePropertiesError,
   parseProperties,
 } from '../../../infra/search-attributes/handler';
-import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../../workflows/search-attributes';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../../temporal/search-attributes';
 
 const NAMESPACE = 'provisioner-dev.a1b2c';
 

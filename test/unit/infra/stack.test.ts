@@ -6,7 +6,7 @@ import type { Asset } from 'aws-cdk-lib/aws-s3-assets';
 import type { IConstruct } from 'constructs';
 import { ROUTES, ROUTE_GROUPS, routeKey, type RouteGroup } from '../../../functions/routes';
 import { DEFAULT_TABLE_NAME, TABLE_SCHEMA } from '../../../state/schema';
-import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../../workflows/search-attributes';
+import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../../temporal/search-attributes';
 import {
   ENVIRONMENT_NAMES,
   deploymentId,

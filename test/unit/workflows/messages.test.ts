@@ -13,7 +13,7 @@ import {
   startingMessage,
   zoneFailoverMessage,
   stepFailedMessage,
-} from '../../../workflows/messages';
+} from '../../../temporal/messages';
 
 describe('goDuration (Go time.Duration.String)', () => {
   it.each<[number, string]>([

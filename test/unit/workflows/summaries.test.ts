@@ -1,7 +1,7 @@
 import type { MachineSnapshot } from '../../../activities/types';
 import type { MachineContext } from '../../../workflows/context';
 import { duration, machineDetails } from '../../../workflows/summaries';
-import { machineSummary } from '../../../workflows/search-attributes';
+import { machineSummary } from '../../../temporal/search-attributes';
 
 describe('duration', () => {
   it.each<[number, string]>([
