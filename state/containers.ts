@@ -1,10 +1,11 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { parentMachineId } from '../core/placement';
 import { EntityNotFoundError, retryOnConcurrentChange } from './errors';
 import { machineSk, machineStatusIndexPk, modelPk } from './keys';
 import { machineKey, Repository } from './repository';
 import type { MachineStatus } from './types';
+import { documentClient } from './table';
 
 /** The Run Command a container's workflow sent last (kept on the container's item). */
 export interface ContainerCommand {
@@ -33,9 +34,7 @@ export class ContainerStore {
     client: DynamoDBClient,
     readonly tableName: string,
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
     this.repo = new Repository(client, tableName);
   }
 
