@@ -20,7 +20,7 @@ import {
   Transaction,
   TRANSACTION_LIMIT,
 } from './table';
-import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, modelPk } from './keys';
 import type { Hardware, Life, MachineRecord } from './types';
 import type { HostContainers } from './containers';
 
@@ -160,7 +160,7 @@ export class ProvisioningStore {
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
-            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
+            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, ' +
             '#instanceStatus = :pending, #updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
             (run.placementGroup !== undefined ? ', #group = :group' : '') +
@@ -195,7 +195,6 @@ export class ProvisioningStore {
             ':zone': run.zone,
             ':instanceType': run.instanceType,
             ':hardware': run.hardware,
-            ':gsi2pk': machineStatusIndexPk(model, 'running'),
             ':now': new Date().toISOString(),
             ...(run.pricePerHour !== undefined ? { ':price': run.pricePerHour } : {}),
             ...(run.placementGroup !== undefined ? { ':group': run.placementGroup } : {}),
@@ -225,7 +224,7 @@ export class ProvisioningStore {
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
-            'SET #status = :status, #message = :message, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'SET #status = :status, #message = :message, #updatedAt = :now ' +
             'REMOVE #instanceId, #zone, #zoneClaim',
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: {
@@ -239,7 +238,6 @@ export class ProvisioningStore {
           ExpressionAttributeValues: {
             ':status': 'error',
             ':message': message,
-            ':gsi2pk': machineStatusIndexPk(model, 'error'),
             ':now': new Date().toISOString(),
           },
         }),
@@ -407,7 +405,7 @@ export class ProvisioningStore {
           Key: key,
           UpdateExpression:
             'SET #instanceStatus = :state, #status = :status, #message = :message, ' +
-            'gsi2pk = :gsi2pk, #updatedAt = :now',
+            '#updatedAt = :now',
           ReturnValues: 'ALL_NEW',
           ConditionExpression:
             '#instanceId = :instanceId AND #life = :alive AND #status IN (:running, :down)',
@@ -423,7 +421,6 @@ export class ProvisioningStore {
             ':state': state,
             ':status': status,
             ':message': message,
-            ':gsi2pk': machineStatusIndexPk(model, status),
             ':instanceId': instanceId,
             ':alive': 'alive',
             ':running': 'running',
@@ -474,7 +471,7 @@ export class ProvisioningStore {
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
-            'SET #status = :pending, #message = :empty, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'SET #status = :pending, #message = :empty, #updatedAt = :now ' +
             'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
             '#price, #placementGroup, #partition',
           ConditionExpression: '#instanceId = :instanceId AND #life = :alive',
@@ -496,7 +493,6 @@ export class ProvisioningStore {
           ExpressionAttributeValues: {
             ':pending': 'pending',
             ':empty': '',
-            ':gsi2pk': machineStatusIndexPk(model, 'pending'),
             ':now': new Date().toISOString(),
             ':instanceId': instanceId,
             ':alive': 'alive',

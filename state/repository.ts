@@ -18,7 +18,6 @@ import {
   appSk,
   applicationMachinesIndexPk,
   machineSk,
-  machineStatusIndexPk,
   modelPk,
   relationSk,
   unitSk,
@@ -33,7 +32,6 @@ import {
 import type {
   ApplicationRecord,
   MachineRecord,
-  MachineStatus,
   ModelRecord,
   RelationRecord,
   UnitRecord,
@@ -167,8 +165,6 @@ export function machineItem(m: MachineRecord): Item {
     type: 'machine',
     nextContainer: m.containers.length,
     version: m.version ?? 0,
-    gsi2pk: machineStatusIndexPk(m.model, m.status),
-    gsi2sk: m.id,
   };
 }
 
@@ -580,10 +576,6 @@ export class Repository {
       values[`:${k}`] = v;
       sets.push(`#${k} = :${k}`);
     }
-    if (changes.status !== undefined) {
-      sets.push('gsi2pk = :gsi2pk');
-      values[':gsi2pk'] = machineStatusIndexPk(model, changes.status);
-    }
     for (const k of remove) names[`#${k}`] = k;
     const removeClause = remove.length ? ` REMOVE ${remove.map((k) => `#${k}`).join(', ')}` : '';
     try {
@@ -604,16 +596,6 @@ export class Repository {
         throw new EntityNotFoundError(`machine ${id} not found`);
       throw err;
     }
-  }
-
-  async machinesWithStatus(model: string, status: MachineStatus): Promise<string[]> {
-    const items = await this.queryAll({
-      TableName: this.tableName,
-      IndexName: 'gsi2',
-      KeyConditionExpression: 'gsi2pk = :pk',
-      ExpressionAttributeValues: { ':pk': machineStatusIndexPk(model, status) },
-    });
-    return items.map((i) => String(i.gsi2sk));
   }
 
   async queryAll(input: QueryCommandInput): Promise<Item[]> {

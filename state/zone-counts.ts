@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { leastPopulousPartition } from '../core/partitions';
 import { EntityNotFoundError } from './errors';
-import { machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { machineSk, modelPk } from './keys';
 import { zoneCountSk } from './provisioning-keys';
 import type { Life } from './types';
 import { documentClient, TRANSACTION_LIMIT } from './table';
@@ -391,8 +391,7 @@ export class ZoneCountStore {
       names['#message'] = 'message';
       values[':status'] = request.status.status;
       values[':message'] = request.status.message(zone);
-      values[':gsi2pk'] = machineStatusIndexPk(model, request.status.status);
-      set += ', #status = :status, #message = :message, gsi2pk = :gsi2pk';
+      set += ', #status = :status, #message = :message';
     }
     let condition = 'attribute_exists(pk) AND #life <> :dead';
     if (m.countedZone) {
