@@ -1,10 +1,12 @@
 // Integration files that wait for the sweeper run first, and the files that
 // leave EC2 (moto) holding hundreds of instances run last. All files share
-// one stack and one table: the sweeper walks every model the suite has made,
-// every 5 s, listing each model's instances on moto, which slows as
-// instances pile up. Late in a fresh-clone CI run a walk took minutes and
-// moto answered teardown's DescribeInstances after 20 s, so the sweep- and
-// teardown-bound tests meet the stack while it is young.
+// one stack and one table, and the one sweeper walks every model the suite
+// has made, every 5 s: each model costs its own reads and calls (a page of
+// models shares one listing of the region's instances), so a walk slows as
+// the suite's models accumulate, and moto answers more slowly as instances
+// pile up. Late in a fresh-clone CI run a walk took minutes and moto answered
+// teardown's DescribeInstances after 20 s, so the sweep- and teardown-bound
+// tests meet the stack while it is young.
 const Sequencer = require('@jest/test-sequencer').default;
 
 const FIRST = [

@@ -3,6 +3,7 @@ import { EntityNotFoundError } from '../state/errors';
 import type { Life } from '../state/types';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
+import { ec2ErrorCode } from './ec2-errors';
 import { PlacementGroups } from './placement-groups';
 import type {
   LaunchPlan,
@@ -236,7 +237,25 @@ export function recordActivities(
     async removeMachine(ref: MachineRef): Promise<{ modelRemoved: boolean }> {
       const group = await placementGroupOf(ref);
       const removed = await store.removeMachine(ref.model, ref.machineId);
-      if (group) await deleteGroupIfEmpty(ref.model, group);
+      if (group) {
+        // The machine is gone now: a failure here must not fail the activity, whose
+        // retry would find no machine (and no group to name) and fail the teardown.
+        // The group is left for the next removal in it, as an in-use one is.
+        try {
+          await deleteGroupIfEmpty(ref.model, group);
+        } catch (err) {
+          console.warn(
+            JSON.stringify({
+              message: 'placement group not deleted; left for a later removal',
+              model: ref.model,
+              machineId: ref.machineId,
+              placementGroup: group.name,
+              code: ec2ErrorCode(err) ?? 'unknown',
+              error: err instanceof Error ? err.message : String(err),
+            }),
+          );
+        }
+      }
       return removed;
     },
   };

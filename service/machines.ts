@@ -2,7 +2,6 @@ import { isConfirmedGone, liveInstanceMessage } from '../core/liveness';
 import { InvalidRequestError } from './errors';
 import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 import { machineItem, machineKey } from '../state/repository';
-import { machineStatusIndexPk } from '../state/keys';
 import type { MachineRecord } from '../state/types';
 import { collapseConstraints, validateConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
@@ -145,14 +144,13 @@ export async function retryMachine(
       machineKey(model, id),
       'SET #c = :c, version = if_not_exists(version, :zero) + :one',
       {
-        condition: '#s = :error AND gsi2pk = :gsi2pk',
+        condition: '#s = :error',
         names: { '#c': 'constraints', '#s': 'status' },
         values: {
           ':c': replacement,
           ':error': 'error',
           ':zero': 0,
           ':one': 1,
-          ':gsi2pk': machineStatusIndexPk(model, 'error'),
         },
         onFail: new EntityConflictError(`machine ${id} changed meanwhile`),
       },

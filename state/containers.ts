@@ -1,10 +1,11 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { parentMachineId } from '../core/placement';
 import { EntityNotFoundError, retryOnConcurrentChange } from './errors';
-import { machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { machineSk, modelPk } from './keys';
 import { machineKey, Repository } from './repository';
 import type { MachineStatus } from './types';
+import { documentClient } from './table';
 
 /** The Run Command a container's workflow sent last (kept on the container's item). */
 export interface ContainerCommand {
@@ -33,9 +34,7 @@ export class ContainerStore {
     client: DynamoDBClient,
     readonly tableName: string,
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
     this.repo = new Repository(client, tableName);
   }
 
@@ -70,12 +69,10 @@ export class ContainerStore {
     status: MachineStatus,
     message: string,
   ): Promise<void> {
-    await this.update(
-      model,
-      machineId,
-      'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now',
-      { ':s': status, ':m': message, ':g': machineStatusIndexPk(model, status) },
-    );
+    await this.update(model, machineId, 'SET #status = :s, #message = :m, updatedAt = :now', {
+      ':s': status,
+      ':m': message,
+    });
   }
 
   /** The container runs on its host: `running`, in its host's zone. */
@@ -83,12 +80,10 @@ export class ContainerStore {
     await this.update(
       model,
       machineId,
-      'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now' +
-        (zone ? ', #zone = :zone' : ''),
+      'SET #status = :s, #message = :m, updatedAt = :now' + (zone ? ', #zone = :zone' : ''),
       {
         ':s': 'running',
         ':m': '',
-        ':g': machineStatusIndexPk(model, 'running'),
         ...(zone ? { ':zone': zone } : {}),
       },
     );
@@ -99,8 +94,8 @@ export class ContainerStore {
     await this.update(
       model,
       machineId,
-      'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now REMOVE #zone',
-      { ':s': 'error', ':m': message, ':g': machineStatusIndexPk(model, 'error') },
+      'SET #status = :s, #message = :m, updatedAt = :now REMOVE #zone',
+      { ':s': 'error', ':m': message },
     );
   }
 
@@ -217,7 +212,7 @@ export class ContainerStore {
           new UpdateCommand({
             TableName: this.tableName,
             Key: this.key(model, id),
-            UpdateExpression: 'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now',
+            UpdateExpression: 'SET #status = :s, #message = :m, updatedAt = :now',
             ConditionExpression: hostDown
               ? '#life = :alive AND #status = :running'
               : // back to running only on the instance the container was made on
@@ -232,7 +227,6 @@ export class ContainerStore {
             ExpressionAttributeValues: {
               ':s': status,
               ':m': hostDown ? message : '',
-              ':g': machineStatusIndexPk(model, status),
               ':alive': 'alive',
               ...(hostDown
                 ? { ':running': 'running' }
@@ -274,7 +268,7 @@ export class ContainerStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(model, id),
-          UpdateExpression: 'SET #status = :s, #message = :m, gsi2pk = :g, updatedAt = :now',
+          UpdateExpression: 'SET #status = :s, #message = :m, updatedAt = :now',
           ConditionExpression:
             '#life = :alive AND #status = :down AND #message = :downMessage AND ' +
             '(attribute_not_exists(#cmd) OR #cmd.#instance <> :host)',
@@ -290,7 +284,6 @@ export class ContainerStore {
             ':m':
               `machine ${hostId} has a new instance (${hostInstance}) and the container was on ` +
               `the old one: retry-provisioning creates it there`,
-            ':g': machineStatusIndexPk(model, status),
             ':alive': 'alive',
             ':down': 'down',
             ':downMessage': hostDownMessage(hostId),

@@ -1,11 +1,12 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   UpdateCommand,
+  type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { createHash } from 'node:crypto';
+import { documentClient } from './table';
 
 /** How long a key is remembered (API.md: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -52,9 +53,7 @@ export class IdempotencyStore {
     readonly tableName: string,
     private readonly now: () => number = Date.now,
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
   }
 
   static fingerprint(method: string, path: string, body: string): string {

@@ -14,8 +14,6 @@ export const UNIT_SK_PREFIX = 'UNIT#';
 export const relationSk = (a: string, b: string): string => `REL#${a}#${b}`;
 export const RELATION_SK_PREFIX = 'REL#';
 export const counterSk = (name: string): string => `#COUNTER#${name}`;
-export const machineStatusIndexPk = (model: string, status: string): string =>
-  `MODEL#${model}#STATUS#${status}`;
 /** gsi1 on principal units: the machines hosting an application's units (its distribution group). */
 export const applicationMachinesIndexPk = (model: string, app: string): string =>
   `MODEL#${model}#APP#${app}`;

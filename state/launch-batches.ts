@@ -1,11 +1,12 @@
 import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
   UpdateCommand,
+  type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { machineSk, modelPk } from './keys';
+import { documentClient } from './table';
 
 /** A launch batch's item key, in its model's partition. */
 export const launchBatchSk = (id: string): string => `#LAUNCH#${id}`;
@@ -63,9 +64,7 @@ export class LaunchBatchStore {
     client: DynamoDBClient,
     readonly tableName: string,
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
   }
 
   /** Records on a machine the batch it is joining; false when the machine is gone or Dead. */

@@ -1,16 +1,10 @@
-import {
-  ConditionalCheckFailedException,
-  TransactionCanceledException,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   DeleteCommand,
-  DynamoDBDocumentClient,
   GetCommand,
   QueryCommand,
-  TransactWriteCommand,
   UpdateCommand,
-  type QueryCommandInput,
+  type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import {
   instanceStateMessage,
@@ -18,12 +12,17 @@ import {
   isLost,
   type InstanceState,
 } from '../core/liveness';
-import { EntityConflictError, EntityNotFoundError } from './errors';
-import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from './errors';
+import {
+  commitTransaction,
+  documentClient,
+  queryAll,
+  Transaction,
+  TRANSACTION_LIMIT,
+} from './table';
+import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, modelPk } from './keys';
 import type { Hardware, Life, MachineRecord } from './types';
 import type { HostContainers } from './containers';
-
-type Item = Record<string, unknown>;
 
 /**
  * What zone choice needs of each machine of a model. `zoneClaim` is the zone a
@@ -66,8 +65,6 @@ export interface ProvisioningStoreOptions {
   random?: () => number;
 }
 
-const TRANSACTION_LIMIT = 100;
-
 /**
  * The DynamoDB writes the machine workflow makes beyond the Repository:
  * atomic zone claims, recording a launch or a failure, removing a machine and
@@ -94,9 +91,7 @@ export class ProvisioningStore {
     readonly tableName: string,
     options: ProvisioningStoreOptions = {},
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
     this.batches = new LaunchBatchStore(client, tableName);
     this.zones = new ZoneCountStore(client, tableName, {
       ...(options.maxClaimTries !== undefined ? { maxTries: options.maxClaimTries } : {}),
@@ -165,7 +160,7 @@ export class ProvisioningStore {
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
-            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, gsi2pk = :gsi2pk, ' +
+            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, ' +
             '#instanceStatus = :pending, #updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
             (run.placementGroup !== undefined ? ', #group = :group' : '') +
@@ -200,7 +195,6 @@ export class ProvisioningStore {
             ':zone': run.zone,
             ':instanceType': run.instanceType,
             ':hardware': run.hardware,
-            ':gsi2pk': machineStatusIndexPk(model, 'running'),
             ':now': new Date().toISOString(),
             ...(run.pricePerHour !== undefined ? { ':price': run.pricePerHour } : {}),
             ...(run.placementGroup !== undefined ? { ':group': run.placementGroup } : {}),
@@ -230,7 +224,7 @@ export class ProvisioningStore {
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
-            'SET #status = :status, #message = :message, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'SET #status = :status, #message = :message, #updatedAt = :now ' +
             'REMOVE #instanceId, #zone, #zoneClaim',
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: {
@@ -244,7 +238,6 @@ export class ProvisioningStore {
           ExpressionAttributeValues: {
             ':status': 'error',
             ':message': message,
-            ':gsi2pk': machineStatusIndexPk(model, 'error'),
             ':now': new Date().toISOString(),
           },
         }),
@@ -315,7 +308,7 @@ export class ProvisioningStore {
       }),
     );
     if ((entity.Items?.length ?? 0) > 0) return false;
-    const items = await this.queryAll({
+    const items = await queryAll(this.doc, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk',
       ExpressionAttributeValues: { ':pk': modelPk(model) },
@@ -337,29 +330,18 @@ export class ProvisioningStore {
         );
       }
     }
+    const tx = new Transaction(this.tableName).delete(
+      { pk: modelPk(model), sk: MODEL_SK },
+      'life = :dying',
+      { ':dying': 'dying' },
+    );
+    for (const i of others) tx.delete({ pk: String(i.pk), sk: String(i.sk) });
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Delete: {
-                TableName: this.tableName,
-                Key: { pk: modelPk(model), sk: MODEL_SK },
-                ConditionExpression: '#life = :dying',
-                ExpressionAttributeNames: { '#life': 'life' },
-                ExpressionAttributeValues: { ':dying': 'dying' },
-              },
-            },
-            ...others.map((i) => ({
-              Delete: { TableName: this.tableName, Key: { pk: i.pk, sk: i.sk } },
-            })),
-          ],
-        }),
-      );
+      await commitTransaction(this.doc, tx);
       return true;
     } catch (err) {
       // another removal got there first, or the model is not dying any more
-      if (err instanceof TransactionCanceledException) return false;
+      if (err instanceof ConcurrentChangeError) return false;
       throw err;
     }
   }
@@ -372,7 +354,7 @@ export class ProvisioningStore {
       Pick<MachineRecord, 'id' | 'life' | 'status' | 'instanceId' | 'manual' | 'instanceStatus'>
     >
   > {
-    const items = await this.queryAll({
+    const items = await queryAll(this.doc, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
@@ -423,7 +405,7 @@ export class ProvisioningStore {
           Key: key,
           UpdateExpression:
             'SET #instanceStatus = :state, #status = :status, #message = :message, ' +
-            'gsi2pk = :gsi2pk, #updatedAt = :now',
+            '#updatedAt = :now',
           ReturnValues: 'ALL_NEW',
           ConditionExpression:
             '#instanceId = :instanceId AND #life = :alive AND #status IN (:running, :down)',
@@ -439,7 +421,6 @@ export class ProvisioningStore {
             ':state': state,
             ':status': status,
             ':message': message,
-            ':gsi2pk': machineStatusIndexPk(model, status),
             ':instanceId': instanceId,
             ':alive': 'alive',
             ':running': 'running',
@@ -490,7 +471,7 @@ export class ProvisioningStore {
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
-            'SET #status = :pending, #message = :empty, gsi2pk = :gsi2pk, #updatedAt = :now ' +
+            'SET #status = :pending, #message = :empty, #updatedAt = :now ' +
             'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
             '#price, #placementGroup, #partition',
           ConditionExpression: '#instanceId = :instanceId AND #life = :alive',
@@ -512,7 +493,6 @@ export class ProvisioningStore {
           ExpressionAttributeValues: {
             ':pending': 'pending',
             ':empty': '',
-            ':gsi2pk': machineStatusIndexPk(model, 'pending'),
             ':now': new Date().toISOString(),
             ':instanceId': instanceId,
             ':alive': 'alive',
@@ -527,17 +507,6 @@ export class ProvisioningStore {
     }
     // out of its old zone's counts: the new instance is counted where it lands
     await this.zones.release(model, machineId);
-  }
-
-  private async queryAll(input: QueryCommandInput): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(new QueryCommand({ ...input, ExclusiveStartKey: start }));
-      items.push(...((out.Items ?? []) as Item[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
   }
 }
 

@@ -1,25 +1,12 @@
+import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
-  ConditionalCheckFailedException,
-  TransactionCanceledException,
-  type DynamoDBClient,
-} from '@aws-sdk/client-dynamodb';
-import {
-  DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
-  TransactWriteCommand,
   UpdateCommand,
+  type DynamoDBDocumentClient,
   type QueryCommandInput,
-  type TransactWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import {
-  ConcurrentChangeError,
-  EntityConflictError,
-  EntityNotFoundError,
-  retryTransactionConflicts,
-  TransactionTooLargeError,
-} from './errors';
+import { EntityConflictError, EntityNotFoundError, retryTransactionConflicts } from './errors';
 import { ProvisioningStore } from './provisioning';
 import {
   APP_SK_PREFIX,
@@ -31,23 +18,30 @@ import {
   appSk,
   applicationMachinesIndexPk,
   machineSk,
-  machineStatusIndexPk,
   modelPk,
   relationSk,
   unitSk,
 } from './keys';
+import {
+  commitTransaction,
+  documentClient,
+  queryAll,
+  Transaction,
+  TRANSACTION_LIMIT,
+} from './table';
 import type {
   ApplicationRecord,
   MachineRecord,
-  MachineStatus,
   ModelRecord,
   RelationRecord,
   UnitRecord,
 } from './types';
 
+// the transaction helpers moved to table.ts (shared with the provisioning store); importers keep this path
+export { Transaction, TRANSACTION_LIMIT } from './table';
+
 type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 const MODEL_FIELDS = [
   'name',
@@ -171,8 +165,6 @@ export function machineItem(m: MachineRecord): Item {
     type: 'machine',
     nextContainer: m.containers.length,
     version: m.version ?? 0,
-    gsi2pk: machineStatusIndexPk(m.model, m.status),
-    gsi2sk: m.id,
   };
 }
 
@@ -210,90 +202,6 @@ export interface ModelContents {
   relations: RelationRecord[];
 }
 
-/**
- * One all-or-nothing write. Every item may carry the error to raise when its
- * condition fails; a failed condition without one (a version check) and any
- * transaction conflict mean "someone changed it meanwhile": retry.
- */
-export class Transaction {
-  readonly items: TransactItem[] = [];
-  readonly errors: Array<Error | undefined> = [];
-
-  constructor(readonly tableName: string) {}
-
-  put(item: Item, condition?: string, values?: Item, onFail?: Error): this {
-    this.items.push({
-      Put: {
-        TableName: this.tableName,
-        Item: item,
-        ...(condition ? { ConditionExpression: condition } : {}),
-        ...(values ? { ExpressionAttributeValues: values } : {}),
-      },
-    });
-    this.errors.push(onFail);
-    return this;
-  }
-
-  update(
-    key: Key,
-    expression: string,
-    opts: { condition?: string; values?: Item; names?: Record<string, string>; onFail?: Error },
-  ): this {
-    this.items.push({
-      Update: {
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: expression,
-        ...(opts.condition ? { ConditionExpression: opts.condition } : {}),
-        ...(opts.values ? { ExpressionAttributeValues: opts.values } : {}),
-        ...(opts.names ? { ExpressionAttributeNames: opts.names } : {}),
-      },
-    });
-    this.errors.push(opts.onFail);
-    return this;
-  }
-
-  check(
-    key: Key,
-    condition: string,
-    values: Item,
-    onFail?: Error,
-    names?: Record<string, string>,
-  ): this {
-    this.items.push({
-      ConditionCheck: {
-        TableName: this.tableName,
-        Key: key,
-        ConditionExpression: condition,
-        ExpressionAttributeValues: values,
-        ...(names ? { ExpressionAttributeNames: names } : {}),
-      },
-    });
-    this.errors.push(onFail);
-    return this;
-  }
-
-  delete(key: Key, condition?: string, values?: Item, onFail?: Error): this {
-    this.items.push({
-      Delete: {
-        TableName: this.tableName,
-        Key: key,
-        ...(condition ? { ConditionExpression: condition } : {}),
-        ...(values ? { ExpressionAttributeValues: values } : {}),
-      },
-    });
-    this.errors.push(onFail);
-    return this;
-  }
-
-  get size(): number {
-    return this.items.length;
-  }
-}
-
-/** The most items one DynamoDB transaction may hold. */
-export const TRANSACTION_LIMIT = 100;
-
 export class Repository {
   readonly doc: DynamoDBDocumentClient;
   /** Read capacity consumed by this repository's Queries, as DynamoDB reports it. */
@@ -303,9 +211,7 @@ export class Repository {
     private readonly client: DynamoDBClient,
     readonly tableName: string,
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
   }
 
   transaction(): Transaction {
@@ -313,24 +219,7 @@ export class Repository {
   }
 
   async commit(tx: Transaction): Promise<void> {
-    if (tx.size === 0) return;
-    if (tx.size > TRANSACTION_LIMIT)
-      throw new TransactionTooLargeError(
-        `this change needs ${tx.size} writes in one transaction, more than DynamoDB's ${TRANSACTION_LIMIT}`,
-      );
-    try {
-      await this.doc.send(new TransactWriteCommand({ TransactItems: tx.items }));
-    } catch (err) {
-      if (err instanceof TransactionCanceledException) {
-        const reasons = err.CancellationReasons ?? [];
-        if (reasons.some((r) => r.Code === 'TransactionConflict'))
-          throw new ConcurrentChangeError('transaction conflict');
-        const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
-        const mapped = failed >= 0 ? tx.errors[failed] : undefined;
-        throw mapped ?? new ConcurrentChangeError('a record changed meanwhile');
-      }
-      throw err;
-    }
+    await commitTransaction(this.doc, tx);
   }
 
   // ---- models
@@ -687,10 +576,6 @@ export class Repository {
       values[`:${k}`] = v;
       sets.push(`#${k} = :${k}`);
     }
-    if (changes.status !== undefined) {
-      sets.push('gsi2pk = :gsi2pk');
-      values[':gsi2pk'] = machineStatusIndexPk(model, changes.status);
-    }
     for (const k of remove) names[`#${k}`] = k;
     const removeClause = remove.length ? ` REMOVE ${remove.map((k) => `#${k}`).join(', ')}` : '';
     try {
@@ -713,27 +598,9 @@ export class Repository {
     }
   }
 
-  async machinesWithStatus(model: string, status: MachineStatus): Promise<string[]> {
-    const items = await this.queryAll({
-      TableName: this.tableName,
-      IndexName: 'gsi2',
-      KeyConditionExpression: 'gsi2pk = :pk',
-      ExpressionAttributeValues: { ':pk': machineStatusIndexPk(model, status) },
-    });
-    return items.map((i) => String(i.gsi2sk));
-  }
-
   async queryAll(input: QueryCommandInput): Promise<Item[]> {
-    const items: Item[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.doc.send(
-        new QueryCommand({ ...input, ExclusiveStartKey: start, ReturnConsumedCapacity: 'TOTAL' }),
-      );
-      this.consumedReadCapacity += out.ConsumedCapacity?.CapacityUnits ?? 0;
-      items.push(...((out.Items ?? []) as Item[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return items;
+    return queryAll(this.doc, input, (units) => {
+      this.consumedReadCapacity += units;
+    });
   }
 }

@@ -11,10 +11,15 @@ export interface IndexSchema {
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
   sortKey: 'sk',
-  /** Overloaded global secondary indexes; what each holds is documented in state/README.md. */
+  /**
+   * Overloaded global secondary indexes; what each holds is documented in
+   * state/README.md. `gsi2` (machines by status) was dropped: every status
+   * write paid for it and nothing but a test read it. Machine items written
+   * before still carry `gsi2pk`/`gsi2sk`; harmless, as nothing reads them and
+   * no index projects them.
+   */
   globalSecondaryIndexes: [
     { indexName: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
-    { indexName: 'gsi2', partitionKey: 'gsi2pk', sortKey: 'gsi2sk' },
   ] as readonly IndexSchema[],
   /** Every key attribute is a string. */
   attributeType: 'S' as const,

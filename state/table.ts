@@ -2,10 +2,23 @@ import {
   CreateTableCommand,
   DescribeTableCommand,
   ResourceInUseException,
+  TransactionCanceledException,
   waitUntilTableExists,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  QueryCommand,
+  TransactWriteCommand,
+  type QueryCommandInput,
+  type TransactWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { ConcurrentChangeError, TransactionTooLargeError } from './errors';
 import { TABLE_SCHEMA } from './schema';
+
+type Item = Record<string, unknown>;
+type Key = { pk: string; sk: string };
+type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 
 /** Creates the table (on-demand, the schema's keys and indexes) unless it exists; waits until active. */
 export async function ensureTable(client: DynamoDBClient, tableName: string): Promise<void> {
@@ -42,4 +55,153 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
   }
   await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
   await client.send(new DescribeTableCommand({ TableName: tableName }));
+}
+
+/**
+ * The document client every store of the table writes through: attributes
+ * set to `undefined` are left out of the item rather than refused.
+ */
+export function documentClient(client: DynamoDBClient): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true },
+  });
+}
+
+/**
+ * Every page of a Query. With `onConsumed`, DynamoDB reports each page's
+ * read capacity and it is handed on (the repository counts its reads).
+ */
+export async function queryAll(
+  doc: DynamoDBDocumentClient,
+  input: QueryCommandInput,
+  onConsumed?: (capacityUnits: number) => void,
+): Promise<Item[]> {
+  const items: Item[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await doc.send(
+      new QueryCommand({
+        ...input,
+        ExclusiveStartKey: start,
+        ...(onConsumed ? { ReturnConsumedCapacity: 'TOTAL' as const } : {}),
+      }),
+    );
+    onConsumed?.(out.ConsumedCapacity?.CapacityUnits ?? 0);
+    items.push(...((out.Items ?? []) as Item[]));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return items;
+}
+
+/** The most items one DynamoDB transaction may hold. */
+export const TRANSACTION_LIMIT = 100;
+
+/**
+ * One all-or-nothing write. Every item may carry the error to raise when its
+ * condition fails; a failed condition without one (a version check) and any
+ * transaction conflict mean "someone changed it meanwhile": retry.
+ */
+export class Transaction {
+  readonly items: TransactItem[] = [];
+  readonly errors: Array<Error | undefined> = [];
+
+  constructor(readonly tableName: string) {}
+
+  put(item: Item, condition?: string, values?: Item, onFail?: Error): this {
+    this.items.push({
+      Put: {
+        TableName: this.tableName,
+        Item: item,
+        ...(condition ? { ConditionExpression: condition } : {}),
+        ...(values ? { ExpressionAttributeValues: values } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  update(
+    key: Key,
+    expression: string,
+    opts: { condition?: string; values?: Item; names?: Record<string, string>; onFail?: Error },
+  ): this {
+    this.items.push({
+      Update: {
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: expression,
+        ...(opts.condition ? { ConditionExpression: opts.condition } : {}),
+        ...(opts.values ? { ExpressionAttributeValues: opts.values } : {}),
+        ...(opts.names ? { ExpressionAttributeNames: opts.names } : {}),
+      },
+    });
+    this.errors.push(opts.onFail);
+    return this;
+  }
+
+  check(
+    key: Key,
+    condition: string,
+    values: Item,
+    onFail?: Error,
+    names?: Record<string, string>,
+  ): this {
+    this.items.push({
+      ConditionCheck: {
+        TableName: this.tableName,
+        Key: key,
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+        ...(names ? { ExpressionAttributeNames: names } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  delete(key: Key, condition?: string, values?: Item, onFail?: Error): this {
+    this.items.push({
+      Delete: {
+        TableName: this.tableName,
+        Key: key,
+        ...(condition ? { ConditionExpression: condition } : {}),
+        ...(values ? { ExpressionAttributeValues: values } : {}),
+      },
+    });
+    this.errors.push(onFail);
+    return this;
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+/**
+ * Writes the transaction. A failed condition raises its item's error, or
+ * ConcurrentChangeError (as does a transaction conflict); more items than
+ * one transaction holds raise TransactionTooLargeError before anything is sent.
+ */
+export async function commitTransaction(
+  doc: DynamoDBDocumentClient,
+  tx: Transaction,
+): Promise<void> {
+  if (tx.size === 0) return;
+  if (tx.size > TRANSACTION_LIMIT)
+    throw new TransactionTooLargeError(
+      `this change needs ${tx.size} writes in one transaction, more than DynamoDB's ${TRANSACTION_LIMIT}`,
+    );
+  try {
+    await doc.send(new TransactWriteCommand({ TransactItems: tx.items }));
+  } catch (err) {
+    if (err instanceof TransactionCanceledException) {
+      const reasons = err.CancellationReasons ?? [];
+      if (reasons.some((r) => r.Code === 'TransactionConflict'))
+        throw new ConcurrentChangeError('transaction conflict');
+      const failed = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed');
+      const mapped = failed >= 0 ? tx.errors[failed] : undefined;
+      throw mapped ?? new ConcurrentChangeError('a record changed meanwhile');
+    }
+    throw err;
+  }
 }

@@ -5,17 +5,18 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
-  DynamoDBDocumentClient,
   GetCommand,
   TransactWriteCommand,
   UpdateCommand,
   type TransactWriteCommandInput,
+  type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { leastPopulousPartition } from '../core/partitions';
 import { EntityNotFoundError } from './errors';
-import { machineSk, machineStatusIndexPk, modelPk } from './keys';
+import { machineSk, modelPk } from './keys';
 import { zoneCountSk } from './provisioning-keys';
 import type { Life } from './types';
+import { documentClient, TRANSACTION_LIMIT } from './table';
 
 type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
 type Item = Record<string, unknown>;
@@ -76,8 +77,6 @@ export function countedGroups(applications: readonly string[]): string[] {
   return applications.length === 0 ? [''] : [...new Set(applications)].sort();
 }
 
-const TRANSACTION_LIMIT = 100;
-
 interface MachineView {
   exists: boolean;
   life?: Life;
@@ -123,9 +122,7 @@ export class ZoneCountStore {
       random?: () => number;
     } = {},
   ) {
-    this.doc = DynamoDBDocumentClient.from(client, {
-      marshallOptions: { removeUndefinedValues: true },
-    });
+    this.doc = documentClient(client);
   }
 
   private get maxTries(): number {
@@ -394,8 +391,7 @@ export class ZoneCountStore {
       names['#message'] = 'message';
       values[':status'] = request.status.status;
       values[':message'] = request.status.message(zone);
-      values[':gsi2pk'] = machineStatusIndexPk(model, request.status.status);
-      set += ', #status = :status, #message = :message, gsi2pk = :gsi2pk';
+      set += ', #status = :status, #message = :message';
     }
     let condition = 'attribute_exists(pk) AND #life <> :dead';
     if (m.countedZone) {

@@ -128,5 +128,6 @@ it('writes allocating with the zone and attempt in the claim itself', async () =
     status: 'allocating',
     message: `starting in zone "${zone}" (attempt 2 of 10)`,
   });
-  expect(await repo.machinesWithStatus(model, 'allocating')).toEqual([ids[0]]);
+  const allocating = (await store.machines(model)).filter((m) => m.status === 'allocating');
+  expect(allocating.map((m) => m.id)).toEqual([ids[0]]);
 });

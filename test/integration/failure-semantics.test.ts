@@ -2,19 +2,19 @@ import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
-import { spawnManaged, type ManagedProcess } from '../../local/processes';
-import { PROJECT_ROOT, tsEntry } from '../../local/stack';
+import type { ManagedProcess } from '../../local/processes';
 import { cacheDir, PINS } from '../../local/toolchain';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 /**
@@ -39,41 +39,15 @@ let connection: Connection;
 let temporal: Client;
 let worker: ManagedProcess | undefined;
 
-async function startWorker(): Promise<ManagedProcess> {
-  const logFile = join(logDir, 'worker.log');
-  const [command, args] = tsEntry('worker/main.ts');
-  const proc = spawnManaged('worker-failsem', command, args, {
-    cwd: PROJECT_ROOT,
-    logFile,
-    env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-      EC2_ENDPOINT: proxy.url,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
-      PROVISIONER_TASK_QUEUE: TASK_QUEUE,
-      PROVISIONER_START_ATTEMPTS: '3',
-      // a blocked teardown tries again every 6 × 500 ms = 3 s
-      PROVISIONER_RETRY_DELAY: '500ms',
-      PROVISIONER_SWEEP_INTERVAL: '5s',
-      PROVISIONER_STRAY_GRACE: '2s',
-      PROVISIONER_SWEEPER: 'off',
-      PROVISIONER_ZONE_CACHE: '0',
-      PROVISIONER_CAPACITY_MEMORY: '0',
-    },
+function startWorker(): Promise<ManagedProcess> {
+  return startPrivateWorker(stack, {
+    name: 'worker-failsem',
+    taskQueue: TASK_QUEUE,
+    logFile: join(logDir, 'worker.log'),
+    ec2Endpoint: proxy.url,
+    // a blocked teardown tries again every 6 × 500 ms = 3 s
+    env: { PROVISIONER_RETRY_DELAY: '500ms' },
   });
-  await eventually(
-    () => Promise.resolve(existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
-    (log) => log.includes(`worker polling ${TASK_QUEUE}`),
-    90_000,
-    200,
-  );
-  return proc;
 }
 
 async function admin(method: string, path: string, body?: unknown): Promise<any> {

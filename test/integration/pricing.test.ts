@@ -1,15 +1,15 @@
 import { Client, Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, spawnManaged, type ManagedProcess } from '../../local/processes';
-import { PROJECT_ROOT, tsEntry } from '../../local/stack';
+import { freePort, type ManagedProcess } from '../../local/processes';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { offeredTypes, servedCatalogue, servedPrices, type ServedType } from './prices';
+import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 /**
@@ -171,35 +171,12 @@ describe('a Price List API that cannot be reached', () => {
     connection = await Connection.connect({ address: stack.temporalAddress });
     temporal = new Client({ connection, namespace: stack.temporalNamespace });
     const deadPort = await freePort(); // nothing listens there
-    const [command, args] = tsEntry('worker/main.ts');
-    worker = spawnManaged('worker-dead-pricing', command, args, {
-      cwd: PROJECT_ROOT,
+    worker = await startPrivateWorker(stack, {
+      name: 'worker-dead-pricing',
+      taskQueue,
       logFile,
-      env: {
-        ...process.env,
-        AWS_REGION: stack.region,
-        AWS_ACCESS_KEY_ID: 'local',
-        AWS_SECRET_ACCESS_KEY: 'local',
-        AWS_EC2_METADATA_DISABLED: 'true',
-        PROVISIONER_TABLE: stack.tableName,
-        DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-        EC2_ENDPOINT: stack.ec2Endpoint,
-        PRICING_ENDPOINT: `http://127.0.0.1:${deadPort}`,
-        TEMPORAL_ADDRESS: stack.temporalAddress,
-        TEMPORAL_NAMESPACE: stack.temporalNamespace,
-        PROVISIONER_TASK_QUEUE: taskQueue,
-        // the shared stack's worker sweeps; a second sweeper would restart workflows onto this queue
-        PROVISIONER_SWEEPER: 'off',
-        PROVISIONER_START_ATTEMPTS: '3',
-        PROVISIONER_RETRY_DELAY: '500ms',
-      },
+      env: { PRICING_ENDPOINT: `http://127.0.0.1:${deadPort}` },
     });
-    await eventually(
-      () => Promise.resolve(existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
-      (log) => log.includes(`worker polling ${taskQueue}`),
-      90_000,
-      200,
-    );
   }, 120_000);
 
   afterAll(async () => {

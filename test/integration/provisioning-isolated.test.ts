@@ -7,19 +7,19 @@ import {
 } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
-import { spawnManaged, type ManagedProcess } from '../../local/processes';
-import { PROJECT_ROOT, tsEntry } from '../../local/stack';
+import type { ManagedProcess } from '../../local/processes';
 import { machineSk, modelPk } from '../../state/keys';
 import { Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery, type ProvisioningState } from '../../workflows/definitions';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 /**
@@ -57,44 +57,15 @@ function timing(label: string, startedAt: number): void {
 }
 
 /** Starts a worker process on the private queue and proxy; resolves once it polls. */
-async function startWorker(extraEnv: Record<string, string> = {}): Promise<ManagedProcess> {
+function startWorker(extraEnv: Record<string, string> = {}): Promise<ManagedProcess> {
   workers += 1;
-  const logFile = join(logDir, `worker-${workers}.log`);
-  const [command, args] = tsEntry('worker/main.ts');
-  const proc = spawnManaged(`worker-${workers}`, command, args, {
-    cwd: PROJECT_ROOT,
-    logFile,
-    env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-      EC2_ENDPOINT: proxy.url,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
-      PROVISIONER_TASK_QUEUE: TASK_QUEUE,
-      PROVISIONER_START_ATTEMPTS: '3',
-      PROVISIONER_RETRY_DELAY: '500ms',
-      PROVISIONER_SWEEP_INTERVAL: '5s',
-      PROVISIONER_STRAY_GRACE: '2s',
-      // the shared worker's sweeper sweeps every model; a second one would restart workflows onto this queue
-      PROVISIONER_SWEEPER: 'off',
-      // every test sees zones and capacity as they are now (the caches have tests of their own)
-      PROVISIONER_ZONE_CACHE: '0',
-      PROVISIONER_CAPACITY_MEMORY: '0',
-      ...extraEnv,
-    },
+  return startPrivateWorker(stack, {
+    name: `worker-${workers}`,
+    taskQueue: TASK_QUEUE,
+    logFile: join(logDir, `worker-${workers}.log`),
+    ec2Endpoint: proxy.url,
+    env: extraEnv,
   });
-  await eventually(
-    () => Promise.resolve(existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
-    (log) => log.includes(`worker polling ${TASK_QUEUE}`),
-    90_000,
-    200,
-  );
-  return proc;
 }
 
 function kill9(proc: ManagedProcess): Promise<unknown> {

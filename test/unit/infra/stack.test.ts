@@ -114,6 +114,9 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           Projection: { ProjectionType: 'ALL' },
         })),
       );
+      // one index: gsi2 (machines by status) is gone, and with it its key attributes
+      const indexes = props.GlobalSecondaryIndexes as Array<{ IndexName: string }>;
+      expect(indexes.map((i) => i.IndexName)).toEqual(['gsi1']);
       const keyNames = [
         TABLE_SCHEMA.partitionKey,
         TABLE_SCHEMA.sortKey,
