@@ -61,12 +61,16 @@ export function launchActivities(
 ) {
   const { repo, store } = deps;
   const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
+  // one claim per model at a time in this worker: concurrent ones would race
+  // on the same counters and all but one make their round again
   const claims = new Coalescer<ClaimRequest, string>(
     { idleMs: 15, maxMs: 150, maxSize: 500 },
     async (model, requests) => {
       const results = await store.claimZones(model, requests);
       return results.map((r) => (r.ok ? { ok: true, value: r.zone } : r));
     },
+    undefined,
+    { oneAtATime: { maxWaitMs: 5000 } },
   );
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
