@@ -198,6 +198,8 @@ export class ZoneCountStore {
         const entry = remaining[k]!;
         if (outcome === 'again') next.push(entry);
         else results.set(entry.i, outcome);
+        // claimed: a later claim of the same machine reads what this one wrote
+        if (outcome !== 'again' && outcome.ok) known.delete(entry.r.machineId);
       });
       if (next.length > 0 && next.length === remaining.length) await this.pause(attempt);
       remaining = next;
@@ -245,7 +247,16 @@ export class ZoneCountStore {
     };
     const now = new Date().toISOString();
 
+    const inRound = new Set<string>();
     requests.forEach((request, k) => {
+      // a second claim of one machine (a retried activity's, while the first
+      // waited) is made in the next round, as a move from the first's zone:
+      // one transaction may not write an item twice
+      if (inRound.has(request.machineId)) {
+        outcomes[k] = 'again';
+        return;
+      }
+      inRound.add(request.machineId);
       const m = machines.get(request.machineId);
       if (!m?.exists) {
         outcomes[k] = {

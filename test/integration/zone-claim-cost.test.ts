@@ -315,6 +315,35 @@ describe('zone claims under contention', () => {
     }
   });
 
+  it('makes a second claim of one machine in the same call after the first, as a move from its zone', async () => {
+    const [model, a, b] = await modelWithMachines(2, ['web']);
+    const { store, ledger, done } = meteredStore();
+    const only = (machineId: string, failedZones: string[]): ClaimRequest => ({
+      machineId,
+      groups: ['web'],
+      order: (population) => orderZones({ machineId, zones: ZONES, population, failedZones }),
+    });
+    try {
+      const results = await store.claim(model!, [
+        only(a!, ['us-east-1b', 'us-east-1c']),
+        request(b!, ['web']),
+        // a retried claim of `a` that failed in the zone the first gave it
+        only(a!, ['us-east-1a']),
+      ]);
+      expect(results).toEqual([
+        { ok: true, zone: 'us-east-1a' },
+        { ok: true, zone: 'us-east-1b' },
+        { ok: true, zone: 'us-east-1c' },
+      ]);
+      expect(await store.counts(model!, 'web')).toEqual({ 'us-east-1b': 1, 'us-east-1c': 1 });
+      // `a` read again after its first claim, to move from what it wrote
+      expect(ledger.machineItems).toBe(3);
+      expect(ledger.cancelled).toBe(0);
+    } finally {
+      done();
+    }
+  });
+
   it('gives up after maxTries lost rounds with ZoneClaimContendedError, having read each machine once and counted none', async () => {
     const [model, ...ids] = await modelWithMachines(5, ['db']);
     const { store, ledger, done } = meteredStore({
