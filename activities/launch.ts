@@ -12,6 +12,7 @@ import { failure, orMachineGone } from './failures';
 import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from './placement-groups';
 import { SingleFlight } from './single-flight';
+import type { ProvisioningStore } from '../state/provisioning';
 import type { ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
@@ -54,16 +55,15 @@ export interface StartInstanceInput extends MachineRef {
   mayHaveLaunched?: boolean;
 }
 
-/** Planning, zone choice and the launch itself: the only code that starts EC2 instances. */
-export function launchActivities(
-  deps: ActivityDeps,
-  groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
-) {
-  const { repo, store } = deps;
-  const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
-  // one claim per model at a time in this worker: concurrent ones would race
-  // on the same counters and all but one make their round again
-  const claims = new Coalescer<ClaimRequest, string>(
+/**
+ * The worker's zone claims: those of a model arriving together are made
+ * together, and one batch of a model at a time (concurrent ones would race on
+ * the same counters and all but one make their round again).
+ */
+export function claimCoalescer(
+  store: Pick<ProvisioningStore, 'claimZones'>,
+): Coalescer<ClaimRequest, string> {
+  return new Coalescer<ClaimRequest, string>(
     { idleMs: 15, maxMs: 150, maxSize: 500 },
     async (model, requests) => {
       const results = await store.claimZones(model, requests);
@@ -72,6 +72,16 @@ export function launchActivities(
     undefined,
     { oneAtATime: { maxWaitMs: 5000 } },
   );
+}
+
+/** Planning, zone choice and the launch itself: the only code that starts EC2 instances. */
+export function launchActivities(
+  deps: ActivityDeps,
+  groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
+) {
+  const { repo, store } = deps;
+  const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
+  const claims = claimCoalescer(store);
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
 
