@@ -225,8 +225,14 @@ describe('zone claims under contention', () => {
       });
       // the forced losses, and any races the calls lost to each other
       expect(ledger.cancelled).toBeGreaterThanOrEqual(12);
-      expect(ledger.reasons['counter ConditionalCheckFailed']).toBe(ledger.cancelled);
-      expect(ledger.reasons['machine ConditionalCheckFailed']).toBeUndefined();
+      // lost on the counter (its version moved; or, racing, another transaction held it)
+      const counterLosses =
+        (ledger.reasons['counter ConditionalCheckFailed'] ?? 0) +
+        (ledger.reasons['counter TransactionConflict'] ?? 0);
+      expect(counterLosses).toBeGreaterThanOrEqual(ledger.cancelled);
+      expect(Object.keys(ledger.reasons).filter((k) => k.startsWith('machine '))).toEqual([
+        'machine None',
+      ]);
       const figures = {
         machineItems: ledger.machineItems,
         machineUnitsPerMachine: ledger.machineUnits / 300,
