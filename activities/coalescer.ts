@@ -29,16 +29,25 @@ interface Pending<Req, Res> {
  */
 export class Coalescer<Req, Res> {
   private readonly pending = new Map<string, Pending<Req, Res>>();
+  /** `oneAtATime`: per key, settles when the last batch sent (or waiting to be) has settled. */
+  private readonly last = new Map<string, Promise<void>>();
 
   /**
    * `gate`, when given, is awaited once a batch's window closes and before it
    * is sent (e.g. a rate limiter's token); the batch keeps taking requests
    * while it waits, so batches grow when calls are scarce.
+   *
+   * `oneAtATime`: a key's batches are sent one after the other, each once
+   * the one before it has settled (e.g. writes that would race each other),
+   * or once it has waited `maxWaitMs` for it (a call that hangs holds the
+   * others back no longer); a batch whose window closed keeps taking
+   * requests while it waits.
    */
   constructor(
     private readonly windows: CoalescerWindows,
     private readonly send: (key: string, requests: Req[]) => Promise<Array<Settled<Res>>>,
     private readonly gate?: (key: string) => Promise<void>,
+    private readonly options: { oneAtATime?: { maxWaitMs: number } } = {},
   ) {}
 
   submit(key: string, request: Req): Promise<Res> {
@@ -75,27 +84,43 @@ export class Coalescer<Req, Res> {
   private flush(key: string, batch: Pending<Req, Res>, full = false): void {
     clearTimeout(batch.idleTimer);
     clearTimeout(batch.maxTimer);
-    if (batch.closing && !full) return; // already waiting for the gate
+    if (batch.closing && !full) return; // already waiting for the gate or the batch before it
     const first = !batch.closing;
     batch.closing = true;
     if (!first && full) return;
+    // oneAtATime: this batch goes once the key's previous batch has settled
+    let settled = (): void => undefined;
+    const oneAtATime = this.options.oneAtATime;
+    const before = oneAtATime ? this.last.get(key) : undefined;
+    const previous = before && oneAtATime ? atMost(before, oneAtATime.maxWaitMs) : undefined;
+    if (oneAtATime) {
+      const mine = new Promise<void>((resolve) => (settled = resolve));
+      this.last.set(key, mine);
+      void mine.then(() => {
+        if (this.last.get(key) === mine) this.last.delete(key);
+      });
+    }
     const go = () => {
       if (this.pending.get(key) === batch) this.pending.delete(key);
-      this.dispatch(key, batch);
+      this.dispatch(key, batch, settled);
     };
-    if (this.gate) {
-      this.gate(key).then(go, (err: unknown) => {
-        if (this.pending.get(key) === batch) this.pending.delete(key);
-        for (const s of batch.settle) s.reject(err);
-      });
-    } else {
+    if (!this.gate && !previous) {
       go();
+      return;
     }
+    const gate = this.gate;
+    const ready = previous ? previous.then(() => gate?.(key)) : gate!(key);
+    ready.then(go, (err: unknown) => {
+      if (this.pending.get(key) === batch) this.pending.delete(key);
+      for (const s of batch.settle) s.reject(err);
+      settled();
+    });
   }
 
-  private dispatch(key: string, batch: Pending<Req, Res>): void {
+  private dispatch(key: string, batch: Pending<Req, Res>, settled: () => void): void {
     this.send(key, batch.requests).then(
       (results) => {
+        settled();
         batch.settle.forEach((s, i) => {
           const r = results[i];
           if (!r) s.reject(new Error('the batch gave no answer for this request'));
@@ -104,8 +129,20 @@ export class Coalescer<Req, Res> {
         });
       },
       (err: unknown) => {
+        settled();
         for (const s of batch.settle) s.reject(err);
       },
     );
   }
+}
+
+/** Settles when `p` settles or after `ms`, whichever is first. */
+function atMost(p: Promise<void>, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void p.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }

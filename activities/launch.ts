@@ -12,6 +12,7 @@ import { failure, orMachineGone } from './failures';
 import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from './placement-groups';
 import { SingleFlight } from './single-flight';
+import type { ProvisioningStore } from '../state/provisioning';
 import type { ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
@@ -54,6 +55,25 @@ export interface StartInstanceInput extends MachineRef {
   mayHaveLaunched?: boolean;
 }
 
+/**
+ * The worker's zone claims: those of a model arriving together are made
+ * together, and one batch of a model at a time (concurrent ones would race on
+ * the same counters and all but one make their round again).
+ */
+export function claimCoalescer(
+  store: Pick<ProvisioningStore, 'claimZones'>,
+): Coalescer<ClaimRequest, string> {
+  return new Coalescer<ClaimRequest, string>(
+    { idleMs: 15, maxMs: 150, maxSize: 500 },
+    async (model, requests) => {
+      const results = await store.claimZones(model, requests);
+      return results.map((r) => (r.ok ? { ok: true, value: r.zone } : r));
+    },
+    undefined,
+    { oneAtATime: { maxWaitMs: 5000 } },
+  );
+}
+
 /** Planning, zone choice and the launch itself: the only code that starts EC2 instances. */
 export function launchActivities(
   deps: ActivityDeps,
@@ -61,13 +81,7 @@ export function launchActivities(
 ) {
   const { repo, store } = deps;
   const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
-  const claims = new Coalescer<ClaimRequest, string>(
-    { idleMs: 15, maxMs: 150, maxSize: 500 },
-    async (model, requests) => {
-      const results = await store.claimZones(model, requests);
-      return results.map((r) => (r.ok ? { ok: true, value: r.zone } : r));
-    },
-  );
+  const claims = claimCoalescer(store);
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
 

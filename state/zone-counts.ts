@@ -98,7 +98,11 @@ interface MachineView {
  * groups and the machines are read once, zones assigned one machine after
  * the other from the running counts (least populous first), and written in
  * transactions of up to 100 items conditional on each counter's version. A
- * claim that lost a race to another writer reads again.
+ * claim that lost a race to another writer reads the counters again, and
+ * only the machines whose own condition failed (the cancellation's reasons
+ * say which): a machine's update is conditional on everything its read saw
+ * that the claim relies on (alive, and the zone, groups and partition it is
+ * counted in), so a view kept across rounds is never acted on stale.
  *
  * A machine hosting several applications counts in each of their groups,
  * and sees the sum of their counts: exact for the usual one application per
@@ -164,6 +168,10 @@ export class ZoneCountStore {
   /** Claims a zone for each request, in order; each settles on its own. */
   async claim(model: string, requests: readonly ClaimRequest[]): Promise<ClaimResult[]> {
     const results = new Map<number, ClaimResult>();
+    // the machines as last read, kept across rounds: a round lost to another
+    // writer of a counter reads the counters again, and only the machines
+    // whose own condition failed
+    const known = new Map<string, MachineView>();
     let remaining = requests.map((r, i) => ({ r, i }));
     for (let attempt = 1; remaining.length > 0; attempt++) {
       if (attempt > this.maxTries) {
@@ -180,12 +188,15 @@ export class ZoneCountStore {
       const retry = await this.claimOnce(
         model,
         remaining.map((x) => x.r),
+        known,
       );
       const next: typeof remaining = [];
       retry.forEach((outcome, k) => {
         const entry = remaining[k]!;
         if (outcome === 'again') next.push(entry);
         else results.set(entry.i, outcome);
+        // claimed: a later claim of the same machine reads what this one wrote
+        if (outcome !== 'again' && outcome.ok) known.delete(entry.r.machineId);
       });
       if (next.length > 0 && next.length === remaining.length) await this.pause(attempt);
       remaining = next;
@@ -195,17 +206,27 @@ export class ZoneCountStore {
     );
   }
 
-  /** One round: read, assign, write. `again` marks the claims to make in the next round. */
+  /**
+   * One round: read, assign, write. `again` marks the claims to make in the
+   * next round. `known` holds the machines read in earlier rounds; only the
+   * others are read, and a cancelled write forgets the machines it may have
+   * found changed.
+   */
   private async claimOnce(
     model: string,
     requests: readonly ClaimRequest[],
+    known: Map<string, MachineView>,
   ): Promise<Array<ClaimResult | 'again'>> {
-    const machines = await this.readMachines(
-      model,
-      requests.map((r) => r.machineId),
-    );
+    const unread = [...new Set(requests.map((r) => r.machineId))].filter((id) => !known.has(id));
+    if (unread.length > 0) {
+      const read = await this.readMachines(model, unread);
+      for (const id of unread) known.set(id, read.get(id) ?? { exists: false });
+    }
+    const machines = known;
     const groups = new Set(requests.flatMap((r) => countedGroups(r.groups)));
-    for (const m of machines.values()) for (const g of m.countedGroups ?? []) groups.add(g);
+    for (const r of requests) {
+      for (const g of machines.get(r.machineId)?.countedGroups ?? []) groups.add(g);
+    }
     const counters = await this.readCounters(model, [...groups]);
     const outcomes: Array<ClaimResult | 'again'> = [];
     const working = new Map<string, CounterState>(
@@ -223,7 +244,16 @@ export class ZoneCountStore {
     };
     const now = new Date().toISOString();
 
+    const inRound = new Set<string>();
     requests.forEach((request, k) => {
+      // a second claim of one machine (a retried activity's, while the first
+      // waited) is made in the next round, as a move from the first's zone:
+      // one transaction may not write an item twice
+      if (inRound.has(request.machineId)) {
+        outcomes[k] = 'again';
+        return;
+      }
+      inRound.add(request.machineId);
       const m = machines.get(request.machineId);
       if (!m?.exists) {
         outcomes[k] = {
@@ -295,12 +325,17 @@ export class ZoneCountStore {
     if (chunk.items.length > 0) chunks.push(this.closeChunk(model, chunk, working));
 
     for (let c = 0; c < chunks.length; c++) {
-      const { items } = chunks[c]!;
+      const { items, indexes } = chunks[c]!;
       try {
         await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
       } catch (err) {
         if (!(err instanceof TransactionCanceledException)) throw err;
-        // this chunk and every later one are made again from fresh reads
+        // the machines this write may have found changed are read again;
+        // the others keep their view (their own conditions still guard it)
+        for (const k of changedMachines(indexes, items.length, err)) {
+          known.delete(requests[k]!.machineId);
+        }
+        // this chunk and every later one are made again from fresh counters
         for (const later of chunks.slice(c)) for (const k of later.indexes) outcomes[k] = 'again';
         break;
       }
@@ -397,6 +432,19 @@ export class ZoneCountStore {
     if (m.countedZone) {
       condition += ' AND #countedZone = :was';
       values[':was'] = m.countedZone;
+      // the move undoes what the view says the machine is counted in: exactly that
+      if (m.countedGroups) {
+        condition += ' AND #countedGroups = :wasGroups';
+        values[':wasGroups'] = m.countedGroups;
+      } else {
+        condition += ' AND attribute_not_exists(#countedGroups)';
+      }
+      if (m.countedPartition !== undefined) {
+        condition += ' AND #countedPartition = :wasPartition';
+        values[':wasPartition'] = m.countedPartition;
+      } else {
+        condition += ' AND attribute_not_exists(#countedPartition)';
+      }
     } else {
       condition += ' AND attribute_not_exists(#countedZone)';
     }
@@ -614,6 +662,23 @@ export class ZoneCountStore {
     }
     return items;
   }
+}
+
+/**
+ * The requests (by index) of a cancelled chunk whose machine item may have
+ * changed: those whose item the cancellation reasons do not clear (`None`:
+ * its condition held). Without reasons for every item, all of the chunk's.
+ * A chunk's items are its machines' updates in `indexes` order, then its
+ * counters.
+ */
+function changedMachines(
+  indexes: readonly number[],
+  itemCount: number,
+  err: TransactionCanceledException,
+): number[] {
+  const reasons = err.CancellationReasons;
+  if (!reasons || reasons.length !== itemCount) return [...indexes];
+  return indexes.filter((_, j) => reasons[j]?.Code !== 'None');
 }
 
 function bump(

@@ -219,3 +219,85 @@ describe('Coalescer with a gate', () => {
     expect(sent).toEqual([[1, 2, 3]]);
   });
 });
+
+describe('Coalescer, one batch of a key at a time', () => {
+  const tick = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** A send whose calls stay open until released, in the order they came. */
+  function heldSend() {
+    const sent: Array<[string, number[]]> = [];
+    const open: Array<(fail?: Error) => void> = [];
+    const send = (key: string, reqs: number[]) => {
+      sent.push([key, [...reqs]]);
+      return new Promise<Array<Settled<number>>>((resolve, reject) =>
+        open.push((fail) =>
+          fail ? reject(fail) : resolve(reqs.map((value) => ({ ok: true as const, value }))),
+        ),
+      );
+    };
+    return { sent, open, send };
+  }
+
+  it("sends a key's next batch once the one before has settled, taking requests meanwhile; other keys do not wait", async () => {
+    const { sent, open, send } = heldSend();
+    const c = new Coalescer<number, number>(
+      { idleMs: 5, maxMs: 50, maxSize: 100 },
+      send,
+      undefined,
+      {
+        oneAtATime: { maxWaitMs: 60_000 },
+      },
+    );
+    const first = c.submit('m', 1);
+    await tick(30);
+    expect(sent).toEqual([['m', [1]]]);
+    const second = [c.submit('m', 2)];
+    await tick(30); // its window closed: it waits for the first
+    second.push(c.submit('m', 3), c.submit('m', 4));
+    const other = c.submit('n', 9);
+    await tick(30);
+    expect(sent).toEqual([
+      ['m', [1]],
+      ['n', [9]],
+    ]);
+    open[1]!();
+    expect(await other).toBe(9);
+    open[0]!();
+    expect(await first).toBe(1);
+    await tick(0);
+    expect(sent[2]).toEqual(['m', [2, 3, 4]]);
+    open[2]!();
+    expect(await Promise.all(second)).toEqual([2, 3, 4]);
+  });
+
+  it('lets the next batch go after a failed one, and after maxWaitMs behind one that hangs', async () => {
+    const { sent, open, send } = heldSend();
+    const c = new Coalescer<number, number>(
+      { idleMs: 5, maxMs: 50, maxSize: 100 },
+      send,
+      undefined,
+      {
+        oneAtATime: { maxWaitMs: 100 },
+      },
+    );
+    const failed = c.submit('m', 1).catch((e: Error) => e.message);
+    await tick(30);
+    const next = c.submit('m', 2);
+    await tick(30);
+    expect(sent).toHaveLength(1);
+    open[0]!(new Error('DynamoDB is down'));
+    expect(await failed).toBe('DynamoDB is down');
+    await tick(0);
+    expect(sent[1]).toEqual(['m', [2]]);
+    // batch 2 hangs: batch 3 waits for it no longer than 100 ms
+    const started = Date.now();
+    const third = c.submit('m', 3);
+    while (sent.length < 3) await tick(10);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    expect(sent[2]).toEqual(['m', [3]]);
+    open[2]!();
+    expect(await third).toBe(3);
+    open[1]!();
+    expect(await next).toBe(2);
+  });
+});
