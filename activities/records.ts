@@ -1,6 +1,7 @@
 import { isContainerMachineId, isLost, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
-import type { Life } from '../state/types';
+import { toMachine } from '../state/repository';
+import type { Life, MachineRecord } from '../state/types';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from './ec2-errors';
@@ -11,7 +12,14 @@ import type {
   MachineSnapshot,
   StartedInstance,
   StatusUpdate,
+  WorkflowTuning,
 } from './types';
+
+/** What EC2 says of a machine's instance (the sweep or the state-change handler saw it). */
+interface ObservedInstance extends MachineRef {
+  instanceId: string;
+  state: InstanceState;
+}
 
 /** A machine's placement group in availability-set mode: its name, region and the counted group. */
 interface GroupRef {
@@ -84,13 +92,58 @@ export function recordActivities(
     }
   }
 
+  /** Writes EC2's state of the machine's instance; a host's containers follow it down and back. */
+  async function recordObservation(input: ObservedInstance) {
+    const applied = await store.recordInstanceState(
+      input.model,
+      input.machineId,
+      input.instanceId,
+      input.state,
+    );
+    // a host that goes down takes its containers down with it (and back when it returns);
+    // the write answered with the host's containers, so a host without any costs no read
+    if (
+      applied &&
+      applied.containers.length > 0 &&
+      deps.containers &&
+      (isLost(input.state) || input.state === 'running')
+    ) {
+      await deps.containers.followHost(input.model, input.machineId, isLost(input.state), applied);
+    }
+    return applied;
+  }
+
+  /** What a workflow needs of a machine (activities/types.ts MachineSnapshot), but its life. */
+  function snapshotFields(machine: MachineRecord) {
+    return {
+      status: machine.status,
+      message: machine.message,
+      ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
+      ...(machine.instanceStatus ? { instanceStatus: machine.instanceStatus } : {}),
+      applications: [...(machine.applications ?? [])],
+      ...(machine.principals?.length ? { units: [...machine.principals] } : {}),
+      ...(machine.constraints ? { constraints: machine.constraints } : {}),
+      ...(machine.zone ? { zone: machine.zone } : {}),
+      ...(machine.instanceType ? { instanceType: machine.instanceType } : {}),
+      manual: machine.manual === true || machine.placement?.startsWith('ssh:') === true,
+      container: isContainerMachineId(machine.id),
+      tuning: workflowTuning(),
+    };
+  }
+
+  function workflowTuning(): WorkflowTuning {
+    const { startAttempts, retryDelayMs, blockedHistoryEvents } = deps.tuning;
+    return {
+      startAttempts,
+      retryDelayMs,
+      ...(blockedHistoryEvents !== undefined ? { blockedHistoryEvents } : {}),
+    };
+  }
+
   return {
     /** Worker tuning, read from the worker's environment and recorded in history. */
-    tuning(): Promise<{ startAttempts: number; retryDelayMs: number }> {
-      return Promise.resolve({
-        startAttempts: deps.tuning.startAttempts,
-        retryDelayMs: deps.tuning.retryDelayMs,
-      });
+    tuning(): Promise<WorkflowTuning> {
+      return Promise.resolve(workflowTuning());
     },
 
     /** The machine as it is now, or null once it is removed. */
@@ -104,23 +157,7 @@ export function recordActivities(
       }
       // planning, next in this workflow task, plans from this very read
       deps.recentReads?.remember(ref, machine);
-      const fields = {
-        status: machine.status,
-        message: machine.message,
-        ...(machine.instanceId ? { instanceId: machine.instanceId } : {}),
-        ...(machine.instanceStatus ? { instanceStatus: machine.instanceStatus } : {}),
-        applications: [...(machine.applications ?? [])],
-        ...(machine.principals?.length ? { units: [...machine.principals] } : {}),
-        ...(machine.constraints ? { constraints: machine.constraints } : {}),
-        ...(machine.zone ? { zone: machine.zone } : {}),
-        ...(machine.instanceType ? { instanceType: machine.instanceType } : {}),
-        manual: machine.manual === true || machine.placement?.startsWith('ssh:') === true,
-        container: isContainerMachineId(machine.id),
-        tuning: {
-          startAttempts: deps.tuning.startAttempts,
-          retryDelayMs: deps.tuning.retryDelayMs,
-        },
-      };
+      const fields = snapshotFields(machine);
       if (machine.life !== 'dead' && !fields.container) return { ...fields, life: machine.life };
       // teardown: where the instance is, whether to keep it, and whose instances are the model's;
       // a container's steps (SSM on its host) need the region too
@@ -151,31 +188,26 @@ export function recordActivities(
      * puts the machine `down`. False when the machine no longer records that
      * instance (reprovisioned, removed): nothing was written.
      */
-    async recordInstanceState(
-      input: MachineRef & { instanceId: string; state: InstanceState },
-    ): Promise<boolean> {
-      const applied = await store.recordInstanceState(
-        input.model,
-        input.machineId,
-        input.instanceId,
-        input.state,
-      );
-      // a host that goes down takes its containers down with it (and back when it returns);
-      // the write answered with the host's containers, so a host without any costs no read
-      if (
-        applied &&
-        applied.containers.length > 0 &&
-        deps.containers &&
-        (isLost(input.state) || input.state === 'running')
-      ) {
-        await deps.containers.followHost(
-          input.model,
-          input.machineId,
-          isLost(input.state),
-          applied,
-        );
-      }
-      return applied !== false;
+    async recordInstanceState(input: ObservedInstance): Promise<boolean> {
+      return (await recordObservation(input)) !== false;
+    },
+
+    /**
+     * recordInstanceState for workflows that take the OBSERVE_WITHOUT_READ
+     * change: answers with the machine as the write left it, so the workflow
+     * goes on without reading it again (a live machine's liveness costs one
+     * write and no read). `machine` is absent when the write did not apply,
+     * and for a Dead machine or a container (their workflows read them in full).
+     */
+    async observeInstance(
+      input: ObservedInstance,
+    ): Promise<{ applied: boolean; machine?: MachineSnapshot }> {
+      const applied = await recordObservation(input);
+      if (applied === false) return { applied: false };
+      const machine = toMachine(applied.item);
+      const fields = snapshotFields(machine);
+      if (machine.life === 'dead' || fields.container) return { applied: true };
+      return { applied: true, machine: { ...fields, life: machine.life } };
     },
 
     /** Gives up the machine's zone claim after a failure. */

@@ -52,7 +52,7 @@ interface MachineSnapshotFields {
   /** The model's uid: only instances tagged with it are this model's. */
   modelUid?: string;
   /** The worker's tuning (`machine` runs read it here rather than in a step of its own). */
-  tuning?: { startAttempts: number; retryDelayMs: number };
+  tuning?: WorkflowTuning;
 }
 
 /**
@@ -62,6 +62,14 @@ interface MachineSnapshotFields {
  * model for every live machine that wakes was one DynamoDB read in three
  * of a thousand-machine request (a live machine's region is its plan's).
  */
+/** The worker's tuning a machine workflow takes (recorded in its history with the read that carried it). */
+export interface WorkflowTuning {
+  startAttempts: number;
+  retryDelayMs: number;
+  /** History events a blocked teardown's run holds before it continues as new (absent: the default). */
+  blockedHistoryEvents?: number;
+}
+
 export type MachineSnapshot =
   | (MachineSnapshotFields & {
       life: Exclude<Life, 'dead'>;

@@ -105,6 +105,8 @@ export interface ProvisioningTuning {
   containerPollMs?: number;
   /** Containers: how long a running host may take to come online in SSM before its container is in error. */
   containerOnlineTimeoutMs?: number;
+  /** History events a blocked teardown's run holds before it continues as new. */
+  blockedHistoryEvents?: number;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -123,6 +125,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),
     containerOnlineTimeoutMs: durationEnv('PROVISIONER_CONTAINER_ONLINE_TIMEOUT', '10m', env),
+    blockedHistoryEvents: positiveIntEnv('PROVISIONER_BLOCKED_HISTORY', 2_000, env),
   };
 }
 

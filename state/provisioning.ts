@@ -384,16 +384,17 @@ export class ProvisioningStore {
    * machine still records that instance. A lost instance (API.md) puts an
    * alive `running` machine `down` with a message naming it; a state that is
    * live again brings a `down` machine back to `running`. Returns the
-   * machine's containers and instance as the write left them (for the
-   * containers to follow their host without reading it again), or false when the write did not
-   * apply (another instance, or the machine is gone).
+   * machine as the write left it, with its containers and instance (for the
+   * containers to follow their host, and the workflow to go on, without
+   * reading it again), or false when the write did not apply (another
+   * instance, or the machine is gone).
    */
   async recordInstanceState(
     model: string,
     machineId: string,
     instanceId: string,
     state: InstanceState,
-  ): Promise<false | HostContainers> {
+  ): Promise<false | RecordedInstanceState> {
     const key = { pk: modelPk(model), sk: machineSk(machineId) };
     const now = new Date().toISOString();
     const message = instanceStateMessage(instanceId, state);
@@ -429,7 +430,7 @@ export class ProvisioningStore {
           },
         }),
       );
-      return hostContainers(out.Attributes);
+      return recordedState(out.Attributes);
     } catch (err) {
       if (!(err instanceof ConditionalCheckFailedException)) throw err;
     }
@@ -450,7 +451,7 @@ export class ProvisioningStore {
           ExpressionAttributeValues: { ':state': state, ':instanceId': instanceId, ':now': now },
         }),
       );
-      return hostContainers(out.Attributes);
+      return recordedState(out.Attributes);
     } catch (err) {
       if (err instanceof ConditionalCheckFailedException) return false;
       throw err;
@@ -508,6 +509,16 @@ export class ProvisioningStore {
     // out of its old zone's counts: the new instance is counted where it lands
     await this.zones.release(model, machineId);
   }
+}
+
+/** What recordInstanceState's write left: the machine's item (`toMachine` reads it), its containers and instance. */
+export interface RecordedInstanceState extends HostContainers {
+  item: Record<string, unknown>;
+}
+
+function recordedState(item: Record<string, unknown> | undefined): RecordedInstanceState {
+  if (!item) throw new Error('the instance state write returned no machine');
+  return { ...hostContainers(item), item };
 }
 
 /** An updated machine item's containers and instance (no containers when the attribute is absent). */

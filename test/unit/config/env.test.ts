@@ -52,6 +52,7 @@ describe('worker tuning', () => {
       reprovisionCap: 20,
       containerPollMs: 5000,
       containerOnlineTimeoutMs: 600_000,
+      blockedHistoryEvents: 2000,
     });
   });
 
@@ -72,6 +73,7 @@ describe('worker tuning', () => {
         PROVISIONER_REPROVISION_CAP: '5',
         PROVISIONER_CONTAINER_POLL: '500ms',
         PROVISIONER_CONTAINER_ONLINE_TIMEOUT: '1m',
+        PROVISIONER_BLOCKED_HISTORY: '60',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -89,6 +91,7 @@ describe('worker tuning', () => {
       reprovisionCap: 5,
       containerPollMs: 500,
       containerOnlineTimeoutMs: 60_000,
+      blockedHistoryEvents: 60,
     });
   });
 
