@@ -50,6 +50,27 @@ export function recordFailedMessage(machineId: string, instanceId: string, cause
   return `cannot record instance ${instanceId} for machine ${machineId} (terminated): ${cause}`;
 }
 
+/** An instance launched and not recorded that EC2 would not terminate either: kept, and said. */
+export function unterminatedMessage(instanceIds: readonly string[], cause: string): string {
+  return (
+    `instance ${instanceIds.join(', ')} launched for it could not be terminated (${cause}): ` +
+    'it is terminated when the machine is retried or destroyed'
+  );
+}
+
+/** A launched instance that could be neither recorded nor terminated. */
+export function recordFailedUnterminatedMessage(
+  machineId: string,
+  instanceId: string,
+  cause: string,
+  terminateCause: string,
+): string {
+  return `cannot record instance ${instanceId} for machine ${machineId}: ${cause}; ${unterminatedMessage(
+    [instanceId],
+    terminateCause,
+  )}`;
+}
+
 /**
  * A step that ended without a result: out of its retries or its time
  * (proxies.ts), or refused for good. Names the activity and every cause

@@ -1,6 +1,6 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
-import type { MachineSnapshot } from '../activities/types';
+import type { MachineSnapshot, WorkflowTuning } from '../activities/types';
 import type { InstanceState } from '../core/liveness';
 import type { MachineStatus } from '../state/types';
 import type { InstanceObservation, ProvisioningState } from './definitions';
@@ -14,7 +14,7 @@ export interface MachineContext {
   state: ProvisioningState;
   /** Set by signal handlers, consumed by the workflow. */
   signals: { retry: boolean; destroy: boolean; instance?: InstanceObservation };
-  tuning: { startAttempts: number; retryDelayMs: number };
+  tuning: WorkflowTuning;
   /** Quick steps run as local activities (workflows started since batched launches). */
   local: boolean;
   /** A `machine` run: takes every patch without asking (patches.ts). */
@@ -28,6 +28,8 @@ export interface MachineContext {
   /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */
   launched: string[];
   published: Published;
+  /** What blocks the teardown, as this run last wrote it (written again only when it changes). */
+  blockedNote?: string;
   /** The machine as last read (its current details in the UI are drawn from it). */
   snapshot?: MachineSnapshot;
 }

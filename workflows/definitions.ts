@@ -19,6 +19,12 @@ export interface CarriedState {
   retryRequested: boolean;
   destroyRequested: boolean;
   state: ProvisioningState;
+  /** Instances launched and not recorded (MachineContext.launched): never dropped by a new run. */
+  launched?: string[];
+  /** The model's region, as last read (where `launched` are). */
+  region?: string;
+  /** A blocked teardown's status message, as written (the next run does not write it again). */
+  blockedNote?: string;
 }
 
 export type ProvisioningPhase =

@@ -10,11 +10,19 @@ import {
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
-import { BATCHED_LAUNCHES, DESTROY_CANCELS_PLANNING, INSTANCE_LIVENESS, uses } from './patches';
+import {
+  BATCHED_LAUNCHES,
+  DESTROY_CANCELS_PLANNING,
+  INSTANCE_LIVENESS,
+  NO_ORPHAN_ON_ERROR,
+  uses,
+} from './patches';
 import { FAILURE } from '../temporal/failures';
 import {
   attemptFailedMessage,
   recordFailedMessage,
+  recordFailedUnterminatedMessage,
+  unterminatedMessage,
   stepFailedMessage,
   startingMessage,
   zoneFailoverMessage,
@@ -61,19 +69,61 @@ async function orStop<T>(work: Promise<T>): Promise<T> {
  */
 export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> {
   try {
+    // instances an earlier pass launched and could not terminate: tried again first
+    if (ctx.launched.length > 0 && ctx.region && patched(NO_ORPHAN_ON_ERROR)) {
+      await terminateUnrecorded(ctx);
+    }
     return await runPass(ctx);
   } catch (err) {
     if (err instanceof MachineGoneSignal) return 'recheck';
     // A step out of its retries (proxies.ts STEP_DEADLINE) or refused for good:
     // the machine says so in `error` instead of the workflow failing unseen.
     if (!(err instanceof ActivityFailure)) throw err;
+    let message = stepFailedMessage(err);
+    if (ctx.launched.length > 0 && ctx.region && patched(NO_ORPHAN_ON_ERROR)) {
+      // `error` has no instance (API.md): one launched and not recorded is terminated first
+      if (isCancellation(err)) throw err;
+      message += await terminateUnrecorded(ctx);
+    }
     try {
-      return await recordFailure(ctx, stepFailedMessage(err));
+      return await recordFailure(ctx, message);
     } catch (again) {
       if (again instanceof MachineGoneSignal) return 'recheck';
       throw again;
     }
   }
+}
+
+/**
+ * Terminates the instances this run launched and did not record (a step
+ * failed between the launch and the record). Answers what became of them, for
+ * the machine's message; those EC2 would not terminate stay in
+ * `ctx.launched`, tried again by the next pass and by teardown.
+ */
+async function terminateUnrecorded(ctx: MachineContext): Promise<string> {
+  const instanceIds = [...ctx.launched];
+  try {
+    await ec2.terminateInstances({ region: ctx.region!, instanceIds, fresh: instanceIds });
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    log.error('cannot terminate an instance launched and not recorded', {
+      model: ctx.model,
+      machineId: ctx.machineId,
+      instanceId: instanceIds.join(','),
+      error: failureMessage(err),
+    });
+    return `; ${unterminatedMessage(instanceIds, failureMessage(err))}`;
+  }
+  ctx.launched = ctx.launched.filter((id) => !instanceIds.includes(id));
+  if (ctx.state.instanceId && instanceIds.includes(ctx.state.instanceId)) {
+    ctx.state.instanceId = undefined;
+  }
+  log.warn('terminated an instance launched and not recorded', {
+    model: ctx.model,
+    machineId: ctx.machineId,
+    instanceId: instanceIds.join(','),
+  });
+  return `; instance ${instanceIds.join(', ')} launched for it was terminated`;
 }
 
 async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
@@ -351,11 +401,27 @@ async function recordLaunch(
       instanceId: started.instanceId,
       error: failureMessage(err),
     });
-    await ec2.terminateInstances({
-      region: plan.region,
-      instanceIds: [started.instanceId],
-      fresh: [started.instanceId],
-    });
+    try {
+      await ec2.terminateInstances({
+        region: plan.region,
+        instanceIds: [started.instanceId],
+        fresh: [started.instanceId],
+      });
+    } catch (refused) {
+      if (isCancellation(refused) || !patched(NO_ORPHAN_ON_ERROR)) throw refused;
+      // kept in `launched`: the next pass, teardown or the removal terminates it
+      state.instanceId = undefined;
+      if (failureType(err) === FAILURE.machineGone) return 'recheck';
+      return recordFailure(
+        ctx,
+        recordFailedUnterminatedMessage(
+          machineId,
+          started.instanceId,
+          failureMessage(err),
+          failureMessage(refused),
+        ),
+      );
+    }
     ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
     state.instanceId = undefined;
     if (failureType(err) === FAILURE.machineGone) return 'recheck';

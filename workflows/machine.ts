@@ -1,6 +1,6 @@
 import {
   condition,
-  continueAsNew,
+  isCancellation,
   log,
   patched,
   setHandler,
@@ -20,14 +20,17 @@ import {
 } from './definitions';
 import { containerStep } from './container';
 import { provision } from './launch';
+import { startAfresh } from './carry';
 import {
   BATCHED_LAUNCHES,
   CONTAINERS,
   CONTINUE_WHEN_SETTLED,
   INSTANCE_LIVENESS,
+  NO_ORPHAN_ON_ERROR,
+  OBSERVE_WITHOUT_READ,
   uses,
 } from './patches';
-import { ec2, localRecords, records } from './proxies';
+import { ec2, failureMessage, localRecords, records } from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -39,6 +42,7 @@ export {
   retrySignal,
 } from './definitions';
 export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } from './definitions';
+import type { InstanceObservation } from './definitions';
 
 /**
  * One workflow per machine, for the machine's whole life (id
@@ -109,7 +113,9 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     tuning: tuning ?? { startAttempts: 0, retryDelayMs: 0 },
     local,
     lean,
-    launched: [],
+    launched: [...(input.carried?.launched ?? [])],
+    ...(input.carried?.region ? { region: input.carried.region } : {}),
+    ...(input.carried?.blockedNote !== undefined ? { blockedNote: input.carried.blockedNote } : {}),
     published: {},
   };
   state.maxAttempts = ctx.tuning.startAttempts;
@@ -118,11 +124,17 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     // Signals are consumed before the machine is read, never after: one that
     // lands while the read is in flight stays set and wakes the next wait.
     const retryRequested = signals.retry;
+    const destroyRequested = signals.destroy;
     const seen = signals.instance;
     signals.retry = false;
     signals.destroy = false;
     signals.instance = undefined;
-    const machine = await quick.loadMachine({ model, machineId });
+    // only news of its instance for a running machine: the write answers with the machine
+    const observed =
+      seen && !retryRequested && !destroyRequested
+        ? await observeWithoutRead(ctx, seen)
+        : undefined;
+    const machine = observed?.machine ?? (await quick.loadMachine({ model, machineId }));
     if (lean && machine?.tuning && ctx.tuning.startAttempts === 0) {
       ctx.tuning = machine.tuning;
       state.maxAttempts = machine.tuning.startAttempts;
@@ -130,11 +142,23 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     if (!machine) {
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
-        await ec2.terminateInstances({
-          region: ctx.region,
-          instanceIds: ctx.launched,
-          fresh: ctx.launched,
-        });
+        try {
+          await ec2.terminateInstances({
+            region: ctx.region,
+            instanceIds: ctx.launched,
+            fresh: ctx.launched,
+          });
+        } catch (err) {
+          if (isCancellation(err) || !patched(NO_ORPHAN_ON_ERROR)) throw err;
+          // nothing is left to carry the failure: the log says it, and the model's sweep
+          // terminates the instance as a stray when its harvest mode allows
+          log.error('machine removed; its launched instance could not be terminated', {
+            model,
+            machineId,
+            instanceId: ctx.launched.join(','),
+            error: failureMessage(err),
+          });
+        }
       }
       state.phase = 'removed';
       log.info('machine is gone', { model, machineId });
@@ -143,7 +167,9 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     // a live machine's snapshot leaves the model out; its region is then its plan's
     ctx.region = machine.region ?? ctx.region;
     ctx.snapshot = machine;
-    if (lean && provisionable(machine, retryRequested)) {
+    if (observed?.machine) {
+      // published with the observation below: one search-attribute update for both
+    } else if (lean && provisionable(machine, retryRequested)) {
       // the zone claim publishes `allocating` next: one search-attribute update for both
       ctx.deferred = { applications: machine.applications };
     } else {
@@ -153,7 +179,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       const next = await containerStep(ctx, machine, retryRequested);
       if (next === 'removed') return;
       // a container waiting long for its host starts afresh before its history grows large
-      if (next === 'wait' || workflowInfo().continueAsNewSuggested) await waitForSignal(ctx, input);
+      if (next === 'wait' || workflowInfo().continueAsNewSuggested) await waitForSignal(ctx);
       continue;
     }
     if (machine.life === 'dead') {
@@ -167,7 +193,11 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       state.phase = 'running';
       state.instanceId = machine.instanceId;
       state.instanceStatus = machine.instanceStatus;
-      if (seen) await recordInstanceState(ctx, machine, seen);
+      if (observed) {
+        if (observed.applied) instanceRecorded(ctx, machine, seen!);
+      } else if (seen) {
+        await recordInstanceState(ctx, machine, seen);
+      }
     } else if (machine.status === 'error' && !retryRequested) {
       state.phase = 'error';
       state.lastError ??= machine.message;
@@ -177,12 +207,12 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       const outcome = await provision(ctx);
       // Recorded running just now, by a write that saw the machine alive: nothing
       // to re-read until a signal (a destroy meanwhile was signalled, and wakes it).
-      if (outcome === 'running' && lean) await waitForSignal(ctx, input);
+      if (outcome === 'running' && lean) await waitForSignal(ctx);
       continue; // re-read: running, error, or Dead/removed meanwhile
     }
     // Nothing to do until a signal (a retry only counts in error; a destroy only once Dead).
     showDetails(ctx);
-    await waitForSignal(ctx, input);
+    await waitForSignal(ctx);
   }
 }
 
@@ -204,7 +234,7 @@ async function recordInstanceState(
   seen: { instanceId: string; state: NonNullable<MachineSnapshot['instanceStatus']> },
 ): Promise<void> {
   if (seen.instanceId !== machine.instanceId || !uses(ctx, INSTANCE_LIVENESS)) return;
-  const { model, machineId, state } = ctx;
+  const { model, machineId } = ctx;
   const quick = ctx.local ? localRecords : records;
   const applied = await quick.recordInstanceState({
     model,
@@ -213,10 +243,56 @@ async function recordInstanceState(
     state: seen.state,
   });
   if (!applied) return;
-  state.instanceStatus = seen.state;
   const lost = isLost(seen.state) && machine.life === 'alive';
   const status = lost ? 'down' : machine.status === 'down' ? 'running' : machine.status;
-  publish(ctx, { status, instanceStatus: seen.state });
+  instanceRecorded(ctx, { ...machine, status }, seen);
+}
+
+/**
+ * Liveness without a read (OBSERVE_WITHOUT_READ): a running machine whose
+ * only news is its instance's state records it, and the write's answer is
+ * the machine as it now is. Undefined when the run must read the machine
+ * instead (nothing read yet in this run, another instance, not running, a
+ * `machineWorkflow` run, or a run begun before the change); `machine` is absent when the write did not
+ * apply or the machine is Dead.
+ */
+async function observeWithoutRead(
+  ctx: MachineContext,
+  seen: InstanceObservation,
+): Promise<{ applied: boolean; machine?: MachineSnapshot } | undefined> {
+  if (
+    ctx.snapshot === undefined ||
+    ctx.state.phase !== 'running' ||
+    ctx.state.instanceId !== seen.instanceId ||
+    // runs begun before the `machine` type keep asking their patches where they always did
+    !ctx.lean ||
+    !patched(OBSERVE_WITHOUT_READ)
+  ) {
+    return undefined;
+  }
+  const out = await (ctx.local ? localRecords : records).observeInstance({
+    model: ctx.model,
+    machineId: ctx.machineId,
+    instanceId: seen.instanceId,
+    state: seen.state,
+  });
+  return out.machine ? out : { applied: out.applied };
+}
+
+/** The machine's instance state is recorded: `machine` is the machine as the write left it. */
+function instanceRecorded(
+  ctx: MachineContext,
+  machine: MachineSnapshot,
+  seen: InstanceObservation,
+): void {
+  const { model, machineId, state } = ctx;
+  state.instanceStatus = seen.state;
+  const lost = isLost(seen.state) && machine.life === 'alive';
+  publish(ctx, {
+    status: machine.status,
+    instanceStatus: seen.state,
+    applications: machine.applications,
+  });
   const fields = { model, machineId, instanceId: seen.instanceId, state: seen.state };
   if (lost) log.warn('instance lost: machine down', fields);
   else log.info('instance state', fields);
@@ -231,7 +307,7 @@ async function recordInstanceState(
  */
 export const SETTLED_HISTORY_EVENTS = 40;
 
-async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): Promise<void> {
+async function waitForSignal(ctx: MachineContext): Promise<void> {
   const { signals } = ctx;
   if (
     workflowInfo().historyLength > SETTLED_HISTORY_EVENTS &&
@@ -240,11 +316,7 @@ async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): 
     signals.instance === undefined &&
     patched(CONTINUE_WHEN_SETTLED)
   ) {
-    await continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
-      model: input.model,
-      machineId: input.machineId,
-      carried: { retryRequested: false, destroyRequested: false, state: ctx.state },
-    });
+    await startAfresh(ctx, { retryRequested: false, destroyRequested: false });
   }
   await condition(
     () =>
@@ -255,14 +327,9 @@ async function waitForSignal(ctx: MachineContext, input: MachineWorkflowInput): 
   );
   if (!signals.retry && !signals.destroy && signals.instance === undefined) {
     // Long-lived: start afresh before the history grows large, carrying what matters.
-    await continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
-      model: input.model,
-      machineId: input.machineId,
-      carried: {
-        retryRequested: signals.retry,
-        destroyRequested: signals.destroy,
-        state: ctx.state,
-      },
+    await startAfresh(ctx, {
+      retryRequested: signals.retry,
+      destroyRequested: signals.destroy,
     });
   }
 }

@@ -55,3 +55,25 @@ export const DESTROY_CANCELS_PLANNING = 'destroy-cancels-planning';
  * continues as new, carrying its state (machine.ts SETTLED_HISTORY_EVENTS).
  */
 export const CONTINUE_WHEN_SETTLED = 'continue-when-settled';
+
+/**
+ * Issue 11: a machine put in `error` by a step that ran out (or was
+ * refused) after its instance was launched terminates that instance first
+ * (before, it was left running, owned by no one); instances launched and not
+ * recorded go with the run when it continues as new.
+ */
+export const NO_ORPHAN_ON_ERROR = 'no-orphan-on-error';
+
+/**
+ * Issue 11: a blocked teardown writes its status only when what blocks it
+ * changes, and continues as new before its history grows large (it grew by
+ * ~17 events a minute for as long as it was blocked).
+ */
+export const QUIET_BLOCKED_TEARDOWN = 'quiet-blocked-teardown';
+
+/**
+ * Issue 10: a running machine told of its instance's state records it and
+ * goes on from what the write answered, without reading the machine first
+ * (one DynamoDB read less per observation).
+ */
+export const OBSERVE_WITHOUT_READ = 'observe-without-read';

@@ -1,14 +1,61 @@
-import { ActivityFailure, log, patched, sleep } from '@temporalio/workflow';
+import { ActivityFailure, log, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { DeadMachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from '../temporal/failures';
 import { goDuration, stepFailedMessage } from '../temporal/messages';
-import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, uses } from './patches';
+import { startAfresh } from './carry';
+import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, QUIET_BLOCKED_TEARDOWN, uses } from './patches';
 import { describing, ec2, failureMessage, failureType, records } from './proxies';
 import { duration } from './summaries';
 
 /** Polls (about 5 minutes at 5 s) before an instance that will not terminate is reported. */
 const PATIENT_POLLS = 60;
+
+/**
+ * Events a blocked teardown's run may hold before it continues as new (and
+ * starts its teardown again from the machine as recorded). A blocked step
+ * adds about 8 events a try, so a run lasts hours, and a teardown blocked
+ * for weeks never comes near Temporal's history limits.
+ * `PROVISIONER_BLOCKED_HISTORY` sets it (tests make it small).
+ */
+export const BLOCKED_HISTORY_EVENTS = 2_000;
+
+/** A blocked teardown whose history grew long goes on in a new run (QUIET_BLOCKED_TEARDOWN). */
+async function afreshIfLong(ctx: MachineContext): Promise<void> {
+  const info = workflowInfo();
+  const limit = ctx.tuning.blockedHistoryEvents ?? BLOCKED_HISTORY_EVENTS;
+  if (info.historyLength <= limit && !info.continueAsNewSuggested) return;
+  if (!patched(QUIET_BLOCKED_TEARDOWN)) return;
+  log.info('teardown still blocked: continuing as new', {
+    model: ctx.model,
+    machineId: ctx.machineId,
+    events: info.historyLength,
+  });
+  await startAfresh(ctx, { retryRequested: false, destroyRequested: false });
+}
+
+/**
+ * A status message on the way: teardown goes on without it when it cannot
+ * be written (it is a note to a person; the steps are what matter).
+ */
+async function note(ctx: MachineContext, message: string): Promise<void> {
+  try {
+    await records.recordStatus({
+      model: ctx.model,
+      machineId: ctx.machineId,
+      status: 'stopping',
+      message,
+    });
+  } catch (err) {
+    if (!(err instanceof ActivityFailure)) throw err;
+    if (failureType(err) === FAILURE.machineGone) return;
+    log.warn('cannot write the teardown status', {
+      model: ctx.model,
+      machineId: ctx.machineId,
+      error: failureMessage(err),
+    });
+  }
+}
 
 /**
  * How often a blocked teardown tries again: six retry delays (a minute at
@@ -37,14 +84,20 @@ async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promi
       const cause = failureType(err) ? failureMessage(err) : stepFailedMessage(err);
       const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
       state.lastError = message;
-      log.warn('teardown blocked', { model, machineId, error: message });
-      try {
-        await records.recordStatus({ model, machineId, status: 'stopping', message });
-      } catch (again) {
-        if (failureType(again) === FAILURE.machineGone) throw again;
-        // the status could not be written either: the wait and the next try still happen
+      // the status says what blocks it; written again only when that changes
+      const quiet = patched(QUIET_BLOCKED_TEARDOWN);
+      if (!quiet || ctx.blockedNote !== message) {
+        log.warn('teardown blocked', { model, machineId, error: message });
+        try {
+          await records.recordStatus({ model, machineId, status: 'stopping', message });
+          ctx.blockedNote = message;
+        } catch (again) {
+          if (failureType(again) === FAILURE.machineGone) throw again;
+          // the status could not be written either: the wait and the next try still happen
+        }
       }
       await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
+      if (quiet) await afreshIfLong(ctx);
     }
   }
 }
@@ -95,11 +148,8 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
       : terminate
         ? `terminating instance ${instanceIds.join(', ')}`
         : `keeping instance ${instanceIds.join(', ')} (harvest mode "${machine.harvestMode}")`;
-  try {
-    await records.recordStatus({ model, machineId, status: 'stopping', message });
-  } catch (err) {
-    if (failureType(err) !== FAILURE.machineGone) throw err;
-  }
+  // a run that took over a blocked teardown leaves the status saying what blocks it
+  if (ctx.blockedNote === undefined) await note(ctx, message);
   if (terminate && instanceIds.length > 0) {
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
     // summaries (UI metadata on the same commands) read as sentences in the history
@@ -123,16 +173,14 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
             PATIENT_POLLS * 5000,
           )} ago); checking every ${goDuration(waitMs)}`;
           state.lastError = message;
-          await records
-            .recordStatus({ model, machineId, status: 'stopping', message })
-            .catch((err: unknown) => {
-              if (failureType(err) !== FAILURE.machineGone) throw err;
-            });
+          await note(ctx, message);
+          ctx.blockedNote = message;
         }
       }
       await sleep(waitMs, {
         summary: `waiting ${duration(waitMs)} for ${remaining.join(', ')} to terminate`,
       });
+      if (poll > PATIENT_POLLS) await afreshIfLong(ctx);
     }
   }
   ctx.launched = [];

@@ -1,17 +1,19 @@
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { cacheDir, PINS } from '../../local/toolchain';
-import { Repository } from '../../state/repository';
+import { machineKey, Repository } from '../../state/repository';
 import type { MachineRecord } from '../../state/types';
-import { provisioningStateQuery } from '../../workflows/definitions';
+import { instanceStateSignal, provisioningStateQuery } from '../../workflows/definitions';
+import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamodb-fault-proxy';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { startPrivateWorker } from './private-worker';
@@ -34,6 +36,8 @@ const IN_ZONES = 'zones=us-east-1a,us-east-1b,us-east-1c';
 const ddb = dynamoClientFor(stack);
 const repo = new Repository(ddb, stack.tableName);
 let proxy: Ec2Proxy;
+/** The worker's DynamoDB: DynamoDB Local behind a proxy that can refuse chosen writes. */
+let dynamo: DynamoFaultProxy;
 let ec2: EC2Client;
 let connection: Connection;
 let temporal: Client;
@@ -45,8 +49,13 @@ function startWorker(): Promise<ManagedProcess> {
     taskQueue: TASK_QUEUE,
     logFile: join(logDir, 'worker.log'),
     ec2Endpoint: proxy.url,
-    // a blocked teardown tries again every 6 × 500 ms = 3 s
-    env: { PROVISIONER_RETRY_DELAY: '500ms' },
+    env: {
+      DYNAMODB_ENDPOINT: dynamo.url,
+      // a blocked teardown tries again every 6 × 500 ms = 3 s
+      PROVISIONER_RETRY_DELAY: '500ms',
+      // a blocked teardown continues as new after a few tries (the default is hours of them)
+      PROVISIONER_BLOCKED_HISTORY: '100',
+    },
   });
 }
 
@@ -133,6 +142,7 @@ async function instanceState(id: string): Promise<string | undefined> {
 
 beforeAll(async () => {
   proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
+  dynamo = await startDynamoFaultProxy(stack.dynamodbEndpoint);
   ec2 = ec2ClientFor(stack, proxy.url);
   connection = await Connection.connect({ address: stack.temporalAddress });
   temporal = new Client({ connection, namespace: stack.temporalNamespace });
@@ -140,6 +150,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterEach(async () => {
+  dynamo.clear();
   await admin('DELETE', '/_admin/faults');
   await admin('DELETE', '/_admin/latency');
 });
@@ -150,6 +161,7 @@ afterAll(async () => {
   ec2?.destroy();
   ddb.destroy();
   await proxy?.close();
+  await dynamo?.close();
 });
 
 describe('EC2 errors no retry can fix', () => {
@@ -263,6 +275,38 @@ describe('teardown that EC2 refuses', () => {
     expect(laterTries).toBeLessThanOrEqual(firstTries + 4);
     expect(await instanceState(instanceId)).toBe('running');
 
+    // the status is written once, not at every try; the run continues as new before its
+    // history grows long (PROVISIONER_BLOCKED_HISTORY=100 here) and the next run keeps it
+    const workflowId = machineWorkflowId(model, id!);
+    const blockedRun = (await temporal.workflow.getHandle(workflowId).describe()).runId;
+    const later = await eventually(
+      () => temporal.workflow.getHandle(workflowId).describe(),
+      (d) => d.runId !== blockedRun,
+      120_000,
+    );
+    expect(later.status.name).toBe('RUNNING');
+    const continued = await temporal.workflow.getHandle(workflowId, blockedRun).describe();
+    expect(continued.status.name).toBe('CONTINUED_AS_NEW');
+    expect(continued.historyLength).toBeLessThan(100 + 20);
+    const triesThen = await calls('TerminateInstances');
+    await eventually(
+      () => calls('TerminateInstances'),
+      (n) => n >= triesThen + 2,
+      60_000,
+    );
+    expect((await machine(model, id!)).message).toBe(blocked.message);
+    // the continued run tried many times and wrote its status twice: `terminating …`, then the block
+    const steps = (
+      await temporal.workflow.getHandle(workflowId, blockedRun).fetchHistory()
+    ).events!.flatMap((e) => {
+      const type = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      return type ? [type] : [];
+    });
+    expect(steps.filter((t) => t === 'terminateInstances').length).toBeGreaterThanOrEqual(4);
+    expect(steps.filter((t) => t === 'recordStatus')).toHaveLength(2);
+    expect(await instanceState(instanceId)).toBe('running');
+    await recordHistory(workflowId, blockedRun, 'machine-teardown-blocked-continued.json');
+
     // protection lifted: teardown finishes, the instance terminates and the model goes
     await admin('DELETE', '/_admin/faults');
     await eventually(
@@ -277,7 +321,8 @@ describe('teardown that EC2 refuses', () => {
       (d) => d.status.name === 'COMPLETED',
       30_000,
     );
-    await recordHistory(handle.workflowId, done.runId, 'machine-teardown-blocked.json');
+    // (machine-teardown-blocked.json is this story's history before runs continued as new)
+    await recordHistory(handle.workflowId, done.runId, 'machine-teardown-blocked-resumed.json');
   });
 });
 
@@ -358,5 +403,145 @@ describe('a machine that settles after a long provisioning', () => {
     expect((await temporal.workflow.getHandle(workflowId).query(provisioningStateQuery)).pass).toBe(
       2,
     );
+  });
+});
+
+describe('an instance launched and never recorded', () => {
+  it('is terminated before its machine is in error, or said to be kept when EC2 refuses, and terminated by the retry', async () => {
+    const model = await newModel('unrecorded');
+    // recording the launch fails (a DynamoDB error no retry fixes), and EC2 refuses to terminate
+    dynamo.set({
+      action: 'UpdateItem',
+      bodyIncludes: ['"#imageId"', '"#instanceStatus"', model],
+      errorType: 'ValidationException',
+      message: 'injected: the record of the launch is refused',
+    });
+    await admin('PUT', '/_admin/faults', {
+      errors: { terminateInstances: 'UnauthorizedOperation' },
+    });
+    const launchesBefore = await calls('RunInstances');
+    const [id] = await addMachines(model, 1);
+
+    // the record is tried 8 times (about 90 s) before the workflow gives up on it
+    const failed = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      240_000,
+    );
+    expect(dynamo.refused()).toBeGreaterThanOrEqual(8);
+    expect((await calls('RunInstances')) - launchesBefore).toBe(1);
+    const kept = /^cannot record instance (i-[0-9a-f]+) for machine (\d+): /.exec(failed.message);
+    expect(kept?.[2]).toBe(id);
+    const instanceId = kept![1]!;
+    expect(failed.message).toBe(
+      `cannot record instance ${instanceId} for machine ${id!}: ` +
+        'injected: the record of the launch is refused; ' +
+        `instance ${instanceId} launched for it could not be terminated ` +
+        '(UnauthorizedOperation: You are not authorized to perform this operation.): ' +
+        'it is terminated when the machine is retried or destroyed',
+    );
+    expect(failed.instanceId).toBeUndefined();
+    expect(await instanceState(instanceId)).toMatch(/^(pending|running)$/);
+
+    // fixed: the retry terminates the instance left over, then launches the machine's own
+    dynamo.clear();
+    await admin('DELETE', '/_admin/faults');
+    expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      90_000,
+    );
+    expect(running.instanceId).toMatch(/^i-/);
+    expect(running.instanceId).not.toBe(instanceId);
+    expect(['shutting-down', 'terminated']).toContain(await instanceState(instanceId));
+    await recordHistory(
+      machineWorkflowId(model, id!),
+      (await temporal.workflow.getHandle(machineWorkflowId(model, id!)).describe()).runId,
+      'machine-unrecorded-instance-terminated-on-retry.json',
+    );
+  });
+
+  it('is terminated, and the workflow ends, when its machine was removed meanwhile even if EC2 refuses', async () => {
+    const model = await newModel('removedmid');
+    // the launch takes 4 s: long enough to remove the machine while it is in flight
+    await admin('PUT', '/_admin/latency', { runInstances: 4_000 });
+    await admin('PUT', '/_admin/faults', {
+      errors: { terminateInstances: 'UnauthorizedOperation' },
+    });
+    const launchesBefore = await calls('RunInstances');
+    const [id] = await addMachines(model, 1);
+    const workflowId = machineWorkflowId(model, id!);
+    // the proxy counts a call when it arrives, then waits out its latency
+    await eventually(
+      () => calls('RunInstances'),
+      (n) => n > launchesBefore,
+      60_000,
+    );
+    // removed behind the provisioner's back (as a force removal racing the launch would)
+    await DynamoDBDocumentClient.from(ddb).send(
+      new DeleteCommand({ TableName: stack.tableName, Key: machineKey(model, id!) }),
+    );
+    const done = await eventually(
+      () => temporal.workflow.getHandle(workflowId).describe(),
+      (d) => d.status.name !== 'RUNNING',
+      90_000,
+    );
+    // before: the refused termination failed the workflow
+    expect(done.status.name).toBe('COMPLETED');
+    expect((await calls('RunInstances')) - launchesBefore).toBe(1);
+    const log = readFileSync(join(logDir, 'worker.log'), 'utf8');
+    expect(log).toContain('machine removed; its launched instance could not be terminated');
+  });
+});
+
+describe('liveness', () => {
+  it("records news of a running machine's instance from the write alone, without reading the machine", async () => {
+    const model = await newModel('observe');
+    const [id] = await addMachines(model, 1);
+    const running = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'running',
+      60_000,
+    );
+    const instanceId = running.instanceId as string;
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    await handle.signal(instanceStateSignal, { instanceId, state: 'running' });
+    await eventually(
+      () => machine(model, id!),
+      (m) => m?.instanceStatus === 'running',
+      30_000,
+    );
+    // gone behind our back: down, from the same one write
+    await handle.signal(instanceStateSignal, { instanceId, state: 'terminated' });
+    const down = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'down',
+      30_000,
+    );
+    expect(down.message).toBe(`instance "${instanceId}" is terminated`);
+    expect(down.instanceStatus).toBe('terminated');
+    await eventually(
+      () => handle.query(provisioningStateQuery),
+      (s) => s.instanceStatus === 'terminated',
+      30_000,
+    );
+
+    // the steps after each signal: the write, and no read of the machine
+    const { events } = await handle.fetchHistory();
+    const steps: string[] = [];
+    for (const e of events ?? []) {
+      if (e.workflowExecutionSignaledEventAttributes) steps.push('signal');
+      const marker = e.markerRecordedEventAttributes;
+      const data = marker?.details?.data?.payloads?.[0]?.data;
+      if (marker?.markerName === 'core_local_activity' && data) {
+        const parsed = JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string };
+        steps.push(parsed.activity_type ?? '?');
+      }
+    }
+    const afterSignals = steps.slice(steps.indexOf('signal'));
+    expect(afterSignals).toEqual(['signal', 'observeInstance', 'signal', 'observeInstance']);
+    const { runId } = await handle.describe();
+    await recordHistory(handle.workflowId, runId, 'machine-observed-without-read.json');
   });
 });

@@ -20,6 +20,14 @@ import { promisify } from 'node:util';
  *   refused (termination protection) until the fault was cleared. Recorded by
  *   test/integration/failure-semantics.test.ts with
  *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-teardown-blocked-continued` and `…-resumed`: the same blocked
+ *   teardown with its status written once and the run continued as new
+ *   (`quiet-blocked-teardown`), then the next run finishing it;
+ *   `machine-unrecorded-instance-terminated-on-retry`: a run that took over,
+ *   across continue-as-new, an instance launched and never recorded, and
+ *   terminated it when retried (`no-orphan-on-error`);
+ *   `machine-observed-without-read`: a running machine told twice of its
+ *   instance, recording each from the write alone (`observe-without-read`).
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does

@@ -1,0 +1,91 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A small HTTP proxy in front of DynamoDB Local that refuses chosen requests,
+ * for tests that need one DynamoDB write to fail while every other call goes
+ * through (a worker pointed at it sees a real DynamoDB error, answered the way
+ * DynamoDB answers). Listens on 127.0.0.1 on a free port.
+ */
+export interface DynamoFault {
+  /** The API action, e.g. `UpdateItem` (the `X-Amz-Target` header's suffix). */
+  action: string;
+  /** Every one of these strings appears in the request body. */
+  bodyIncludes: readonly string[];
+  /** DynamoDB's error type, e.g. `ValidationException`; answered with HTTP 400. */
+  errorType: string;
+  message: string;
+}
+
+export interface DynamoFaultProxy {
+  url: string;
+  /** Refuses matching requests until cleared. */
+  set(fault: DynamoFault): void;
+  clear(): void;
+  /** Requests refused since the proxy started. */
+  refused(): number;
+  close(): Promise<void>;
+}
+
+export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFaultProxy> {
+  let fault: DynamoFault | undefined;
+  let refused = 0;
+  const target = new URL(upstream);
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const action = String(req.headers['x-amz-target'] ?? '').split('.')[1];
+      const text = body.toString('utf8');
+      if (fault && action === fault.action && fault.bodyIncludes.every((s) => text.includes(s))) {
+        refused += 1;
+        const answer = JSON.stringify({
+          __type: `com.amazonaws.dynamodb.v20120810#${fault.errorType}`,
+          message: fault.message,
+        });
+        res.writeHead(400, {
+          'content-type': 'application/x-amz-json-1.0',
+          'content-length': Buffer.byteLength(answer),
+        });
+        res.end(answer);
+        return;
+      }
+      const forward = http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: target.host },
+        },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      forward.on('error', (err) => {
+        res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(String(err));
+      });
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    set: (f) => {
+      fault = f;
+    },
+    clear: () => {
+      fault = undefined;
+    },
+    refused: () => refused,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
