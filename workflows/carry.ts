@@ -21,6 +21,7 @@ export async function startAfresh(
       ...(ctx.launched.length > 0 ? { launched: [...ctx.launched] } : {}),
       ...(ctx.launched.length > 0 && ctx.region ? { region: ctx.region } : {}),
       ...(ctx.blockedNote !== undefined ? { blockedNote: ctx.blockedNote } : {}),
+      ...(ctx.patientPolls ? { patientPolls: true } : {}),
     },
   });
 }

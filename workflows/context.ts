@@ -28,8 +28,12 @@ export interface MachineContext {
   /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */
   launched: string[];
   published: Published;
-  /** What blocks the teardown, as this run last wrote it (written again only when it changes). */
+  /** What blocks the teardown (its key), as this run or the one it continues last said it. */
   blockedNote?: string;
+  /** This run continues a blocked teardown (the status already says what blocks it). */
+  resumedTeardown?: boolean;
+  /** Teardown is past its patient polls (it looks for its instance's end slowly). */
+  patientPolls?: boolean;
   /** The machine as last read (its current details in the UI are drawn from it). */
   snapshot?: MachineSnapshot;
 }

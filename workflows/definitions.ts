@@ -23,8 +23,10 @@ export interface CarriedState {
   launched?: string[];
   /** The model's region, as last read (where `launched` are). */
   region?: string;
-  /** A blocked teardown's status message, as written (the next run does not write it again). */
+  /** A blocked teardown: what its status says blocks it (the next run does not write it again). */
   blockedNote?: string;
+  /** A teardown past its patient polls (the next run goes on polling slowly). */
+  patientPolls?: boolean;
 }
 
 export type ProvisioningPhase =
@@ -56,6 +58,8 @@ export interface ProvisioningState {
   instanceStatus?: InstanceState;
   /** The last failure's message (with its EC2 error code where there is one). */
   lastError?: string;
+  /** The last launch never answered (it may have launched): the next launch looks first. */
+  mayHaveLaunched?: boolean;
 }
 
 /** Ask a machine in `error` to provision again, from a fresh zone list and its current constraints. */

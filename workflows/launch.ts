@@ -69,9 +69,14 @@ async function orStop<T>(work: Promise<T>): Promise<T> {
  */
 export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> {
   try {
-    // instances an earlier pass launched and could not terminate: tried again first
+    // instances an earlier pass launched and could not terminate: tried again first, and
+    // while EC2 still refuses, the machine stays in error saying so (nothing more launched)
     if (ctx.launched.length > 0 && ctx.region && patched(NO_ORPHAN_ON_ERROR)) {
-      await terminateUnrecorded(ctx);
+      const kept = [...ctx.launched];
+      const outcome = await terminateUnrecorded(ctx);
+      if (ctx.launched.length > 0) {
+        return await recordFailure(ctx, unterminatedMessage(kept, outcome.cause!));
+      }
     }
     return await runPass(ctx);
   } catch (err) {
@@ -83,7 +88,7 @@ export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> 
     if (ctx.launched.length > 0 && ctx.region && patched(NO_ORPHAN_ON_ERROR)) {
       // `error` has no instance (API.md): one launched and not recorded is terminated first
       if (isCancellation(err)) throw err;
-      message += await terminateUnrecorded(ctx);
+      message += `; ${(await terminateUnrecorded(ctx)).note}`;
     }
     try {
       return await recordFailure(ctx, message);
@@ -97,10 +102,10 @@ export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> 
 /**
  * Terminates the instances this run launched and did not record (a step
  * failed between the launch and the record). Answers what became of them, for
- * the machine's message; those EC2 would not terminate stay in
- * `ctx.launched`, tried again by the next pass and by teardown.
+ * the machine's message (and EC2's refusal); those EC2 would not terminate
+ * stay in `ctx.launched`, tried again by the next pass and by teardown.
  */
-async function terminateUnrecorded(ctx: MachineContext): Promise<string> {
+async function terminateUnrecorded(ctx: MachineContext): Promise<{ note: string; cause?: string }> {
   const instanceIds = [...ctx.launched];
   try {
     await ec2.terminateInstances({ region: ctx.region!, instanceIds, fresh: instanceIds });
@@ -112,7 +117,10 @@ async function terminateUnrecorded(ctx: MachineContext): Promise<string> {
       instanceId: instanceIds.join(','),
       error: failureMessage(err),
     });
-    return `; ${unterminatedMessage(instanceIds, failureMessage(err))}`;
+    return {
+      note: unterminatedMessage(instanceIds, failureMessage(err)),
+      cause: failureMessage(err),
+    };
   }
   ctx.launched = ctx.launched.filter((id) => !instanceIds.includes(id));
   if (ctx.state.instanceId && instanceIds.includes(ctx.state.instanceId)) {
@@ -123,7 +131,7 @@ async function terminateUnrecorded(ctx: MachineContext): Promise<string> {
     machineId: ctx.machineId,
     instanceId: instanceIds.join(','),
   });
-  return `; instance ${instanceIds.join(', ')} launched for it was terminated`;
+  return { note: `instance ${instanceIds.join(', ')} launched for it was terminated` };
 }
 
 async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
@@ -139,7 +147,8 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   state.phase = 'planning';
   // an explicit retry looks at every zone afresh, whatever capacity failures were remembered
   const ignoreCapacityMemory = ctx.retrying === true;
-  let mayHaveLaunched = false;
+  // a launch of an earlier pass that never answered: this pass's first launch looks for it
+  let mayHaveLaunched = state.mayHaveLaunched === true;
   const batched = uses(ctx, BATCHED_LAUNCHES);
   const quick = ctx.local ? localRecords : records;
 
@@ -222,6 +231,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
             )
           : await ec2.startInstance(input);
         mayHaveLaunched = false;
+        state.mayHaveLaunched = undefined;
       } catch (err) {
         const type = failureType(err);
         if (type === FAILURE.machineGone) throw new MachineGoneSignal();
@@ -309,6 +319,8 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       await condition(() => signals.destroy, tuning.retryDelayMs);
     }
   }
+  // the last launch never answered: the next pass (a retry) looks for what it launched
+  if (mayHaveLaunched) state.mayHaveLaunched = true;
   return recordFailure(ctx, lastError);
 }
 

@@ -115,7 +115,16 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     lean,
     launched: [...(input.carried?.launched ?? [])],
     ...(input.carried?.region ? { region: input.carried.region } : {}),
-    ...(input.carried?.blockedNote !== undefined ? { blockedNote: input.carried.blockedNote } : {}),
+    // a teardown continued as new (teardown.ts): its status already says what blocks it
+    ...(input.carried?.blockedNote !== undefined || input.carried?.patientPolls
+      ? {
+          resumedTeardown: true,
+          ...(input.carried.blockedNote !== undefined
+            ? { blockedNote: input.carried.blockedNote }
+            : {}),
+          ...(input.carried.patientPolls ? { patientPolls: true } : {}),
+        }
+      : {}),
     published: {},
   };
   state.maxAttempts = ctx.tuning.startAttempts;
@@ -150,8 +159,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
           });
         } catch (err) {
           if (isCancellation(err) || !patched(NO_ORPHAN_ON_ERROR)) throw err;
-          // nothing is left to carry the failure: the log says it, and the model's sweep
-          // terminates the instance as a stray when its harvest mode allows
+          // nothing is left to carry the failure: the log names the instance (the model's
+          // sweep terminates it as a stray only under harvest modes `unknown` and `all`)
           log.error('machine removed; its launched instance could not be terminated', {
             model,
             machineId,

@@ -36,9 +36,10 @@ async function afreshIfLong(ctx: MachineContext): Promise<void> {
 
 /**
  * A status message on the way: teardown goes on without it when it cannot
- * be written (it is a note to a person; the steps are what matter).
+ * be written (it is a note to a person; the steps are what matter). Whether
+ * it was written.
  */
-async function note(ctx: MachineContext, message: string): Promise<void> {
+async function note(ctx: MachineContext, message: string): Promise<boolean> {
   try {
     await records.recordStatus({
       model: ctx.model,
@@ -48,13 +49,28 @@ async function note(ctx: MachineContext, message: string): Promise<void> {
     });
   } catch (err) {
     if (!(err instanceof ActivityFailure)) throw err;
-    if (failureType(err) === FAILURE.machineGone) return;
+    if (failureType(err) === FAILURE.machineGone) return false;
     log.warn('cannot write the teardown status', {
       model: ctx.model,
       machineId: ctx.machineId,
       error: failureMessage(err),
     });
+    return false;
   }
+  return true;
+}
+
+/**
+ * Says what blocks the teardown. With QUIET_BLOCKED_TEARDOWN, only when that
+ * changed since this run (or the run it continues) said it: `key` names the
+ * block (the step and EC2's code), since EC2's words may differ at every try
+ * (AWS encodes a new authorization message into each refusal).
+ */
+async function sayBlocked(ctx: MachineContext, key: string, message: string): Promise<void> {
+  const quiet = patched(QUIET_BLOCKED_TEARDOWN);
+  if (quiet && ctx.blockedNote === key) return;
+  log.warn('teardown blocked', { model: ctx.model, machineId: ctx.machineId, error: message });
+  if ((await note(ctx, message)) && quiet) ctx.blockedNote = key;
 }
 
 /**
@@ -73,7 +89,7 @@ export function blockedRetryMs(retryDelayMs: number): number {
  * again every `blockedRetryMs`, so fixing the cause lets teardown finish.
  */
 async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promise<T>): Promise<T> {
-  const { model, machineId, state } = ctx;
+  const { state } = ctx;
   const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
   for (;;) {
     try {
@@ -84,20 +100,10 @@ async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promi
       const cause = failureType(err) ? failureMessage(err) : stepFailedMessage(err);
       const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
       state.lastError = message;
-      // the status says what blocks it; written again only when that changes
-      const quiet = patched(QUIET_BLOCKED_TEARDOWN);
-      if (!quiet || ctx.blockedNote !== message) {
-        log.warn('teardown blocked', { model, machineId, error: message });
-        try {
-          await records.recordStatus({ model, machineId, status: 'stopping', message });
-          ctx.blockedNote = message;
-        } catch (again) {
-          if (failureType(again) === FAILURE.machineGone) throw again;
-          // the status could not be written either: the wait and the next try still happen
-        }
-      }
+      // the status says what blocks it (a status that cannot be written is no reason to stop)
+      await sayBlocked(ctx, `${what}|${cause.split(':')[0]}`, message);
       await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
-      if (quiet) await afreshIfLong(ctx);
+      if (patched(QUIET_BLOCKED_TEARDOWN)) await afreshIfLong(ctx);
     }
   }
 }
@@ -148,8 +154,9 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
       : terminate
         ? `terminating instance ${instanceIds.join(', ')}`
         : `keeping instance ${instanceIds.join(', ')} (harvest mode "${machine.harvestMode}")`;
-  // a run that took over a blocked teardown leaves the status saying what blocks it
-  if (ctx.blockedNote === undefined) await note(ctx, message);
+  // a run that took over a blocked teardown leaves the status saying what blocks it, until
+  // the block clears
+  if (!ctx.resumedTeardown) await note(ctx, message);
   if (terminate && instanceIds.length > 0) {
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
     // summaries (UI metadata on the same commands) read as sentences in the history
@@ -159,7 +166,13 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
         [{ region: machine.region, instanceIds, fresh: ctx.launched }],
       ),
     );
-    for (let poll = 0; ; poll++) {
+    if (ctx.resumedTeardown && !ctx.patientPolls) {
+      // terminated now: the status says so instead of what blocked it
+      await note(ctx, message);
+      ctx.blockedNote = undefined;
+    }
+    // a run that took over patient polling goes on looking as slowly
+    for (let poll = ctx.patientPolls ? PATIENT_POLLS + 1 : 0; ; poll++) {
       const remaining = await untilDone(ctx, 'check that its instance terminated', () =>
         describing.instancesNotTerminated({ region: machine.region, instanceIds }),
       );
@@ -174,7 +187,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
           )} ago); checking every ${goDuration(waitMs)}`;
           state.lastError = message;
           await note(ctx, message);
-          ctx.blockedNote = message;
+          ctx.patientPolls = true;
         }
       }
       await sleep(waitMs, {

@@ -243,6 +243,9 @@ describe('teardown that EC2 refuses', () => {
       60_000,
     );
     const instanceId = running.instanceId as string;
+    // the run that provisioned it tears it down (a smooth provisioning does not continue as new)
+    const workflowId = machineWorkflowId(model, id!);
+    const blockedRun = (await temporal.workflow.getHandle(workflowId).describe()).runId;
     await admin('PUT', '/_admin/faults', {
       errors: { terminateInstances: 'OperationNotPermitted' },
     });
@@ -277,8 +280,6 @@ describe('teardown that EC2 refuses', () => {
 
     // the status is written once, not at every try; the run continues as new before its
     // history grows long (PROVISIONER_BLOCKED_HISTORY=100 here) and the next run keeps it
-    const workflowId = machineWorkflowId(model, id!);
-    const blockedRun = (await temporal.workflow.getHandle(workflowId).describe()).runId;
     const later = await eventually(
       () => temporal.workflow.getHandle(workflowId).describe(),
       (d) => d.runId !== blockedRun,
@@ -420,7 +421,10 @@ describe('an instance launched and never recorded', () => {
       errors: { terminateInstances: 'UnauthorizedOperation' },
     });
     const launchesBefore = await calls('RunInstances');
+    const refusedBefore = dynamo.refused();
     const [id] = await addMachines(model, 1);
+    const workflowId = machineWorkflowId(model, id!);
+    const firstRun = (await temporal.workflow.getHandle(workflowId).describe()).runId;
 
     // the record is tried 8 times (about 90 s) before the workflow gives up on it
     const failed = await eventually(
@@ -428,7 +432,7 @@ describe('an instance launched and never recorded', () => {
       (m) => m?.status === 'error',
       240_000,
     );
-    expect(dynamo.refused()).toBeGreaterThanOrEqual(8);
+    expect(dynamo.refused() - refusedBefore).toBeGreaterThanOrEqual(8);
     expect((await calls('RunInstances')) - launchesBefore).toBe(1);
     const kept = /^cannot record instance (i-[0-9a-f]+) for machine (\d+): /.exec(failed.message);
     expect(kept?.[2]).toBe(id);
@@ -443,8 +447,29 @@ describe('an instance launched and never recorded', () => {
     expect(failed.instanceId).toBeUndefined();
     expect(await instanceState(instanceId)).toMatch(/^(pending|running)$/);
 
-    // fixed: the retry terminates the instance left over, then launches the machine's own
+    // a retry while EC2 still refuses: the instance is tried first, and nothing more launched
     dynamo.clear();
+    const launchesThen = await calls('RunInstances');
+    const terminatesThen = await calls('TerminateInstances');
+    expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
+    await eventually(
+      () => calls('TerminateInstances'),
+      (n) => n > terminatesThen,
+      60_000,
+    );
+    const still = await eventually(
+      () => machine(model, id!),
+      (m) => m?.status === 'error',
+      60_000,
+    );
+    expect(still.message).toBe(
+      `instance ${instanceId} launched for it could not be terminated ` +
+        '(UnauthorizedOperation: You are not authorized to perform this operation.): ' +
+        'it is terminated when the machine is retried or destroyed',
+    );
+    expect(await calls('RunInstances')).toBe(launchesThen);
+
+    // fixed: the retry terminates the instance left over, then launches the machine's own
     await admin('DELETE', '/_admin/faults');
     expect((await api.post(`/v1/models/${model}/machines/${id!}/retry`, {})).status).toBe(202);
     const running = await eventually(
@@ -455,17 +480,23 @@ describe('an instance launched and never recorded', () => {
     expect(running.instanceId).toMatch(/^i-/);
     expect(running.instanceId).not.toBe(instanceId);
     expect(['shutting-down', 'terminated']).toContain(await instanceState(instanceId));
-    await recordHistory(
-      machineWorkflowId(model, id!),
-      (await temporal.workflow.getHandle(machineWorkflowId(model, id!)).describe()).runId,
-      'machine-unrecorded-instance-terminated-on-retry.json',
-    );
+    // every run of the story: the one that kept it, and those it was carried to (settled
+    // machines with long histories continue as new)
+    const runs: Array<{ runId: string; startTime: Date }> = [];
+    for await (const run of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+      runs.push({ runId: run.runId, startTime: run.startTime });
+    }
+    runs.sort((x, y) => x.startTime.getTime() - y.startTime.getTime());
+    expect(runs[0]?.runId).toBe(firstRun);
+    for (const [n, run] of runs.entries()) {
+      await recordHistory(workflowId, run.runId, `machine-unrecorded-instance-run${n + 1}.json`);
+    }
   });
 
   it('is terminated, and the workflow ends, when its machine was removed meanwhile even if EC2 refuses', async () => {
     const model = await newModel('removedmid');
-    // the launch takes 4 s: long enough to remove the machine while it is in flight
-    await admin('PUT', '/_admin/latency', { runInstances: 4_000 });
+    // the launch takes 15 s: the machine is removed while it is in flight, however busy the machine
+    await admin('PUT', '/_admin/latency', { runInstances: 15_000 });
     await admin('PUT', '/_admin/faults', {
       errors: { terminateInstances: 'UnauthorizedOperation' },
     });

@@ -65,6 +65,10 @@ export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFau
         },
       );
       forward.on('error', (err) => {
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
         res.writeHead(502, { 'content-type': 'text/plain' });
         res.end(String(err));
       });

@@ -23,9 +23,14 @@ import { promisify } from 'node:util';
  * - `machine-teardown-blocked-continued` and `…-resumed`: the same blocked
  *   teardown with its status written once and the run continued as new
  *   (`quiet-blocked-teardown`), then the next run finishing it;
- *   `machine-unrecorded-instance-terminated-on-retry`: a run that took over,
- *   across continue-as-new, an instance launched and never recorded, and
- *   terminated it when retried (`no-orphan-on-error`);
+ *   `machine-unrecorded-instance-run1…3`: an instance launched and never
+ *   recorded, which EC2 would not terminate, kept and carried across
+ *   continue-as-new; a retry while EC2 still refused (error again, nothing
+ *   launched); the retry that terminated it and launched (`no-orphan-on-error`);
+ *   `machine-teardown-list-blocked-then-terminate-blocked`: a teardown blocked
+ *   on listing, then on terminating, as code before these changes ran it
+ *   (made from `machine-teardown-blocked` by a review: it caught a change that
+ *   skipped a status write without a patch);
  *   `machine-observed-without-read`: a running machine told twice of its
  *   instance, recording each from the write alone (`observe-without-read`).
  *
