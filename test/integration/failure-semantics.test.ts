@@ -1,4 +1,8 @@
-import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import {
+  DescribeInstancesCommand,
+  TerminateInstancesCommand,
+  type EC2Client,
+} from '@aws-sdk/client-ec2';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { execFile } from 'node:child_process';
@@ -543,7 +547,9 @@ describe('liveness', () => {
       (m) => m?.instanceStatus === 'running',
       30_000,
     );
-    // gone behind our back: down, from the same one write
+    // gone behind our back (really: the stack's own sweeper, which sweeps every model, must
+    // see what the signal says, or it tells the machine otherwise): down, from the same one write
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
     await handle.signal(instanceStateSignal, { instanceId, state: 'terminated' });
     const down = await eventually(
       () => machine(model, id!),
@@ -570,8 +576,12 @@ describe('liveness', () => {
         steps.push(parsed.activity_type ?? '?');
       }
     }
+    // (the stack's sweeper may have told it too: more signals, each handled the same way)
     const afterSignals = steps.slice(steps.indexOf('signal'));
-    expect(afterSignals).toEqual(['signal', 'observeInstance', 'signal', 'observeInstance']);
+    expect(afterSignals.filter((s) => s !== 'signal')).toEqual(
+      afterSignals.filter((s) => s === 'observeInstance'),
+    );
+    expect(afterSignals.filter((s) => s === 'observeInstance').length).toBeGreaterThanOrEqual(2);
     const { runId } = await handle.describe();
     await recordHistory(handle.workflowId, runId, 'machine-observed-without-read.json');
   });
