@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createActivities } from '../../activities';
 import { CapacityMemory } from '../../activities/capacity-memory';
 import { regionalEc2 } from '../../activities/regional';
@@ -6,8 +5,7 @@ import type { LaunchPlan } from '../../activities/types';
 import { provisioningTuning } from '../../config/env';
 import { ProvisioningStore } from '../../state/provisioning';
 import { Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
-import { uniqueName } from './api-client';
+import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './stack';
 
 /**
@@ -46,35 +44,15 @@ const ZONES = ['us-east-1a', 'us-east-1b'];
 const TYPE = 'm5.large';
 
 async function machines(n: number): Promise<{ model: string; ids: string[] }> {
-  const model = uniqueName('capmem');
-  await repo.createModel({
-    name: model,
-    uid: randomUUID(),
-    availabilitySets: false,
-    reprovisionLost: false,
-    region: stack.region,
-    constraints: '',
-    harvestMode: 'destroyed',
-    life: 'alive',
-    createdAt: new Date().toISOString(),
-  });
+  const model = await seedModel(repo, 'capmem', { region: stack.region });
   const ids = await repo.allocateMachineIds(model, n);
-  const now = new Date().toISOString();
   await repo.putNewMachines(
-    ids.map((id): MachineRecord => ({
-      model,
-      id,
-      base: 'ubuntu@24.04',
-      constraints: `zones=${ZONES.join(',')}`,
-      applications: ['mem'],
-      principals: [],
-      containers: [],
-      life: 'alive',
-      status: 'pending',
-      message: '',
-      createdAt: now,
-      updatedAt: now,
-    })),
+    ids.map((id) =>
+      pendingMachine(model, id, {
+        constraints: `zones=${ZONES.join(',')}`,
+        applications: ['mem'],
+      }),
+    ),
   );
   return { model, ids };
 }

@@ -15,11 +15,11 @@ import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { cacheDir, PINS } from '../../local/toolchain';
 import { machineKey, Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
 import { instanceStateSignal, provisioningStateQuery } from '../../workflows/definitions';
 import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamodb-fault-proxy';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
@@ -86,22 +86,9 @@ async function newModel(prefix: string): Promise<string> {
 /** Records machines as the API does and starts their workflows on the private queue. */
 async function addMachines(model: string, count: number, base = 'ubuntu@24.04'): Promise<string[]> {
   const ids = await repo.allocateMachineIds(model, count);
-  const now = new Date().toISOString();
-  const records: MachineRecord[] = ids.map((id) => ({
-    model,
-    id,
-    base,
-    constraints: IN_ZONES,
-    applications: [],
-    principals: [],
-    containers: [],
-    life: 'alive',
-    status: 'pending',
-    message: '',
-    createdAt: now,
-    updatedAt: now,
-  }));
-  await repo.putNewMachines(records);
+  await repo.putNewMachines(
+    ids.map((id) => pendingMachine(model, id, { base, constraints: IN_ZONES })),
+  );
   await Promise.all(
     ids.map((id) =>
       temporal.workflow.start('machine', {

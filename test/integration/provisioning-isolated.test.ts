@@ -15,10 +15,10 @@ import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { machineSk, modelPk } from '../../state/keys';
 import { Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
 import { provisioningStateQuery, type ProvisioningState } from '../../workflows/definitions';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
@@ -136,22 +136,16 @@ interface MachineSpec {
 /** Records machines as the API does, then starts the workflows of those to provision on the private queue. */
 async function addMachines(model: string, specs: MachineSpec[]): Promise<string[]> {
   const ids = await repo.allocateMachineIds(model, specs.length);
-  const now = new Date().toISOString();
-  const records: MachineRecord[] = specs.map((spec, i) => ({
-    model,
-    id: ids[i]!,
-    base: 'ubuntu@24.04',
-    constraints: spec.constraints ?? IN_ZONES,
-    applications: spec.applications ?? [],
-    principals: [],
-    containers: [],
-    life: 'alive',
-    status: spec.runningIn ? 'running' : 'pending',
-    message: '',
-    ...(spec.runningIn ? { zone: spec.runningIn, instanceId: `i-fake${i}` } : {}),
-    createdAt: now,
-    updatedAt: now,
-  }));
+  const records = specs.map((spec, i) =>
+    pendingMachine(model, ids[i]!, {
+      constraints: spec.constraints ?? IN_ZONES,
+      applications: spec.applications ?? [],
+      // recorded as running elsewhere: counted in its zone, never launched here
+      ...(spec.runningIn
+        ? { status: 'running', zone: spec.runningIn, instanceId: `i-fake${i}` }
+        : {}),
+    }),
+  );
   await repo.putNewMachines(records);
   const toProvision = records.filter((r) => !r.zone).map((r) => r.id);
   await Promise.all(

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { orderZones } from '../../core';
 import { EntityConflictError, EntityNotFoundError } from '../../state/errors';
@@ -7,8 +6,7 @@ import { MachineDeadError, ProvisioningStore } from '../../state/provisioning';
 import { zoneCountSk } from '../../state/provisioning-keys';
 import type { ClaimRequest } from '../../state/zone-counts';
 import { Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
-import { uniqueName } from './api-client';
+import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 /**
@@ -38,39 +36,13 @@ afterAll(async () => {
 });
 
 async function newModel(): Promise<string> {
-  const name = uniqueName('store');
-  await repo.createModel({
-    name,
-    uid: randomUUID(),
-    availabilitySets: false,
-    reprovisionLost: false,
-    region: stack.region,
-    constraints: '',
-    harvestMode: 'destroyed',
-    life: 'alive',
-    createdAt: new Date().toISOString(),
-  });
-  return name;
+  return seedModel(repo, 'store', { region: stack.region });
 }
 
 async function addMachines(model: string, applications: string[][]): Promise<string[]> {
   const ids = await repo.allocateMachineIds(model, applications.length);
-  const now = new Date().toISOString();
   await repo.putNewMachines(
-    applications.map((apps, i): MachineRecord => ({
-      model,
-      id: ids[i]!,
-      base: 'ubuntu@24.04',
-      constraints: '',
-      applications: apps,
-      principals: [],
-      containers: [],
-      life: 'alive',
-      status: 'pending',
-      message: '',
-      createdAt: now,
-      updatedAt: now,
-    })),
+    applications.map((apps, i) => pendingMachine(model, ids[i]!, { applications: apps })),
   );
   return ids;
 }

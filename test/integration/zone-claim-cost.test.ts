@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { claimCoalescer } from '../../activities/launch';
@@ -8,7 +7,6 @@ import { machineSk, modelPk } from '../../state/keys';
 import { ProvisioningStore } from '../../state/provisioning';
 import { zoneCountSk } from '../../state/provisioning-keys';
 import { Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
 import {
   MachineDeadError,
   ZoneClaimContendedError,
@@ -16,7 +14,7 @@ import {
   type ClaimRequest,
   type ClaimResult,
 } from '../../state/zone-counts';
-import { uniqueName } from './api-client';
+import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 /**
@@ -45,36 +43,9 @@ afterAll(async () => {
 });
 
 async function modelWithMachines(count: number, applications: string[]): Promise<string[]> {
-  const model = uniqueName('claims');
-  await repo.createModel({
-    name: model,
-    uid: randomUUID(),
-    availabilitySets: false,
-    reprovisionLost: false,
-    region: stack.region,
-    constraints: '',
-    harvestMode: 'destroyed',
-    life: 'alive',
-    createdAt: new Date().toISOString(),
-  });
+  const model = await seedModel(repo, 'claims', { region: stack.region });
   const ids = await repo.allocateMachineIds(model, count);
-  const now = new Date().toISOString();
-  await repo.putNewMachines(
-    ids.map((id): MachineRecord => ({
-      model,
-      id,
-      base: 'ubuntu@24.04',
-      constraints: '',
-      applications,
-      principals: [],
-      containers: [],
-      life: 'alive',
-      status: 'pending',
-      message: '',
-      createdAt: now,
-      updatedAt: now,
-    })),
-  );
+  await repo.putNewMachines(ids.map((id) => pendingMachine(model, id, { applications })));
   return [model, ...ids];
 }
 
