@@ -17,6 +17,7 @@ import {
   type Transaction,
 } from '../state/repository';
 import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/types';
+import type { Regroup } from '../state/zone-counts';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { parseUnitPlacements, placementText } from './placement';
@@ -73,19 +74,26 @@ export function guardModelAndApp(tx: Transaction, model: string, apps: readonly 
   }
 }
 
-/** Appends to a machine's lists under its version, so two racing writers never lose each other's change. */
+/**
+ * Appends to a machine's lists under its version, so two racing writers never
+ * lose each other's change. With `regroup` (the machine's applications
+ * change), its zone counts change in the same write (Repository.regroupMachine).
+ */
 export function updateMachineMembership(
   tx: Transaction,
   m: MachineRecord,
   next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'> & {
     life?: MachineRecord['life'];
   },
+  regroup?: Regroup,
 ): void {
+  const counted = regroup?.machine;
   tx.update(
     machineKey(m.model, m.id),
-    'SET principals = :p, applications = :a, containers = :c, life = :life, version = :next',
+    'SET principals = :p, applications = :a, containers = :c, life = :life, version = :next' +
+      (counted?.set ? `, ${counted.set}` : ''),
     {
-      condition: 'version = :v',
+      condition: 'version = :v' + (counted ? ` AND ${counted.condition}` : ''),
       values: {
         ':p': next.principals,
         ':a': next.applications,
@@ -93,9 +101,12 @@ export function updateMachineMembership(
         ':life': next.life ?? m.life,
         ':v': m.version ?? 0,
         ':next': (m.version ?? 0) + 1,
+        ...counted?.values,
       },
+      ...(counted ? { names: counted.names } : {}),
     },
   );
+  for (const item of regroup?.counters ?? []) tx.add(item);
 }
 
 function union(list: readonly string[], more: readonly string[]): string[] {
@@ -460,11 +471,19 @@ async function placeOne(
       throw new EntityConflictError(`machine ${target.id} is being destroyed`);
     for (const sub of subordinates) checkUnitOnMachineBase(sub.base, target.base);
     machineId = target.id;
-    updateMachineMembership(tx, target, {
-      principals: union(target.principals, [unitName]),
-      applications: union(target.applications, [app.name]),
-      containers: target.containers,
-    });
+    const applications = union(target.applications, [app.name]);
+    // the machine now counts in the application's zone spread too (Juju's distribution group)
+    const regroup = await ctx.repo.regroupMachine(model.name, target.id, applications);
+    updateMachineMembership(
+      tx,
+      target,
+      {
+        principals: union(target.principals, [unitName]),
+        applications,
+        containers: target.containers,
+      },
+      regroup,
+    );
   } else if (placement?.kind === 'container') {
     const containerId = args.containerId!;
     machineId = containerId;

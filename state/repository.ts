@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { EntityConflictError, EntityNotFoundError, retryTransactionConflicts } from './errors';
 import { ProvisioningStore } from './provisioning';
+import { ZoneCountStore, type Regroup } from './zone-counts';
 import {
   APP_SK_PREFIX,
   MACHINE_SK_PREFIX,
@@ -356,6 +357,15 @@ export class Repository {
    */
   async removeModelIfEmpty(name: string): Promise<boolean> {
     return new ProvisioningStore(this.client, this.tableName).removeModelIfDyingAndEmpty(name);
+  }
+
+  /**
+   * What a change of the machine's applications must write with it so its
+   * zone counts follow (ZoneCountStore.regroup): merge `machine` into the
+   * machine's update and add `counters` to the same transaction.
+   */
+  regroupMachine(model: string, id: string, applications: readonly string[]): Promise<Regroup> {
+    return new ZoneCountStore(this.client, this.tableName).regroup(model, id, applications);
   }
 
   /** Forgets a machine's lost instance so it is launched again (see ProvisioningStore). */

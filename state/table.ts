@@ -159,6 +159,13 @@ export class Transaction {
     return this;
   }
 
+  /** A write built elsewhere (a zone counter's, state/zone-counts.ts), as DynamoDB takes it. */
+  add(item: TransactItem, onFail?: Error): this {
+    this.items.push(item);
+    this.errors.push(onFail);
+    return this;
+  }
+
   delete(key: Key, condition?: string, values?: Item, onFail?: Error): this {
     this.items.push({
       Delete: {

@@ -46,7 +46,11 @@ interface CounterState {
  */
 export interface ClaimRequest {
   machineId: string;
-  /** The distribution groups the machine counts in (its applications; `[]`: the bare machines' group). */
+  /**
+   * The distribution groups the machine counts in (its applications as the
+   * caller read them; `[]`: the bare machines' group). The claim adds the
+   * applications the machine records when it is made.
+   */
   groups: readonly string[];
   order: (population: ZoneCounts) => string[];
   /** Written with the claim in the same update (status `allocating`, its message). */
@@ -57,6 +61,19 @@ export interface ClaimRequest {
    * of them in the chosen zone (counted in the same counter items).
    */
   partitions?: number;
+}
+
+/** What a change of a machine's applications writes with it (ZoneCountStore.regroup). */
+export interface Regroup {
+  /** Merged into the caller's update of the machine: SET clause ('' for none), condition, names, values. */
+  machine: {
+    set: string;
+    condition: string;
+    names: Record<string, string>;
+    values: Record<string, unknown>;
+  };
+  /** The counters' writes, each conditional on the version read. */
+  counters: TransactItem[];
 }
 
 /** The machine went Dead: it must not claim a zone or launch. */
@@ -80,6 +97,8 @@ export function countedGroups(applications: readonly string[]): string[] {
 interface MachineView {
   exists: boolean;
   life?: Life;
+  /** The machine's applications as recorded now: the groups it counts in (Juju's distribution group). */
+  applications?: string[];
   countedZone?: string;
   countedGroups?: string[];
   /** Availability-set mode: the partition the machine is counted in, within `countedZone`. */
@@ -106,7 +125,13 @@ interface MachineView {
  *
  * A machine hosting several applications counts in each of their groups,
  * and sees the sum of their counts: exact for the usual one application per
- * machine, an approximation of Juju's union of groups otherwise.
+ * machine, an approximation of Juju's union of groups otherwise. The groups
+ * are those of every application with a unit on the machine (Juju's
+ * distribution group: every machine hosting a unit of the application),
+ * however the unit got there: a claim counts the applications the machine
+ * records when it is made, and a unit placed later on a machine already
+ * counted (`--to N`) moves it into its application's group in the same
+ * transaction that places the unit (`regroup`).
  *
  * In availability-set mode a claim also assigns a partition: the counter
  * items keep machines per (zone, partition) beside machines per zone, and
@@ -223,7 +248,7 @@ export class ZoneCountStore {
       for (const id of unread) known.set(id, read.get(id) ?? { exists: false });
     }
     const machines = known;
-    const groups = new Set(requests.flatMap((r) => countedGroups(r.groups)));
+    const groups = new Set(requests.flatMap((r) => claimGroups(r, machines.get(r.machineId))));
     for (const r of requests) {
       for (const g of machines.get(r.machineId)?.countedGroups ?? []) groups.add(g);
     }
@@ -269,7 +294,7 @@ export class ZoneCountStore {
         };
         return;
       }
-      const mine = countedGroups(request.groups);
+      const mine = claimGroups(request, m);
       // a machine moving from an earlier claim leaves its old zone (and partition) first
       if (m.countedZone) {
         for (const g of m.countedGroups ?? []) {
@@ -429,6 +454,12 @@ export class ZoneCountStore {
       set += ', #status = :status, #message = :message';
     }
     let condition = 'attribute_exists(pk) AND #life <> :dead';
+    if (m.applications !== undefined) {
+      // a unit placed on the machine meanwhile: the claim is made again with its group
+      names['#applications'] = 'applications';
+      values[':applications'] = m.applications;
+      condition += ' AND #applications = :applications';
+    }
     if (m.countedZone) {
       condition += ' AND #countedZone = :was';
       values[':was'] = m.countedZone;
@@ -568,6 +599,60 @@ export class ZoneCountStore {
     }
   }
 
+  /**
+   * What a change of the machine's applications to `applications` must write
+   * with it so the zone counts follow (Juju counts every machine hosting a
+   * unit of an application, `--to` placements included): for a machine
+   * counted in a zone, the counters of the groups it joins (+1 in its zone
+   * and partition) and leaves (-1), each conditional on its version, and its
+   * new `countedGroups`; for a machine counted nowhere yet, only the
+   * condition that it still is not (its claim, made later, reads the
+   * applications itself). The caller merges `machine` into its own update
+   * of the machine and adds `counters` to the same transaction; a failed
+   * condition means a claim or another change came between: read again.
+   */
+  async regroup(
+    model: string,
+    machineId: string,
+    applications: readonly string[],
+  ): Promise<Regroup> {
+    const m = (await this.readMachines(model, [machineId])).get(machineId);
+    if (!m?.exists) throw new EntityNotFoundError(`machine ${machineId} not found`);
+    const names: Record<string, string> = { '#countedZone': 'countedZone' };
+    if (!m.countedZone) {
+      return {
+        machine: { set: '', condition: 'attribute_not_exists(#countedZone)', names, values: {} },
+        counters: [],
+      };
+    }
+    const values: Record<string, unknown> = { ':rgZone': m.countedZone };
+    names['#countedGroups'] = 'countedGroups';
+    let condition = '#countedZone = :rgZone';
+    if (m.countedGroups) {
+      condition += ' AND #countedGroups = :rgWas';
+      values[':rgWas'] = m.countedGroups;
+    } else {
+      condition += ' AND attribute_not_exists(#countedGroups)';
+    }
+    const have = m.countedGroups ?? [];
+    const want = countedGroups(applications);
+    const joined = want.filter((g) => !have.includes(g));
+    const left = have.filter((g) => !want.includes(g));
+    if (joined.length === 0 && left.length === 0) {
+      return { machine: { set: '', condition, names, values }, counters: [] };
+    }
+    const working = await this.readCounters(model, [...joined, ...left]);
+    for (const g of joined) bump(working, g, m.countedZone, 1, m.countedPartition);
+    for (const g of left) bump(working, g, m.countedZone, -1, m.countedPartition);
+    values[':rgGroups'] = want;
+    return {
+      machine: { set: '#countedGroups = :rgGroups', condition, names, values },
+      counters: [...joined, ...left].map((g) =>
+        this.counterPut(model, g, working.get(g) ?? { version: 0, counts: {}, partitions: {} }),
+      ),
+    };
+  }
+
   /** Takes a Dead machine out of the zone counts; any other machine (or none) is left alone. */
   async releaseIfDead(model: string, machineId: string): Promise<void> {
     const m = (await this.readMachines(model, [machineId])).get(machineId);
@@ -585,9 +670,10 @@ export class ZoneCountStore {
     const keys = [...new Set(ids)].map((id) => ({ pk: modelPk(model), sk: machineSk(id) }));
     for (const item of await this.batchGet(
       keys,
-      'sk, #life, #countedZone, #countedGroups, #countedPartition',
+      'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition',
       {
         '#life': 'life',
+        '#applications': 'applications',
         '#countedZone': 'countedZone',
         '#countedGroups': 'countedGroups',
         '#countedPartition': 'countedPartition',
@@ -597,6 +683,9 @@ export class ZoneCountStore {
       found.set(id, {
         exists: true,
         life: item.life as Life,
+        ...(Array.isArray(item.applications)
+          ? { applications: (item.applications as unknown[]).map(String) }
+          : {}),
         ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
         ...(Array.isArray(item.countedGroups)
           ? { countedGroups: item.countedGroups as string[] }
@@ -679,6 +768,16 @@ function changedMachines(
   const reasons = err.CancellationReasons;
   if (!reasons || reasons.length !== itemCount) return [...indexes];
   return indexes.filter((_, j) => reasons[j]?.Code !== 'None');
+}
+
+/**
+ * The groups a claim counts the machine in: those it asks for, and those of
+ * the applications the machine records now, however their units were placed
+ * (a `--to` unit placed after the workflow read the machine); the claim's
+ * write holds the applications unchanged.
+ */
+function claimGroups(request: ClaimRequest, m: MachineView | undefined): string[] {
+  return countedGroups([...request.groups, ...(m?.applications ?? [])]);
 }
 
 function bump(
