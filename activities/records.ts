@@ -210,6 +210,17 @@ export function recordActivities(
       return { applied: true, machine: { ...fields, life: machine.life } };
     },
 
+    /**
+     * Reprovision, asked of the machine's workflow (the API or the sweep saw
+     * EC2 confirm the instance gone): forgets the instance, only while the
+     * machine is alive and records it, and gives up its zone. Repeatable (a
+     * retry finishes what an earlier try began). False when the machine
+     * changed meanwhile: nothing was written.
+     */
+    async resetForReprovision(input: MachineRef & { instanceId: string }): Promise<boolean> {
+      return store.resetForReprovision(input.model, input.machineId, input.instanceId);
+    },
+
     /** Gives up the machine's zone claim after a failure. */
     async releaseZone(ref: MachineRef): Promise<void> {
       await orMachineGone(store.releaseZoneClaim(ref.model, ref.machineId));

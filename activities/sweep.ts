@@ -5,10 +5,11 @@ import {
   isConfirmedGone,
   isContainerMachineId,
   isLost,
+  observedState,
   type InstanceChange,
   type InstanceState,
 } from '../core';
-import { EntityConflictError, EntityNotFoundError } from '../state/errors';
+import { EntityNotFoundError } from '../state/errors';
 import type { Life, MachineStatus } from '../state/types';
 import {
   MACHINE_WORKFLOW_TYPE,
@@ -55,15 +56,12 @@ export function selectReprovisions(input: {
   cap: number;
 }): Array<{ machineId: string; instanceId: string }> {
   return input.machines
-    .filter(
-      (m) =>
-        m.life === 'alive' &&
-        !m.manual &&
-        m.instanceId !== undefined &&
-        // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
-        !(m.instanceStatus === 'pending' && !input.observed.has(m.instanceId)) &&
-        isConfirmedGone(input.observed.get(m.instanceId) ?? 'unknown'),
-    )
+    .filter((m) => {
+      if (m.life !== 'alive' || m.manual || m.instanceId === undefined) return false;
+      // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
+      const seen = observedState(m.instanceStatus, input.observed.get(m.instanceId));
+      return seen !== undefined && isConfirmedGone(seen);
+    })
     .slice(0, input.cap)
     .map((m) => ({ machineId: m.id, instanceId: m.instanceId! }));
 }
@@ -265,14 +263,19 @@ export function sweepActivities(deps: ActivityDeps) {
       cap: deps.tuning.reprovisionCap,
     });
     for (const { machineId, instanceId } of chosen) {
+      // The workflow forgets the instance and launches anew, only while the machine still
+      // records it: one step it completes or repeats. Nothing is written here, so a signal
+      // that fails leaves the machine as it was, and the next sweep chooses it again.
+      if (!deps.temporal) continue;
       try {
-        await deps.repo.resetForReprovision(model, machineId, instanceId);
+        await deps.temporal.workflow
+          .getHandle(machineWorkflowId(model, machineId))
+          .signal('reprovision', { instanceId });
       } catch (err) {
-        // changed meanwhile (removed, Dead, already reprovisioned): the next sweep looks again
-        if (err instanceof EntityConflictError || err instanceof EntityNotFoundError) continue;
+        // no workflow: reconcile starts one, and the next sweep tells it
+        if (err instanceof WorkflowNotFoundError) continue;
         throw err;
       }
-      await signal(model, machineId, 'retry', []);
       done.push(machineId);
     }
     return done;

@@ -40,6 +40,22 @@ export function instanceStateMessage(instanceId: string, state: InstanceState): 
   return '';
 }
 
+/**
+ * What EC2's answer says of a machine's instance: the state EC2 listed it
+ * in, or `unknown` when it did not list it — except for an instance the
+ * machine records as `pending` (launched moments ago, not yet seen by
+ * liveness): EC2's listing is eventually consistent, so its absence says
+ * nothing yet, and the answer is undefined (not known). The sweep, the
+ * sweep's own reprovisioning and the API's reprovision all decide with this.
+ */
+export function observedState(
+  recorded: InstanceState | undefined,
+  listed: InstanceState | undefined,
+): InstanceState | undefined {
+  if (listed !== undefined) return listed;
+  return recorded === 'pending' ? undefined : 'unknown';
+}
+
 /** Why a reprovision is refused while the instance lives (Juju's reprovision-machine wording). */
 export function liveInstanceMessage(
   machineId: string,
@@ -47,6 +63,11 @@ export function liveInstanceMessage(
   state: InstanceState,
 ): string {
   return `machine ${machineId} has a live instance "${instanceId}" (${state})`;
+}
+
+/** Why a reprovision is refused while EC2 does not list a just-launched instance yet. */
+export function unlistedYetMessage(instanceId: string): string {
+  return `cannot confirm instance "${instanceId}" is gone: EC2 does not list it yet (launched moments ago)`;
 }
 
 /** Splits ids into DescribeInstances-sized batches (EC2 takes up to 1,000 per filter). */
@@ -84,8 +105,8 @@ export function instanceChanges(
   for (const m of machines) {
     if (!m.instanceId || m.manual || m.life === 'dead') continue;
     // EC2's listing is eventually consistent: a just-launched instance may be missing for a while
-    if (!observed.has(m.instanceId) && m.instanceStatus === 'pending') continue;
-    const state = observed.get(m.instanceId) ?? 'unknown';
+    const state = observedState(m.instanceStatus, observed.get(m.instanceId));
+    if (state === undefined) continue;
     const downAlready = m.status === 'down';
     // a lost instance on a machine not yet `down` is a change even if the state was recorded
     if (state !== m.instanceStatus || (isLost(state) && !downAlready && m.life === 'alive')) {

@@ -202,17 +202,19 @@ export const OPERATIONS = {
       400: ['bad-request', 'invalid-constraints'],
       404: ['not-found'],
       409: ['conflict'],
+      503: ['unavailable'],
     },
   },
 
   'POST /v1/models/{model}/machines/{id}/reprovision': {
     summary: 'Give a machine whose instance is gone a new instance',
     description:
-      'Juju’s reprovision-machine: only when EC2 confirms the instance is terminated or no longer listed; the same machine and units get a new instance. A live instance, or EC2 that cannot be asked, is a 409.',
-    success: accepted('A new instance is being provisioned.'),
+      'Juju’s reprovision-machine: only when EC2 confirms the instance is terminated or no longer listed; the same machine and units get a new instance. A live instance, one launched moments ago that EC2 does not list yet, or EC2 that cannot be asked, is a 409. The machine’s workflow forgets the instance and launches the new one: when it cannot be told (Temporal unreachable), 503 with the machine as it was, and the same request repeated later completes it.',
+    success: accepted('The machine’s workflow was told; a new instance is being provisioned.'),
     errors: {
       404: ['not-found'],
       409: ['conflict'],
+      503: ['unavailable'],
     },
   },
 

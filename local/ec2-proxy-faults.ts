@@ -31,6 +31,13 @@ export interface FaultSet {
    * retry can fix: permissions, termination protection, an account not opted in.
    */
   readonly errors?: Readonly<Record<string, string>>;
+  /**
+   * Instance ids DescribeInstances and DescribeInstanceStatus leave out of
+   * their answers, as EC2's eventually consistent listing does for moments
+   * after a launch; asked for by id, they answer `InvalidInstanceID.NotFound`
+   * as EC2 does then. Everything else about the instances goes on as usual.
+   */
+  readonly unlisted?: readonly string[];
 }
 
 export const NO_FAULTS: FaultSet = {
@@ -40,7 +47,10 @@ export const NO_FAULTS: FaultSet = {
   loseResponses: {},
 };
 
-const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses', 'errors'];
+const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses', 'errors', 'unlisted'];
+const INSTANCE_ID = /^i-([0-9a-f]{8}|[0-9a-f]{17})$/;
+/** At most this many ids in `unlisted` (a test hides a few). */
+const MAX_UNLISTED = 1000;
 const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /** A request body the admin API refuses (answered 400 `bad-request`). */
@@ -143,6 +153,22 @@ function parseActionErrors(
   return out;
 }
 
+function parseUnlisted(value: unknown): string[] {
+  if (!Array.isArray(value))
+    throw new AdminBadRequestError('"unlisted" must be an array of instance ids');
+  if (value.length > MAX_UNLISTED) {
+    throw new AdminBadRequestError(`"unlisted" holds at most ${MAX_UNLISTED} instance ids`);
+  }
+  for (const id of value) {
+    if (typeof id !== 'string' || !INSTANCE_ID.test(id)) {
+      throw new AdminBadRequestError(
+        `"unlisted": ${JSON.stringify(id)} is not an instance id (i- and 8 or 17 hex digits)`,
+      );
+    }
+  }
+  return [...new Set(value as string[])];
+}
+
 /** The EC2 error code `action` (upper-camel) is set to answer with, if any. */
 export function actionError(faults: FaultSet, action: string): string | undefined {
   const key = action.charAt(0).toLowerCase() + action.slice(1);
@@ -167,6 +193,7 @@ export function parseFaultSet(
     throw new AdminBadRequestError('"unavailable" must be true or false');
   }
   const errors = body.errors === undefined ? {} : parseActionErrors(body.errors, isKnownAction);
+  const unlisted = body.unlisted === undefined ? [] : parseUnlisted(body.unlisted);
   return {
     zones: body.zones === undefined ? {} : parseZoneCodes(body.zones),
     zoneStates: body.zoneStates === undefined ? {} : parseZoneStates(body.zoneStates),
@@ -175,6 +202,7 @@ export function parseFaultSet(
       body.loseResponses === undefined ? {} : parseLoseResponses(body.loseResponses, isKnownAction),
     // shown only when set, so the answers of the earlier fields read as they did
     ...(Object.keys(errors).length > 0 ? { errors } : {}),
+    ...(unlisted.length > 0 ? { unlisted } : {}),
   };
 }
 

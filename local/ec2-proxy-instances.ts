@@ -54,6 +54,8 @@ export interface TrackedInstance {
 /** How an instance is to be reported. */
 export interface InstanceView {
   readonly pending: boolean;
+  /** Left out of Describe answers (the `unlisted` fault: EC2's listing has not caught up). */
+  readonly unlisted?: boolean;
   readonly groupName?: string;
   readonly partitionNumber?: number;
 }
@@ -193,7 +195,11 @@ function rewriteItem(
   const nameElement = descendant(item, 'instanceState', 'name');
   const motoState = nameElement ? xml.slice(nameElement.innerStart, nameElement.innerEnd) : '';
   const state = reportedState(motoState, view);
-  if (!matchesAll(filters, state, view) || (dropPending && state !== motoState)) {
+  if (
+    view?.unlisted === true ||
+    !matchesAll(filters, state, view) ||
+    (dropPending && state !== motoState)
+  ) {
     return { keep: false, splices: [] };
   }
   const splices: Splice[] = [];

@@ -523,6 +523,14 @@ class ProxyHandler {
     res: ServerResponse,
     status: boolean,
   ): Promise<void> {
+    const unlisted = new Set(this.admin.faults.unlisted ?? []);
+    // asked for by id while EC2's listing has not caught up: EC2's answer then
+    const missing = instanceIdParams(call.params).filter((id) => unlisted.has(id));
+    if (missing.length > 0) {
+      this.admin.stats.inject(INSTANCE_NOT_FOUND);
+      sendEc2Error(res, INSTANCE_NOT_FOUND, instanceNotFoundMessage(missing));
+      return;
+    }
     const query = takeFilters(call.queryParams, INSTANCE_FILTERS);
     const form = takeFilters(call.formParams, INSTANCE_FILTERS);
     const filters = [...query.taken, ...form.taken];
@@ -540,7 +548,8 @@ class ProxyHandler {
       return;
     }
     const pendingMs = pendingToRunningMs(this.admin.latency);
-    const viewOf = (id: string) => this.instances.view(id, pendingMs);
+    const viewOf = (id: string) =>
+      unlisted.has(id) ? { pending: false, unlisted: true } : this.instances.view(id, pendingMs);
     const rewritten = status
       ? rewriteDescribeInstanceStatus(
           answer.body,
@@ -892,6 +901,26 @@ function sendXml(res: ServerResponse, status: number, xml: string): void {
     'content-length': Buffer.byteLength(xml),
   });
   res.end(xml);
+}
+
+/** EC2's code for an instance id it does not know (or does not list yet). */
+const INSTANCE_NOT_FOUND = 'InvalidInstanceID.NotFound';
+
+/** EC2's wording: `The instance ID 'i-1' does not exist`, `The instance IDs 'i-1, i-2' do not exist`. */
+function instanceNotFoundMessage(ids: readonly string[]): string {
+  return ids.length === 1
+    ? `The instance ID '${ids[0]!}' does not exist`
+    : `The instance IDs '${ids.join(', ')}' do not exist`;
+}
+
+/** The `InstanceId.N` parameters of a call, in order. */
+function instanceIdParams(params: Ec2Call['params']): string[] {
+  const ids: string[] = [];
+  for (let n = 1; ; n++) {
+    const id = paramValue(params, `InstanceId.${n}`);
+    if (id === undefined) return ids;
+    ids.push(id);
+  }
 }
 
 function sendEc2Error(res: ServerResponse, code: string, message: string): void {

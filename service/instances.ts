@@ -1,14 +1,22 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
+import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { InstanceState } from '../core/liveness';
-import { instanceStates } from '../activities/tags';
+import { instanceState } from '../activities/tags';
 import { localCredentialsFor } from '../config/clients';
 
-/** EC2's state of one instance: `unknown` when EC2 no longer lists it; throws when EC2 cannot be asked. */
+/**
+ * EC2's state of one instance: undefined when EC2 does not list it (gone
+ * long since, or launched too lately for its listing to show it: the caller
+ * tells which, core/liveness.ts `observedState`); throws when EC2 cannot be
+ * asked.
+ */
 export interface InstanceLookup {
-  state(region: string, instanceId: string): Promise<InstanceState>;
+  state(region: string, instanceId: string): Promise<InstanceState | undefined>;
 }
 
-/** Asks EC2 (by an `instance-id` filter, so an unknown id is an empty answer, not an error). */
+/** EC2's code when an id asked for by `InstanceIds` is not listed. */
+const NOT_FOUND = 'InvalidInstanceID.NotFound';
+
+/** Asks EC2 for the instance by its id (`InstanceIds`); "not found" is an answer, not a failure. */
 export class Ec2InstanceLookup implements InstanceLookup {
   private readonly clients = new Map<string, EC2Client>();
 
@@ -27,8 +35,18 @@ export class Ec2InstanceLookup implements InstanceLookup {
     return client;
   }
 
-  async state(region: string, instanceId: string): Promise<InstanceState> {
-    const states = await instanceStates(this.client(region), [instanceId]);
-    return states.get(instanceId) ?? 'unknown';
+  async state(region: string, instanceId: string): Promise<InstanceState | undefined> {
+    try {
+      const out = await this.client(region).send(
+        new DescribeInstancesCommand({ InstanceIds: [instanceId] }),
+      );
+      const found = (out.Reservations ?? [])
+        .flatMap((r) => r.Instances ?? [])
+        .find((i) => i.InstanceId === instanceId);
+      return found ? instanceState(found) : undefined;
+    } catch (err) {
+      if (err instanceof Error && err.name === NOT_FOUND) return undefined;
+      throw err;
+    }
   }
 }

@@ -1,5 +1,10 @@
-import { isConfirmedGone, liveInstanceMessage } from '../core/liveness';
-import { InvalidRequestError } from './errors';
+import {
+  isConfirmedGone,
+  liveInstanceMessage,
+  observedState,
+  unlistedYetMessage,
+} from '../core/liveness';
+import { DependencyUnavailableError, InvalidRequestError } from './errors';
 import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
 import { machineItem, machineKey } from '../state/repository';
 import type { MachineRecord } from '../state/types';
@@ -164,16 +169,23 @@ export async function retryMachine(
       throw err;
     }
   }
-  await ctx.workflows.signal(model, id, 'retry');
+  await signalOrUnavailable(ctx, model, id, 'retry');
 }
 
 /**
  * reprovision (Juju's reprovision-machine): only once EC2 confirms the
  * machine's instance is gone (terminated, or no longer listed); any failure
- * to ask EC2 refuses (fail closed). The machine keeps its id, base,
- * constraints and units; its old instance is forgotten (never adopted again:
- * a terminated instance is not live) and its workflow launches a new one
- * through the normal zone choice.
+ * to ask EC2 refuses (fail closed), and so does an instance launched moments
+ * ago that EC2 does not list yet (its listing is eventually consistent: the
+ * sweep's rule, core/liveness.ts `observedState`). EC2 is asked by the
+ * instance's id. The machine keeps its id, base, constraints and units.
+ *
+ * The request writes nothing itself: it tells the machine's workflow, which
+ * forgets the instance (only while the machine still records it), gives up
+ * its zone and launches a new one through the normal zone choice — one step
+ * that completes or is repeated. When Temporal cannot be told, the request
+ * fails `503 unavailable` with the machine as it was, and repeating it once
+ * Temporal is back completes it.
  */
 export async function reprovisionMachine(
   ctx: ServiceContext,
@@ -193,9 +205,9 @@ export async function reprovisionMachine(
   if (!ctx.instances) {
     throw new EntityConflictError(`cannot confirm instance "${instanceId}" is gone: EC2 unknown`);
   }
-  let state;
+  let listed;
   try {
-    state = await ctx.instances.state(modelRecord.region, instanceId);
+    listed = await ctx.instances.state(modelRecord.region, instanceId);
   } catch (err) {
     throw new EntityConflictError(
       `cannot confirm instance "${instanceId}" is gone: EC2 could not be asked (${
@@ -203,10 +215,38 @@ export async function reprovisionMachine(
       })`,
     );
   }
+  const state = observedState(machine.instanceStatus, listed);
+  if (state === undefined) throw new EntityConflictError(unlistedYetMessage(instanceId));
   if (!isConfirmedGone(state)) {
     throw new EntityConflictError(liveInstanceMessage(id, instanceId, state));
   }
-  await ctx.repo.resetForReprovision(model, id, instanceId);
+  await signalOrUnavailable(ctx, model, id, 'reprovision', [{ instanceId }]);
   ctx.log.info('reprovisioning', { model, machineId: id, instanceId, state });
-  await ctx.workflows.signal(model, id, 'retry');
+}
+
+/**
+ * Signals the machine's workflow; when Temporal cannot be reached, a
+ * `503 unavailable` that says the request may be repeated (what the signal
+ * asks is done by the workflow, so nothing was written here).
+ */
+async function signalOrUnavailable(
+  ctx: ServiceContext,
+  model: string,
+  id: string,
+  signal: 'retry' | 'reprovision',
+  args: unknown[] = [],
+): Promise<void> {
+  try {
+    await ctx.workflows.signal(model, id, signal, args);
+  } catch (err) {
+    ctx.log.warn('could not signal the machine workflow', {
+      model,
+      machineId: id,
+      signal,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
+    throw new DependencyUnavailableError(
+      `cannot reach the workflow service to ${signal} machine ${id}; try again`,
+    );
+  }
 }

@@ -8,13 +8,20 @@ import {
   machineStartOptions,
 } from '../temporal/search-attributes';
 
+/**
+ * How long a signal may take, the client's own retries included (they back
+ * off for over 20 s when Temporal is away): well inside the API's 29 s, so
+ * the caller answers `503` itself rather than being cut off by the gateway.
+ */
+export const SIGNAL_DEADLINE_MS = 10_000;
+
 /** Up to this many machines a request starts their workflows itself; more go to one bulk starter workflow. */
 export const DIRECT_START_LIMIT = 20;
 
 /**
  * Starts and signals machine workflows. DynamoDB stays the source of truth:
  * a signal only wakes the workflow, which re-reads the machine. Signals go by
- * name (`retry`, `destroy`, as the workflow defines them) with signalWithStart,
+ * name (`retry`, `destroy`, `reprovision`, as the workflow defines them) with signalWithStart,
  * so a machine whose workflow is missing gets one.
  */
 export interface MachineWorkflows {
@@ -26,7 +33,13 @@ export interface MachineWorkflows {
    * never starts a second one).
    */
   startMany(model: string, machineIds: readonly string[]): Promise<void>;
-  signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void>;
+  /** `reprovision` takes `{ instanceId }`: the instance EC2 confirmed gone (workflows/definitions.ts). */
+  signal(
+    model: string,
+    machineId: string,
+    signal: 'retry' | 'destroy' | 'reprovision',
+    args?: unknown[],
+  ): Promise<void>;
   /**
    * Makes sure the sweeper that sweeps the model (strays, missing workflows,
    * liveness) is running: one workflow for every model, started once.
@@ -72,12 +85,19 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     });
   }
 
-  async signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void> {
+  async signal(
+    model: string,
+    machineId: string,
+    signal: 'retry' | 'destroy' | 'reprovision',
+    args: unknown[] = [],
+  ): Promise<void> {
     const client = await this.client();
-    await client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
-      ...this.options(model, machineId),
-      signal,
-      signalArgs: [],
-    });
+    await client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
+      client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
+        ...this.options(model, machineId),
+        signal,
+        signalArgs: args,
+      }),
+    );
   }
 }

@@ -459,18 +459,28 @@ export class ProvisioningStore {
   }
 
   /**
-   * Reprovision (Juju's reprovision-machine): forgets the machine's lost
-   * instance — only if it still records `instanceId` and is alive — so its
-   * workflow launches a new one through the normal zone choice; the machine
-   * leaves its old zone's counts. Throws EntityConflictError when the machine
-   * changed meanwhile.
+   * Reprovision (Juju's reprovision-machine), done by the machine's workflow
+   * when told: forgets the machine's lost instance — only if it is alive and
+   * still records `instanceId` — and takes it out of its old zone's claim and
+   * counts, so the workflow launches a new one through the normal zone
+   * choice. Repeatable: a retry after the forgetting was written and the
+   * release was not finds the machine alive with no instance and finishes
+   * the release (only its own workflow, which is here and not launching,
+   * claims a zone for it). True when the machine is left so, ready to be
+   * provisioned again; false when it changed meanwhile (another instance,
+   * Dying or Dead, removed), with nothing written.
    */
-  async resetForReprovision(model: string, machineId: string, instanceId: string): Promise<void> {
+  async resetForReprovision(
+    model: string,
+    machineId: string,
+    instanceId: string,
+  ): Promise<boolean> {
+    const key = { pk: modelPk(model), sk: machineSk(machineId) };
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          Key: key,
           UpdateExpression:
             'SET #status = :pending, #message = :empty, #updatedAt = :now ' +
             'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
@@ -501,13 +511,27 @@ export class ProvisioningStore {
         }),
       );
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) {
-        throw new EntityConflictError(`machine ${machineId} changed meanwhile`);
-      }
-      throw err;
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      // forgotten already by an earlier try of this step, or changed meanwhile
+      const now = await this.doc.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: key,
+          ConsistentRead: true,
+          ProjectionExpression: '#life, #instanceId',
+          ExpressionAttributeNames: { '#life': 'life', '#instanceId': 'instanceId' },
+        }),
+      );
+      if (now.Item?.life !== 'alive' || now.Item.instanceId !== undefined) return false;
     }
     // out of its old zone's counts: the new instance is counted where it lands
-    await this.zones.release(model, machineId);
+    try {
+      await this.zones.release(model, machineId);
+    } catch (err) {
+      if (err instanceof EntityNotFoundError) return false;
+      throw err;
+    }
+    return true;
   }
 }
 

@@ -368,15 +368,6 @@ export class Repository {
     return new ZoneCountStore(this.client, this.tableName).regroup(model, id, applications);
   }
 
-  /** Forgets a machine's lost instance so it is launched again (see ProvisioningStore). */
-  async resetForReprovision(model: string, id: string, instanceId: string): Promise<void> {
-    await new ProvisioningStore(this.client, this.tableName).resetForReprovision(
-      model,
-      id,
-      instanceId,
-    );
-  }
-
   /**
    * Reserves `count` new machine ids from the model's counter. The counter
    * lives on the model item, so the increment also proves the model exists and

@@ -13,7 +13,13 @@ export interface MachineContext {
   machineId: string;
   state: ProvisioningState;
   /** Set by signal handlers, consumed by the workflow. */
-  signals: { retry: boolean; destroy: boolean; instance?: InstanceObservation };
+  signals: {
+    retry: boolean;
+    destroy: boolean;
+    instance?: InstanceObservation;
+    /** A reprovision asked for: the instance to replace. */
+    reprovision?: string;
+  };
   tuning: WorkflowTuning;
   /** Quick steps run as local activities (workflows started since batched launches). */
   local: boolean;

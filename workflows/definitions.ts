@@ -27,6 +27,8 @@ export interface CarriedState {
   blockedNote?: string;
   /** A teardown past its patient polls (the next run goes on polling slowly). */
   patientPolls?: boolean;
+  /** A reprovision asked for and not yet done: the instance it replaces. */
+  reprovision?: string;
 }
 
 export type ProvisioningPhase =
@@ -64,6 +66,18 @@ export interface ProvisioningState {
 
 /** Ask a machine in `error` to provision again, from a fresh zone list and its current constraints. */
 export const retrySignal = defineSignal('retry');
+/** What a reprovision asks: a new instance in place of `instanceId`, which EC2 confirmed gone. */
+export interface ReprovisionRequest {
+  instanceId: string;
+}
+/**
+ * Reprovision (the API's, or the sweep's for a model that reprovisions lost
+ * machines): the workflow forgets `instanceId` — only while the machine is
+ * alive and still records it — gives up its zone, and provisions the machine
+ * again as a retry does. The sender writes nothing, so a signal that never
+ * arrives changes nothing and can simply be sent again.
+ */
+export const reprovisionSignal = defineSignal<[ReprovisionRequest]>('reprovision');
 /** Tell a machine's workflow that the machine's life changed (it went Dead): re-read it and tear down. */
 export const destroySignal = defineSignal('destroy');
 /** What EC2 says of an instance (the sweep or the state-change handler saw it). */

@@ -14,6 +14,7 @@ import {
   destroySignal,
   instanceStateSignal,
   provisioningStateQuery,
+  reprovisionSignal,
   retrySignal,
   type MachineWorkflowInput,
   type ProvisioningState,
@@ -28,6 +29,7 @@ import {
   INSTANCE_LIVENESS,
   NO_ORPHAN_ON_ERROR,
   OBSERVE_WITHOUT_READ,
+  REPROVISION_IN_WORKFLOW,
   uses,
 } from './patches';
 import { ec2, failureMessage, localRecords, records } from './proxies';
@@ -39,6 +41,7 @@ export {
   destroySignal,
   instanceStateSignal,
   provisioningStateQuery,
+  reprovisionSignal,
   retrySignal,
 } from './definitions';
 export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } from './definitions';
@@ -80,6 +83,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
   const signals: MachineContext['signals'] = {
     retry: input.carried?.retryRequested ?? false,
     destroy: input.carried?.destroyRequested ?? false,
+    ...(input.carried?.reprovision !== undefined ? { reprovision: input.carried.reprovision } : {}),
   };
   setHandler(provisioningStateQuery, () => state);
   setHandler(retrySignal, () => {
@@ -87,6 +91,9 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
   });
   setHandler(destroySignal, () => {
     signals.destroy = true;
+  });
+  setHandler(reprovisionSignal, (request) => {
+    signals.reprovision = request.instanceId;
   });
   // the latest observation wins: the sweep resends a state that is still different
   setHandler(instanceStateSignal, (seen) => {
@@ -135,12 +142,14 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     const retryRequested = signals.retry;
     const destroyRequested = signals.destroy;
     const seen = signals.instance;
+    const reprovisionOf = signals.reprovision;
     signals.retry = false;
     signals.destroy = false;
     signals.instance = undefined;
+    signals.reprovision = undefined;
     // only news of its instance for a running machine: the write answers with the machine
     const observed =
-      seen && !retryRequested && !destroyRequested
+      seen && !retryRequested && !destroyRequested && reprovisionOf === undefined
         ? await observeWithoutRead(ctx, seen)
         : undefined;
     const machine = observed?.machine ?? (await quick.loadMachine({ model, machineId }));
@@ -173,6 +182,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       log.info('machine is gone', { model, machineId });
       return;
     }
+    // forgotten and out of its zone: read again and provisioned as a retry is
+    if (reprovisionOf !== undefined && (await reprovision(ctx, machine, reprovisionOf))) continue;
     // a live machine's snapshot leaves the model out; its region is then its plan's
     ctx.region = machine.region ?? ctx.region;
     ctx.snapshot = machine;
@@ -223,6 +234,38 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     showDetails(ctx);
     await waitForSignal(ctx);
   }
+}
+
+/**
+ * Reprovision, as told (REPROVISION_IN_WORKFLOW): the machine's lost instance
+ * is forgotten and its zone given up, in a step that completes or is
+ * repeated (a retried activity finishes what an earlier try began), only
+ * while the machine is alive and still records that instance; then the
+ * machine is provisioned again as a retry is. Whether the loop is to read
+ * the machine again (false: nothing to do, the machine is taken as read).
+ */
+async function reprovision(
+  ctx: MachineContext,
+  machine: MachineSnapshot,
+  instanceId: string,
+): Promise<boolean> {
+  if (machine.life !== 'alive' || machine.manual || machine.container) return false;
+  if (machine.instanceId !== instanceId) return false;
+  if (!patched(REPROVISION_IN_WORKFLOW)) return false;
+  const { model, machineId, state } = ctx;
+  const quick = ctx.local ? localRecords : records;
+  const reset = await quick.resetForReprovision({ model, machineId, instanceId });
+  if (reset) {
+    log.info('reprovisioning: instance forgotten, machine provisioned again', {
+      model,
+      machineId,
+      instanceId,
+    });
+    state.instanceId = undefined;
+    state.instanceStatus = undefined;
+    ctx.signals.retry = true;
+  }
+  return true;
 }
 
 /** Whether the loop will provision this machine now (the last branch below). */
@@ -323,6 +366,7 @@ async function waitForSignal(ctx: MachineContext): Promise<void> {
     !signals.retry &&
     !signals.destroy &&
     signals.instance === undefined &&
+    signals.reprovision === undefined &&
     patched(CONTINUE_WHEN_SETTLED)
   ) {
     await startAfresh(ctx, { retryRequested: false, destroyRequested: false });
@@ -332,9 +376,15 @@ async function waitForSignal(ctx: MachineContext): Promise<void> {
       signals.retry ||
       signals.destroy ||
       signals.instance !== undefined ||
+      signals.reprovision !== undefined ||
       workflowInfo().continueAsNewSuggested,
   );
-  if (!signals.retry && !signals.destroy && signals.instance === undefined) {
+  if (
+    !signals.retry &&
+    !signals.destroy &&
+    signals.instance === undefined &&
+    signals.reprovision === undefined
+  ) {
     // Long-lived: start afresh before the history grows large, carrying what matters.
     await startAfresh(ctx, {
       retryRequested: signals.retry,

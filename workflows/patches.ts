@@ -77,3 +77,11 @@ export const QUIET_BLOCKED_TEARDOWN = 'quiet-blocked-teardown';
  * (one DynamoDB read less per observation).
  */
 export const OBSERVE_WITHOUT_READ = 'observe-without-read';
+
+/**
+ * Issue 23: a machine's workflow told to reprovision (the `reprovision`
+ * signal) forgets the lost instance and gives up its zone itself, then
+ * provisions; before, the API and the sweep wrote that and sent `retry`, and
+ * a signal that failed after the write left the machine pending for ever.
+ */
+export const REPROVISION_IN_WORKFLOW = 'reprovision-in-workflow';

@@ -338,6 +338,46 @@ describe('unavailable and lost responses', () => {
     );
   });
 
+  it('leaves unlisted instances out of listings, and answers InvalidInstanceID.NotFound by id, until cleared', async () => {
+    const before = await stats();
+    const tag = randomUUID();
+    const [hidden, shown] = ids(await launch(tag, { MinCount: 2, MaxCount: 2 }));
+    expect((await admin('PUT', '/_admin/faults', { unlisted: [hidden] })).body).toEqual({
+      zones: {},
+      zoneStates: {},
+      unavailable: false,
+      loseResponses: {},
+      unlisted: [hidden],
+    });
+    // by tag, by an instance-id filter: only the other one
+    expect(ids(await described(tag))).toEqual([shown]);
+    const byFilter = await ec2.send(
+      new DescribeInstancesCommand({ Filters: [{ Name: 'instance-id', Values: [hidden!] }] }),
+    );
+    expect(byFilter.Reservations ?? []).toEqual([]);
+    // by id: EC2's answer for an id it does not list
+    expect(
+      await failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: [hidden!] }))),
+    ).toEqual({
+      code: 'InvalidInstanceID.NotFound',
+      status: 400,
+      message: `The instance ID '${hidden!}' does not exist`,
+    });
+    expect(
+      (await failure(ec2.send(new DescribeInstancesCommand({ InstanceIds: [shown!, hidden!] }))))
+        .code,
+    ).toBe('InvalidInstanceID.NotFound');
+    const byId = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [shown!] }));
+    expect(ids((byId.Reservations ?? []).flatMap((r) => r.Instances ?? []))).toEqual([shown]);
+    // moto still has it, running
+    expect(ids(await motoInstances(tag))).toEqual([hidden, shown].sort());
+    expect((await stats()).injected['InvalidInstanceID.NotFound'] ?? 0).toBe(
+      (before.injected['InvalidInstanceID.NotFound'] ?? 0) + 2,
+    );
+    await admin('DELETE', '/_admin/faults');
+    expect(ids(await described(tag))).toEqual([hidden, shown].sort());
+  });
+
   it('refuses a malformed fault set', async () => {
     expect(await admin('PUT', '/_admin/faults', { loseResponses: { runInstances: -1 } })).toEqual({
       status: 400,
@@ -350,6 +390,12 @@ describe('unavailable and lost responses', () => {
     });
     expect((await admin('PUT', '/_admin/faults', { unavailable: 'yes' })).body).toEqual({
       error: { code: 'bad-request', message: '"unavailable" must be true or false' },
+    });
+    expect((await admin('PUT', '/_admin/faults', { unlisted: ['i-nope'] })).body).toEqual({
+      error: {
+        code: 'bad-request',
+        message: '"unlisted": "i-nope" is not an instance id (i- and 8 or 17 hex digits)',
+      },
     });
   });
 });

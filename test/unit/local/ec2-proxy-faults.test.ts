@@ -52,6 +52,26 @@ describe('parseFaultSet', () => {
     expect(() => parseFaultSet(body, known)).toThrow(message);
   });
 
+  it('takes instance ids to leave unlisted, shown only when set', () => {
+    const ids = ['i-0123456789abcdef0', 'i-0123abcd'];
+    expect(parseFaultSet({ unlisted: [...ids, ids[0]] }).unlisted).toEqual(ids);
+    expect(parseFaultSet({ unlisted: [] })).not.toHaveProperty('unlisted');
+  });
+
+  it.each([
+    ['not an array', { unlisted: 'i-0123abcd' }, /"unlisted" must be an array of instance ids/],
+    ['a malformed id', { unlisted: ['i-xyz'] }, /"unlisted": "i-xyz" is not an instance id/],
+    ['a number', { unlisted: [7] }, /"unlisted": 7 is not an instance id/],
+    [
+      'too many ids',
+      { unlisted: Array.from({ length: 1001 }, (_, i) => `i-${String(i).padStart(8, '0')}`) },
+      /"unlisted" holds at most 1000 instance ids/,
+    ],
+  ])('refuses %s in unlisted', (_label, body, message) => {
+    expect(() => parseFaultSet(body)).toThrow(AdminBadRequestError);
+    expect(() => parseFaultSet(body)).toThrow(message);
+  });
+
   it('treats both fields as optional', () => {
     expect(parseFaultSet({})).toEqual({
       zones: {},
