@@ -4,6 +4,7 @@ import { SharedListings } from '../../../activities/instance-listing';
 import { sweepActivities, type SweptMachine } from '../../../activities/sweep';
 import { TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
 import { provisioningTuning } from '../../../config/env';
+import { machineWorkflowId } from '../../../temporal/search-attributes';
 
 /**
  * One model's sweep with a listing shared by a sweeper page: what it believes
@@ -26,6 +27,9 @@ function harness(input: {
   listed: Instance[];
   byId: Instance[];
   harvestMode?: string;
+  reprovisionLost?: boolean;
+  /** A Temporal client (the sweep's signals and workflow listing); none by default. */
+  temporal?: unknown;
 }) {
   const byIdCalls: string[][] = [];
   // a real client (EC2's paginators want one) whose calls never leave the process
@@ -60,7 +64,7 @@ function harness(input: {
           region: 'us-east-1',
           harvestMode: input.harvestMode ?? 'destroyed',
           life: 'alive',
-          reprovisionLost: false,
+          reprovisionLost: input.reprovisionLost ?? false,
         }),
     },
     store: { machines: () => Promise.resolve(input.machines) },
@@ -68,6 +72,7 @@ function harness(input: {
     tuning: provisioningTuning({}),
     deployment: 'test',
     taskQueue: 'unused',
+    ...(input.temporal ? { temporal: input.temporal } : {}),
   } as unknown as ActivityDeps;
   const { sweepModel } = sweepActivities(deps);
   return {
@@ -139,5 +144,83 @@ describe('sweepModel with a shared listing', () => {
     const report = await h.sweep();
     expect(report.strays).toEqual(['i-2']);
     expect(report.terminated).toEqual(['i-2']);
+  });
+});
+
+/**
+ * A Temporal client whose machine workflows all run, recording the signals
+ * sent; `fail` makes every signal fail as an unreachable Temporal does.
+ */
+function fakeTemporal(fail = false) {
+  const signals: Array<{ workflowId: string; name: string; args: unknown[] }> = [];
+  const temporal = {
+    workflow: {
+      // eslint-disable-next-line @typescript-eslint/require-await
+      list: async function* () {
+        yield { workflowId: machineWorkflowId('m', '0') };
+      },
+      getHandle: (workflowId: string) => ({
+        signal: (name: string, ...args: unknown[]) => {
+          signals.push({ workflowId, name, args });
+          return fail
+            ? Promise.reject(new Error('14 UNAVAILABLE: Connection refused'))
+            : Promise.resolve();
+        },
+      }),
+    },
+  };
+  return { temporal, signals };
+}
+
+describe('sweepModel reprovisioning lost machines', () => {
+  // the harness's repository and store can only read: any write would throw
+  const lost: SweptMachine = { ...down, instanceStatus: 'terminated' };
+
+  it('tells the machine’s workflow to reprovision the gone instance, and writes nothing itself', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const h = harness({
+      machines: [lost],
+      listed: [instance('i-1', 'terminated')],
+      byId: [instance('i-1', 'terminated')],
+      reprovisionLost: true,
+      temporal,
+    });
+    const report = await h.sweep();
+    expect(report.reprovisioned).toEqual(['0']);
+    expect(signals).toEqual([
+      {
+        workflowId: machineWorkflowId('m', '0'),
+        name: 'reprovision',
+        args: [{ instanceId: 'i-1' }],
+      },
+    ]);
+  });
+
+  it('changes nothing when the signal cannot be sent: the sweep fails, and the next one chooses the machine again', async () => {
+    const { temporal, signals } = fakeTemporal(true);
+    const h = harness({
+      machines: [lost],
+      listed: [instance('i-1', 'terminated')],
+      byId: [instance('i-1', 'terminated')],
+      reprovisionLost: true,
+      temporal,
+    });
+    await expect(h.sweep()).rejects.toThrow('14 UNAVAILABLE: Connection refused');
+    expect(signals.map((x) => x.name)).toEqual(['reprovision']);
+  });
+
+  it('leaves alone a just-launched instance (recorded pending) EC2 does not list yet', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const h = harness({
+      machines: [{ ...down, status: 'running', instanceStatus: 'pending' }],
+      listed: [],
+      byId: [],
+      reprovisionLost: true,
+      temporal,
+    });
+    const report = await h.sweep();
+    expect(report.reprovisioned).toEqual([]);
+    expect(report.instanceChanges).toEqual([]);
+    expect(signals).toEqual([]);
   });
 });
