@@ -90,6 +90,7 @@ const MACHINE_FIELDS = [
   'life',
   'status',
   'message',
+  'errorCount',
   'instanceId',
   'imageId',
   'zone',
