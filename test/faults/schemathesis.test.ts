@@ -35,8 +35,8 @@ import { apiClient } from '../integration/api-client';
 const EXAMPLES = Number(process.env.PROVISIONER_SCHEMATHESIS_EXAMPLES ?? 25);
 const SEED = Number(process.env.PROVISIONER_SCHEMATHESIS_SEED ?? Date.now() % 2 ** 31);
 const LIMIT_MS = Number(process.env.PROVISIONER_SCHEMATHESIS_MINUTES ?? 12) * 60_000;
-/** What "breaks the document" means here, and server errors. */
-const CHECKS = [
+/** What "breaks the document" means here, and server errors (PROVISIONER_SCHEMATHESIS_CHECKS: others, to look further). */
+const CHECKS = process.env.PROVISIONER_SCHEMATHESIS_CHECKS?.split(',') ?? [
   'not_a_server_error',
   'status_code_conformance',
   'content_type_conformance',
@@ -104,6 +104,8 @@ function runSchemathesis(st: string, args: string[]): Promise<Run> {
       st,
       args,
       {
+        // its own cache (.schemathesis/) goes beside the report, not into the checkout
+        cwd: dir,
         timeout: LIMIT_MS,
         killSignal: 'SIGKILL',
         maxBuffer: 256 * 1024 * 1024,
