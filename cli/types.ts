@@ -27,6 +27,8 @@ export interface Machine {
   life: string;
   status: string;
   message: string;
+  /** How many times provisioning has ended in error (absent: never, or an API without it). */
+  errorCount?: number;
   instanceId?: string;
   instanceStatus?: string;
   imageId?: string;

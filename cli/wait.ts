@@ -11,11 +11,18 @@ export interface WaitOptions {
   out: NodeJS.WriteStream | { write(text: string): unknown; isTTY?: boolean };
   pollMs?: number;
   /**
-   * Machines just asked to retry, with the error message they had: the API
-   * answers 202 before the workflow takes the retry up, so until a machine is
-   * seen to leave that error it counts as pending, not failed again.
+   * Machines just asked to retry, with the error they had: the API answers
+   * 202 before the workflow takes the retry up, so until a machine shows
+   * another error than that one it counts as pending, not failed again.
    */
-  retried?: Map<string, string>;
+  retried?: Map<string, RetriedMachine>;
+}
+
+/** A machine's error as it was when a retry was asked for. */
+export interface RetriedMachine {
+  message: string;
+  /** Its `errorCount` then (absent: none reported). */
+  errorCount?: number;
 }
 
 export interface Progress {
@@ -66,13 +73,25 @@ function failureLine(id: string, m: Machine | undefined): string {
   return `machine ${id} ${m.status}: ${m.message || m.instanceStatus || 'no message'}`;
 }
 
+/**
+ * Whether a machine in error still shows the error it had before the retry.
+ * Its `errorCount` says so whenever the API reports one (every new failure
+ * adds one, whatever its message: a planning failure repeats its words
+ * exactly); only an API without it leaves the message to compare.
+ */
+function sameError(m: Machine, was: RetriedMachine): boolean {
+  if (m.errorCount !== undefined || was.errorCount !== undefined)
+    return (m.errorCount ?? 0) === (was.errorCount ?? 0);
+  return m.message === was.message;
+}
+
 /** A retried machine still showing the error it had is reported pending; once it moves on it is forgotten. */
-function withRetriesPending(status: Status, retried: Map<string, string>): Status {
+function withRetriesPending(status: Status, retried: Map<string, RetriedMachine>): Status {
   if (retried.size === 0) return status;
   const machines = { ...status.machines };
-  for (const [id, message] of [...retried]) {
+  for (const [id, was] of [...retried]) {
     const m = machines[id];
-    if (m && m.status === 'error' && m.message === message)
+    if (m && m.status === 'error' && sameError(m, was))
       machines[id] = { ...m, status: 'pending', message: 'retry requested' };
     else retried.delete(id);
   }
@@ -127,7 +146,9 @@ export async function waitForMachines(
   try {
     for (;;) {
       status = await client.get<Status>(`/v1/models/${segment(model)}/status`);
-      progress = tally(ids, withRetriesPending(status, retried), progress.failover);
+      // a retry not yet taken up shows as pending here, in the count and in a timeout alike
+      const seen = withRetriesPending(status, retried);
+      progress = tally(ids, seen, progress.failover);
       const line = progressLine(progress);
       if (bar) {
         bar.update(progress.running + progress.error, {
@@ -144,7 +165,7 @@ export async function waitForMachines(
       if (progress.running + progress.error === progress.total) break;
       if (Date.now() >= deadline) {
         const waiting = ids.filter((id) => {
-          const s = status.machines[id]?.status;
+          const s = seen.machines[id]?.status;
           return s === 'pending' || s === 'allocating';
         });
         throw new CliError(

@@ -47,6 +47,62 @@ export function parseBase(text: string): Base {
   return { os: os.toLowerCase(), track, risk: risk ?? 'stable' };
 }
 
+/**
+ * The OS names a request may use: Juju's OS types (core/os/ostype), less
+ * `kubernetes`, which names no machine.
+ */
+export const KNOWN_OS = ['ubuntu', 'centos', 'genericlinux', 'windows', 'osx'] as const;
+
+/** What a track may hold: a release (`22.04`, `22.04-blah`, `all`), never a shell word. */
+const TRACK = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * A base as a request may give it: it parses (parseBase, as permissive as
+ * Juju's own ParseBase), its OS is one Juju knows (`unknown os type "foo"
+ * not valid`, Juju's text), and its track holds nothing but
+ * `[A-Za-z0-9._-]` (Juju's `track in channel … not valid`); the risk is one
+ * of Juju's four already. Every refusal names the base, as Juju's ParseBase
+ * does (`parsing base …: …`), quoted so control characters read as escapes.
+ * Throws InvalidBaseError (400 bad-request).
+ */
+export function parseRequestBase(text: string): Base {
+  const base = parseBase(text);
+  const refuse = (why: string) => new InvalidBaseError(`parsing base ${goQuote(text)}: ${why}`);
+  if (!(KNOWN_OS as readonly string[]).includes(base.os)) {
+    throw refuse(`unknown os type ${goQuote(base.os)} not valid`);
+  }
+  if (!TRACK.test(base.track)) {
+    throw refuse(`track in channel ${goQuote(text.slice(text.indexOf('@') + 1))} not valid`);
+  }
+  return base;
+}
+
+/** Linux variants share a kernel (Juju's `OSType.IsLinux`). */
+function isLinux(os: string): boolean {
+  return os === 'ubuntu' || os === 'centos' || os === 'genericlinux';
+}
+
+/**
+ * A container's base against its host's, as Juju places containers: the
+ * track may differ (Juju launches e.g. an `ubuntu@22.04` container on an
+ * `ubuntu@24.04` host), but a container shares its host's kernel, so their
+ * OS types must be equivalent (Juju's `OSType.EquivalentTo`: the same, or
+ * both Linux). Throws BaseMismatchError in Juju's unit-on-machine wording:
+ * `base does not match: container has "ubuntu@22.04", machine has "windows@2022"`.
+ * The container's own image is checked by `containerImage`.
+ */
+export function checkContainerOnHostBase(
+  containerBase: Base | string,
+  hostBase: Base | string,
+): void {
+  const container = toBase(containerBase);
+  const host = toBase(hostBase);
+  if (container.os === host.os || (isLinux(container.os) && isLinux(host.os))) return;
+  throw new BaseMismatchError(
+    `base does not match: container has ${goQuote(baseToString(container))}, machine has ${goQuote(baseToString(host))}`,
+  );
+}
+
 /** `ubuntu@22.04`, or `ubuntu@22.04/edge` for a risk other than stable (Juju's `DisplayString`). */
 export function baseToString(base: Base): string {
   return base.risk === 'stable'

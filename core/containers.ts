@@ -4,7 +4,9 @@
  * `AWS-RunShellScript`. Pure: the activities send these lines, the tests
  * assert them (they are exactly what a real host runs).
  */
-import { parseBase } from './base';
+import { parseRequestBase } from './base';
+import { InvalidBaseError } from './errors';
+import { goQuote } from './text';
 
 /** The SSM document every container command is sent with. */
 export const RUN_SHELL_SCRIPT = 'AWS-RunShellScript';
@@ -32,14 +34,27 @@ export function containerName(args: {
 /**
  * The image a container is launched from: its own base's release on LXD's
  * `ubuntu:` remote (`ubuntu@22.04` → `ubuntu:22.04`). Only Ubuntu bases have
- * one; another OS is refused with Juju's kind of message.
+ * one; another OS, or a base a request could not have given (its track is
+ * checked again here, so a record written before that check never reaches a
+ * shell), is refused with InvalidBaseError.
  */
 export function containerImage(base: string): string {
-  const parsed = parseBase(base);
+  const parsed = parseRequestBase(base);
   if (parsed.os !== 'ubuntu') {
-    throw new Error(`no LXD image for base "${base}" (only ubuntu bases are supported)`);
+    throw new InvalidBaseError(
+      `no LXD image for base ${goQuote(base)} (only ubuntu bases are supported)`,
+    );
   }
   return `ubuntu:${parsed.track}`;
+}
+
+/**
+ * One shell word, whatever it holds: in single quotes, each `'` written as
+ * `'\''` (close, an escaped quote, reopen). Nothing inside single quotes is
+ * special to a POSIX shell, so no value can end the word or start a command.
+ */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", "'\\''")}'`;
 }
 
 /**
@@ -54,17 +69,23 @@ const INIT_LXD = [
   'flock /run/provisioner-lxd-init.lock sh -c \'[ -n "$(lxc storage list --format csv 2>/dev/null)" ] || lxd init --auto\'',
 ];
 
-/** Creates the container unless it exists (running it twice launches once). */
+/**
+ * Creates the container unless it exists (running it twice launches once).
+ * Every argument that comes from a record is quoted (shellQuote); the
+ * other words are this file's own literals.
+ */
 export function createContainerScript(name: string, image: string): string[] {
-  return [...INIT_LXD, `lxc info ${name} >/dev/null 2>&1 || lxc launch ${image} ${name}`];
+  const n = shellQuote(name);
+  return [...INIT_LXD, `lxc info ${n} >/dev/null 2>&1 || lxc launch ${shellQuote(image)} ${n}`];
 }
 
 /** Deletes the container if it exists (running it twice, or on a host without it, succeeds). */
 export function deleteContainerScript(name: string): string[] {
+  const n = shellQuote(name);
   return [
     'set -eu',
     'command -v lxc >/dev/null 2>&1 || exit 0',
-    `if lxc info ${name} >/dev/null 2>&1; then lxc delete --force ${name}; fi`,
+    `if lxc info ${n} >/dev/null 2>&1; then lxc delete --force ${n}; fi`,
   ];
 }
 

@@ -177,7 +177,7 @@ export const OPERATIONS = {
     body: AddMachines,
     success: { status: 201, description: 'The new machines.', schema: MachinesAnswer },
     errors: {
-      400: ['bad-request', 'invalid-constraints', 'invalid-placement'],
+      400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
       409: ['conflict'],
     },

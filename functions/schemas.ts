@@ -232,6 +232,10 @@ export const Machine = z
     life: LifeSchema,
     status: z.enum(MACHINE_STATUSES),
     message: z.string(),
+    errorCount: z.number().int().min(1).optional().meta({
+      description:
+        'How many times provisioning has ended in `error` (absent: never); a retry that fails again shows one more, whatever its message.',
+    }),
     instanceId: z.string().optional(),
     instanceStatus: z
       .enum(INSTANCE_STATES)

@@ -85,7 +85,7 @@ async function checkJava(env: NodeJS.ProcessEnv): Promise<string> {
   return java;
 }
 
-async function findPython(env: NodeJS.ProcessEnv): Promise<string> {
+export async function findPython(env: NodeJS.ProcessEnv): Promise<string> {
   const candidates = [env.PROVISIONER_PYTHON, 'python3', 'python'].filter((c): c is string => !!c);
   for (const candidate of candidates) {
     try {
@@ -198,7 +198,7 @@ async function ensureDynamoDbLocal(dir: string, log: Log) {
 }
 
 /** A lock directory (mkdir is atomic); a lock older than ten minutes is taken as abandoned. */
-async function withLock<T>(lock: string, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(lock: string, fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + 15 * 60_000;
   for (;;) {
     try {

@@ -10,7 +10,12 @@ import { machineItem, machineKey } from '../state/repository';
 import type { MachineRecord } from '../state/types';
 import { collapseConstraints, validateConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
-import { parseMachinePlacement, placementText, validateBase } from './placement';
+import {
+  checkContainerBase,
+  parseMachinePlacement,
+  placementText,
+  validateBase,
+} from './placement';
 import { isProvisioned, newMachine } from './records';
 import {
   checkContainerHost,
@@ -68,6 +73,7 @@ export async function addMachines(
       const host = await ctx.repo.getMachine(model, hostId);
       if (host.life !== 'alive')
         throw new EntityConflictError(`machine ${hostId} is being destroyed`);
+      checkContainerBase(base, host.base);
       const ids = await ctx.repo.allocateContainerIds(model, hostId, count);
       await retryOnConcurrentChange(async () => {
         const current = await ctx.repo.getMachine(model, hostId);
@@ -91,6 +97,7 @@ export async function addMachines(
       await startWorkflows(ctx, model, ids);
       return ids.map((id) => ({ id }));
     }
+    checkContainerBase(base);
     const hosts = await ctx.repo.allocateMachineIds(model, count);
     const machines = hosts.flatMap((h) => [
       { ...newMachine({ model, id: h, base, constraints, containers: [`${h}/lxd/0`], now }) },

@@ -1,6 +1,8 @@
 import {
   checkAddMachine,
-  parseBase,
+  checkContainerOnHostBase,
+  containerImage,
+  parseRequestBase,
   baseToString,
   parsePlacement,
   PlacementError,
@@ -36,7 +38,21 @@ export function placementText(p: Placement | undefined): string | undefined {
   return p === undefined ? undefined : placementToString(p);
 }
 
-/** A base in canonical form (`ubuntu@22.04`); throws InvalidBaseError (400) on bad text. */
+/**
+ * A request's base in canonical form (`ubuntu@22.04`): it parses, its OS is
+ * known and its track holds no shell word (core's parseRequestBase); throws
+ * InvalidBaseError (400 bad-request) naming the base otherwise.
+ */
 export function validateBase(text: string): string {
-  return baseToString(parseBase(text));
+  return baseToString(parseRequestBase(text));
+}
+
+/**
+ * A new container's base: one LXD has an image for (InvalidBaseError, 400)
+ * and, on an existing host, of an OS that host can run
+ * (BaseMismatchError, 400 base-mismatch).
+ */
+export function checkContainerBase(containerBase: string, hostBase?: string): void {
+  containerImage(containerBase);
+  if (hostBase !== undefined) checkContainerOnHostBase(containerBase, hostBase);
 }

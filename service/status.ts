@@ -36,6 +36,7 @@ export function machineView(m: MachineRecord): MachineView {
     life: m.life,
     status: m.status,
     message: m.message,
+    ...(m.errorCount ? { errorCount: m.errorCount } : {}),
     ...(m.instanceId ? { instanceId: m.instanceId } : {}),
     ...(m.instanceId && m.instanceStatus ? { instanceStatus: m.instanceStatus } : {}),
     ...(m.imageId ? { imageId: m.imageId } : {}),

@@ -20,7 +20,7 @@ import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/typ
 import type { Regroup } from '../state/zone-counts';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
-import { parseUnitPlacements, placementText } from './placement';
+import { checkContainerBase, parseUnitPlacements, placementText } from './placement';
 import { newMachine, newUnit } from './records';
 
 /** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
@@ -157,6 +157,9 @@ export async function checkUnitPlacements(
       const host = await ctx.repo.getMachine(model.name, p.machineId);
       if (host.life !== 'alive')
         throw new EntityConflictError(`machine ${host.id} is being destroyed`);
+      checkContainerBase(app.base, host.base);
+    } else if (p.kind === 'container') {
+      checkContainerBase(app.base);
     }
   }
   return placements;

@@ -94,8 +94,9 @@ export class ContainerStore {
     await this.update(
       model,
       machineId,
-      'SET #status = :s, #message = :m, updatedAt = :now REMOVE #zone',
-      { ':s': 'error', ':m': message },
+      'SET #status = :s, #message = :m, updatedAt = :now, ' +
+        '#errorCount = if_not_exists(#errorCount, :zero) + :one REMOVE #zone',
+      { ':s': 'error', ':m': message, ':zero': 0, ':one': 1 },
     );
   }
 
@@ -106,7 +107,7 @@ export class ContainerStore {
     values: Record<string, unknown>,
   ): Promise<void> {
     const names: Record<string, string> = {};
-    for (const n of ['status', 'message', 'zone']) {
+    for (const n of ['status', 'message', 'zone', 'errorCount']) {
       if (expression.includes(`#${n}`)) names[`#${n}`] = n;
     }
     try {
@@ -268,11 +269,14 @@ export class ContainerStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(model, id),
-          UpdateExpression: 'SET #status = :s, #message = :m, updatedAt = :now',
+          UpdateExpression:
+            'SET #status = :s, #message = :m, updatedAt = :now, ' +
+            '#errorCount = if_not_exists(#errorCount, :zero) + :one',
           ConditionExpression:
             '#life = :alive AND #status = :down AND #message = :downMessage AND ' +
             '(attribute_not_exists(#cmd) OR #cmd.#instance <> :host)',
           ExpressionAttributeNames: {
+            '#errorCount': 'errorCount',
             '#status': 'status',
             '#message': 'message',
             '#life': 'life',
@@ -280,6 +284,8 @@ export class ContainerStore {
             '#instance': 'instanceId',
           },
           ExpressionAttributeValues: {
+            ':zero': 0,
+            ':one': 1,
             ':s': status,
             ':m':
               `machine ${hostId} has a new instance (${hostInstance}) and the container was on ` +

@@ -214,7 +214,9 @@ export class ProvisioningStore {
 
   /**
    * Records a final provisioning failure: status `error` with the cause, no
-   * instance id, no zone, no claim (so the zone no longer counts it).
+   * instance id, no zone, no claim (so the zone no longer counts it), and
+   * one more on its error count (a retry that fails again with the same
+   * message is still told apart from the failure before it).
    */
   async recordError(model: string, machineId: string, message: string): Promise<void> {
     await this.zones.release(model, machineId);
@@ -224,7 +226,8 @@ export class ProvisioningStore {
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression:
-            'SET #status = :status, #message = :message, #updatedAt = :now ' +
+            'SET #status = :status, #message = :message, #updatedAt = :now, ' +
+            '#errorCount = if_not_exists(#errorCount, :zero) + :one ' +
             'REMOVE #instanceId, #zone, #zoneClaim',
           ConditionExpression: 'attribute_exists(pk)',
           ExpressionAttributeNames: {
@@ -234,10 +237,13 @@ export class ProvisioningStore {
             '#instanceId': 'instanceId',
             '#zone': 'zone',
             '#zoneClaim': 'zoneClaim',
+            '#errorCount': 'errorCount',
           },
           ExpressionAttributeValues: {
             ':status': 'error',
             ':message': message,
+            ':zero': 0,
+            ':one': 1,
             ':now': new Date().toISOString(),
           },
         }),

@@ -91,6 +91,7 @@ const MACHINE_FIELDS = [
   'life',
   'status',
   'message',
+  'errorCount',
   'instanceId',
   'imageId',
   'zone',

@@ -95,6 +95,12 @@ export interface MachineRecord {
   life: Life;
   status: MachineStatus;
   message: string;
+  /**
+   * How many times provisioning has ended in `error` (absent: never). Every
+   * write of `error` adds one, so a retry that fails again with the same
+   * message still reads as a new failure.
+   */
+  errorCount?: number;
   instanceId?: string;
   imageId?: string;
   zone?: string;

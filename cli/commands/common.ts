@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import type { Session } from '../context';
 import { parseDuration } from '../duration';
 import { UsageError } from '../errors';
-import { waitForMachines } from '../wait';
+import { waitForMachines, type RetriedMachine } from '../wait';
 
 export interface ModelOpts {
   model?: string;
@@ -73,7 +73,7 @@ export async function maybeWait(
   timeoutMs: number | undefined,
   model: string,
   machineIds: string[],
-  retried?: Map<string, string>,
+  retried?: Map<string, RetriedMachine>,
 ): Promise<void> {
   if (timeoutMs === undefined) return;
   await waitForMachines(session.client(), model, machineIds, {

@@ -163,7 +163,18 @@ export function registerMachineCommands(program: Command, session: Session): voi
         timeoutMs,
         model,
         retried,
-        new Map(retried.map((id) => [id, before?.machines[id]?.message ?? ''])),
+        new Map(
+          retried.map((id) => {
+            const was = before?.machines[id];
+            return [
+              id,
+              {
+                message: was?.message ?? '',
+                ...(was?.errorCount !== undefined ? { errorCount: was.errorCount } : {}),
+              },
+            ];
+          }),
+        ),
       );
     },
   );

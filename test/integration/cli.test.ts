@@ -313,6 +313,31 @@ describe('provisioner CLI against the local stack', () => {
     const status = await cli(['status', id!]);
     expect(status.stdout).toMatch(new RegExp(`^${id} +error +ubuntu@24\\.04 +.*cores=4096`, 'm'));
 
+    // retried as it is, it fails again with the very same message: told at once (issue 23, item 5),
+    // where the CLI used to wait out its timeout and name no machine
+    const message = /machine \d+ error: (.*)$/m.exec(add.stderr)?.[1];
+    expect(message).toMatch(/matching constraints "cores=4096 mem=2048M"/);
+    const errorCount = async () =>
+      (
+        JSON.parse((await cli(['show-machine', id!, '--format', 'json'])).stdout) as {
+          machines: Record<string, { errorCount?: number }>;
+        }
+      ).machines[id!]?.errorCount;
+    expect(await errorCount()).toBe(1);
+    const started = Date.now();
+    const same = await cli(['retry-provisioning', id!, '--wait', '--timeout', '3m']);
+    const seconds = (Date.now() - started) / 1000;
+    expect(same.code).toBe(1);
+    expect(same.stderr).toContain(`retrying provisioning of machine ${id}\n`);
+    expect(same.stderr).not.toContain('timed out');
+    expect(same.stderr.trimEnd().split('\n').slice(-2)).toEqual([
+      'ERROR 1 of 1 machines failed to start:',
+      `  machine ${id} error: ${message}`,
+    ]);
+    expect(seconds).toBeLessThan(170);
+    expect(await errorCount()).toBe(2);
+    expectClean(same);
+
     const running = await cli(['retry-provisioning', '0']);
     expect(running).toEqual({
       code: 1,

@@ -51,7 +51,7 @@ async function commandsFor(name: string): Promise<SsmCommandRecord[]> {
   const { commands } = (await admin('GET', '/_admin/ssm/commands')) as {
     commands: SsmCommandRecord[];
   };
-  return commands.filter((c) => c.commands.some((line) => line.includes(` ${name}`)));
+  return commands.filter((c) => c.commands.some((line) => line.includes(` '${name}'`)));
 }
 
 const machine = (model: string, id: string) =>
@@ -115,7 +115,7 @@ describe('a container on a running host', () => {
         'set -eu',
         'command -v lxc >/dev/null 2>&1 || snap install lxd',
         'flock /run/provisioner-lxd-init.lock sh -c \'[ -n "$(lxc storage list --format csv 2>/dev/null)" ] || lxd init --auto\'',
-        `lxc info ${name} >/dev/null 2>&1 || lxc launch ubuntu:22.04 ${name}`,
+        `lxc info '${name}' >/dev/null 2>&1 || lxc launch 'ubuntu:22.04' '${name}'`,
       ],
     });
 
@@ -149,8 +149,68 @@ describe('a container on a running host', () => {
     const name = containerName({ model, modelUid: uid, machineId: id });
     const [sent] = await commandsFor(name);
     expect(sent?.commands.at(-1)).toBe(
-      `lxc info ${name} >/dev/null 2>&1 || lxc launch ubuntu:24.04 ${name}`,
+      `lxc info '${name}' >/dev/null 2>&1 || lxc launch 'ubuntu:24.04' '${name}'`,
     );
+  });
+});
+
+describe('a base that is a shell fragment (issue 23)', () => {
+  it('is refused with 400 naming the base, nothing is recorded, and no command reaches the host', async () => {
+    const { model, uid } = await newModel('ct-inject');
+    await runningHost(model);
+    const base = 'ubuntu@22.04 || touch pwned;#';
+    const message =
+      'parsing base "ubuntu@22.04 || touch pwned;#": track in channel "22.04 || touch pwned;#" not valid';
+
+    const deploy = await api.post(`/v1/models/${model}/applications`, {
+      name: 'evil',
+      base,
+      to: ['lxd:0'],
+    });
+    expect(deploy.status).toBe(400);
+    expect(deploy.body).toEqual({ error: { code: 'bad-request', message } });
+    const addMachine = await api.post(`/v1/models/${model}/machines`, {
+      placement: 'lxd:0',
+      base,
+    });
+    expect(addMachine.status).toBe(400);
+    expect(addMachine.body).toEqual({ error: { code: 'bad-request', message } });
+    expect((await api.get(`/v1/models/${model}/applications/evil`)).status).toBe(404);
+    expect((await machine(model, '0/lxd/0')).status).toBe(404);
+    expect((await machine(model, '0')).body.containers).toEqual([]);
+
+    // a container of an OS LXD has no image for, or that the host cannot run: refused as well
+    const centos = await api.post(`/v1/models/${model}/machines`, {
+      placement: 'lxd:0',
+      base: 'centos@9',
+    });
+    expect(centos.status).toBe(400);
+    expect(centos.body).toEqual({
+      error: {
+        code: 'bad-request',
+        message: 'no LXD image for base "centos@9" (only ubuntu bases are supported)',
+      },
+    });
+    const windows = await api.post(`/v1/models/${model}/applications`, {
+      name: 'win',
+      base: 'windows@2022',
+      to: ['lxd:0'],
+    });
+    expect(windows.status).toBe(400);
+    expect(windows.body.error.code).toBe('bad-request');
+
+    // a container that is allowed goes through to the end, so the worker has had its chance
+    const id = await addContainer(model, 'lxd:0');
+    expect(id).toBe('0/lxd/0');
+    await untilStatus(model, id, 'running');
+    const { commands } = (await admin('GET', '/_admin/ssm/commands')) as {
+      commands: SsmCommandRecord[];
+    };
+    expect(commands.filter((c) => c.commands.some((line) => line.includes('pwned')))).toEqual([]);
+    const name = containerName({ model, modelUid: uid, machineId: id });
+    expect((await commandsFor(name)).map((c) => c.commands.at(-1))).toEqual([
+      `lxc info '${name}' >/dev/null 2>&1 || lxc launch 'ubuntu:22.04' '${name}'`,
+    ]);
   });
 });
 
@@ -189,7 +249,7 @@ describe('a container whose command fails', () => {
     const name = containerName({ model, modelUid: uid, machineId: '0/lxd/0' });
     await admin('PUT', '/_admin/ssm/faults', {
       failCommands: {
-        match: `lxc launch ubuntu:22.04 ${name}`,
+        match: `lxc launch 'ubuntu:22.04' '${name}'`,
         exitCode: 1,
         stdout: 'Creating the instance',
         stderr: 'Error: Failed instance creation: no space left on device\n',
@@ -244,7 +304,7 @@ describe('removing a container', () => {
       commands: [
         'set -eu',
         'command -v lxc >/dev/null 2>&1 || exit 0',
-        `if lxc info ${name} >/dev/null 2>&1; then lxc delete --force ${name}; fi`,
+        `if lxc info '${name}' >/dev/null 2>&1; then lxc delete --force '${name}'; fi`,
       ],
     });
     const kept = await machine(model, '0');
@@ -267,8 +327,8 @@ describe('removing a container', () => {
     const name = containerName({ model, modelUid: uid, machineId: id });
     const sent = await commandsFor(name);
     expect(sent.map((c) => c.commands.at(-1))).toEqual([
-      `lxc info ${name} >/dev/null 2>&1 || lxc launch ubuntu:22.04 ${name}`,
-      `if lxc info ${name} >/dev/null 2>&1; then lxc delete --force ${name}; fi`,
+      `lxc info '${name}' >/dev/null 2>&1 || lxc launch 'ubuntu:22.04' '${name}'`,
+      `if lxc info '${name}' >/dev/null 2>&1; then lxc delete --force '${name}'; fi`,
     ]);
   });
 });

@@ -14,16 +14,30 @@
  * type, so a machine the fuzzer creates goes to `error` at planning without
  * an EC2 launch; placements it generates that succeed are manual machines
  * (`ssh:`), never launched; unit counts are mostly 0 or out of range.
+ *
+ * What reaches a shell (issue 23): every string field is also sent shell
+ * metacharacters, control characters and very long values, bases and
+ * container placements among them. One more model has a running host
+ * (machine 0, the run's one launch), so containers the fuzzer gets past
+ * validation (`lxd:0`, each with the base it was sent) are created there by
+ * SSM Run Command. Afterwards, beside the answers: every stored base is one
+ * a request may give, every application created stores the charm and base it
+ * was sent, and every command the EC2 proxy saw for the host is exactly the
+ * quoted create or delete script of a container the model records, launched
+ * from that container's own base.
  */
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
+import { baseToString, parseRequestBase } from '../../core/base';
+import { containerName } from '../../core/containers';
+import type { SsmCommandRecord } from '../../local/ec2-proxy-ssm';
 import { Agent, request as httpRequest } from 'node:http';
 import { ROUTES } from '../../functions/routes';
 import { ERROR_CODES } from '../../functions/schemas';
 import { LIMITS } from '../../functions/limits';
 import { modelPk } from '../../state/keys';
 import { Repository } from '../../state/repository';
-import { apiClient } from './api-client';
+import { apiClient, eventually } from './api-client';
 import { dynamoClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -42,13 +56,52 @@ const SEED = Number(process.env.PROVISIONER_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const CONCURRENCY = Number(process.env.PROVISIONER_FUZZ_CONCURRENCY ?? 4);
 
 const RUN = `fz${process.pid.toString(36)}`;
-/** The models the fuzzer may touch: two made here, two it may create (bounded, so is the work it makes). */
-const MODELS = ['a', 'b', 'c', 'd'].map((s) => `${RUN}-${s}`);
+/** The model whose machine 0 runs: containers placed on it are created by SSM commands. */
+const HOST_MODEL = `${RUN}-h`;
+/**
+ * The models the fuzzer may touch: two made here with manual machines, the
+ * host model, two it may create (bounded, so is the work it makes).
+ */
+const MODELS = [...['a', 'b'].map((s) => `${RUN}-${s}`), HOST_MODEL, `${RUN}-c`, `${RUN}-d`];
 const UNSATISFIABLE = 'mem=1000T';
 const APPS = ['app', 'sub', 'web', 'db'];
 const MANUAL_HOSTS = ['10.0.0.1', '10.0.0.2', '10.0.0.3'];
 
 // ---------------------------------------------------------------- values
+
+/** What a POSIX shell gives meaning to, and control characters (issue 23). */
+const SHELL_FRAGMENTS = [
+  ' || touch pwned;#',
+  '; touch pwned',
+  '$(touch pwned)',
+  '`touch pwned`',
+  "' ; touch pwned ; '",
+  '"; touch pwned; "',
+  '\ntouch pwned',
+  ' & touch pwned &',
+  ' | tee pwned',
+  ' > pwned',
+  '${IFS}*?[a]~{a,b}\\',
+  '\u0000\u0007\r\t\u001b[2J\u007f\u0085\u2028',
+];
+const shellFragment = fc.constantFrom(...SHELL_FRAGMENTS);
+/** A plausible value with a shell fragment in it, or a fragment alone, or long runs of them. */
+const shellish = (plausible: fc.Arbitrary<string>) =>
+  fc.oneof(
+    fc.tuple(plausible, shellFragment).map(([p, f]) => `${p}${f}`),
+    fc.tuple(shellFragment, plausible).map(([f, p]) => `${f}${p}`),
+    shellFragment,
+    fc.tuple(shellFragment, fc.integer({ min: 10, max: 3000 })).map(([f, n]) => f.repeat(n)),
+    fc
+      .array(
+        fc.constantFrom(
+          ...Array.from({ length: 32 }, (_, c) => String.fromCharCode(c)),
+          ...'\u007f ;|&$`\'"\\<>(){}*?#~',
+        ),
+        { minLength: 1, maxLength: 40 },
+      )
+      .map((chars) => chars.join('')),
+  );
 
 const hostile = fc.oneof(
   fc.string({ maxLength: 40 }),
@@ -73,6 +126,19 @@ const hostile = fc.oneof(
     'x'.repeat(5000),
   ),
   fc.nat({ max: 5 }).map((k) => 'y'.repeat(LIMITS.charm - 2 + k)),
+  shellish(fc.constantFrom('ubuntu@22.04', 'demo', 'app', '0', 'lxd:0', 'mem=1G')),
+);
+const GOOD_BASES = ['ubuntu@22.04', 'ubuntu@24.04', 'ubuntu@20.04/edge'];
+/** Bases: good ones, odd ones Juju parses, and shell words in every part of one. */
+const baseText = mostly(
+  fc.constantFrom(...GOOD_BASES, 'ubuntu@99.99', 'ubuntu@22.04-blah', 'centos@7', 'windows@2022'),
+  fc.oneof(
+    hostile,
+    shellish(fc.constantFrom(...GOOD_BASES)),
+    shellish(fc.constant('ubuntu')).map((os) => `${os}@22.04`),
+    shellish(fc.constant('22.04')).map((track) => `ubuntu@${track}`),
+    fc.nat({ max: 4 }).map((k) => `ubuntu@${'2'.repeat(LIMITS.base - 8 + k)}`),
+  ),
 );
 
 const anyJson = fc.jsonValue({ maxDepth: 3 });
@@ -134,6 +200,8 @@ const placement = mostly(
   manualPlacement,
   fc.oneof(
     fc.constantFrom(
+      'lxd:0',
+      'lxd',
       'lxd:',
       'zone=',
       'subnet=',
@@ -146,9 +214,16 @@ const placement = mostly(
     hostile,
   ),
 );
-/** `to` lists that can only fail or place units on existing (manual) machines. */
+/** `to` lists that can only fail, or place units on existing machines or in containers on them. */
 const toList = fc.oneof(
-  fc.array(fc.oneof(fc.constantFrom('0', '1', '2', '999'), hostile), { maxLength: 4 }),
+  fc.array(
+    fc.oneof(
+      fc.constantFrom('0', '1', '2', '999', 'lxd:0', 'lxd:1'),
+      hostile,
+      shellish(fc.constant('lxd:0')),
+    ),
+    { maxLength: 4 },
+  ),
   fc.constant(Array.from({ length: 1001 }, () => '0')),
   anyJson,
 );
@@ -187,7 +262,7 @@ const BODIES: Record<string, fc.Arbitrary<unknown>> = {
   'POST /v1/models/{model}/applications': fc.oneof(
     object({
       name: appName,
-      base: mostly(fc.constantFrom('ubuntu@22.04', 'ubuntu@24.04', 'ubuntu@99.99'), hostile),
+      base: baseText,
       charm: mostly(
         fc.stringMatching(/^[a-z]{1,10}$/),
         fc.oneof(hostile, fc.constant('c'.repeat(LIMITS.charm + 1))),
@@ -203,6 +278,14 @@ const BODIES: Record<string, fc.Arbitrary<unknown>> = {
       base: fc.constant('ubuntu@24.04'),
       numUnits: fc.constant(1),
       to: fc.constantFrom(['0'], ['1']),
+    }),
+    // a unit in a new container on machine 0, of any base (and charm) at all
+    fc.record({
+      name: appName,
+      base: baseText,
+      charm: mostly(fc.stringMatching(/^[a-z]{1,10}$/), hostile),
+      numUnits: fc.constant(1),
+      to: fc.constant(['lxd:0']),
     }),
   ),
   'PUT /v1/models/{model}/applications/{app}/constraints': object({ constraints: constraintsText }),
@@ -220,18 +303,22 @@ const BODIES: Record<string, fc.Arbitrary<unknown>> = {
   }),
   'POST /v1/models/{model}/applications/{app}/units': fc.oneof(
     object({ count: harmlessCount, to: toList }),
-    fc.record({ count: fc.constant(1), to: fc.constantFrom(['0'], ['1'], ['2']) }),
+    fc.record({ count: fc.constant(1), to: fc.constantFrom(['0'], ['1'], ['2'], ['lxd:0']) }),
   ),
-  'POST /v1/models/{model}/machines': object({
-    // add-machine defaults to one machine: only manual placements (or refusals) here
-    count: harmlessCount,
-    base: mostly(fc.constantFrom('ubuntu@22.04', 'ubuntu@24.04'), hostile),
-    constraints: constraintsText,
-    placement: placement,
-  }).map((b) =>
-    typeof b === 'object' && b !== null && !('placement' in b && 'count' in b)
-      ? { ...b, placement: 'ssh:ubuntu@10.0.0.9' }
-      : b,
+  'POST /v1/models/{model}/machines': fc.oneof(
+    object({
+      // add-machine defaults to one machine: only manual placements (or refusals) here
+      count: harmlessCount,
+      base: baseText,
+      constraints: constraintsText,
+      placement: placement,
+    }).map((b) =>
+      typeof b === 'object' && b !== null && !('placement' in b && 'count' in b)
+        ? { ...b, placement: 'ssh:ubuntu@10.0.0.9' }
+        : b,
+    ),
+    // one container on machine 0, of any base
+    fc.record({ placement: fc.constant('lxd:0'), base: baseText }),
   ),
   'POST /v1/models/{model}/machines/{id}/retry': object({ constraints: constraintsText }),
 };
@@ -293,6 +380,9 @@ interface FuzzRequest {
   path: string;
   headers: Record<string, string>;
   body?: string;
+  /** The route it was made for (`POST /v1/models/{model}/applications`) and the path values, raw. */
+  route: string;
+  model: string;
 }
 
 const HEADER_VALUE = fc.string({ maxLength: 30 }).map((s) => s.replace(/[^\x20-\x7e]/g, ''));
@@ -394,6 +484,8 @@ const request: fc.Arbitrary<FuzzRequest> = fc
       path,
       headers,
       ...(r.text === undefined ? {} : { body: r.text }),
+      route: `${r.route.method} ${r.route.path}`,
+      model: r.params.model,
     };
   });
 
@@ -524,10 +616,148 @@ async function inconsistencies(model: string): Promise<string[]> {
   return out;
 }
 
+// ---------------------------------------------------------------- after: what was stored, what reached a shell
+
+/** A deploy the API answered 201: what was sent, and the application as answered. */
+interface Deployed {
+  model: string;
+  sent: { name?: unknown; base?: unknown; charm?: unknown };
+  answered: { name: string; base: string; charm: string; createdAt: string };
+}
+
+/** Stored bases that no request could have given (every one must parse, be known, and hold no shell word). */
+async function badStoredBases(model: string): Promise<string[]> {
+  const contents = await repo.loadModel(model).catch(() => undefined);
+  if (!contents) return [];
+  const out: string[] = [];
+  const check = (what: string, base: string) => {
+    try {
+      if (baseToString(parseRequestBase(base)) !== base)
+        out.push(`${model}: ${what} stores base ${JSON.stringify(base)}, not canonical`);
+    } catch (err) {
+      out.push(`${model}: ${what} stores base ${JSON.stringify(base)}: ${(err as Error).message}`);
+    }
+  };
+  for (const a of contents.applications) check(`application ${a.name}`, a.base);
+  for (const m of contents.machines) check(`machine ${m.id}`, m.base);
+  return out;
+}
+
+/** Applications the fuzzer created that do not hold what they were sent (unless re-created since). */
+async function mangledApplications(deployed: readonly Deployed[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const d of deployed) {
+    const res = await api.get(
+      `/v1/models/${encodeURIComponent(d.model)}/applications/${encodeURIComponent(d.answered.name)}`,
+    );
+    if (res.status !== 200 || res.body.createdAt !== d.answered.createdAt) continue;
+    const want = {
+      name: d.sent.name,
+      base: baseToString(parseRequestBase(String(d.sent.base))),
+      charm: d.sent.charm ?? res.body.charm,
+    };
+    const got = { name: res.body.name, base: res.body.base, charm: res.body.charm };
+    if (JSON.stringify(got) !== JSON.stringify(want))
+      out.push(
+        `${d.model}/${d.answered.name}: sent ${JSON.stringify(want)}, stored ${JSON.stringify(got)}`,
+      );
+  }
+  return out;
+}
+
+async function ssmCommands(): Promise<SsmCommandRecord[]> {
+  const res = await fetch(`${stack.ec2Endpoint}/_admin/ssm/commands`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { commands: SsmCommandRecord[] }).commands;
+}
+
+const INIT_LINES = [
+  'set -eu',
+  'command -v lxc >/dev/null 2>&1 || snap install lxd',
+  'flock /run/provisioner-lxd-init.lock sh -c \'[ -n "$(lxc storage list --format csv 2>/dev/null)" ] || lxd init --auto\'',
+];
+
+/**
+ * Every command sent to the host: exactly the create or delete script of a
+ * container of the host model (names and images of their own safe alphabet,
+ * each in single quotes); a container still recorded was launched from its
+ * own base's image.
+ */
+async function badHostCommands(
+  hostInstance: string,
+  uid: string,
+): Promise<{ problems: string[]; sent: number }> {
+  const tail = uid
+    .replace(/[^a-z0-9]/gi, '')
+    .slice(-6)
+    .toLowerCase();
+  const name = `juju-${tail}-0-lxd-\\d+`;
+  const create = new RegExp(
+    `^lxc info '(${name})' >/dev/null 2>&1 \\|\\| lxc launch '(ubuntu:[A-Za-z0-9._-]+)' '\\1'$`,
+  );
+  const remove = new RegExp(
+    `^if lxc info '(${name})' >/dev/null 2>&1; then lxc delete --force '\\1'; fi$`,
+  );
+  const contents = await repo.loadModel(HOST_MODEL);
+  const images = new Map(
+    contents.machines
+      .filter((m) => m.id.startsWith('0/lxd/'))
+      .map((m) => [
+        containerName({ model: HOST_MODEL, modelUid: uid, machineId: m.id }),
+        `ubuntu:${parseRequestBase(m.base).track}`,
+      ]),
+  );
+  const problems: string[] = [];
+  const sent = (await ssmCommands()).filter((c) => c.instanceIds.includes(hostInstance));
+  for (const c of sent) {
+    const lines = [...c.commands];
+    const last = lines.at(-1) ?? '';
+    const made = create.exec(last);
+    const ok =
+      c.documentName === 'AWS-RunShellScript' &&
+      c.instanceIds.length === 1 &&
+      ((made !== null && JSON.stringify(lines) === JSON.stringify([...INIT_LINES, last])) ||
+        (remove.test(last) &&
+          JSON.stringify(lines) ===
+            JSON.stringify(['set -eu', 'command -v lxc >/dev/null 2>&1 || exit 0', last])));
+    if (!ok) problems.push(`command ${c.commandId}: ${JSON.stringify(lines)}`);
+    else if (made && images.has(made[1]!) && images.get(made[1]!) !== made[2])
+      problems.push(`${made[1]} launched from ${made[2]}, its base says ${images.get(made[1]!)}`);
+  }
+  return { problems, sent: sent.length };
+}
+
 // ---------------------------------------------------------------- the run
 
 describe('HTTP fuzzer', () => {
+  let hostInstance = '';
+  let hostUid = '';
+
   beforeAll(async () => {
+    // the host model: machine 0 runs (the run's one launch), and one container on it is created
+    expect((await api.post('/v1/models', { name: HOST_MODEL })).status).toBe(201);
+    hostUid = (await repo.getModel(HOST_MODEL)).uid;
+    expect(
+      (await api.post(`/v1/models/${HOST_MODEL}/machines`, { base: 'ubuntu@22.04' })).status,
+    ).toBe(201);
+    expect(
+      (
+        await api.post(`/v1/models/${HOST_MODEL}/machines`, {
+          placement: 'lxd:0',
+          base: 'ubuntu@24.04',
+        })
+      ).status,
+    ).toBe(201);
+    const container = await eventually(
+      () => api.get(`/v1/models/${HOST_MODEL}/machines/${encodeURIComponent('0/lxd/0')}`),
+      (res) => res.body?.status === 'running',
+      180_000,
+      500,
+    );
+    expect(container.body.status).toBe('running');
+    hostInstance = (await api.get(`/v1/models/${HOST_MODEL}/machines/0`)).body.instanceId;
+    expect(hostInstance).toMatch(/^i-/);
+
     for (const model of MODELS.slice(0, 2)) {
       expect(
         (await api.post('/v1/models', { name: model, constraints: UNSATISFIABLE })).status,
@@ -562,6 +792,7 @@ describe('HTTP fuzzer', () => {
     const requests = fc.sample(request, { numRuns: RUNS, seed: SEED });
     const statuses = new Map<number, number>();
     const failures: string[] = [];
+    const deployed: Deployed[] = [];
     let unsendable = 0;
     let next = 0;
     const started = Date.now();
@@ -574,6 +805,15 @@ describe('HTTP fuzzer', () => {
           continue;
         }
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
+        if (
+          answer.status === 201 &&
+          req.method === 'POST' &&
+          req.route === 'POST /v1/models/{model}/applications'
+        ) {
+          const answered = (JSON.parse(answer.body) as { application: Deployed['answered'] })
+            .application;
+          deployed.push({ model: req.model, sent: JSON.parse(req.body ?? '{}'), answered });
+        }
         const wrong = problem(req, answer);
         if (wrong && failures.length < 20)
           failures.push(
@@ -600,9 +840,26 @@ describe('HTTP fuzzer', () => {
     console.log(
       `fuzz: ${halfWritten.length} inconsistencies in ${MODELS.length} models afterwards`,
     );
+    const badBases = (await Promise.all(MODELS.map(badStoredBases))).flat();
+    const mangled = await mangledApplications(deployed);
+    // the containers the fuzzer placed on the host have had their chance to be sent
+    await new Promise((r) => setTimeout(r, 10_000));
+    const host = await badHostCommands(hostInstance, hostUid);
+    const containers = (await repo.loadModel(HOST_MODEL)).machines.filter((m) =>
+      m.id.includes('/lxd/'),
+    ).length;
+    console.log(
+      `fuzz: ${deployed.length} applications created (${mangled.length} not as sent), ` +
+        `${badBases.length} stored bases no request may give, ${containers} containers on the host, ` +
+        `${host.sent} commands sent to it (${host.problems.length} not a quoted container script)`,
+    );
 
     expect(failures).toEqual([]);
     expect(halfWritten).toEqual([]);
+    expect(badBases).toEqual([]);
+    expect(mangled).toEqual([]);
+    expect(host.problems).toEqual([]);
+    expect(host.sent).toBeGreaterThanOrEqual(1);
     expect(sent).toBeGreaterThan(RUNS * 0.9);
     for (const model of MODELS) {
       const status = await api.get(`/v1/models/${model}/status`);

@@ -152,7 +152,7 @@ describe('--wait', () => {
       ]),
       'demo',
       ['3'],
-      { timeoutMs: 60_000, out, pollMs: 1, retried: new Map([['3', old]]) },
+      { timeoutMs: 60_000, out, pollMs: 1, retried: new Map([['3', { message: old }]]) },
     );
     expect(out.text.split('\n')[0]).toBe(
       'machines 0/1 settled: 1 pending, 0 allocating, 0 running, 0 error',
@@ -168,10 +168,64 @@ describe('--wait', () => {
       ]),
       'demo',
       ['3'],
-      { timeoutMs: 60_000, out: sink(false), pollMs: 1, retried: new Map([['3', old]]) },
+      {
+        timeoutMs: 60_000,
+        out: sink(false),
+        pollMs: 1,
+        retried: new Map([['3', { message: old }]]),
+      },
     ).catch((e: unknown) => e as Error);
     expect((again as Error).message).toBe(
       `1 of 1 machines failed to start:\n  machine 3 error: ${old}`,
     );
+  });
+  it('after a retry, a new failure with the very same message is told by its error count, at once', async () => {
+    const old =
+      'cannot run instances: no instance types in us-east-1 matching constraints "mem=1000T"';
+    const counted = (status: string, errorCount: number) => {
+      const st = machineStates({ '3': [status, old] });
+      st.machines['3'] = { ...st.machines['3']!, errorCount };
+      return st;
+    };
+    // the machine never shows anything but this error: only the count moves (1 → 2)
+    const client = scripted([counted('error', 1), counted('error', 1), counted('error', 2)]);
+    const failed = await waitForMachines(client, 'demo', ['3'], {
+      timeoutMs: 600_000,
+      out: sink(false),
+      pollMs: 1,
+      retried: new Map([['3', { message: old, errorCount: 1 }]]),
+    }).catch((e: unknown) => e as Error);
+    expect((failed as Error).message).toBe(
+      `1 of 1 machines failed to start:\n  machine 3 error: ${old}`,
+    );
+
+    // a machine in error from before the count existed: its first counted error is new
+    const first = await waitForMachines(
+      scripted([machineStates({ '3': ['error', old] }), counted('error', 1)]),
+      'demo',
+      ['3'],
+      {
+        timeoutMs: 600_000,
+        out: sink(false),
+        pollMs: 1,
+        retried: new Map([['3', { message: old }]]),
+      },
+    ).catch((e: unknown) => e as Error);
+    expect((first as Error).message).toBe(
+      `1 of 1 machines failed to start:\n  machine 3 error: ${old}`,
+    );
+  });
+
+  it('a retry never taken up times out naming the machine it waited for', async () => {
+    const old = 'failed to start machine 3 (no capacity)';
+    const stuck = machineStates({ '3': ['error', old], '4': ['running'] });
+    stuck.machines['3'] = { ...stuck.machines['3']!, errorCount: 1 };
+    const timedOut = await waitForMachines(scripted([stuck]), 'demo', ['3', '4'], {
+      timeoutMs: 50,
+      out: sink(false),
+      pollMs: 5,
+      retried: new Map([['3', { message: old, errorCount: 1 }]]),
+    }).catch((e: unknown) => e as Error);
+    expect((timedOut as Error).message).toBe('timed out after 50ms waiting for machine 3 to start');
   });
 });

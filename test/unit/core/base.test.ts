@@ -4,11 +4,13 @@ import {
   basesEqual,
   baseToString,
   checkUnitMachineAssignment,
+  checkContainerOnHostBase,
   checkUnitOnMachineBase,
   compareBases,
   InvalidBaseError,
   isCompatibleBase,
   parseBase,
+  parseRequestBase,
   PlacementError,
   ubuntuCodename,
   ubuntuImageNamePattern,
@@ -49,6 +51,85 @@ describe('parseBase', () => {
     ['@22.04', 'missing base os or channel not valid'],
   ])('%j is refused', (text, message) => {
     expectThrows(() => parseBase(text), InvalidBaseError, message);
+  });
+});
+
+describe('parseRequestBase: what a request may give', () => {
+  // Juju's own vectors stay accepted (core/base base_test.go: 22.04-blah, 22.04.1234, centos@7, …)
+  test.each<[string, Base]>([
+    ['ubuntu@22.04', { os: 'ubuntu', track: '22.04', risk: 'stable' }],
+    ['ubuntu@22.04-blah', { os: 'ubuntu', track: '22.04-blah', risk: 'stable' }],
+    ['ubuntu@22.04.1234', { os: 'ubuntu', track: '22.04.1234', risk: 'stable' }],
+    ['ubuntu@all', { os: 'ubuntu', track: 'all', risk: 'stable' }],
+    ['ubuntu@24.04/edge', { os: 'ubuntu', track: '24.04', risk: 'edge' }],
+    ['Ubuntu@20.04', { os: 'ubuntu', track: '20.04', risk: 'stable' }],
+    ['centos@7', { os: 'centos', track: '7', risk: 'stable' }],
+    ['centos@9/candidate', { os: 'centos', track: '9', risk: 'candidate' }],
+    ['genericlinux@x_1', { os: 'genericlinux', track: 'x_1', risk: 'stable' }],
+    ['windows@2022', { os: 'windows', track: '2022', risk: 'stable' }],
+  ])('%j', (text, base) => {
+    expect(parseRequestBase(text)).toStrictEqual(base);
+  });
+
+  test.each<[string, string]>([
+    // the issue's injection: a track that is a shell fragment
+    [
+      'ubuntu@22.04 || touch pwned;#',
+      'parsing base "ubuntu@22.04 || touch pwned;#": track in channel "22.04 || touch pwned;#" not valid',
+    ],
+    [
+      'ubuntu@22.04;reboot',
+      'parsing base "ubuntu@22.04;reboot": track in channel "22.04;reboot" not valid',
+    ],
+    [
+      'ubuntu@$(id)/edge',
+      'parsing base "ubuntu@$(id)/edge": track in channel "$(id)/edge" not valid',
+    ],
+    ['ubuntu@`id`', 'parsing base "ubuntu@`id`": track in channel "`id`" not valid'],
+    ["ubuntu@22.04'", 'parsing base "ubuntu@22.04\'": track in channel "22.04\'" not valid'],
+    [
+      'ubuntu@22.04\n\u0000',
+      'parsing base "ubuntu@22.04\\n\\x00": track in channel "22.04\\n\\x00" not valid',
+    ],
+    ['ubuntu@ 22.04', 'parsing base "ubuntu@ 22.04": track in channel " 22.04" not valid'],
+    // OS names Juju does not know (core/os/ostype), and kubernetes, which names no machine
+    ['kubuntu@20.04', 'parsing base "kubuntu@20.04": unknown os type "kubuntu" not valid'],
+    ['kubernetes@1.30', 'parsing base "kubernetes@1.30": unknown os type "kubernetes" not valid'],
+    ['ubuntu;id@22.04', 'parsing base "ubuntu;id@22.04": unknown os type "ubuntu;id" not valid'],
+    // parse errors stay Juju's own
+    ['ubuntu@22.04/foo', 'risk in channel "22.04/foo" not valid'],
+    ['ubuntu', "expected base string to contain os and channel separated by '@'"],
+  ])('%j is refused', (text, message) => {
+    expectThrows(() => parseRequestBase(text), InvalidBaseError, message);
+    expect(() => parseRequestBase(text)).toThrow(expect.objectContaining({ code: 'bad-request' }));
+  });
+});
+
+describe('container on host', () => {
+  test.each<[string, string]>([
+    ['ubuntu@22.04', 'ubuntu@22.04'],
+    // tracks may differ, as Juju launches containers of other releases
+    ['ubuntu@22.04', 'ubuntu@24.04'],
+    ['ubuntu@24.04/edge', 'ubuntu@20.04'],
+    // Linux on Linux (Juju's OSType.EquivalentTo)
+    ['ubuntu@22.04', 'centos@9'],
+  ])('%j on %j is allowed', (container, host) => {
+    expect(() => checkContainerOnHostBase(container, host)).not.toThrow();
+  });
+
+  test.each<[string, string, string]>([
+    [
+      'ubuntu@22.04',
+      'windows@2022',
+      'base does not match: container has "ubuntu@22.04", machine has "windows@2022"',
+    ],
+    [
+      'windows@2022',
+      'ubuntu@22.04',
+      'base does not match: container has "windows@2022", machine has "ubuntu@22.04"',
+    ],
+  ])('%j on %j is refused', (container, host, message) => {
+    expectThrows(() => checkContainerOnHostBase(container, host), BaseMismatchError, message);
   });
 });
 

@@ -5,7 +5,10 @@ import {
   deleteContainerScript,
   isFinalCommandStatus,
   outputTail,
+  shellQuote,
 } from '../../../core/containers';
+import { InvalidBaseError } from '../../../core/errors';
+import { expectThrows } from './helpers';
 
 describe('containerName', () => {
   it.each([
@@ -40,9 +43,31 @@ describe('containerImage', () => {
   });
 
   it('refuses a base with no LXD image', () => {
-    expect(() => containerImage('centos@7')).toThrow(
+    expectThrows(
+      () => containerImage('centos@7'),
+      InvalidBaseError,
       'no LXD image for base "centos@7" (only ubuntu bases are supported)',
     );
+  });
+
+  it('refuses a base no request could give (a record written before bases were checked)', () => {
+    expectThrows(
+      () => containerImage('ubuntu@22.04 || touch pwned;#'),
+      InvalidBaseError,
+      'parsing base "ubuntu@22.04 || touch pwned;#": track in channel "22.04 || touch pwned;#" not valid',
+    );
+  });
+});
+
+describe('shellQuote', () => {
+  it.each([
+    ['juju-9a4f2a-0-lxd-0', "'juju-9a4f2a-0-lxd-0'"],
+    ['', "''"],
+    ["it's", "'it'\\''s'"],
+    ["'", "''\\'''"],
+    ['a b;c|d&e$(f)`g`\\h\n*?', "'a b;c|d&e$(f)`g`\\h\n*?'"],
+  ])('%j → %s', (word, quoted) => {
+    expect(shellQuote(word)).toBe(quoted);
   });
 });
 
@@ -52,7 +77,7 @@ describe('scripts', () => {
       'set -eu',
       'command -v lxc >/dev/null 2>&1 || snap install lxd',
       'flock /run/provisioner-lxd-init.lock sh -c \'[ -n "$(lxc storage list --format csv 2>/dev/null)" ] || lxd init --auto\'',
-      'lxc info juju-9a4f2a-0-lxd-0 >/dev/null 2>&1 || lxc launch ubuntu:22.04 juju-9a4f2a-0-lxd-0',
+      "lxc info 'juju-9a4f2a-0-lxd-0' >/dev/null 2>&1 || lxc launch 'ubuntu:22.04' 'juju-9a4f2a-0-lxd-0'",
     ]);
   });
 
@@ -60,7 +85,7 @@ describe('scripts', () => {
     expect(deleteContainerScript('juju-9a4f2a-0-lxd-0')).toEqual([
       'set -eu',
       'command -v lxc >/dev/null 2>&1 || exit 0',
-      'if lxc info juju-9a4f2a-0-lxd-0 >/dev/null 2>&1; then lxc delete --force juju-9a4f2a-0-lxd-0; fi',
+      "if lxc info 'juju-9a4f2a-0-lxd-0' >/dev/null 2>&1; then lxc delete --force 'juju-9a4f2a-0-lxd-0'; fi",
     ]);
   });
 });
