@@ -44,11 +44,11 @@ export async function createLocalUserPool(
   }
 }
 
-/** Cognito's default policy: 8 characters or more, upper and lower case, a digit. */
+/** The cloud pool's policy (infra/constructs/identity.ts): 12 characters or more, upper and lower case, a digit, a symbol. */
 export const LOCAL_PASSWORD_POLICY = {
-  MinimumLength: 8,
+  MinimumLength: 12,
   RequireLowercase: true,
   RequireUppercase: true,
   RequireNumbers: true,
-  RequireSymbols: false,
+  RequireSymbols: true,
 };

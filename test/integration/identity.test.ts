@@ -6,7 +6,9 @@ import { gunzipSync } from 'node:zlib';
 import { cacheDir, PINS } from '../../local/toolchain';
 import { apiClient, uniqueName } from './api-client';
 import { addUserAndLogIn, cognitoClientFor, logIn, PASSWORD } from './identity-support';
-import { loadTestStack } from './stack';
+import { AccessStore } from '../../state/access';
+import { AuditStore } from '../../state/audit';
+import { dynamoClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const admin = apiClient(stack);
@@ -344,6 +346,57 @@ describe('identity, access and audit', () => {
       status: 409,
       body: { error: { code: 'conflict', message: 'cannot remove user "admin"' } },
     });
+  });
+
+  it('prints how long a 1,000-entry audit and 200 users take to read', async () => {
+    const ddb = dynamoClientFor(stack);
+    const audit = new AuditStore(ddb, stack.tableName, 90);
+    const access = new AccessStore(ddb, stack.tableName);
+    const busy = uniqueName('busy');
+    const start = Date.now() - 1_000_000;
+    for (let i = 0; i < 1000; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          audit.record({
+            time: new Date(start + (i + j) * 1000).toISOString(),
+            user: 'bench',
+            method: 'POST',
+            path: `/v1/models/${busy}/machines`,
+            model: busy,
+            status: 201,
+            requestId: `bench-${i + j}`,
+          }),
+        ),
+      );
+    }
+    for (let i = 0; i < 200; i += 50) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          access.createUser({
+            name: `${busy}-u${i + j}`.slice(0, 63),
+            access: 'login',
+            createdAt: new Date().toISOString(),
+          }),
+        ),
+      );
+    }
+    let t = Date.now();
+    const first = await admin.get(`/v1/models/${busy}/audit?limit=500`);
+    const second = await admin.get(
+      `/v1/models/${busy}/audit?limit=500&cursor=${encodeURIComponent(first.body.cursor)}`,
+    );
+    const auditMs = Date.now() - t;
+    expect(first.body.entries).toHaveLength(500);
+    expect(second.body.entries).toHaveLength(500);
+    expect(second.body.entries[499].requestId).toBe('bench-0');
+    t = Date.now();
+    const users = await admin.get('/v1/users');
+    const usersMs = Date.now() - t;
+    expect(users.body.users.length).toBeGreaterThanOrEqual(201);
+    console.log(
+      `[timing] 1,000 audit entries of one model in two 500-entry pages: ${auditMs} ms; GET /v1/users with ${users.body.users.length} users: ${usersMs} ms`,
+    );
+    ddb.destroy();
   });
 
   it('no password or token reaches the stack’s logs', () => {
