@@ -76,6 +76,10 @@ export interface EnvironmentConfig {
   api: ApiSettings;
   worker: WorkerSettings;
   logRetention: RetentionDays;
+  /** An existing Cognito user pool and app client; unset: the stack creates one (infra/constructs/identity.ts). */
+  identity?: { userPoolId: string; userPoolClientId: string };
+  /** Switches the admin token off (`PROVISIONER_ADMIN_TOKEN_DISABLED`): only pool users get in. */
+  adminTokenDisabled?: boolean;
   /** Subscribed to the alarm topic; unset leaves the topic without a subscriber (a warning at synth). */
   alarmEmail?: string;
 }

@@ -6,6 +6,7 @@ import { DEFAULT_TABLE_NAME } from '../state/schema';
 import { ACCOUNT_PLACEHOLDER, deploymentId, temporalUiUrl, type EnvironmentConfig } from './config';
 import { ProvisionerAlarms } from './constructs/alarms';
 import { ProvisionerApi } from './constructs/api';
+import { ProvisionerIdentity } from './constructs/identity';
 import { InstanceEvents } from './constructs/instance-events';
 import { SearchAttributes } from './constructs/search-attributes';
 import { StateTable } from './constructs/state-table';
@@ -73,12 +74,20 @@ export class ProvisionerStack extends Stack {
       TEMPORAL_API_KEY_SECRET_ARN: this.temporalApiKeySecret.secretArn,
     };
 
+    const identity = new ProvisionerIdentity(this, 'Identity', {
+      environmentName: config.name,
+      retain: config.retainData,
+      ...(config.identity ? { existing: config.identity } : {}),
+    });
+
     this.api = new ProvisionerApi(this, 'Api', {
+      identity,
       settings: config.api,
       table: this.table,
       environment: {
         ...runtimeEnvironment,
         PROVISIONER_API_TOKEN_SECRET_ARN: this.apiTokenSecret.secretArn,
+        ...(config.adminTokenDisabled ? { PROVISIONER_ADMIN_TOKEN_DISABLED: 'true' } : {}),
         POWERTOOLS_SERVICE_NAME: 'provisioner-api',
       },
       apiTokenSecret: this.apiTokenSecret,

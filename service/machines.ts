@@ -176,7 +176,7 @@ export async function retryMachine(
       throw err;
     }
   }
-  await signalOrUnavailable(ctx, model, id, 'retry');
+  await signalOrUnavailable(ctx, model, id, 'retry', ctx.user ? [{ by: ctx.user }] : []);
 }
 
 /**
@@ -227,7 +227,9 @@ export async function reprovisionMachine(
   if (!isConfirmedGone(state)) {
     throw new EntityConflictError(liveInstanceMessage(id, instanceId, state));
   }
-  await signalOrUnavailable(ctx, model, id, 'reprovision', [{ instanceId }]);
+  await signalOrUnavailable(ctx, model, id, 'reprovision', [
+    { instanceId, ...(ctx.user ? { by: ctx.user } : {}) },
+  ]);
   ctx.log.info('reprovisioning', { model, machineId: id, instanceId, state });
 }
 
@@ -244,7 +246,7 @@ async function signalOrUnavailable(
   args: unknown[] = [],
 ): Promise<void> {
   try {
-    await ctx.workflows.signal(model, id, signal, args);
+    await ctx.workflows.signal(model, id, signal, args, ctx.user);
   } catch (err) {
     ctx.log.warn('could not signal the machine workflow', {
       model,

@@ -23,6 +23,7 @@ export async function startAfresh(
       ...(ctx.blockedNote !== undefined ? { blockedNote: ctx.blockedNote } : {}),
       ...(ctx.patientPolls ? { patientPolls: true } : {}),
       ...(ctx.signals.reprovision !== undefined ? { reprovision: ctx.signals.reprovision } : {}),
+      ...(ctx.requestedBy ? { requestedBy: ctx.requestedBy } : {}),
     },
   });
 }

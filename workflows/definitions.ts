@@ -11,6 +11,8 @@ import type { InstanceObservation } from '../temporal/signals';
 export interface MachineWorkflowInput {
   model: string;
   machineId: string;
+  /** The user whose request created the machine (shown in its details). */
+  requestedBy?: string;
   /** What a run hands to the next one on continue-as-new. */
   carried?: CarriedState;
 }
@@ -29,6 +31,8 @@ export interface CarriedState {
   patientPolls?: boolean;
   /** A reprovision asked for and not yet done: the instance it replaces. */
   reprovision?: string;
+  /** The user who created or last retried the machine. */
+  requestedBy?: string;
 }
 
 export type ProvisioningPhase =
@@ -65,10 +69,17 @@ export interface ProvisioningState {
 }
 
 /** Ask a machine in `error` to provision again, from a fresh zone list and its current constraints. */
-export const retrySignal = defineSignal('retry');
+export const retrySignal = defineSignal<[RetryRequest?]>('retry');
+
+/** Who asked for a retry or reprovision (absent in signals sent before issue 24). */
+export interface RetryRequest {
+  by?: string;
+}
 /** What a reprovision asks: a new instance in place of `instanceId`, which EC2 confirmed gone. */
 export interface ReprovisionRequest {
   instanceId: string;
+  /** Who asked (absent when the sweep reprovisions a lost machine). */
+  by?: string;
 }
 /**
  * Reprovision (the API's, or the sweep's for a model that reprovisions lost

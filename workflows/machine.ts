@@ -86,14 +86,21 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     ...(input.carried?.reprovision !== undefined ? { reprovision: input.carried.reprovision } : {}),
   };
   setHandler(provisioningStateQuery, () => state);
-  setHandler(retrySignal, () => {
+  // who asked, for the details; the handler sets it on `ctx` once that exists (below)
+  const asked = { by: input.carried?.requestedBy ?? input.requestedBy };
+  let onAsked = (by: string) => {
+    asked.by = by;
+  };
+  setHandler(retrySignal, (request) => {
     signals.retry = true;
+    if (request?.by) onAsked(request.by);
   });
   setHandler(destroySignal, () => {
     signals.destroy = true;
   });
   setHandler(reprovisionSignal, (request) => {
     signals.reprovision = request.instanceId;
+    if (request.by) onAsked(request.by);
   });
   // the latest observation wins: the sweep resends a state that is still different
   setHandler(instanceStateSignal, (seen) => {
@@ -133,6 +140,10 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
         }
       : {}),
     published: {},
+    ...(asked.by ? { requestedBy: asked.by } : {}),
+  };
+  onAsked = (by) => {
+    ctx.requestedBy = by;
   };
   state.maxAttempts = ctx.tuning.startAttempts;
 

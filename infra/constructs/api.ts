@@ -16,6 +16,7 @@ import { ROUTES, ROUTE_GROUPS, type RouteGroup } from '../../functions/routes';
 import type { ApiSettings } from '../config';
 import { bundledFunction } from '../bundling';
 import { acknowledge } from '../nag';
+import type { ProvisionerIdentity } from './identity';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerApiProps {
@@ -26,6 +27,8 @@ export interface ProvisionerApiProps {
   apiTokenSecret: ISecret;
   temporalApiKeySecret: ISecret;
   logRetention: RetentionDays;
+  /** The user pool: its ids go to every API Lambda, its admin calls to the identity Lambda. */
+  identity?: ProvisionerIdentity;
 }
 
 /** EC2 calls of the models Lambda: model creation refuses a region EC2 does not offer. */
@@ -67,8 +70,9 @@ export class ProvisionerApi extends Construct {
         memoryMiB: props.settings.lambdaMemoryMiB,
         timeout: Duration.seconds(props.settings.lambdaTimeoutSeconds),
         logRetention: props.logRetention,
-        environment: props.environment,
+        environment: { ...props.environment, ...props.identity?.environment },
       });
+      if (group === 'identity') props.identity?.grantAdmin(fn);
       props.table.grantRepositoryAccess(fn);
       if (group === 'models') {
         // model creation refuses a region EC2 does not offer; DescribeRegions has no resource scoping

@@ -22,6 +22,7 @@ import {
   MACHINES_EC2_ACTIONS,
   MODELS_EC2_ACTIONS,
 } from '../../../infra/constructs/api';
+import { USER_POOL_ADMIN_ACTIONS } from '../../../infra/constructs/identity';
 import { INSTANCE_EVENTS_EC2_ACTIONS } from '../../../infra/constructs/instance-events';
 import {
   DEPLOYMENT_TAG,
@@ -82,6 +83,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
     synth.stack.getLogicalId(construct.node.defaultChild as CfnElement);
   const resources = () => synth.template.toJSON().Resources as Record<string, Resource>;
   const apiFunctionId = (group: RouteGroup) => logicalId(synth.stack.api.functions.get(group)!);
+  const poolId = () => Object.keys(resourcesOfType(synth.template, 'AWS::Cognito::UserPool'))[0];
 
   it('is named after the environment', () => {
     expect(synth.stack.stackName).toBe(stackName(config));
@@ -200,11 +202,18 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             'POWERTOOLS_SERVICE_NAME',
             'PROVISIONER_API_TOKEN_SECRET_ARN',
             'PROVISIONER_TABLE',
+            'PROVISIONER_USER_POOL_CLIENT_ID',
+            'PROVISIONER_USER_POOL_ID',
             'TEMPORAL_ADDRESS',
             'TEMPORAL_API_KEY_SECRET_ARN',
             'TEMPORAL_NAMESPACE',
           ].sort(),
         );
+        // every API Lambda verifies the pool's tokens against this stack's pool and client
+        expect(vars.PROVISIONER_USER_POOL_ID).toEqual({ Ref: poolId() });
+        expect(vars.PROVISIONER_USER_POOL_CLIENT_ID).toEqual({
+          Ref: Object.keys(resourcesOfType(synth.template, 'AWS::Cognito::UserPoolClient'))[0],
+        });
         expect(vars).toMatchObject({
           PROVISIONER_TABLE: { Ref: tableId },
           TEMPORAL_ADDRESS: config.temporal.address,
@@ -225,6 +234,49 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           .Ref;
         expect(resources()[logGroupRef]!.Properties!.RetentionInDays).toBe(config.logRetention);
       }
+    });
+  });
+
+  describe('user pool', () => {
+    it('one pool and one CLI client: no self sign-up, a strong password policy, threat protection, deletion protection when data is kept', () => {
+      const pools = Object.values(resourcesOfType(synth.template, 'AWS::Cognito::UserPool'));
+      expect(pools).toHaveLength(1);
+      const props = pools[0]!.Properties!;
+      expect(props.AdminCreateUserConfig).toEqual({ AllowAdminCreateUserOnly: true });
+      expect(props.Policies).toMatchObject({
+        PasswordPolicy: {
+          MinimumLength: 12,
+          RequireLowercase: true,
+          RequireUppercase: true,
+          RequireNumbers: true,
+          RequireSymbols: true,
+        },
+      });
+      expect(props.UserPoolTier).toBe('PLUS');
+      expect(props.DeletionProtection).toBe(config.retainData ? 'ACTIVE' : 'INACTIVE');
+      const clients = Object.values(
+        resourcesOfType(synth.template, 'AWS::Cognito::UserPoolClient'),
+      );
+      expect(clients).toHaveLength(1);
+      expect(clients[0]!.Properties!.GenerateSecret).toBe(false);
+      expect([...(clients[0]!.Properties!.ExplicitAuthFlows as string[])].sort()).toEqual([
+        'ALLOW_REFRESH_TOKEN_AUTH',
+        'ALLOW_USER_PASSWORD_AUTH',
+      ]);
+    });
+
+    it('only the identity Lambda calls the pool’s admin API: exactly the four actions, on this pool', () => {
+      const identityRole = logicalId(synth.stack.api.functions.get('identity')!.role!);
+      const cognito = allPolicyStatements(synth.template).filter(({ statement }) =>
+        asList(statement.Action).some((a) => a.startsWith('cognito-idp:')),
+      );
+      expect(cognito).toHaveLength(1);
+      const { owner, statement } = cognito[0]!;
+      expect(
+        (resources()[owner]!.Properties!.Roles as Array<{ Ref: string }>).map((r) => r.Ref),
+      ).toEqual([identityRole]);
+      expect([...asList(statement.Action)].sort()).toEqual([...USER_POOL_ADMIN_ACTIONS].sort());
+      expect(statement.Resource).toEqual({ 'Fn::GetAtt': [poolId(), 'Arn'] });
     });
   });
 
