@@ -10,3 +10,4 @@ export * from './zones';
 export * from './partitions';
 export * from './liveness';
 export * from './containers';
+export * from './access';

@@ -15,23 +15,31 @@ export const handler = createHandler(
     'POST /v1/models/{model}/applications': async (req) => ({
       status: 201,
       body: await deploy(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         parseBody(Deploy, req.body),
       ),
     }),
     'GET /v1/models/{model}/applications/{app}': async (req) => ({
       status: 200,
-      body: await getApplication(serviceContext(req.step), param(req, 'model'), param(req, 'app')),
+      body: await getApplication(
+        serviceContext(req.step, req.caller?.user),
+        param(req, 'model'),
+        param(req, 'app'),
+      ),
     }),
     'DELETE /v1/models/{model}/applications/{app}': async (req) => {
-      await destroyApplication(serviceContext(req.step), param(req, 'model'), param(req, 'app'));
+      await destroyApplication(
+        serviceContext(req.step, req.caller?.user),
+        param(req, 'model'),
+        param(req, 'app'),
+      );
       return { status: 202 };
     },
     'GET /v1/models/{model}/applications/{app}/constraints': async (req) => ({
       status: 200,
       body: await getApplicationConstraints(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         param(req, 'app'),
       ),
@@ -41,7 +49,7 @@ export const handler = createHandler(
       return {
         status: 200,
         body: await setApplicationConstraints(
-          serviceContext(req.step),
+          serviceContext(req.step, req.caller?.user),
           param(req, 'model'),
           param(req, 'app'),
           constraints,
@@ -52,7 +60,11 @@ export const handler = createHandler(
       const { endpoints } = parseBody(Relate, req.body);
       return {
         status: 201,
-        body: await relate(serviceContext(req.step), param(req, 'model'), endpoints),
+        body: await relate(
+          serviceContext(req.step, req.caller?.user),
+          param(req, 'model'),
+          endpoints,
+        ),
       };
     },
   }),

@@ -46,3 +46,11 @@ export class ConflictError extends ApiError {
     super(409, 'conflict', message);
   }
 }
+
+/** The caller's access is too low for the route (Juju's ErrPerm text). */
+export class ForbiddenError extends ApiError {
+  override readonly name = 'ForbiddenError';
+  constructor(message = 'permission denied') {
+    super(403, 'forbidden', message);
+  }
+}

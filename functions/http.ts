@@ -1,20 +1,22 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import { bearerToken, tokensMatch, tokenSourceFromEnv, type TokenSource } from '../config/auth';
+import { controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import type { SuccessResponse } from './operations';
-import type { GroupRouteKey, RouteGroup } from './routes';
+import { routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
+import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
+import type { AuditEntry } from '../state/audit';
 import { BODY_TOO_LARGE, LIMITS } from './limits';
 import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
 import {
   ApiError,
   BadRequestError,
+  ForbiddenError,
   NotFoundError,
   NotImplementedError,
-  UnauthorizedError,
 } from './errors';
 
 export interface ApiRequest {
@@ -23,6 +25,10 @@ export interface ApiRequest {
   query: Record<string, string>;
   /** Parsed JSON body; undefined when the request had none. */
   body: unknown;
+  /** Who is calling; absent only on routes that need no token (`GET /v1/auth`). */
+  caller?: Caller;
+  /** The caller's level on the route's `{model}`, on model routes. */
+  modelAccess?: ModelAccess;
   /**
    * Runs one step of the operation at most once per Idempotency-Key: a retry
    * of a request that was cut off gets the first run's result (e.g. the
@@ -127,20 +133,37 @@ function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
 }
 
 /**
- * Builds a Lambda handler for one route group: bearer auth first, then JSON
+ * Builds a Lambda handler for one route group: who is calling and whether
+ * the route's access (functions/routes.ts) allows it first, then JSON
  * parsing, then the operation for the event's route key; every error leaves
- * in the contract's `{ error: { code, message } }` shape.
+ * in the contract's `{ error: { code, message } }` shape. Once answered, a
+ * state-changing request of a known user, and every 403, is audited.
  */
 export function createHandler(
   operations: Record<string, Operation>,
-  tokenSource: TokenSource = tokenSourceFromEnv(),
+  gate: () => Gate = gateFromEnv,
   idempotency: () => IdempotencyStore = idempotencyFromEnv,
 ): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
   return async (event) => {
+    let caller: Caller | undefined;
+    let response: APIGatewayProxyStructuredResultV2;
     try {
-      const presented = bearerToken(event.headers?.authorization ?? event.headers?.Authorization);
-      if (presented === undefined || !tokensMatch(presented, await tokenSource())) {
-        throw new UnauthorizedError();
+      const need = routeAccess(event.routeKey);
+      let modelAccess: ModelAccess | undefined;
+      if (need.kind !== 'none') {
+        caller = await gate().authenticate(header(event, 'authorization'));
+        if (need.kind === 'controller' && !controllerAtLeast(caller.access, need.level)) {
+          throw new ForbiddenError();
+        }
+        if (need.kind === 'model') {
+          const model = decodeParams(event.pathParameters ?? {}).model ?? '';
+          if (!PATH_PARAMETERS.model.schema.safeParse(model).success)
+            throw new BadRequestError(`invalid model name "${model.slice(0, 100)}"`);
+          modelAccess = await gate().modelAccess(caller, model);
+          // no access at all: exactly as a model that does not exist
+          if (modelAccess === undefined) throw new NotFoundError(`model "${model}" not found`);
+          if (!modelAtLeast(modelAccess, need.level)) throw new ForbiddenError();
+        }
       }
       const operation = operations[event.routeKey];
       if (!operation) {
@@ -155,18 +178,83 @@ export function createHandler(
         pathParameters: decodeParams(event.pathParameters ?? {}),
         query: compact(event.queryStringParameters ?? {}),
         body: parseJsonBody(event),
+        ...(caller ? { caller } : {}),
+        ...(modelAccess ? { modelAccess } : {}),
         step,
       });
       const key = idempotencyKey(event);
       if (key === undefined) {
         const result = await operation(request(runStep));
-        return json(result.status, result.body);
+        response = json(result.status, result.body);
+      } else {
+        response = await runOnce(idempotency(), key, event, operation, request);
       }
-      return await runOnce(idempotency(), key, event, operation, request);
     } catch (err) {
-      return toErrorResponse(err);
+      response = toErrorResponse(err);
     }
+    if (caller) await audit(gate(), caller, event, response);
+    return response;
   };
+}
+
+/**
+ * Records a state-changing request of a known user, or a 403, once answered
+ * (API.md, "Audit"). A failed write never changes the answer: the request's
+ * effect is done and stands; the failure is logged and counted
+ * (reportAuditFailure).
+ */
+async function audit(
+  gate: Gate,
+  caller: Caller,
+  event: APIGatewayProxyEventV2,
+  response: APIGatewayProxyStructuredResultV2,
+): Promise<void> {
+  const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
+  const status = response.statusCode ?? 200;
+  if (!IDEMPOTENT_METHODS.has(method) && status !== 403) return;
+  const entry: AuditEntry = {
+    time: new Date().toISOString(),
+    user: caller.user,
+    method,
+    path: event.rawPath,
+    status,
+    requestId: event.requestContext?.requestId ?? '',
+  };
+  const model = auditedModel(event, status, response);
+  if (model !== undefined) entry.model = model;
+  const key = header(event, 'idempotency-key');
+  if (key !== undefined && IdempotencyKey.safeParse(key).success) entry.idempotencyKey = key;
+  try {
+    await gate.audit(entry);
+  } catch (err) {
+    reportAuditFailure(entry, err);
+  }
+}
+
+/** The model a request was about: its `{model}`, or the model a `POST /v1/models` created. */
+function auditedModel(
+  event: APIGatewayProxyEventV2,
+  status: number,
+  response: APIGatewayProxyStructuredResultV2,
+): string | undefined {
+  const raw = event.pathParameters?.model;
+  if (raw !== undefined) {
+    try {
+      const model = decodeURIComponent(raw);
+      return PATH_PARAMETERS.model.schema.safeParse(model).success ? model : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  if (event.routeKey === 'POST /v1/models' && status === 201) {
+    try {
+      const name = (JSON.parse(String(response.body)) as { name?: unknown }).name;
+      return typeof name === 'string' ? name : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 function header(event: APIGatewayProxyEventV2, name: string): string | undefined {
@@ -274,17 +362,17 @@ function decodeParams(params: Record<string, string | undefined>): Record<string
 }
 
 /** Validates a JSON body with a strict zod schema; the message names the field that was wrong. */
-export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+export function parseBody<T>(schema: z.ZodType<T>, body: unknown, what = 'field'): T {
   const result = schema.safeParse(body ?? {});
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (!issue) throw new BadRequestError('invalid request body');
   if (issue.code === 'unrecognized_keys') {
     throw new BadRequestError(
-      `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,
+      `unknown ${what}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,
     );
   }
-  const where = issue.path.length ? `field "${issue.path.join('.')}"` : 'request body';
+  const where = issue.path.length ? `${what} "${issue.path.join('.')}"` : 'request body';
   throw new BadRequestError(`${where}: ${issue.message}`);
 }
 

@@ -24,6 +24,12 @@ export const LIMITS = {
   endpoint: 128,
   /** Endpoints in a relation. */
   endpoints: 2,
+  /** A user's password (Cognito's own maximum). */
+  password: 256,
+  /** An audit page's entries (default 100). */
+  auditPage: 500,
+  /** An audit cursor, as handed out. */
+  cursor: 1024,
 } as const;
 
 /** The 400 message for a body over `LIMITS.bodyBytes`. */

@@ -19,7 +19,7 @@ export const handler = createHandler(
   groupOperations('machines', {
     'POST /v1/models/{model}/machines': async (req) => {
       const machines = await addMachines(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         parseBody(AddMachines, req.body),
       );
@@ -27,11 +27,15 @@ export const handler = createHandler(
     },
     'GET /v1/models/{model}/machines/{id}': async (req) => ({
       status: 200,
-      body: await getMachine(serviceContext(req.step), param(req, 'model'), param(req, 'id')),
+      body: await getMachine(
+        serviceContext(req.step, req.caller?.user),
+        param(req, 'model'),
+        param(req, 'id'),
+      ),
     }),
     'DELETE /v1/models/{model}/machines/{id}': async (req) => {
       await destroyMachine(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         param(req, 'id'),
         forceFlag(req.query),
@@ -41,7 +45,7 @@ export const handler = createHandler(
     'POST /v1/models/{model}/machines/{id}/retry': async (req) => {
       const { constraints } = parseBody(Retry, req.body);
       await retryMachine(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         param(req, 'id'),
         constraints,
@@ -49,7 +53,11 @@ export const handler = createHandler(
       return { status: 202 };
     },
     'POST /v1/models/{model}/machines/{id}/reprovision': async (req) => {
-      await reprovisionMachine(serviceContext(req.step), param(req, 'model'), param(req, 'id'));
+      await reprovisionMachine(
+        serviceContext(req.step, req.caller?.user),
+        param(req, 'model'),
+        param(req, 'id'),
+      );
       return { status: 202 };
     },
   }),

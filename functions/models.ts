@@ -16,12 +16,21 @@ export const handler = createHandler(
   groupOperations('models', {
     'GET /v1/openapi.json': () => Promise.resolve({ status: 200, body: { ...openApiDocument() } }),
     'POST /v1/models': async (req) => {
-      const model = await createModel(serviceContext(), parseBody(CreateModel, req.body));
+      const model = await createModel(
+        serviceContext(undefined, req.caller?.user),
+        parseBody(CreateModel, req.body),
+      );
       return { status: 201, body: model };
     },
-    'GET /v1/models': async () => ({
+    'GET /v1/models': async (req) => ({
       status: 200,
-      body: { models: await listModels(serviceContext()) },
+      body: {
+        // only the models the caller can read; a superuser reads every model
+        models: await listModels(
+          serviceContext(),
+          req.caller?.access === 'superuser' ? undefined : (req.caller?.user ?? ''),
+        ),
+      },
     }),
     'GET /v1/models/{model}': async (req) => ({
       status: 200,

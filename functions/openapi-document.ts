@@ -6,6 +6,7 @@ import {
   type ZodOpenApiResponseObject,
 } from 'zod-openapi';
 import { commonErrors, isMutating, OPERATIONS, type OperationSpec } from './operations';
+import type { RouteAccess } from '../core/access';
 import { ROUTES, keyOf } from './routes';
 import {
   ErrorBody,
@@ -21,6 +22,7 @@ export type OpenApiDocument = ReturnType<typeof createDocument>;
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad request',
   401: 'Missing or wrong bearer token',
+  403: 'The caller’s access is too low for this route',
   404: 'Not found',
   409: 'Conflict',
   422: 'Idempotency-Key reused with another request',
@@ -42,7 +44,11 @@ function pathParameters(path: string) {
 }
 
 /** Route-specific codes merged over the common ones, per status, each code once. */
-function errorCodes(method: string, spec: OperationSpec): Map<number, ErrorCode[]> {
+function errorCodes(
+  method: string,
+  access: RouteAccess,
+  spec: OperationSpec,
+): Map<number, ErrorCode[]> {
   const merged = new Map<number, ErrorCode[]>();
   const add = (table: Partial<Record<number, readonly ErrorCode[]>>) => {
     for (const [status, codes] of Object.entries(table)) {
@@ -51,12 +57,18 @@ function errorCodes(method: string, spec: OperationSpec): Map<number, ErrorCode[
       merged.set(Number(status), list);
     }
   };
-  add(commonErrors(method));
+  add(commonErrors(method, access));
   add(spec.errors);
   return new Map([...merged].sort(([a], [b]) => a - b));
 }
 
-function operation(method: string, path: string, group: string, spec: OperationSpec) {
+function operation(
+  method: string,
+  path: string,
+  group: string,
+  access: RouteAccess,
+  spec: OperationSpec,
+) {
   const op: Omit<ZodOpenApiOperationObject, 'responses'> = {
     operationId: `${method.toLowerCase()}${path
       .replace(/^\/v1/, '')
@@ -91,7 +103,7 @@ function operation(method: string, path: string, group: string, spec: OperationS
           content: { 'application/json': { schema: success.schema } },
         }
       : { description: success.description };
-  for (const [status, codes] of errorCodes(method, spec)) {
+  for (const [status, codes] of errorCodes(method, access, spec)) {
     const [first, ...rest] = codes;
     if (first === undefined) continue;
     responses[`${status}` as `${4 | 5}${string}`] = {
@@ -112,7 +124,8 @@ export function buildOpenApiDocument(version: string): OpenApiDocument {
     const spec: OperationSpec = OPERATIONS[keyOf(route)];
     const item = (paths[route.path] ??= {});
     const method = route.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
-    item[method] = operation(route.method, route.path, route.group, spec);
+    item[method] = operation(route.method, route.path, route.group, route.access, spec);
+    if (route.access.kind === 'none') item[method].security = [];
   }
   return createDocument({
     openapi: '3.1.0',

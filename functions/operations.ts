@@ -6,9 +6,23 @@
  * the document cannot describe a response the handlers do not give.
  */
 import type { z } from 'zod';
+import type { RouteAccess } from '../core/access';
 import type { RouteKey } from './routes';
 import {
   AddMachines,
+  AddUser,
+  AllAuditQuery,
+  AuditPage,
+  AuditQuery,
+  AuthInfo,
+  ControllerGrant,
+  ModelGrant,
+  ModelGrantList,
+  SetControllerAccess,
+  SetModelAccess,
+  User,
+  UserList,
+  WhoAmI,
   AddUnits,
   Application,
   ConstraintsAnswer,
@@ -43,7 +57,7 @@ export interface OperationSpec {
   query?: z.ZodObject;
   success:
     | { status: 200 | 201; description: string; schema: z.ZodType }
-    | { status: 202; description: string };
+    | { status: 202 | 204; description: string };
   /** Codes this route answers beyond the common ones. */
   errors: Partial<Record<RouteErrorStatus, Codes>>;
 }
@@ -221,6 +235,80 @@ export const OPERATIONS = {
     success: { status: 200, description: 'The model’s machines and applications.', schema: Status },
     errors: { 404: ['not-found'] },
   },
+
+  'GET /v1/auth': {
+    summary: 'How to log in',
+    description:
+      'The user pool to log in to (no token needed); `endpoint` only where the pool is not AWS’s regional one.',
+    success: { status: 200, description: 'The pool and its app client.', schema: AuthInfo },
+    errors: { 404: ['not-found'] },
+  },
+  'GET /v1/whoami': {
+    summary: 'Who the token is',
+    success: { status: 200, description: 'The user and their controller access.', schema: WhoAmI },
+    errors: {},
+  },
+  'POST /v1/users': {
+    summary: 'Add a user',
+    description:
+      'Creates the user in the pool with that permanent password (Juju’s add-user). A password the pool refuses is a 400 with the pool’s reason.',
+    body: AddUser,
+    success: { status: 201, description: 'The new user.', schema: User },
+    errors: { 400: ['bad-request'], 409: ['conflict'], 503: ['unavailable'] },
+  },
+  'GET /v1/users': {
+    summary: 'List users',
+    success: {
+      status: 200,
+      description: 'Every user and their controller access.',
+      schema: UserList,
+    },
+    errors: {},
+  },
+  'DELETE /v1/users/{name}': {
+    summary: 'Remove a user',
+    description:
+      'The user leaves the pool, every grant of theirs goes, and their tokens stop working at once. `admin` cannot be removed (409).',
+    success: { status: 204, description: 'Removed.' },
+    errors: { 404: ['not-found'], 409: ['conflict'], 503: ['unavailable'] },
+  },
+  'PUT /v1/access/{user}': {
+    summary: 'Set a user’s controller access',
+    body: SetControllerAccess,
+    success: { status: 200, description: 'The access as set.', schema: ControllerGrant },
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'GET /v1/models/{model}/access': {
+    summary: 'Who has access to a model',
+    success: { status: 200, description: 'Users and their levels.', schema: ModelGrantList },
+    errors: { 404: ['not-found'] },
+  },
+  'PUT /v1/models/{model}/access/{user}': {
+    summary: 'Set a user’s access to a model',
+    body: SetModelAccess,
+    success: { status: 200, description: 'The access as set.', schema: ModelGrant },
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'DELETE /v1/models/{model}/access/{user}': {
+    summary: 'Revoke a user’s access to a model',
+    description: 'Removing the model’s last admin is a 409.',
+    success: { status: 204, description: 'The user has no access left.' },
+    errors: { 404: ['not-found'], 409: ['conflict'] },
+  },
+  'GET /v1/models/{model}/audit': {
+    summary: 'A model’s audit log',
+    description: 'Newest first; entries outlive the model.',
+    query: AuditQuery,
+    success: { status: 200, description: 'A page of entries.', schema: AuditPage },
+    errors: { 404: ['not-found'] },
+  },
+  'GET /v1/audit': {
+    summary: 'The audit log of every model and the controller',
+    description: 'Newest first.',
+    query: AllAuditQuery,
+    success: { status: 200, description: 'A page of entries.', schema: AuditPage },
+    errors: {},
+  },
 } as const satisfies Record<RouteKey, OperationSpec>;
 
 /** What a route's handler answers on success, typed by its schema. */
@@ -241,10 +329,20 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * still running (409) or used with another request (422). A body over the
  * limit (functions/limits.ts) is a 400.
  */
-export function commonErrors(method: string): Partial<Record<number, Codes>> {
+export function commonErrors(
+  method: string,
+  access: RouteAccess = { kind: 'controller', level: 'login' },
+): Partial<Record<number, Codes>> {
+  // a level that can be too low: above `login` on the controller, above `read` on a model
+  // (no access to a model at all is its 404)
+  const canBeTooLow =
+    (access.kind === 'controller' && access.level !== 'login') ||
+    (access.kind === 'model' && access.level !== 'read');
   return {
     400: ['bad-request'],
-    401: ['unauthorized'],
+    ...(access.kind === 'none' ? {} : { 401: ['unauthorized'] }),
+    ...(canBeTooLow ? { 403: ['forbidden'] } : {}),
+    ...(access.kind === 'model' ? { 404: ['not-found'] } : {}),
     ...(MUTATING.has(method) ? { 409: ['conflict'], 422: ['idempotency-key-reused'] } : {}),
     500: ['internal'],
   } satisfies Partial<Record<number, Codes>>;

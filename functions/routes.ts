@@ -3,9 +3,18 @@
  * server and the CDK stack, so the deployed routes cannot drift from API.md.
  * Each route group is one Lambda (one file in functions/ exporting `handler`).
  */
+import type { RouteAccess } from '../core/access';
+
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
-export const ROUTE_GROUPS = ['models', 'applications', 'units', 'machines', 'status'] as const;
+export const ROUTE_GROUPS = [
+  'models',
+  'applications',
+  'units',
+  'machines',
+  'status',
+  'identity',
+] as const;
 export type RouteGroup = (typeof ROUTE_GROUPS)[number];
 
 export interface Route {
@@ -13,46 +22,123 @@ export interface Route {
   /** API Gateway path template, e.g. `/v1/models/{model}`. */
   path: string;
   group: RouteGroup;
+  /**
+   * The access the route needs (API.md, "Access levels"), enforced for every
+   * route in one place, the request pipeline (functions/http.ts). Required:
+   * a route cannot be added without saying who may call it.
+   */
+  access: RouteAccess;
 }
+
+const none = { kind: 'none' } as const;
+const login = { kind: 'controller', level: 'login' } as const;
+const addModel = { kind: 'controller', level: 'add-model' } as const;
+const superuser = { kind: 'controller', level: 'superuser' } as const;
+const read = { kind: 'model', level: 'read' } as const;
+const write = { kind: 'model', level: 'write' } as const;
+const admin = { kind: 'model', level: 'admin' } as const;
+
+/** What an unmatched request (API Gateway's `$default`) needs: a token, then an authenticated 404. */
+export const DEFAULT_ROUTE_ACCESS: RouteAccess = login;
 
 export const ROUTES = [
   // The API's own description; the models Lambda also answers `$default`, so a
   // static document needs no Lambda, role and alarms of its own.
-  { method: 'GET', path: '/v1/openapi.json', group: 'models' },
+  { method: 'GET', path: '/v1/openapi.json', group: 'models', access: login },
 
-  { method: 'POST', path: '/v1/models', group: 'models' },
-  { method: 'GET', path: '/v1/models', group: 'models' },
-  { method: 'GET', path: '/v1/models/{model}', group: 'models' },
-  { method: 'PATCH', path: '/v1/models/{model}', group: 'models' },
-  { method: 'DELETE', path: '/v1/models/{model}', group: 'models' },
-  { method: 'GET', path: '/v1/models/{model}/constraints', group: 'models' },
-  { method: 'PUT', path: '/v1/models/{model}/constraints', group: 'models' },
+  { method: 'POST', path: '/v1/models', group: 'models', access: addModel },
+  // lists only the models the caller can read
+  { method: 'GET', path: '/v1/models', group: 'models', access: login },
+  { method: 'GET', path: '/v1/models/{model}', group: 'models', access: read },
+  { method: 'PATCH', path: '/v1/models/{model}', group: 'models', access: admin },
+  { method: 'DELETE', path: '/v1/models/{model}', group: 'models', access: admin },
+  { method: 'GET', path: '/v1/models/{model}/constraints', group: 'models', access: read },
+  { method: 'PUT', path: '/v1/models/{model}/constraints', group: 'models', access: write },
 
-  { method: 'POST', path: '/v1/models/{model}/applications', group: 'applications' },
-  { method: 'GET', path: '/v1/models/{model}/applications/{app}', group: 'applications' },
-  { method: 'DELETE', path: '/v1/models/{model}/applications/{app}', group: 'applications' },
+  {
+    method: 'POST',
+    path: '/v1/models/{model}/applications',
+    group: 'applications',
+    access: write,
+  },
+  {
+    method: 'GET',
+    path: '/v1/models/{model}/applications/{app}',
+    group: 'applications',
+    access: read,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/models/{model}/applications/{app}',
+    group: 'applications',
+    access: write,
+  },
   {
     method: 'GET',
     path: '/v1/models/{model}/applications/{app}/constraints',
     group: 'applications',
+    access: read,
   },
   {
     method: 'PUT',
     path: '/v1/models/{model}/applications/{app}/constraints',
     group: 'applications',
+    access: write,
   },
-  { method: 'POST', path: '/v1/models/{model}/relations', group: 'applications' },
+  { method: 'POST', path: '/v1/models/{model}/relations', group: 'applications', access: write },
 
-  { method: 'POST', path: '/v1/models/{model}/applications/{app}/units', group: 'units' },
-  { method: 'DELETE', path: '/v1/models/{model}/units/{app}/{n}', group: 'units' },
+  {
+    method: 'POST',
+    path: '/v1/models/{model}/applications/{app}/units',
+    group: 'units',
+    access: write,
+  },
+  { method: 'DELETE', path: '/v1/models/{model}/units/{app}/{n}', group: 'units', access: write },
 
-  { method: 'POST', path: '/v1/models/{model}/machines', group: 'machines' },
-  { method: 'GET', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
-  { method: 'DELETE', path: '/v1/models/{model}/machines/{id}', group: 'machines' },
-  { method: 'POST', path: '/v1/models/{model}/machines/{id}/retry', group: 'machines' },
-  { method: 'POST', path: '/v1/models/{model}/machines/{id}/reprovision', group: 'machines' },
+  { method: 'POST', path: '/v1/models/{model}/machines', group: 'machines', access: write },
+  { method: 'GET', path: '/v1/models/{model}/machines/{id}', group: 'machines', access: read },
+  {
+    method: 'DELETE',
+    path: '/v1/models/{model}/machines/{id}',
+    group: 'machines',
+    access: write,
+  },
+  {
+    method: 'POST',
+    path: '/v1/models/{model}/machines/{id}/retry',
+    group: 'machines',
+    access: write,
+  },
+  {
+    method: 'POST',
+    path: '/v1/models/{model}/machines/{id}/reprovision',
+    group: 'machines',
+    access: write,
+  },
 
-  { method: 'GET', path: '/v1/models/{model}/status', group: 'status' },
+  { method: 'GET', path: '/v1/models/{model}/status', group: 'status', access: read },
+
+  { method: 'GET', path: '/v1/auth', group: 'identity', access: none },
+  { method: 'GET', path: '/v1/whoami', group: 'identity', access: login },
+  { method: 'POST', path: '/v1/users', group: 'identity', access: superuser },
+  { method: 'GET', path: '/v1/users', group: 'identity', access: superuser },
+  { method: 'DELETE', path: '/v1/users/{name}', group: 'identity', access: superuser },
+  { method: 'PUT', path: '/v1/access/{user}', group: 'identity', access: superuser },
+  { method: 'GET', path: '/v1/models/{model}/access', group: 'identity', access: read },
+  {
+    method: 'PUT',
+    path: '/v1/models/{model}/access/{user}',
+    group: 'identity',
+    access: admin,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/models/{model}/access/{user}',
+    group: 'identity',
+    access: admin,
+  },
+  { method: 'GET', path: '/v1/models/{model}/audit', group: 'identity', access: admin },
+  { method: 'GET', path: '/v1/audit', group: 'identity', access: superuser },
 ] as const satisfies readonly Route[];
 
 export type KeyOf<R> = R extends { method: infer M extends string; path: infer P extends string }
@@ -73,6 +159,15 @@ export function routeKey(route: Pick<Route, 'method' | 'path'>): string {
 /** A route's key, typed as the literal union of the table's keys. */
 export function keyOf(route: (typeof ROUTES)[number]): RouteKey {
   return `${route.method} ${route.path}` as RouteKey;
+}
+
+const ACCESS_BY_KEY = new Map<string, RouteAccess>(
+  ROUTES.map((r) => [routeKey(r), r.access as RouteAccess]),
+);
+
+/** What the route of an event's `routeKey` needs; `$default` and unknown keys need a login. */
+export function routeAccess(key: string): RouteAccess {
+  return ACCESS_BY_KEY.get(key) ?? DEFAULT_ROUTE_ACCESS;
 }
 
 export interface RouteMatch {

@@ -9,7 +9,7 @@
  * No imports from service/: the services type their views with these.
  */
 import { z } from 'zod';
-import { INSTANCE_STATES } from '../core';
+import { CONTROLLER_LEVELS, INSTANCE_STATES, MODEL_LEVELS } from '../core';
 import { NAME_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { LIMITS } from './limits';
@@ -57,9 +57,16 @@ export const UnitNumber = z
   .regex(/^(?:0|[1-9][0-9]{0,8})$/)
   .meta({ description: "The unit's number: `N` of `app/N`." });
 
+export const UserName = z
+  .string()
+  .regex(NAME_PATTERN)
+  .meta({ description: 'A user name (as model names).' });
+
 /** Each path parameter of the route table, with the words a 400 uses for it. */
 export const PATH_PARAMETERS = {
   model: { schema: ModelName, what: 'model name' },
+  name: { schema: UserName, what: 'user name' },
+  user: { schema: UserName, what: 'user name' },
   app: { schema: ApplicationName, what: 'application name' },
   id: { schema: MachineId, what: 'machine id' },
   n: { schema: UnitNumber, what: 'unit number' },
@@ -81,7 +88,48 @@ export const ForceQuery = z.object({
     .meta({ description: 'Also remove the machine’s units and containers; empty means true.' }),
 });
 
+const AuditLimit = z
+  .string()
+  .regex(/^[1-9][0-9]{0,2}$/, { error: `must be a whole number from 1 to ${LIMITS.auditPage}` })
+  .refine((v) => Number(v) <= LIMITS.auditPage, {
+    error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
+  })
+  .optional()
+  .meta({ description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).` });
+
+export const AuditQuery = z.strictObject({
+  since: z.iso
+    .datetime({ offset: true })
+    .optional()
+    .meta({ description: 'Only entries at or after this time (RFC 3339).' }),
+  limit: AuditLimit,
+  cursor: text(LIMITS.cursor)
+    .optional()
+    .meta({ description: 'The `cursor` of the previous page.' }),
+});
+
+export const AllAuditQuery = AuditQuery.extend({
+  user: UserName.optional().meta({ description: 'Only this user’s entries.' }),
+});
+
 // ---------------------------------------------------------------- request bodies
+
+export const AddUser = z
+  .strictObject({
+    name: NameText,
+    password: text(LIMITS.password).meta({
+      description: 'Set as the user’s permanent password in the pool; never stored or logged.',
+    }),
+  })
+  .meta({ id: 'AddUserRequest' });
+
+export const SetControllerAccess = z
+  .strictObject({ access: z.enum(CONTROLLER_LEVELS) })
+  .meta({ id: 'SetControllerAccessRequest' });
+
+export const SetModelAccess = z
+  .strictObject({ access: z.enum(MODEL_LEVELS) })
+  .meta({ id: 'SetModelAccessRequest' });
 
 export const CreateModel = z
   .strictObject({
@@ -291,6 +339,61 @@ export const Status = z
   .meta({ id: 'Status' });
 export type StatusView = z.infer<typeof Status>;
 
+export const AuthInfo = z
+  .object({
+    region: z.string(),
+    userPoolId: z.string(),
+    clientId: z.string(),
+    endpoint: z
+      .string()
+      .optional()
+      .meta({ description: 'Where the pool answers, when not AWS’s regional endpoint.' }),
+  })
+  .meta({ id: 'AuthInfo' });
+
+export const WhoAmI = z
+  .object({ user: z.string(), access: z.enum(CONTROLLER_LEVELS) })
+  .meta({ id: 'WhoAmI' });
+
+export const User = z
+  .object({ name: z.string(), access: z.enum(CONTROLLER_LEVELS) })
+  .meta({ id: 'User' });
+export type UserView = z.infer<typeof User>;
+
+export const UserList = z.object({ users: z.array(User) }).meta({ id: 'UserList' });
+
+export const ControllerGrant = z
+  .object({ user: z.string(), access: z.enum(CONTROLLER_LEVELS) })
+  .meta({ id: 'ControllerGrant' });
+
+export const ModelGrant = z
+  .object({ user: z.string(), access: z.enum(MODEL_LEVELS) })
+  .meta({ id: 'ModelGrant' });
+
+export const ModelGrantList = z
+  .object({ users: z.array(ModelGrant) })
+  .meta({ id: 'ModelGrantList' });
+
+export const AuditEntry = z
+  .object({
+    time: Timestamp,
+    user: z.string(),
+    method: z.string(),
+    path: z.string(),
+    model: z.string().optional(),
+    status: z.number().int(),
+    requestId: z.string(),
+    idempotencyKey: z.string().optional(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const AuditPage = z
+  .object({
+    entries: z.array(AuditEntry),
+    cursor: z.string().optional().meta({ description: 'Present when more entries follow.' }),
+  })
+  .meta({ id: 'AuditPage' });
+
 /** The document itself: any JSON object (it describes itself no further). */
 export const OpenApiDocument = z
   .looseObject({ openapi: z.string() })
@@ -305,6 +408,7 @@ export const ERROR_CODES = [
   'invalid-placement',
   'base-mismatch',
   'unauthorized',
+  'forbidden',
   'not-found',
   'conflict',
   'idempotency-key-reused',

@@ -9,7 +9,7 @@ export const handler = createHandler(
     'POST /v1/models/{model}/applications/{app}/units': async (req) => {
       const body = parseBody(AddUnits, req.body);
       const units = await addUnits(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         param(req, 'app'),
         body.count ?? 1,
@@ -19,7 +19,7 @@ export const handler = createHandler(
     },
     'DELETE /v1/models/{model}/units/{app}/{n}': async (req) => {
       await removeUnit(
-        serviceContext(req.step),
+        serviceContext(req.step, req.caller?.user),
         param(req, 'model'),
         `${param(req, 'app')}/${param(req, 'n')}`,
       );

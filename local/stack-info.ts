@@ -10,6 +10,11 @@ export interface StackInfo {
   /** The Price List API emulator (synthetic prices for moto's catalogue). */
   pricingEndpoint: string;
   region: string;
+  /** Where the user pool answers (moto's cognito-idp) and its JWKS is served. */
+  cognitoEndpoint: string;
+  userPoolId: string;
+  /** An app client allowing USER_PASSWORD_AUTH and refresh tokens. */
+  userPoolClientId: string;
   /** moto itself, behind the EC2 proxy. */
   motoEndpoint: string;
   tableName: string;

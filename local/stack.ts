@@ -6,6 +6,7 @@ import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
+import { createLocalUserPool } from './user-pool';
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
 import type { StackInfo } from './stack-info';
 import { ensureToolchain } from './toolchain';
@@ -206,6 +207,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     );
 
     await ensureTable(ddb, tableName);
+    // moto's cognito-idp: the pool people and tests log in to (API.md, "Who is calling")
+    const pool = await createLocalUserPool(motoEndpoint, region);
 
     const proxy = await startEc2Proxy({ upstream: motoEndpoint, host: LOOPBACK, port: ports.ec2 });
     closers.push(() => proxy.close());
@@ -249,6 +252,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           ...opts.apiEnv,
           PROVISIONER_API_TOKEN: opts.token,
           PROVISIONER_API_PORT: String(ports.api),
+          PROVISIONER_USER_POOL_ID: pool.userPoolId,
+          PROVISIONER_USER_POOL_CLIENT_ID: pool.userPoolClientId,
+          PROVISIONER_COGNITO_ENDPOINT: motoEndpoint,
         },
         logFile: join(logs, 'api.log'),
       }),
@@ -276,6 +282,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       ec2Endpoint,
       pricingEndpoint: pricing.url,
       region,
+      cognitoEndpoint: motoEndpoint,
+      userPoolId: pool.userPoolId,
+      userPoolClientId: pool.userPoolClientId,
       motoEndpoint,
       tableName,
     };

@@ -106,6 +106,7 @@ The provisioner is up (Ctrl-C stops everything):
   DynamoDB Local    ${i.dynamodbEndpoint}
   EC2 endpoint      ${i.ec2Endpoint}   (admin: ${i.ec2Endpoint}/_admin/faults)
   Price List API    ${i.pricingEndpoint}   (synthetic prices)
+  User pool         ${i.userPoolId} (app client ${i.userPoolClientId}) at ${i.cognitoEndpoint}
   logs              ${join(stateDir, 'data', 'logs')}
   stack file        ${stackFile}`);
 }

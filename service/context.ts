@@ -5,6 +5,7 @@ import { dynamoDbClient, temporalClient } from '../config/clients';
 import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
 import { TASK_QUEUE } from '../temporal/search-attributes';
+import { AccessStore } from '../state/access';
 import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Regions, type RegionCheck } from './regions';
@@ -27,6 +28,10 @@ export interface ServiceContext {
    * run's result, e.g. the ids it reserved. Absent: the step just runs.
    */
   step?: <T>(name: string, run: () => Promise<T>) => Promise<T>;
+  /** Who made the request (API.md, "Who is calling"): named in the workflows it starts or retries. */
+  user?: string;
+  /** Model grants (state/access.ts); absent (tests), models are created without grants. */
+  access?: AccessStore;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */
@@ -47,10 +52,10 @@ export async function temporalApiKey(): Promise<string | undefined> {
 
 let context: ServiceContext | undefined;
 
-/** The context, with the request's `step` (Idempotency-Key) when given. */
-export function serviceContext(step?: ServiceContext['step']): ServiceContext {
+/** The context, with the request's `step` (Idempotency-Key) and caller when given. */
+export function serviceContext(step?: ServiceContext['step'], user?: string): ServiceContext {
   const base = sharedContext();
-  return step ? { ...base, step } : base;
+  return step || user ? { ...base, ...(step ? { step } : {}), ...(user ? { user } : {}) } : base;
 }
 
 function sharedContext(): ServiceContext {
@@ -72,8 +77,10 @@ function sharedContext(): ServiceContext {
       });
     return client;
   };
+  const ddb = dynamoDbClient(endpoints);
   context = {
-    repo: new Repository(dynamoDbClient(endpoints), endpoints.tableName),
+    repo: new Repository(ddb, endpoints.tableName),
+    access: new AccessStore(ddb, endpoints.tableName),
     workflows: new TemporalMachineWorkflows(
       connect,
       optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE),

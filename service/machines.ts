@@ -164,7 +164,7 @@ export async function retryMachine(
       throw err;
     }
   }
-  await ctx.workflows.signal(model, id, 'retry');
+  await ctx.workflows.signal(model, id, 'retry', ctx.user);
 }
 
 /**
@@ -208,5 +208,5 @@ export async function reprovisionMachine(
   }
   await ctx.repo.resetForReprovision(model, id, instanceId);
   ctx.log.info('reprovisioning', { model, machineId: id, instanceId, state });
-  await ctx.workflows.signal(model, id, 'retry');
+  await ctx.workflows.signal(model, id, 'retry', ctx.user);
 }

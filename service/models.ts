@@ -8,6 +8,7 @@ import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { NAME_PATTERN } from './names';
 import { retireMachine, signalDead } from './removal';
 import type { ServiceContext } from './context';
+import { firstGrantsItem } from '../state/access';
 
 const REGION_PATTERN = /^[a-z]{2}(-[a-z]+)+-\d+$/;
 
@@ -64,7 +65,8 @@ export async function createModel(
     life: 'alive',
     createdAt: ctx.now().toISOString(),
   };
-  await ctx.repo.createModel(record);
+  // the user who adds a model is its admin (API.md)
+  await ctx.repo.createModel(record, ctx.user ? [firstGrantsItem(record.name, ctx.user)] : []);
   try {
     await ctx.workflows.ensureSweep(record.name);
   } catch (err) {
@@ -101,8 +103,12 @@ export async function updateModel(
   );
 }
 
-export async function listModels(ctx: ServiceContext): Promise<ModelView[]> {
-  return (await ctx.repo.listModels()).map(modelView);
+/** Every model, or with `readableBy`, only those that user can read (a superuser is not filtered). */
+export async function listModels(ctx: ServiceContext, readableBy?: string): Promise<ModelView[]> {
+  const models = await ctx.repo.listModels();
+  if (readableBy === undefined || !ctx.access) return models.map(modelView);
+  const grants = await ctx.access.grantsOf(models.map((m) => m.name));
+  return models.filter((m) => grants.get(m.name)?.users[readableBy] !== undefined).map(modelView);
 }
 
 export async function getModel(ctx: ServiceContext, name: string): Promise<ModelView> {

@@ -553,7 +553,7 @@ export async function startWorkflows(
   const [sweep, starts] = await Promise.allSettled([
     // the model's sweep restarts a workflow that fails to start here: make sure it exists
     ctx.workflows.ensureSweep(model),
-    ctx.workflows.startMany(model, machineIds),
+    ctx.workflows.startMany(model, machineIds, ctx.user),
   ]);
   if (sweep.status === 'rejected') {
     ctx.log.warn('could not ensure the model sweep', { model, error: String(sweep.reason) });

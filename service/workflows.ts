@@ -18,15 +18,21 @@ export const DIRECT_START_LIMIT = 20;
  * so a machine whose workflow is missing gets one.
  */
 export interface MachineWorkflows {
-  start(model: string, machineId: string): Promise<void>;
+  /** `requestedBy`: the user whose request this is, named in the workflow (API.md, "Audit"). */
+  start(model: string, machineId: string, requestedBy?: string): Promise<void>;
   /**
    * Starts the workflows of many machines recorded by one request: a few
    * directly, more through one bulk starter workflow so the request answers
    * at once (its id is derived from the machines, so a retried request
    * never starts a second one).
    */
-  startMany(model: string, machineIds: readonly string[]): Promise<void>;
-  signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void>;
+  startMany(model: string, machineIds: readonly string[], requestedBy?: string): Promise<void>;
+  signal(
+    model: string,
+    machineId: string,
+    signal: 'retry' | 'destroy',
+    requestedBy?: string,
+  ): Promise<void>;
   /**
    * Makes sure the sweeper that sweeps the model (strays, missing workflows,
    * liveness) is running: one workflow for every model, started once.
@@ -45,13 +51,17 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     await ensureSweeper(await this.client(), this.taskQueue);
   }
 
-  private options(model: string, machineId: string) {
-    return machineStartOptions(model, machineId, this.taskQueue);
+  private options(model: string, machineId: string, requestedBy?: string) {
+    return machineStartOptions(model, machineId, this.taskQueue, requestedBy);
   }
 
-  async startMany(model: string, machineIds: readonly string[]): Promise<void> {
+  async startMany(
+    model: string,
+    machineIds: readonly string[],
+    requestedBy?: string,
+  ): Promise<void> {
     if (machineIds.length <= DIRECT_START_LIMIT) {
-      await Promise.all(machineIds.map((id) => this.start(model, id)));
+      await Promise.all(machineIds.map((id) => this.start(model, id, requestedBy)));
       return;
     }
     const client = await this.client();
@@ -63,21 +73,28 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     });
   }
 
-  async start(model: string, machineId: string): Promise<void> {
+  async start(model: string, machineId: string, requestedBy?: string): Promise<void> {
     const client = await this.client();
     await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
-      ...this.options(model, machineId),
+      ...this.options(model, machineId, requestedBy),
       // a retried request finds the workflow already there and leaves it be
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
   }
 
-  async signal(model: string, machineId: string, signal: 'retry' | 'destroy'): Promise<void> {
+  async signal(
+    model: string,
+    machineId: string,
+    signal: 'retry' | 'destroy',
+    requestedBy?: string,
+  ): Promise<void> {
     const client = await this.client();
+    // a retry names who asked (the workflow shows it); a destroy carries nothing
+    const signalArgs: unknown[] = signal === 'retry' && requestedBy ? [{ by: requestedBy }] : [];
     await client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
-      ...this.options(model, machineId),
+      ...this.options(model, machineId, requestedBy),
       signal,
-      signalArgs: [],
+      signalArgs,
     });
   }
 }

@@ -224,26 +224,39 @@ export class Repository {
 
   // ---- models
 
-  async createModel(model: ModelRecord): Promise<void> {
+  /**
+   * Records a new model; `alongside` (e.g. its first grants, state/access.ts)
+   * is written in the same transaction, so a model never exists without them.
+   */
+  async createModel(
+    model: ModelRecord,
+    alongside: ReadonlyArray<Record<string, unknown>> = [],
+  ): Promise<void> {
+    const item = {
+      ...modelKey(model.name),
+      type: 'model',
+      gsi1pk: MODELS_INDEX_PK,
+      gsi1sk: model.name,
+      nextMachine: 0,
+      ...model,
+    };
+    const taken = new EntityConflictError(`model "${model.name}" already exists`);
+    if (alongside.length > 0) {
+      const tx = this.transaction().put(item, 'attribute_not_exists(pk)', undefined, taken);
+      for (const other of alongside) tx.put(other);
+      await this.commit(tx);
+      return;
+    }
     try {
       await this.doc.send(
         new PutCommand({
           TableName: this.tableName,
-          Item: {
-            ...modelKey(model.name),
-            type: 'model',
-            gsi1pk: MODELS_INDEX_PK,
-            gsi1sk: model.name,
-            nextMachine: 0,
-            ...model,
-          },
+          Item: item,
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
       );
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) {
-        throw new EntityConflictError(`model "${model.name}" already exists`);
-      }
+      if (err instanceof ConditionalCheckFailedException) throw taken;
       throw err;
     }
   }

@@ -58,11 +58,18 @@ export function machineSummary(model: string, machineId: string): string {
 /** A machine workflow's task timeout (see machineStartOptions). */
 export const MACHINE_WORKFLOW_TASK_TIMEOUT = '1 minute' as const;
 
-export function machineStartOptions(model: string, machineId: string, taskQueue: string) {
+export function machineStartOptions(
+  model: string,
+  machineId: string,
+  taskQueue: string,
+  requestedBy?: string,
+) {
   return {
     taskQueue,
     workflowId: machineWorkflowId(model, machineId),
-    args: [{ model, machineId }] as [{ model: string; machineId: string }],
+    args: [{ model, machineId, ...(requestedBy ? { requestedBy } : {}) }] as [
+      { model: string; machineId: string; requestedBy?: string },
+    ],
     // A machine's first task runs its quick steps (load, plan, claim a zone) as local
     // activities. When a thousand start at once those queue for DynamoDB, and with the
     // default 10 s the tasks timed out, their work was thrown away and done again, and
@@ -71,6 +78,8 @@ export function machineStartOptions(model: string, machineId: string, taskQueue:
     workflowTaskTimeout: MACHINE_WORKFLOW_TASK_TIMEOUT,
     // the line the Temporal UI's workflow list shows; current details come from the workflow
     staticSummary: machineSummary(model, machineId),
+    // who asked for it (API.md, "Audit"); retries and reprovisions update the current details
+    ...(requestedBy ? { staticDetails: `Requested by ${requestedBy}` } : {}),
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.model, value: model },
       { key: SEARCH_ATTRIBUTES.machine, value: machineId },

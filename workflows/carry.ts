@@ -22,6 +22,7 @@ export async function startAfresh(
       ...(ctx.launched.length > 0 && ctx.region ? { region: ctx.region } : {}),
       ...(ctx.blockedNote !== undefined ? { blockedNote: ctx.blockedNote } : {}),
       ...(ctx.patientPolls ? { patientPolls: true } : {}),
+      ...(ctx.requestedBy ? { requestedBy: ctx.requestedBy } : {}),
     },
   });
 }

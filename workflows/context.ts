@@ -34,6 +34,8 @@ export interface MachineContext {
   resumedTeardown?: boolean;
   /** Teardown is past its patient polls (it looks for its instance's end slowly). */
   patientPolls?: boolean;
+  /** The user whose request created, or last retried or reprovisioned, the machine. */
+  requestedBy?: string;
   /** The machine as last read (its current details in the UI are drawn from it). */
   snapshot?: MachineSnapshot;
 }

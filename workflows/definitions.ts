@@ -11,6 +11,8 @@ import type { InstanceObservation } from '../temporal/signals';
 export interface MachineWorkflowInput {
   model: string;
   machineId: string;
+  /** The user whose request created the machine (shown in its details). */
+  requestedBy?: string;
   /** What a run hands to the next one on continue-as-new. */
   carried?: CarriedState;
 }
@@ -27,6 +29,8 @@ export interface CarriedState {
   blockedNote?: string;
   /** A teardown past its patient polls (the next run goes on polling slowly). */
   patientPolls?: boolean;
+  /** The user who created or last retried the machine. */
+  requestedBy?: string;
 }
 
 export type ProvisioningPhase =
@@ -63,7 +67,12 @@ export interface ProvisioningState {
 }
 
 /** Ask a machine in `error` to provision again, from a fresh zone list and its current constraints. */
-export const retrySignal = defineSignal('retry');
+export const retrySignal = defineSignal<[RetryRequest?]>('retry');
+
+/** Who asked for a retry or reprovision (absent in signals sent before issue 24). */
+export interface RetryRequest {
+  by?: string;
+}
 /** Tell a machine's workflow that the machine's life changed (it went Dead): re-read it and tear down. */
 export const destroySignal = defineSignal('destroy');
 /** What EC2 says of an instance (the sweep or the state-change handler saw it). */

@@ -82,8 +82,14 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     destroy: input.carried?.destroyRequested ?? false,
   };
   setHandler(provisioningStateQuery, () => state);
-  setHandler(retrySignal, () => {
+  // who asked, for the details; the handler sets it on `ctx` once that exists (below)
+  const asked = { by: input.carried?.requestedBy ?? input.requestedBy };
+  let onAsked = (by: string) => {
+    asked.by = by;
+  };
+  setHandler(retrySignal, (request) => {
     signals.retry = true;
+    if (request?.by) onAsked(request.by);
   });
   setHandler(destroySignal, () => {
     signals.destroy = true;
@@ -126,6 +132,10 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
         }
       : {}),
     published: {},
+    ...(asked.by ? { requestedBy: asked.by } : {}),
+  };
+  onAsked = (by) => {
+    ctx.requestedBy = by;
   };
   state.maxAttempts = ctx.tuning.startAttempts;
 

@@ -46,6 +46,7 @@ export function machineDetails(ctx: MachineContext, machine?: MachineSnapshot): 
     lines.push(`**units** ${machine.units.join(', ')}`);
   if (machine?.constraints) lines.push(`**constraints** ${machine.constraints}`);
   if (state.lastError) lines.push(`**last error** ${state.lastError}`);
+  if (ctx.requestedBy) lines.push(`**requested by** ${ctx.requestedBy}`);
   return lines.join('\n');
 }
 

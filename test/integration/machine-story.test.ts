@@ -100,6 +100,8 @@ describe("a machine's story in the Temporal UI", () => {
       '**applications** web',
       `**units** web/0`,
       `**constraints** ${m.constraints}`,
+      // who asked (issue 24): the admin token's user
+      '**requested by** admin',
     ]);
 
     // the README's saved searches: machines of an application, everything in a zone
@@ -148,6 +150,7 @@ describe("a machine's story in the Temporal UI", () => {
     expect(current.split('\n')).toEqual([
       '**status** error (error)',
       '**last error** no image found for base "ubuntu@26.04" (arch amd64) in region us-east-1',
+      '**requested by** admin',
     ]);
     // the README's saved search: machines in error in a model
     const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error"`;

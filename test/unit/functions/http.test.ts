@@ -2,6 +2,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { z } from 'zod';
 import { ConstraintsError, PlacementError } from '../../../core';
 import { ConflictError } from '../../../functions/errors';
+import { adminTokenGate } from '../../../functions/access';
 import { createHandler, parseBody } from '../../../functions/http';
 import { LIMITS } from '../../../functions/limits';
 import {
@@ -48,7 +49,7 @@ const echo = createHandler(
       throw new Error('boom with secret details');
     },
   },
-  () => Promise.resolve(TOKEN),
+  () => adminTokenGate(() => Promise.resolve(TOKEN)),
 );
 
 const body = (res: { body?: string }) => JSON.parse(res.body ?? '{}');

@@ -1,0 +1,232 @@
+import {
+  AdminCreateUserCommand,
+  AdminDeleteUserCommand,
+  AdminSetUserPasswordCommand,
+  AdminUserGlobalSignOutCommand,
+  CognitoIdentityProviderClient,
+  InvalidPasswordException,
+  UsernameExistsException,
+  UserNotFoundException,
+} from '@aws-sdk/client-cognito-identity-provider';
+import { ADMIN_USER, type ControllerAccess, type ModelAccess } from '../core/access';
+import { localCredentialsFor } from '../config/clients';
+import type { IdentitySettings } from '../config/identity';
+import type { AccessStore } from '../state/access';
+import { EntityConflictError, EntityNotFoundError } from '../state/errors';
+import type { Repository } from '../state/repository';
+import { DependencyUnavailableError, InvalidRequestError } from './errors';
+import { NAME_PATTERN } from './names';
+
+/**
+ * The user pool's admin API, as the provisioner uses it: exactly
+ * AdminCreateUser, AdminSetUserPassword, AdminDeleteUser and
+ * AdminUserGlobalSignOut (the CDK grants these and no other).
+ */
+export interface UserPool {
+  /** Creates the user with a permanent password; resolves to the user's `sub`. */
+  createUser(name: string, password: string): Promise<string | undefined>;
+  /** Revokes the user's refresh tokens, then deletes the user; a user not in the pool is `false`. */
+  removeUser(name: string): Promise<boolean>;
+}
+
+export class CognitoUserPool implements UserPool {
+  private readonly client: CognitoIdentityProviderClient;
+
+  constructor(
+    private readonly userPoolId: string,
+    region: string,
+    endpoint?: string,
+  ) {
+    const credentials = localCredentialsFor(endpoint);
+    this.client = new CognitoIdentityProviderClient({
+      region,
+      ...(endpoint ? { endpoint } : {}),
+      ...(credentials ? { credentials } : {}),
+    });
+  }
+
+  async createUser(name: string, password: string): Promise<string | undefined> {
+    let sub: string | undefined;
+    try {
+      const out = await this.client.send(
+        new AdminCreateUserCommand({
+          UserPoolId: this.userPoolId,
+          Username: name,
+          MessageAction: 'SUPPRESS',
+        }),
+      );
+      sub = out.User?.Attributes?.find((a) => a.Name === 'sub')?.Value;
+    } catch (err) {
+      if (err instanceof UsernameExistsException)
+        throw new EntityConflictError(`user "${name}" already exists`);
+      throw unavailable(err);
+    }
+    try {
+      await this.client.send(
+        new AdminSetUserPasswordCommand({
+          UserPoolId: this.userPoolId,
+          Username: name,
+          Password: password,
+          Permanent: true,
+        }),
+      );
+    } catch (err) {
+      // no user is left behind with a password nobody knows
+      await this.client
+        .send(new AdminDeleteUserCommand({ UserPoolId: this.userPoolId, Username: name }))
+        .catch(() => undefined);
+      if (err instanceof InvalidPasswordException) {
+        // the pool's reason, never the password
+        throw new InvalidRequestError(
+          `password refused by the user pool: ${err.message || 'it does not meet the password policy'}`,
+        );
+      }
+      throw unavailable(err);
+    }
+    return sub;
+  }
+
+  async removeUser(name: string): Promise<boolean> {
+    try {
+      await this.client.send(
+        new AdminUserGlobalSignOutCommand({ UserPoolId: this.userPoolId, Username: name }),
+      );
+      await this.client.send(
+        new AdminDeleteUserCommand({ UserPoolId: this.userPoolId, Username: name }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof UserNotFoundException) return false;
+      throw unavailable(err);
+    }
+  }
+}
+
+function unavailable(err: unknown): Error {
+  return new DependencyUnavailableError(
+    `the user pool could not be asked: ${err instanceof Error ? err.name : 'error'}`,
+  );
+}
+
+export interface IdentityContext {
+  settings: IdentitySettings;
+  access: AccessStore;
+  repo: Repository;
+  /** Absent when the deployment has no pool: only the admin token works then. */
+  pool?: UserPool;
+  now(): Date;
+}
+
+function checkUserName(name: string): void {
+  if (!NAME_PATTERN.test(name))
+    throw new InvalidRequestError(`invalid user name "${name.slice(0, 100)}"`);
+}
+
+function requirePool(ctx: IdentityContext): UserPool {
+  if (!ctx.pool) throw new EntityNotFoundError('this deployment has no user pool');
+  return ctx.pool;
+}
+
+/** Juju's add-user: the user is created in the pool with that permanent password, and has `login`. */
+export async function addUser(
+  ctx: IdentityContext,
+  name: string,
+  password: string,
+): Promise<{ name: string; access: ControllerAccess }> {
+  checkUserName(name);
+  if (name === ADMIN_USER) throw new EntityConflictError(`user "${name}" already exists`);
+  const pool = requirePool(ctx);
+  const state = await ctx.access.getUser(name);
+  if (state.kind === 'user') throw new EntityConflictError(`user "${name}" already exists`);
+  const sub = await pool.createUser(name, password);
+  await ctx.access.createUser({
+    name,
+    access: 'login',
+    ...(sub ? { sub } : {}),
+    createdAt: ctx.now().toISOString(),
+  });
+  return { name, access: 'login' };
+}
+
+export async function listUsers(
+  ctx: IdentityContext,
+): Promise<Array<{ name: string; access: ControllerAccess }>> {
+  const users = (await ctx.access.listUsers())
+    .map((u) => ({ name: u.name, access: u.access }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  return ctx.settings.adminTokenEnabled
+    ? [{ name: ADMIN_USER, access: 'superuser' }, ...users]
+    : users;
+}
+
+/**
+ * remove-user: from the tombstone on, every token of the user is refused
+ * (functions/access.ts reads it on every request); then the pool forgets the
+ * user and their refresh tokens, and their grants go.
+ */
+export async function removeUser(ctx: IdentityContext, name: string): Promise<void> {
+  checkUserName(name);
+  if (name === ADMIN_USER) throw new EntityConflictError(`cannot remove user "${ADMIN_USER}"`);
+  const pool = requirePool(ctx);
+  const state = await ctx.access.getUser(name);
+  if (state.kind !== 'user') {
+    // not ours (or already removed): the pool decides whether the user exists
+    if (!(await pool.removeUser(name))) throw new EntityNotFoundError(`user "${name}" not found`);
+  }
+  await ctx.access.removeUser(name, ctx.now());
+  if (state.kind === 'user') await pool.removeUser(name);
+  const models = (await ctx.repo.listModels()).map((m) => m.name);
+  await ctx.access.dropGrantsOf(name, models);
+}
+
+async function requireKnownUser(ctx: IdentityContext, name: string): Promise<void> {
+  checkUserName(name);
+  if (name === ADMIN_USER && ctx.settings.adminTokenEnabled) return;
+  const state = await ctx.access.getUser(name);
+  if (state.kind !== 'user') throw new EntityNotFoundError(`user "${name}" not found`);
+}
+
+export async function setControllerAccess(
+  ctx: IdentityContext,
+  name: string,
+  access: ControllerAccess,
+): Promise<{ user: string; access: ControllerAccess }> {
+  checkUserName(name);
+  if (name === ADMIN_USER)
+    throw new EntityConflictError(`user "${ADMIN_USER}" is always a superuser`);
+  await ctx.access.setControllerAccess(name, access, ctx.now());
+  return { user: name, access };
+}
+
+export async function setModelAccess(
+  ctx: IdentityContext,
+  model: string,
+  name: string,
+  access: ModelAccess,
+): Promise<{ user: string; access: ModelAccess }> {
+  await ctx.repo.getModel(model);
+  await requireKnownUser(ctx, name);
+  await ctx.access.changeModelAccess(model, name, access);
+  return { user: name, access };
+}
+
+export async function revokeModelAccess(
+  ctx: IdentityContext,
+  model: string,
+  name: string,
+): Promise<void> {
+  checkUserName(name);
+  await ctx.repo.getModel(model);
+  await ctx.access.changeModelAccess(model, name, undefined);
+}
+
+export async function modelAccessList(
+  ctx: IdentityContext,
+  model: string,
+): Promise<Array<{ user: string; access: ModelAccess }>> {
+  await ctx.repo.getModel(model);
+  const grants = await ctx.access.modelGrants(model);
+  return Object.entries(grants.users)
+    .map(([user, access]) => ({ user, access }))
+    .sort((a, b) => a.user.localeCompare(b.user));
+}

@@ -1,0 +1,184 @@
+import { Client, Connection } from '@temporalio/client';
+import { workflowMetadataQuery } from '@temporalio/workflow';
+import {
+  CONTROLLER_LEVELS,
+  MODEL_LEVELS,
+  controllerAtLeast,
+  modelAtLeast,
+  type ControllerAccess,
+  type ModelAccess,
+} from '../../core/access';
+import { ROUTES } from '../../functions/routes';
+import { machineWorkflowId } from '../../temporal/search-attributes';
+import { apiClient, eventually, uniqueName } from './api-client';
+import { addUserAndLogIn } from './identity-support';
+import { loadTestStack } from './stack';
+
+/**
+ * The route walk (issue 24): every route of functions/routes.ts, called by a
+ * caller of each access level with real pool tokens, answers as its level
+ * says: allowed, `403 permission denied`, or (no access to the model) the
+ * very 404 of a missing model. A route added without a level fails the type
+ * check of the table; one whose enforcement drifts fails here.
+ */
+const stack = loadTestStack();
+const admin = apiClient(stack);
+
+interface Walker {
+  label: string;
+  controller: ControllerAccess;
+  model?: ModelAccess;
+  api: ReturnType<typeof apiClient>;
+}
+
+const PARAMS: Record<string, string> = {
+  app: 'nosuchapp',
+  id: '999',
+  n: '0',
+  name: 'nosuchuser',
+  user: 'nosuchuser',
+};
+
+/** Makes any state-changing call stop right after the access check: a 400 for its key, and no effect. */
+const STOP_AFTER_ACCESS = { 'idempotency-key': 'not a valid key' };
+
+describe('every route, at every access level', () => {
+  const model = uniqueName('walk');
+  const walkers: Walker[] = [];
+
+  beforeAll(async () => {
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    walkers.push({ label: 'admin token', controller: 'superuser', model: 'admin', api: admin });
+    for (const controller of CONTROLLER_LEVELS) {
+      const session = await addUserAndLogIn(stack, uniqueName(`w-${controller}`));
+      if (controller !== 'login') {
+        const name = (await session.api.get('/v1/whoami')).body.user as string;
+        expect((await admin.put(`/v1/access/${name}`, { access: controller })).status).toBe(200);
+      }
+      walkers.push({
+        label: `controller ${controller}`,
+        controller,
+        ...(controller === 'superuser' ? { model: 'admin' as const } : {}),
+        api: session.api,
+      });
+    }
+    for (const level of MODEL_LEVELS) {
+      const name = uniqueName(`w-${level}`);
+      const session = await addUserAndLogIn(stack, name);
+      expect(
+        (await admin.put(`/v1/models/${model}/access/${name}`, { access: level })).status,
+      ).toBe(200);
+      walkers.push({
+        label: `model ${level}`,
+        controller: 'login',
+        model: level,
+        api: session.api,
+      });
+    }
+  }, 180_000);
+
+  it.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', async (_key, route) => {
+    const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+      name === 'model' ? model : (PARAMS[name] ?? 'x'),
+    );
+    const mutating = route.method !== 'GET';
+    const hiddenBody = { error: { code: 'not-found', message: `model "${model}" not found` } };
+    const seen: string[] = [];
+    const expected: string[] = [];
+
+    const anonymous = await apiClient(stack, null).call(
+      route.method,
+      path,
+      undefined,
+      undefined,
+      mutating ? STOP_AFTER_ACCESS : {},
+    );
+    seen.push(`anonymous ${anonymous.status === 401 ? 'unauthorized' : 'allowed'}`);
+    expected.push(`anonymous ${route.access.kind === 'none' ? 'allowed' : 'unauthorized'}`);
+
+    for (const walker of walkers) {
+      const res = await walker.api.call(
+        route.method,
+        path,
+        undefined,
+        undefined,
+        mutating ? STOP_AFTER_ACCESS : {},
+      );
+      const outcome =
+        res.status === 403
+          ? res.body.error.message === 'permission denied'
+            ? 'denied'
+            : `403 ${JSON.stringify(res.body)}`
+          : res.status === 404 && JSON.stringify(res.body) === JSON.stringify(hiddenBody)
+            ? 'hidden'
+            : res.status === 401
+              ? 'unauthorized'
+              : 'allowed';
+      seen.push(`${walker.label} ${outcome}`);
+      const access = route.access;
+      const want =
+        access.kind === 'none'
+          ? 'allowed'
+          : access.kind === 'controller'
+            ? controllerAtLeast(walker.controller, access.level)
+              ? 'allowed'
+              : 'denied'
+            : walker.model === undefined
+              ? 'hidden'
+              : modelAtLeast(walker.model, access.level)
+                ? 'allowed'
+                : 'denied';
+      expected.push(`${walker.label} ${want}`);
+    }
+    expect(seen).toEqual(expected);
+  });
+});
+
+describe('who asked, in Temporal', () => {
+  let connection: Connection;
+  let client: Client;
+  beforeAll(async () => {
+    connection = await Connection.connect({ address: stack.temporalAddress });
+    client = new Client({ connection, namespace: stack.temporalNamespace });
+  });
+  afterAll(async () => {
+    await connection.close();
+  });
+
+  it('a machine’s workflow names the user who added it and the one who last retried it', async () => {
+    const model = uniqueName('asked');
+    const writerName = uniqueName('writer');
+    const writer = await addUserAndLogIn(stack, writerName);
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    expect(
+      (await admin.put(`/v1/models/${model}/access/${writerName}`, { access: 'write' })).status,
+    ).toBe(200);
+    // a base with no image: the machine ends in error at once, so it can be retried
+    const added = await writer.api.post(`/v1/models/${model}/machines`, {
+      constraints: 'zones=us-east-1z',
+    });
+    expect(added.status).toBe(201);
+    const id = added.body.machines[0].id as string;
+    const handle = client.workflow.getHandle(machineWorkflowId(model, id));
+    await eventually(
+      () =>
+        handle
+          .describe()
+          .then(() => true)
+          .catch(() => false),
+      Boolean,
+      30_000,
+    );
+    expect(await (await handle.describe()).staticDetails()).toBe(`Requested by ${writerName}`);
+    await eventually(
+      () => admin.get(`/v1/models/${model}/machines/${id}`),
+      (r) => r.body?.status === 'error',
+      90_000,
+    );
+    const details = () => handle.query(workflowMetadataQuery).then((m) => m.currentDetails ?? '');
+    expect(await details()).toContain(`**requested by** ${writerName}`);
+    expect((await admin.post(`/v1/models/${model}/machines/${id}/retry`, {})).status).toBe(202);
+    await eventually(details, (d) => d.includes('**requested by** admin'), 30_000);
+    expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
+  });
+});

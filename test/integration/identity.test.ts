@@ -1,0 +1,420 @@
+import { CreateUserPoolClientCommand } from '@aws-sdk/client-cognito-identity-provider';
+import { createHash, createSign, generateKeyPairSync } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { cacheDir, PINS } from '../../local/toolchain';
+import { apiClient, uniqueName } from './api-client';
+import { addUserAndLogIn, cognitoClientFor, logIn, PASSWORD } from './identity-support';
+import { loadTestStack } from './stack';
+
+const stack = loadTestStack();
+const admin = apiClient(stack);
+const anonymous = apiClient(stack, null);
+const hidden = (model: string) => ({
+  status: 404,
+  body: { error: { code: 'not-found', message: `model "${model}" not found` } },
+});
+const denied = {
+  status: 403,
+  body: { error: { code: 'forbidden', message: 'permission denied' } },
+};
+const unauthorized = (res: { status: number; body: any }) => {
+  expect(res.status).toBe(401);
+  expect(res.body.error.code).toBe('unauthorized');
+};
+
+/** Every token and password this file handled, to look for in the audit and the stack's logs. */
+const secrets = new Set<string>();
+const remember = <T extends { accessToken: string; idToken: string; refreshToken: string }>(
+  t: T,
+) => {
+  secrets.add(t.accessToken);
+  secrets.add(t.idToken);
+  secrets.add(t.refreshToken);
+  return t;
+};
+
+function b64url(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
+describe('identity, access and audit', () => {
+  const alice = uniqueName('alice');
+  const bob = uniqueName('bob');
+  const model = uniqueName('team');
+  let aliceSession: Awaited<ReturnType<typeof addUserAndLogIn>>;
+  let bobSession: Awaited<ReturnType<typeof addUserAndLogIn>>;
+
+  beforeAll(async () => {
+    secrets.add(PASSWORD);
+    secrets.add(stack.token);
+    aliceSession = remember(await addUserAndLogIn(stack, alice));
+    bobSession = remember(await addUserAndLogIn(stack, bob));
+  }, 120_000);
+
+  it('tells how to log in without a token', async () => {
+    expect(await anonymous.get('/v1/auth')).toEqual({
+      status: 200,
+      body: {
+        region: stack.region,
+        userPoolId: stack.userPoolId,
+        clientId: stack.userPoolClientId,
+        endpoint: stack.cognitoEndpoint,
+      },
+    });
+    unauthorized(await anonymous.get('/v1/whoami'));
+  });
+
+  it('knows who is calling: the admin token and a pool user', async () => {
+    expect((await admin.get('/v1/whoami')).body).toEqual({ user: 'admin', access: 'superuser' });
+    expect(await aliceSession.api.get('/v1/whoami')).toEqual({
+      status: 200,
+      body: { user: alice, access: 'login' },
+    });
+    const users = await admin.get('/v1/users');
+    expect(users.body.users).toEqual(
+      expect.arrayContaining([
+        { name: 'admin', access: 'superuser' },
+        { name: alice, access: 'login' },
+        { name: bob, access: 'login' },
+      ]),
+    );
+  });
+
+  it('refuses a password the pool refuses with its reason, a taken name, a bad name', async () => {
+    const weak = await admin.post('/v1/users', { name: uniqueName('weak'), password: 'short' });
+    expect(weak.status).toBe(400);
+    expect(weak.body.error.code).toBe('bad-request');
+    expect(weak.body.error.message).toMatch(/^password refused by the user pool: /);
+    expect(weak.body.error.message).not.toContain('short');
+    expect(await admin.post('/v1/users', { name: alice, password: PASSWORD })).toEqual({
+      status: 409,
+      body: { error: { code: 'conflict', message: `user "${alice}" already exists` } },
+    });
+    expect(await admin.post('/v1/users', { name: 'Alice!', password: PASSWORD })).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'invalid user name "Alice!"' } },
+    });
+    expect(
+      (await admin.post('/v1/users', { name: 'x', password: PASSWORD, admin: true })).body,
+    ).toEqual({
+      error: { code: 'bad-request', message: 'unknown field "admin"' },
+    });
+    expect(await aliceSession.api.post('/v1/users', { name: 'x', password: PASSWORD })).toEqual(
+      denied,
+    );
+  });
+
+  it('refuses ID tokens, other clients’, tampered, forged and expired tokens', async () => {
+    unauthorized(await apiClient(stack, aliceSession.idToken).get('/v1/whoami'));
+    const other = await cognitoClientFor(stack).send(
+      new CreateUserPoolClientCommand({
+        UserPoolId: stack.userPoolId,
+        ClientName: 'someone-else',
+        ExplicitAuthFlows: ['ALLOW_USER_PASSWORD_AUTH', 'ALLOW_REFRESH_TOKEN_AUTH'],
+      }),
+    );
+    const otherTokens = remember(
+      await logIn(stack, alice, PASSWORD, other.UserPoolClient?.ClientId ?? ''),
+    );
+    unauthorized(await apiClient(stack, otherTokens.accessToken).get('/v1/whoami'));
+
+    const [header, payload, signature] = aliceSession.accessToken.split('.') as [
+      string,
+      string,
+      string,
+    ];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+    // alice's signed token, made to say it is bob's: the signature no longer holds
+    const tampered = `${header}.${b64url({ ...claims, username: bob })}.${signature}`;
+    unauthorized(await apiClient(stack, tampered).get('/v1/whoami'));
+
+    // signed by a key of our own, under the pool's key id
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const sign = (body: unknown, key: Parameters<ReturnType<typeof createSign>['sign']>[0]) => {
+      const head = b64url({ kid: 'dummy', alg: 'RS256' });
+      const data = `${head}.${b64url(body)}`;
+      return `${data}.${createSign('RSA-SHA256').update(data).sign(key).toString('base64url')}`;
+    };
+    unauthorized(
+      await apiClient(stack, sign({ ...claims, username: 'admin' }, privateKey)).get('/v1/whoami'),
+    );
+
+    // moto's own signing key (fixed, shipped with moto): a genuine signature on an expired token
+    const motoKey = motoPrivateJwk();
+    expect(motoKey).toBeDefined();
+    const now = Math.floor(Date.now() / 1000);
+    const signWithMoto = (body: unknown) => {
+      const data = `${b64url({ kid: 'dummy', alg: 'RS256' })}.${b64url(body)}`;
+      return `${data}.${rs256(data, motoKey!)}`;
+    };
+    const fresh = signWithMoto({ ...claims, iat: now, exp: now + 3600 });
+    expect((await apiClient(stack, fresh).get('/v1/whoami')).status).toBe(200);
+    unauthorized(
+      await apiClient(stack, signWithMoto({ ...claims, iat: now - 7200, exp: now - 3600 })).get(
+        '/v1/whoami',
+      ),
+    );
+  });
+
+  it('a user with add-model creates a model and is its admin; others see nothing until granted', async () => {
+    expect(await aliceSession.api.post('/v1/models', { name: model })).toEqual(denied);
+    expect(await admin.put(`/v1/access/${alice}`, { access: 'add-model' })).toEqual({
+      status: 200,
+      body: { user: alice, access: 'add-model' },
+    });
+    expect((await aliceSession.api.get('/v1/whoami')).body.access).toBe('add-model');
+    expect((await aliceSession.api.post('/v1/models', { name: model })).status).toBe(201);
+    expect(await aliceSession.api.get(`/v1/models/${model}/access`)).toEqual({
+      status: 200,
+      body: { users: [{ user: alice, access: 'admin' }] },
+    });
+
+    // bob: no access is exactly a model that does not exist
+    const missing = uniqueName('nothing');
+    expect(await admin.get(`/v1/models/${missing}`)).toEqual(hidden(missing));
+    expect(await bobSession.api.get(`/v1/models/${missing}`)).toEqual(hidden(missing));
+    expect(await bobSession.api.get(`/v1/models/${model}`)).toEqual(hidden(model));
+    expect(await bobSession.api.get(`/v1/models/${model}/status`)).toEqual(hidden(model));
+    expect(await bobSession.api.post(`/v1/models/${model}/machines`, {})).toEqual(hidden(model));
+    const listed = (await bobSession.api.get('/v1/models')).body.models.map((m: any) => m.name);
+    expect(listed).not.toContain(model);
+
+    expect(
+      await aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'read' }),
+    ).toEqual({
+      status: 200,
+      body: { user: bob, access: 'read' },
+    });
+    expect((await bobSession.api.get(`/v1/models/${model}`)).status).toBe(200);
+    expect((await bobSession.api.get('/v1/models')).body.models.map((m: any) => m.name)).toEqual([
+      model,
+    ]);
+    expect(await bobSession.api.post(`/v1/models/${model}/machines`, {})).toEqual(denied);
+    expect(
+      await bobSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'admin' }),
+    ).toEqual(denied);
+    expect(
+      await aliceSession.api.put(`/v1/models/${model}/access/${uniqueName('ghost')}`, {
+        access: 'read',
+      }),
+    ).toMatchObject({
+      status: 404,
+      body: { error: { code: 'not-found' } },
+    });
+    expect(
+      (await aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'owner' })).status,
+    ).toBe(400);
+  });
+
+  it('refuses to remove the last admin, and concurrent grants and revokes end consistent', async () => {
+    expect(await aliceSession.api.delete(`/v1/models/${model}/access/${alice}`)).toEqual({
+      status: 409,
+      body: {
+        error: { code: 'conflict', message: `cannot remove the last admin of model "${model}"` },
+      },
+    });
+    const others = await Promise.all(
+      [1, 2, 3, 4].map(async (i) => {
+        const name = uniqueName(`c${i}`);
+        expect((await admin.post('/v1/users', { name, password: PASSWORD })).status).toBe(201);
+        return name;
+      }),
+    );
+    const answers = await Promise.all([
+      ...others.map((u) =>
+        aliceSession.api.put(`/v1/models/${model}/access/${u}`, { access: 'write' }),
+      ),
+      aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'write' }),
+      aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'read' }),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const revokes = await Promise.all(
+      others.slice(0, 2).map((u) => aliceSession.api.delete(`/v1/models/${model}/access/${u}`)),
+    );
+    expect(revokes.map((r) => r.status)).toEqual([204, 204]);
+    const list = (await admin.get(`/v1/models/${model}/access`)).body.users;
+    expect(list).toEqual(
+      [
+        { user: alice, access: 'admin' },
+        { user: bob, access: expect.stringMatching(/^(read|write)$/) },
+        ...others.slice(2).map((u) => ({ user: u, access: 'write' })),
+      ].sort((a, b) => a.user.localeCompare(b.user)),
+    );
+  });
+
+  it('audits changes and refusals, newest first, paged, without bodies, passwords or tokens', async () => {
+    const key = `key-${uniqueName('k')}`;
+    const withKey = await aliceSession.api.call(
+      'PUT',
+      `/v1/models/${model}/constraints`,
+      { constraints: 'mem=2G' },
+      undefined,
+      { 'idempotency-key': key },
+    );
+    expect(withKey.status).toBe(200);
+    const page = await aliceSession.api.get(`/v1/models/${model}/audit?limit=500`);
+    expect(page.status).toBe(200);
+    const entries: any[] = page.body.entries;
+    expect(entries[0]).toMatchObject({
+      user: alice,
+      method: 'PUT',
+      path: `/v1/models/${model}/constraints`,
+      model,
+      status: 200,
+      idempotencyKey: key,
+    });
+    expect(entries[0].requestId).toMatch(/\S/);
+    const times = entries.map((e) => e.time);
+    expect([...times].sort().reverse()).toEqual(times);
+    // bob's refusals are there, with their 403
+    expect(entries).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          user: bob,
+          method: 'POST',
+          path: `/v1/models/${model}/machines`,
+          status: 403,
+        }),
+        expect.objectContaining({
+          user: alice,
+          method: 'POST',
+          path: '/v1/models',
+          model,
+          status: 201,
+        }),
+      ]),
+    );
+    // no GET is audited
+    expect(entries.some((e) => e.method === 'GET')).toBe(false);
+
+    // paging: two at a time reaches the same entries in the same order
+    const paged: any[] = [];
+    let cursor: string | undefined;
+    do {
+      const res = await aliceSession.api.get(
+        `/v1/models/${model}/audit?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(res.status).toBe(200);
+      expect(res.body.entries.length).toBeLessThanOrEqual(2);
+      paged.push(...res.body.entries);
+      cursor = res.body.cursor;
+    } while (cursor);
+    expect(paged.map((e) => e.requestId)).toEqual(entries.map((e) => e.requestId));
+
+    // a cursor of another partition is refused, not followed
+    const foreign = Buffer.from(JSON.stringify({ pk: 'AUDIT#MODEL#other', sk: 'x' })).toString(
+      'base64url',
+    );
+    expect(
+      (await aliceSession.api.get(`/v1/models/${model}/audit?cursor=${foreign}`)).body,
+    ).toEqual({
+      error: { code: 'bad-request', message: 'invalid cursor' },
+    });
+    expect((await aliceSession.api.get(`/v1/models/${model}/audit?limit=501`)).status).toBe(400);
+    expect(await bobSession.api.get(`/v1/models/${model}/audit`)).toEqual(denied);
+    expect(await aliceSession.api.get('/v1/audit')).toEqual(denied);
+
+    const all = await admin.get(`/v1/audit?user=${alice}&limit=500`);
+    expect(all.status).toBe(200);
+    expect(all.body.entries.length).toBeGreaterThan(3);
+    expect(all.body.entries.every((e: any) => e.user === alice)).toBe(true);
+    const adds = (await admin.get(`/v1/audit?user=admin&limit=500`)).body.entries;
+    expect(adds).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ method: 'POST', path: '/v1/users', status: 201 }),
+      ]),
+    );
+
+    const text = JSON.stringify([entries, all.body, adds]);
+    for (const secret of secrets) expect(text).not.toContain(secret);
+  });
+
+  it('a removed user’s token stops working at once, and their grants go', async () => {
+    expect((await bobSession.api.get('/v1/whoami')).status).toBe(200);
+    expect(await admin.delete(`/v1/users/${bob}`)).toEqual({ status: 204, body: undefined });
+    unauthorized(await bobSession.api.get('/v1/whoami'));
+    unauthorized(await bobSession.api.get(`/v1/models/${model}`));
+    const list = (await admin.get(`/v1/models/${model}/access`)).body.users.map((u: any) => u.user);
+    expect(list).not.toContain(bob);
+    await expect(logIn(stack, bob, PASSWORD)).rejects.toThrow();
+    expect(await admin.delete(`/v1/users/${bob}`)).toMatchObject({ status: 404 });
+    expect(await admin.delete('/v1/users/admin')).toEqual({
+      status: 409,
+      body: { error: { code: 'conflict', message: 'cannot remove user "admin"' } },
+    });
+  });
+
+  it('no password or token reaches the stack’s logs', () => {
+    const logs = join(dirname(process.env.PROVISIONER_TEST_STACK_FILE ?? ''), 'data', 'logs');
+    const files = readdirSync(logs)
+      .map((f) => join(logs, f))
+      .filter((f) => statSync(f).isFile());
+    expect(files.length).toBeGreaterThan(3);
+    for (const file of files) {
+      const text = readFileSync(file, 'utf8');
+      for (const secret of secrets) {
+        if (secret === stack.token) continue; // the admin token is the stack's own setting
+        expect({ file, found: text.includes(secret) }).toEqual({ file, found: false });
+      }
+    }
+  });
+});
+
+/**
+ * RS256 with a bare private key (`n`, `d`: moto's JWK has no CRT parameters,
+ * which Node's key import needs): EMSA-PKCS1-v1_5 over SHA-256, then m^d mod n.
+ */
+function rs256(data: string, jwk: Record<string, string>): string {
+  const big = (b64: string) => BigInt(`0x${Buffer.from(b64, 'base64url').toString('hex')}`);
+  const n = big(jwk.n ?? '');
+  const d = big(jwk.d ?? '');
+  const k = Buffer.from(jwk.n ?? '', 'base64url').length;
+  const digestInfo = Buffer.concat([
+    Buffer.from('3031300d060960864801650304020105000420', 'hex'),
+    createHash('sha256').update(data).digest(),
+  ]);
+  const em = Buffer.concat([
+    Buffer.from([0, 1]),
+    Buffer.alloc(k - digestInfo.length - 3, 0xff),
+    Buffer.from([0]),
+    digestInfo,
+  ]);
+  let result = 1n;
+  let base = BigInt(`0x${em.toString('hex')}`) % n;
+  for (let e = d; e > 0n; e >>= 1n) {
+    if (e & 1n) result = (result * base) % n;
+    base = (base * base) % n;
+  }
+  return Buffer.from(result.toString(16).padStart(k * 2, '0'), 'hex').toString('base64url');
+}
+
+/** moto's fixed signing key, from the pinned moto in the toolchain cache (absent: that check is left out). */
+function motoPrivateJwk(): Record<string, string> | undefined {
+  const venv = join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'lib');
+  try {
+    for (const py of readdirSync(venv)) {
+      const file = join(
+        venv,
+        py,
+        'site-packages',
+        'moto',
+        'cognitoidp',
+        'resources',
+        'jwks-private.json.gz',
+      );
+      try {
+        return JSON.parse(gunzipSync(readFileSync(file)).toString('utf8')) as Record<
+          string,
+          string
+        >;
+      } catch {
+        // not this Python's
+      }
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
