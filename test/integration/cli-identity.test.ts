@@ -89,10 +89,7 @@ afterAll(async () => {
   for (const t of terminals) await t.close();
 });
 
-// until the identity API (branch identity-api) is merged, the stack has no user pool to test against
-const describeIdentity = (stack as { userPoolId?: string }).userPoolId ? describe : describe.skip;
-
-describeIdentity('users, logins and access through the CLI', () => {
+describe('users, logins and access through the CLI', () => {
   it('the admin adds alice at a terminal: the password asked twice, never echoed', async () => {
     const t = await terminal('admin', ['add-user', alice]);
     await t.waitFor(new RegExp(`Enter a password for ${alice}:$`));
