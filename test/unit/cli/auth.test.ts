@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -137,7 +137,7 @@ describe('a user login renews its own access token', () => {
 });
 
 describe('where a user login sits among the ways to reach the API', () => {
-  it('a user login comes before the stack file and the environment; a token login stays last', () => {
+  it('a user login comes before the stack file and the environment, until logout; a token login stays last', () => {
     const env = {
       ...configEnv(),
       PROVISIONER_API_URL: 'https://api.example.com',
@@ -145,12 +145,22 @@ describe('where a user login sits among the ways to reach the API', () => {
     };
     saveLogin('https://login.example.com', 'tok-login', env);
     expect(resolveEndpoint('/', env)).toMatchObject({ source: 'env' });
+    const checkout = mkdtempSync(join(tmpdir(), 'cli-auth-checkout-'));
+    mkdirSync(join(checkout, '.provisioner'));
+    writeFileSync(
+      join(checkout, '.provisioner', 'stack.json'),
+      JSON.stringify({ apiUrl: 'http://127.0.0.1:3000', token: 'tok-stack' }),
+    );
+    expect(resolveEndpoint(checkout, env)).toMatchObject({ source: 'stack', token: 'tok-stack' });
     saveUserLogin(login({ apiUrl: 'http://127.0.0.1:3000/' }), env);
-    expect(resolveEndpoint('/', env)).toMatchObject({
+    expect(resolveEndpoint(checkout, env)).toMatchObject({
       apiUrl: 'http://127.0.0.1:3000',
       source: 'user',
       token: 'access-1',
     });
+    // logout (the file gone) returns to the stack's admin token
+    rmSync(credentialsFile(env));
+    expect(resolveEndpoint(checkout, env)).toMatchObject({ source: 'stack', token: 'tok-stack' });
   });
 });
 
