@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { loginAgain } from './auth';
 import type { Endpoint } from './config';
 import { ApiError, CliError } from './errors';
 
@@ -38,6 +39,14 @@ export function unreachable(apiUrl: string, err: unknown): CliError {
   return new CliError(`cannot connect to the provisioner API at ${apiUrl}: ${detail}`);
 }
 
+/** The API refused a user's freshly renewed token: the user was removed, or their tokens revoked. */
+function refusedLogin(apiUrl: string, user: string | undefined): CliError {
+  const who = user ?? 'this user';
+  return new CliError(
+    `the API at ${apiUrl} refused the login of "${who}" (removed, or signed out): ${loginAgain(who)}`,
+  );
+}
+
 export interface Client {
   readonly apiUrl: string;
   request<T>(method: string, path: string, body?: unknown): Promise<T>;
@@ -48,19 +57,27 @@ export interface Client {
  * The API over fetch. Every mutating request carries a fresh random
  * `Idempotency-Key` (API.md "Retried requests"), so a server that honours it
  * can tell a repeated request from a new one.
+ *
+ * With a user login (`auth`), the token is asked of it before each request
+ * (it renews an expired one), and a `401` is answered once by renewing the
+ * token and sending the same request again, with the same key: a `401` means
+ * the API did nothing, and the key makes a repeat harmless anyway.
  */
-export function createClient(endpoint: Pick<Endpoint, 'apiUrl' | 'token'>): Client {
+export function createClient(
+  endpoint: Pick<Endpoint, 'apiUrl' | 'token' | 'auth' | 'user'>,
+): Client {
   const apiUrl = endpoint.apiUrl.replace(/\/+$/, '');
-  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${endpoint.token}`,
-      accept: 'application/json',
-    };
+  const auth = endpoint.auth;
+  let renewed = false;
+
+  async function send(method: string, path: string, token: string, key?: string, body?: unknown) {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    // an empty token is a request that needs none (GET /v1/auth)
+    if (token) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    if (MUTATING.has(method)) headers['idempotency-key'] = randomUUID();
-    let res: Response;
+    if (key) headers['idempotency-key'] = key;
     try {
-      res = await fetch(`${apiUrl}${path}`, {
+      return await fetch(`${apiUrl}${path}`, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -68,6 +85,18 @@ export function createClient(endpoint: Pick<Endpoint, 'apiUrl' | 'token'>): Clie
       });
     } catch (err) {
       throw unreachable(apiUrl, err);
+    }
+  }
+
+  async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const key = MUTATING.has(method) ? randomUUID() : undefined;
+    let res = await send(method, path, auth ? await auth.token() : endpoint.token, key, body);
+    if (res.status === 401 && auth) {
+      if (renewed) throw refusedLogin(apiUrl, endpoint.user?.user);
+      renewed = true;
+      await res.body?.cancel();
+      res = await send(method, path, await auth.renew(), key, body);
+      if (res.status === 401) throw refusedLogin(apiUrl, endpoint.user?.user);
     }
     const text = await res.text();
     let parsed: unknown;

@@ -7,9 +7,39 @@ import { CliError } from './errors';
 export interface Endpoint {
   apiUrl: string;
   token: string;
-  source: 'stack' | 'env' | 'login';
+  source: 'stack' | 'env' | 'login' | 'user';
   /** The file it came from, for stack.json and login. */
   file?: string;
+  /** For `login --user`: who is logged in, and how to renew their access token. */
+  user?: UserLogin;
+  /** Gives the token to send, renewing it when it has expired (user logins only). */
+  auth?: TokenSource;
+}
+
+/** Where a deployment's user pool is (`GET /v1/auth`). */
+export interface PoolInfo {
+  region: string;
+  userPoolId: string;
+  clientId: string;
+  /** Only where the pool is not AWS's regional endpoint, e.g. the local stack's moto. */
+  endpoint?: string;
+}
+
+/** What `login --user` stores (0600): the refresh token, and the access token while it lasts. */
+export interface UserLogin {
+  apiUrl: string;
+  user: string;
+  pool: PoolInfo;
+  refreshToken: string;
+  accessToken: string;
+  /** When the access token expires (RFC 3339). */
+  expiresAt: string;
+}
+
+/** The bearer token to send; `renew` gets a new one after the API refused the current one. */
+export interface TokenSource {
+  token(): Promise<string>;
+  renew(): Promise<string>;
 }
 
 export type Env = Record<string, string | undefined>;
@@ -55,12 +85,48 @@ export function credentialsFile(env: Env = process.env): string {
   return join(configDir(env), 'credentials.json');
 }
 
+function isUserLogin(value: unknown): value is UserLogin {
+  const v = value as Partial<UserLogin> | null;
+  return (
+    !!v &&
+    typeof v.apiUrl === 'string' &&
+    typeof v.user === 'string' &&
+    typeof v.refreshToken === 'string' &&
+    typeof v.accessToken === 'string' &&
+    typeof v.expiresAt === 'string' &&
+    !!v.pool &&
+    typeof v.pool.clientId === 'string' &&
+    typeof v.pool.region === 'string'
+  );
+}
+
+/** The stored `login --user`, if the credentials file holds one (rather than a token login). */
+export function storedUserLogin(env: Env = process.env): UserLogin | undefined {
+  const file = credentialsFile(env);
+  if (!existsSync(file)) return undefined;
+  const value = readJson(file);
+  if ((value as { user?: unknown } | null)?.user === undefined) return undefined;
+  if (!isUserLogin(value))
+    throw new CliError(`${file} is not a login this version understands: run "provisioner logout"`);
+  return value;
+}
+
 /**
- * Where to talk to, in order: the local stack's `.provisioner/stack.json`
+ * Where to talk to, in order: a user's own login (`provisioner login --user`,
+ * until `provisioner logout`), then the local stack's `.provisioner/stack.json`
  * (walking up from `cwd`), then `PROVISIONER_API_URL` with
- * `PROVISIONER_API_TOKEN`, then what `provisioner login` stored.
+ * `PROVISIONER_API_TOKEN`, then a token stored by `provisioner login <url>`.
  */
 export function resolveEndpoint(cwd: string, env: Env = process.env): Endpoint {
+  const user = storedUserLogin(env);
+  if (user)
+    return {
+      apiUrl: user.apiUrl,
+      token: user.accessToken,
+      source: 'user',
+      file: credentialsFile(env),
+      user,
+    };
   const stackFile = findStackFile(cwd);
   if (stackFile) return endpointFrom(readJson(stackFile), stackFile, 'stack');
   if (env.PROVISIONER_API_URL) {
@@ -80,7 +146,7 @@ export function resolveEndpoint(cwd: string, env: Env = process.env): Endpoint {
 }
 
 /** Writes a file only its owner can read, replacing it atomically. */
-function writePrivate(file: string, content: string): void {
+export function writePrivate(file: string, content: string): void {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, content, { mode: 0o600 });
@@ -91,6 +157,15 @@ function writePrivate(file: string, content: string): void {
 export function saveLogin(apiUrl: string, token: string, env: Env = process.env): string {
   const file = credentialsFile(env);
   writePrivate(file, `${JSON.stringify({ apiUrl: apiUrl.replace(/\/+$/, ''), token }, null, 2)}\n`);
+  return file;
+}
+
+export function saveUserLogin(login: UserLogin, env: Env = process.env): string {
+  const file = credentialsFile(env);
+  writePrivate(
+    file,
+    `${JSON.stringify({ ...login, apiUrl: login.apiUrl.replace(/\/+$/, '') }, null, 2)}\n`,
+  );
   return file;
 }
 

@@ -1,3 +1,4 @@
+import { cognitoProvider, UserTokens, type IdentityProvider } from './auth';
 import { createClient, type Client } from './client';
 import { colourEnabled, colours, type Colours } from './colour';
 import { resolveEndpoint, selectModel, type Endpoint, type Env } from './config';
@@ -17,6 +18,8 @@ export interface Context {
   stdinIsTTY: boolean;
   now: () => Date;
   connect: (endpoint: Endpoint) => Client;
+  /** The user pool's InitiateAuth (login and token refresh); Cognito's through the SDK unless a test gives its own. */
+  identity?: IdentityProvider;
 }
 
 export function processContext(): Context {
@@ -39,8 +42,17 @@ export class Session {
   constructor(readonly ctx: Context) {}
 
   endpoint(): Endpoint {
-    this.endpointCache ??= resolveEndpoint(this.ctx.cwd, this.ctx.env);
+    if (!this.endpointCache) {
+      const endpoint = resolveEndpoint(this.ctx.cwd, this.ctx.env);
+      if (endpoint.user)
+        endpoint.auth = new UserTokens(endpoint.user, this.identity(), this.ctx.env, this.ctx.now);
+      this.endpointCache = endpoint;
+    }
     return this.endpointCache;
+  }
+
+  identity(): IdentityProvider {
+    return this.ctx.identity ?? cognitoProvider();
   }
 
   client(): Client {

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { registerApplicationCommands } from './commands/applications';
+import { registerIdentityCommands } from './commands/identity';
 import { registerLoginCommands } from './commands/login';
 import { registerMachineCommands } from './commands/machines';
 import { registerModelCommands } from './commands/models';
@@ -10,7 +11,7 @@ import { CliError } from './errors';
 export function buildProgram(session: Session): Command {
   const program = new Command('provisioner')
     .description(
-      "Juju's verbs for the machine provisioner's HTTPS API: models, applications, units, machines and their status.",
+      "Juju's verbs for the machine provisioner's HTTPS API: models, applications, units, machines and their status; users, access and audit.",
     )
     .showSuggestionAfterError(true)
     .exitOverride()
@@ -24,6 +25,7 @@ export function buildProgram(session: Session): Command {
   registerMachineCommands(program, session);
   registerStatusCommand(program, session);
   registerLoginCommands(program, session);
+  registerIdentityCommands(program, session);
   for (const cmd of program.commands) {
     cmd.exitOverride().configureOutput({
       writeOut: (s) => session.ctx.stdout.write(s),

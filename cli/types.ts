@@ -1,3 +1,5 @@
+import type { ControllerLevel, ModelLevel } from './levels';
+
 /**
  * The API's answers as the CLI reads them (API.md and docs/api.md). Declared
  * here, not imported from the server: the CLI is a client like any other.
@@ -72,4 +74,39 @@ export interface ConstraintsAnswer {
 export interface UnitRef {
   name: string;
   machine: string;
+}
+
+/** `GET /v1/whoami`. */
+export interface WhoAmI {
+  user: string;
+  access: ControllerLevel;
+}
+
+/** An entry of `GET /v1/users`. */
+export interface PoolUser {
+  name: string;
+  access: ControllerLevel;
+}
+
+/** An entry of `GET /v1/models/{model}/access`. */
+export interface ModelUser {
+  user: string;
+  access: ModelLevel;
+}
+
+/** An audit entry (API.md "Audit"): never a body, token or password. */
+export interface AuditEntry {
+  time: string;
+  user: string;
+  method: string;
+  path: string;
+  model?: string;
+  status: number;
+  requestId: string;
+  idempotencyKey?: string;
+}
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  cursor?: string;
 }

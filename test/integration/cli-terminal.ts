@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const exec = promisify(execFile);
+
+/** Single-quoted for sh: nothing in it is expanded. */
+function shellQuote(value: string): string {
+  return `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * A terminal a person types into: one command run in a private tmux server
+ * (its own socket under `dir`, never the user's), keys sent with send-keys,
+ * the screen read with capture-pane. The command's exit code is printed on
+ * the screen after it, as `[exit N]`, and the pane stays until `close`.
+ */
+export class Terminal {
+  private readonly socket: string;
+  private readonly session: string;
+
+  constructor(dir: string, name: string) {
+    this.socket = join(dir, `tmux-${name}`);
+    this.session = name;
+  }
+
+  private tmux(...args: string[]) {
+    return exec('tmux', ['-S', this.socket, ...args], { timeout: 30_000 });
+  }
+
+  /** Starts `argv` in `cwd` with exactly `env` (plus TERM), in a 200×50 terminal. */
+  async start(argv: string[], env: Record<string, string>, cwd: string): Promise<void> {
+    const vars = Object.entries({ ...env, TERM: 'xterm' }).map(([k, v]) => `${k}=${shellQuote(v)}`);
+    const command = `cd ${shellQuote(cwd)} && env -i ${vars.join(' ')} ${argv
+      .map(shellQuote)
+      .join(' ')}; echo "[exit $?]"; sleep 600`;
+    await this.tmux(
+      'new-session',
+      '-d',
+      '-s',
+      this.session,
+      '-x',
+      '200',
+      '-y',
+      '50',
+      'sh',
+      '-c',
+      command,
+    );
+  }
+
+  /** Types `text` literally, then Enter. */
+  async type(text: string): Promise<void> {
+    await this.tmux('send-keys', '-t', this.session, '-l', text);
+    await this.tmux('send-keys', '-t', this.session, 'Enter');
+  }
+
+  /** Everything on the screen and in its scrollback, wrapped lines joined, trailing blanks dropped. */
+  async screen(): Promise<string> {
+    const { stdout } = await this.tmux('capture-pane', '-p', '-J', '-S', '-', '-t', this.session);
+    return stdout.replace(/\s+$/, '');
+  }
+
+  /** Polls the screen until it matches (generous bound: the machine is shared). */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const screen = await this.screen();
+      if (pattern.test(screen)) return screen;
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${String(pattern)}; the screen:\n${screen}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Waits for the command to end; its exit code and the screen without the `[exit N]` line. */
+  async finished(timeoutMs = 60_000): Promise<{ code: number; screen: string }> {
+    const screen = await this.waitFor(/\[exit \d+\]$/, timeoutMs);
+    const code = Number(/\[exit (\d+)\]$/.exec(screen)![1]);
+    return { code, screen: screen.replace(/\n?\[exit \d+\]$/, '') };
+  }
+
+  async close(): Promise<void> {
+    await this.tmux('kill-server').catch(() => undefined);
+  }
+}
