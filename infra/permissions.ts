@@ -7,10 +7,13 @@ export const DEPLOYMENT_TAG = 'provisioner:deployment';
 
 /**
  * DynamoDB actions the repository uses. `TransactWriteItems` is authorized
- * per item (Put/Update/Delete/ConditionCheck), `TransactGetItems` as GetItem.
+ * per item (Put/Update/Delete/ConditionCheck), `TransactGetItems` as GetItem;
+ * `BatchGetItem` is its own action (zone claims and releases read their
+ * counters with it, state/zone-counts.ts), not covered by GetItem.
  */
 export const TABLE_ACTIONS = [
   'dynamodb:GetItem',
+  'dynamodb:BatchGetItem',
   'dynamodb:PutItem',
   'dynamodb:UpdateItem',
   'dynamodb:DeleteItem',

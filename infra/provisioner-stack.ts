@@ -6,6 +6,7 @@ import { DEFAULT_TABLE_NAME } from '../state/schema';
 import { ACCOUNT_PLACEHOLDER, deploymentId, temporalUiUrl, type EnvironmentConfig } from './config';
 import { ProvisionerAlarms } from './constructs/alarms';
 import { ProvisionerApi } from './constructs/api';
+import { ProvisionerDashboard } from './constructs/dashboard';
 import { ProvisionerIdentity } from './constructs/identity';
 import { InstanceEvents } from './constructs/instance-events';
 import { SearchAttributes } from './constructs/search-attributes';
@@ -26,6 +27,7 @@ export class ProvisionerStack extends Stack {
   readonly instanceEvents: InstanceEvents;
   readonly searchAttributes: SearchAttributes;
   readonly alarms: ProvisionerAlarms;
+  readonly dashboard: ProvisionerDashboard;
   readonly apiTokenSecret: Secret;
   readonly temporalApiKeySecret: ISecret;
 
@@ -139,6 +141,17 @@ export class ProvisionerStack extends Stack {
       workerDesiredCount: config.worker.desiredCount,
     });
 
+    this.dashboard = new ProvisionerDashboard(this, 'Dashboard', {
+      dashboardName: deployment,
+      functions: new Map<string, IFunction>([
+        ...this.api.functions,
+        ['instanceEvents', this.instanceEvents.function] as const,
+      ]),
+      table: this.table.table,
+      api: this.api.api,
+      worker: this.worker,
+    });
+
     new CfnOutput(this, 'ApiUrl', {
       value: this.api.url,
       description: 'Base URL of the HTTPS API',
@@ -150,6 +163,10 @@ export class ProvisionerStack extends Stack {
     });
     new CfnOutput(this, 'WorkerLogGroup', { value: this.worker.logGroup.logGroupName });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.alarms.topic.topicArn });
+    new CfnOutput(this, 'DashboardUrl', {
+      value: `https://console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${deployment}`,
+      description: 'The CloudWatch dashboard of this environment',
+    });
     const uiUrl = temporalUiUrl(config.temporal);
     if (uiUrl) new CfnOutput(this, 'TemporalUiUrl', { value: uiUrl });
   }

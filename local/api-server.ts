@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BODY_TOO_LARGE, LIMITS } from '../functions/limits';
 import { matchRoute, routeKey, type RouteGroup } from '../functions/routes';
+import { runAsComponent } from './aws-call-recorder';
 
 export type LambdaHandler = (
   event: APIGatewayProxyEventV2,
@@ -120,7 +121,7 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
         return;
       }
       const { event, group } = converted;
-      handlers[group](event).then(
+      runAsComponent(`api:${group}`, () => handlers[group](event)).then(
         (result) => send(res, result),
         () => sendError(res, 500, 'internal', 'internal error'),
       );

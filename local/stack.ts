@@ -4,6 +4,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
+import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
 import { createLocalUserPool } from './user-pool';
@@ -36,6 +37,11 @@ export interface StackOptions {
   workerEnv?: NodeJS.ProcessEnv;
   /** Extra environment for the local API server (e.g. the benchmark's PROVISIONER_METRICS_FILE). */
   apiEnv?: NodeJS.ProcessEnv;
+  /**
+   * Record every AWS action the worker and the API call to this file
+   * (local/aws-call-recorder.ts), for the IAM test.
+   */
+  awsCallsFile?: string;
   log?: (line: string) => void;
   /** Told of each child as it starts, so a caller interrupted mid-start can stop them. */
   track?: (proc: ManagedProcess) => void;
@@ -60,6 +66,16 @@ const LOOPBACK = '127.0.0.1';
 /** Runs a TypeScript entry point of this project in a child Node process. */
 export function tsEntry(entry: string): [string, string[]] {
   return [process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, entry)]];
+}
+
+/**
+ * The recorder's environment for one component, when calls are recorded
+ * (the API server imports the recorder itself; the worker runs through
+ * local/worker-recorded.ts).
+ */
+function awsCallRecording(file: string | undefined, component: string): NodeJS.ProcessEnv {
+  if (!file) return {};
+  return { [AWS_CALLS_FILE_ENV]: file, [AWS_CALLS_COMPONENT_ENV]: component };
 }
 
 async function httpAnswers(url: string): Promise<boolean> {
@@ -236,13 +252,16 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
     };
 
-    const [workerCmd, workerArgs] = tsEntry('worker/main.ts');
+    const [workerCmd, workerArgs] = tsEntry(
+      opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
+    );
     const worker = spawnTracked('worker', workerCmd, workerArgs, {
       cwd: PROJECT_ROOT,
-      env: { ...serviceEnv, ...opts.workerEnv },
+      env: { ...serviceEnv, ...opts.workerEnv, ...awsCallRecording(opts.awsCallsFile, 'worker') },
       logFile: join(logs, 'worker.log'),
     });
 
+    // each request's calls are the Lambda of its route group's (local/api-server.ts)
     const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
     const api = track(
       spawnManaged('api', apiCmd, apiArgs, {
@@ -250,6 +269,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         env: {
           ...serviceEnv,
           ...opts.apiEnv,
+          ...awsCallRecording(opts.awsCallsFile, 'api:unknown'),
           PROVISIONER_API_TOKEN: opts.token,
           PROVISIONER_API_PORT: String(ports.api),
           PROVISIONER_USER_POOL_ID: pool.userPoolId,

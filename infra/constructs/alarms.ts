@@ -26,6 +26,7 @@ export interface ProvisionerAlarmsProps {
 /** DynamoDB operations the repository issues, whose throttling is alarmed. */
 const TABLE_OPERATIONS = [
   Operation.GET_ITEM,
+  Operation.BATCH_GET_ITEM,
   Operation.PUT_ITEM,
   Operation.UPDATE_ITEM,
   Operation.DELETE_ITEM,

@@ -26,14 +26,9 @@ import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { PROJECT_ROOT } from '../bundling';
-import { acknowledge } from '../nag';
+import { acknowledge, acknowledgeWildcardResources } from '../nag';
 import type { WorkerSettings } from '../config';
-import {
-  ec2WorkerStatements,
-  PLACEMENT_GROUP_PREFIX,
-  pricingWorkerStatement,
-  ssmWorkerStatements,
-} from '../permissions';
+import { ec2WorkerStatements, pricingWorkerStatement, ssmWorkerStatements } from '../permissions';
 import { InstanceProfileForHosts } from './instance-profile';
 import type { StateTable } from './state-table';
 
@@ -50,22 +45,21 @@ export interface ProvisionerWorkerProps {
   logRetention: RetentionDays;
 }
 
-/** EC2 resource types the worker's launch statements name by wildcard (their ids are made by the launch). */
-const EC2_WILDCARD_RESOURCE_TYPES = [
-  'image',
-  'instance',
-  'key-pair',
-  'network-interface',
-  'security-group',
-  'subnet',
-  'volume',
-] as const;
-
-/** cdk-nag's rendering of `arn:…:ec2:<region>:<account>:<type>/*` (images have no account). */
-function ec2WildcardResource(type: string): string {
-  const account = type === 'image' ? '' : '<AWS::AccountId>';
-  return `arn:<AWS::Partition>:ec2:<AWS::Region>:${account}:${type}/*`;
-}
+/** Why each wildcard resource of the worker's EC2 and SSM statements (infra/permissions.ts) is accepted. */
+const WILDCARD_REASONS: Readonly<Record<string, string>> = {
+  RunTaggedInstances:
+    'RunInstances creates instances whose ids are unknown until launch; the statement allows it only when the request carries this deployment’s tag (aws:RequestTag)',
+  RunInstancesSupportingResources:
+    'RunInstances touches images, subnets, security groups, network interfaces, volumes and key pairs chosen per launch (their ids come from the model’s constraints or are made by the launch); placement groups only by the names the provisioner gives them (core/partitions.ts)',
+  ManagePlacementGroups:
+    'Availability-set mode creates one partition placement group per application, named when the application is deployed; the grant covers only the names the provisioner gives them (core/partitions.ts)',
+  TagOnLaunchOnly:
+    'Tags go on the instances, volumes and network interfaces a launch creates; the statement allows CreateTags only as part of RunInstances (ec2:CreateAction)',
+  TerminateOwnInstances:
+    'Terminates instances by id, known only at run time; the statement allows it only on instances carrying this deployment’s tag (aws:ResourceTag)',
+  SendCommandToOwnInstances:
+    'Run Command on container hosts, known only at run time; the statement allows it only on instances carrying this deployment’s tag (ssm:resourceTag)',
+};
 
 /** The Temporal worker: the repo's Dockerfile, built at deploy time, run on Fargate. */
 export class ProvisionerWorker extends Construct {
@@ -163,28 +157,23 @@ export class ProvisionerWorker extends Construct {
       'IAM5[Resource::*]',
       'Actions with no resource-level permissions: EC2 Describe*, SSM DescribeInstanceInformation and GetCommandInvocation, and the Price List API for the task role, ecr:GetAuthorizationToken for the execution role; everything that changes EC2 is scoped by resource and tag (infra/permissions.ts)',
     );
-    for (const type of EC2_WILDCARD_RESOURCE_TYPES) {
-      acknowledge(
-        taskDefinition,
-        `IAM5[Resource::${ec2WildcardResource(type)}]`,
-        `RunInstances and its tagging create or touch ${type}s whose ids are unknown until launch; the statements are conditioned on this deployment's tag or on ec2:CreateAction (infra/permissions.ts)`,
-      );
-    }
-    acknowledge(
-      taskDefinition,
-      `IAM5[Resource::arn:<AWS::Partition>:ec2:<AWS::Region>:<AWS::AccountId>:placement-group/${PLACEMENT_GROUP_PREFIX}*]`,
-      'Availability-set mode creates one partition placement group per application, named when the application is deployed; the grant covers only the names the provisioner gives them (core/partitions.ts)',
-    );
     const taskRole = taskDefinition.taskRole;
     props.table.grantRepositoryAccess(taskRole);
     props.temporalApiKeySecret.grantRead(taskRole);
-    for (const statement of ec2WorkerStatements(this, props.deployment)) {
-      taskRole.addToPrincipalPolicy(statement);
-    }
-    taskRole.addToPrincipalPolicy(pricingWorkerStatement());
-    for (const statement of ssmWorkerStatements(this, props.deployment, this.hosts.role.roleArn)) {
-      taskRole.addToPrincipalPolicy(statement);
-    }
+    const statements = [
+      ...ec2WorkerStatements(this, props.deployment),
+      pricingWorkerStatement(),
+      ...ssmWorkerStatements(this, props.deployment, this.hosts.role.roleArn),
+    ];
+    for (const statement of statements) taskRole.addToPrincipalPolicy(statement);
+    // rendered from the statements as this synth resolves them: the CLI's concrete
+    // region, a token in an environment-agnostic synth, any account
+    acknowledgeWildcardResources(taskDefinition, statements, ({ sid }, resource) => {
+      const reason = sid === undefined ? undefined : WILDCARD_REASONS[sid];
+      if (!reason)
+        throw new Error(`worker statement ${sid ?? '(no sid)'}: no reason for ${resource}`);
+      return reason;
+    });
 
     // No inbound traffic at all; out only to HTTPS (AWS APIs) and the Temporal frontend.
     const securityGroup = new SecurityGroup(this, 'SecurityGroup', {

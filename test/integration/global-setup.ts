@@ -44,10 +44,13 @@ export default async function globalSetup(): Promise<void> {
       // containers look at their host and their Run Command often
       PROVISIONER_CONTAINER_POLL: '500ms',
     },
+    // every AWS action the worker and each API group call, for the IAM check (zz-aws-calls.test.ts)
+    awsCallsFile: join(dir, 'aws-calls.txt'),
     log: (line) => process.stderr.write(`[stack] ${line}\n`),
   });
   globalThis.__PROVISIONER_STACK__ = stack;
   const file = join(dir, 'stack.json');
   writeFileSync(file, JSON.stringify(stack.info));
   process.env.PROVISIONER_TEST_STACK_FILE = file;
+  process.env.PROVISIONER_TEST_AWS_CALLS_FILE = join(dir, 'aws-calls.txt');
 }

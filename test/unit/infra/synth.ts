@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { BUNDLING_STACKS, type CloudAssembly } from 'aws-cdk-lib/cx-api';
 import { PROJECT_ROOT } from '../../../infra/bundling';
 import { addProvisionerStack } from '../../../infra/provisioner-app';
 import type { ProvisionerStack } from '../../../infra/provisioner-stack';
@@ -26,16 +26,59 @@ export function cdkJsonContext(): Record<string, unknown> {
 }
 
 /**
- * Synthesizes one environment as `cdk synth -c env=<name>` would, with any
- * Docker binary made unreachable: bundling must use local esbuild and the
- * worker image must only be staged, never built.
+ * The account and region the CDK CLI hands the app (`CDK_DEFAULT_ACCOUNT`,
+ * `CDK_DEFAULT_REGION`). Without credentials (a fresh clone, `cdk synth`)
+ * the CLI passes its default region and no account; with credentials, both.
+ * `agnostic` passes neither (an app run outside the CLI).
  */
-export function synthEnvironment(env: string, context: Record<string, string> = {}): Synthesized {
+export type CliEnvironment = { account?: string; region?: string };
+
+/** What `npx cdk synth` passes on a machine with no AWS credentials or config. */
+export const CLI_WITHOUT_CREDENTIALS: CliEnvironment = { region: 'us-east-1' };
+export const CLI_WITH_CREDENTIALS: CliEnvironment = {
+  account: '123456789012',
+  region: 'eu-west-2',
+};
+export const ENVIRONMENT_AGNOSTIC: CliEnvironment = {};
+
+function swapEnv(values: Record<string, string | undefined>): () => void {
+  const previous = Object.fromEntries(Object.keys(values).map((k) => [k, process.env[k]]));
+  const set = (entries: Record<string, string | undefined>) => {
+    for (const [key, value] of Object.entries(entries)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  };
+  set(values);
+  return () => set(previous);
+}
+
+/**
+ * Synthesizes one environment as `cdk synth -c env=<name>` does on a fresh
+ * clone (by default: the CLI's region, no account), with any Docker binary
+ * made unreachable: bundling must use local esbuild and the worker image
+ * must only be staged, never built.
+ */
+export function synthEnvironment(
+  env: string,
+  context: Record<string, string> = {},
+  cli: CliEnvironment = CLI_WITHOUT_CREDENTIALS,
+  options: { bundle?: boolean } = {},
+): Synthesized {
   const outdir = mkdtempSync(path.join(tmpdir(), `provisioner-cdk-${env}-`));
-  const previousDocker = process.env.CDK_DOCKER;
-  process.env.CDK_DOCKER = path.join(outdir, 'no-docker-here');
+  const restore = swapEnv({
+    CDK_DOCKER: path.join(outdir, 'no-docker-here'),
+    CDK_DEFAULT_ACCOUNT: cli.account,
+    CDK_DEFAULT_REGION: cli.region,
+  });
   try {
-    const app = new App({ outdir, context: { ...cdkJsonContext(), ...context, env } });
+    // `bundle: false` is the CLI's `--exclusively`-style skip: Lambda code becomes a
+    // placeholder, for checks the code cannot change (cdk-nag reads only the template)
+    const skipBundling = options.bundle === false ? { [BUNDLING_STACKS]: [] } : {};
+    const app = new App({
+      outdir,
+      context: { ...cdkJsonContext(), ...skipBundling, ...context, env },
+    });
     const stack = addProvisionerStack(app);
     // Synth prints its warnings (placeholder namespace, no alarm email) on stderr; tests check them.
     const quiet = jest.spyOn(console, 'error').mockImplementation(() => undefined);
@@ -56,8 +99,7 @@ export function synthEnvironment(env: string, context: Record<string, string> = 
     rmSync(outdir, { recursive: true, force: true });
     throw err;
   } finally {
-    if (previousDocker === undefined) delete process.env.CDK_DOCKER;
-    else process.env.CDK_DOCKER = previousDocker;
+    restore();
   }
 }
 
