@@ -1,7 +1,9 @@
 import type { ServiceContext } from '../../service/context';
+import { deploy } from '../../service/applications';
 import { addMachines } from '../../service/machines';
+import { addUnits } from '../../service/units';
 import { EntityConflictError } from '../../state/errors';
-import { Repository, type Transaction } from '../../state/repository';
+import { machineKey, Repository, type Transaction } from '../../state/repository';
 import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
@@ -149,5 +151,97 @@ describe('add-machine lxd -n 60 racing destroy-model (7b)', () => {
       expect(ids.has(`${host.id}/lxd/0`)).toBe(true);
     }
     expect(machines).toHaveLength(hosts.length * 2);
+  });
+});
+
+/** A repository that runs `before` ahead of its `at`-th transaction writing a unit (1-based): a race, placed. */
+class RaceBeforeUnitWrite extends Repository {
+  at = 0;
+  before: () => Promise<void> = () => Promise.resolve();
+  unitWrites = 0;
+  override async commit(tx: Transaction): Promise<void> {
+    if (tx.items.some((i) => i.Put?.Item?.type === 'unit') && ++this.unitWrites === this.at)
+      await this.before();
+    return super.commit(tx);
+  }
+}
+
+describe('add-unit with directed and bulk units, a directed one losing a race (7c)', () => {
+  const repo = new RaceBeforeUnitWrite(ddb, table.tableName);
+
+  /** destroy-machine's first write, as a concurrent request makes it. */
+  async function goesDying(model: string, id: string): Promise<void> {
+    const m = await repo.getMachine(model, id);
+    const tx = repo.transaction();
+    tx.update(machineKey(model, id), 'SET life = :dying, version = :next', {
+      condition: 'version = :v',
+      values: { ':dying': 'dying', ':v': m.version ?? 0, ':next': (m.version ?? 0) + 1 },
+    });
+    await repo.commit(tx);
+  }
+
+  async function setUp(prefix: string): Promise<string> {
+    const model = await seedModel(repo, prefix);
+    repo.at = 0;
+    await addMachines(context(repo), model, { count: 2 });
+    await deploy(context(repo), model, { name: 'web', base: 'ubuntu@24.04', numUnits: 0 });
+    repo.unitWrites = 0;
+    return model;
+  }
+
+  it('answers 409 with nothing recorded when the machine of its first directed unit goes meanwhile', async () => {
+    const model = await setUp('dirrace');
+    repo.at = 1;
+    repo.before = () => goesDying(model, '0');
+    await expect(addUnits(context(repo), model, 'web', 5, ['0'])).rejects.toThrow(
+      new EntityConflictError('machine 0 is being destroyed'),
+    );
+    const contents = await repo.loadModel(model);
+    expect(contents.units).toEqual([]);
+    // nothing but the two machines added first
+    expect(contents.machines.map((m) => m.id).sort()).toEqual(['0', '1']);
+  });
+
+  it('takes back the directed unit written before another directed one is refused', async () => {
+    const model = await setUp('dirrace2');
+    repo.at = 2;
+    repo.before = () => goesDying(model, '1');
+    await expect(addUnits(context(repo), model, 'web', 5, ['0', '1'])).rejects.toThrow(
+      new EntityConflictError('machine 1 is being destroyed'),
+    );
+    const contents = await repo.loadModel(model);
+    expect(contents.units).toEqual([]);
+    expect(contents.machines.map((m) => m.id).sort()).toEqual(['0', '1']);
+    // machine 0 is as it was: alive, with no unit
+    expect(contents.machines.find((m) => m.id === '0')).toEqual(
+      expect.objectContaining({ life: 'alive', principals: [], applications: [] }),
+    );
+  });
+
+  it('takes back a unit in a new container on a new host, the host going Dying with it', async () => {
+    const model = await setUp('dirrace3');
+    repo.at = 2;
+    repo.before = () => goesDying(model, '1');
+    await expect(addUnits(context(repo), model, 'web', 2, ['lxd', '1'])).rejects.toThrow(
+      new EntityConflictError('machine 1 is being destroyed'),
+    );
+    const contents = await repo.loadModel(model);
+    expect(contents.units).toEqual([]);
+    const byId = new Map(contents.machines.map((m) => [m.id, m]));
+    expect(byId.get('2/lxd/0')).toEqual(expect.objectContaining({ life: 'dead', principals: [] }));
+    expect(byId.get('2')).toEqual(
+      expect.objectContaining({ life: 'dying', containers: ['2/lxd/0'] }),
+    );
+  });
+
+  it('writes them all when the directed unit wins the race', async () => {
+    const model = await setUp('dirwins');
+    repo.at = 2; // after the directed unit is written, its machine is asked to go
+    repo.before = () => goesDying(model, '0');
+    const placed = await addUnits(context(repo), model, 'web', 5, ['0']);
+    expect(repo.unitWrites).toBe(2);
+    expect(placed.map((u) => u.name)).toEqual(['web/0', 'web/1', 'web/2', 'web/3', 'web/4']);
+    expect(placed[0]).toEqual({ name: 'web/0', machine: '0' });
+    expect((await repo.loadModel(model)).units).toHaveLength(5);
   });
 });
