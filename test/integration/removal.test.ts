@@ -66,11 +66,15 @@ describe('removal of hundreds of units (in the background)', () => {
     `remove-application of ${N} units with subordinates answers 202, then every unit goes and every machine goes Dead`,
     async () => {
       const { name: model, uid } = await newModel('rmapp');
-      await deploy(model, { name: 'web', base: 'ubuntu@22.04', numUnits: N });
+      // related first, so the N units are written with their subordinates (no fan-out to wait for)
+      await deploy(model, { name: 'web', base: 'ubuntu@22.04', numUnits: 0 });
       await deploy(model, { name: 'tel', base: 'ubuntu@22.04', subordinate: true });
       await deploy(model, { name: 'db', base: 'ubuntu@22.04', numUnits: 1 });
       expect(
         (await api.post(`/v1/models/${model}/relations`, { endpoints: ['web', 'tel'] })).status,
+      ).toBe(201);
+      expect(
+        (await api.post(`/v1/models/${model}/applications/web/units`, { count: N })).status,
       ).toBe(201);
       const before = await machinesOf(model);
       expect(before).toHaveLength(N + 1);
