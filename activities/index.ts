@@ -4,6 +4,7 @@ import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
 import { RecentReads } from './recent-reads';
 import { recordActivities } from './records';
+import { removalActivities } from './removal';
 import { ssmActivities } from './ssm';
 import { starterActivities } from './starter';
 import { sweepActivities } from './sweep';
@@ -25,6 +26,7 @@ export function createActivities(given: ActivityDeps) {
     ...sweep,
     ...sweeperActivities(deps, (input, listings) => sweep.sweepModel(input, listings)),
     ...starterActivities(deps),
+    ...removalActivities(deps),
     ...ssmActivities(deps),
   };
 }

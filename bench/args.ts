@@ -7,9 +7,13 @@ export interface BenchArgs {
   requestTimeoutMs: number;
   /** Skip the bare-SDK floor (its figures then show as —). */
   floor: boolean;
+  /** The launch phase (floor and provisioner); off with `--removal-only`. */
+  launch: boolean;
+  /** The removal phase (N units deployed, then destroy-model); off with `--no-removal`. */
+  removal: boolean;
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -29,6 +33,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     timeoutMs: 15 * 60_000,
     requestTimeoutMs: 60_000,
     floor: true,
+    launch: true,
+    removal: true,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i] ?? '';
@@ -52,6 +58,14 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--no-floor':
         args.floor = false;
+        break;
+      case '--no-removal':
+        args.removal = false;
+        break;
+      case '--removal-only':
+        args.launch = false;
+        args.floor = false;
+        args.removal = true;
         break;
       default:
         throw new BenchArgsError(`unknown argument "${flag}"; usage: ${USAGE}`);

@@ -1,3 +1,5 @@
+import type { RemovalResult } from './removal';
+
 /**
  * The benchmark's figures and the issue's targets, as pure arithmetic over
  * what a run measured (bench/run-size.ts gathers the raw numbers).
@@ -65,6 +67,8 @@ export interface SizeResult {
   n: number;
   floor?: FloorResult;
   provisioner?: ProvisionerResult;
+  /** N units removed with destroy-model (bench/removal.ts). */
+  removal?: RemovalResult;
   notes: string[];
 }
 

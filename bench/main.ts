@@ -91,6 +91,8 @@ async function main(): Promise<void> {
           timeoutMs: args.timeoutMs,
           requestTimeoutMs: args.requestTimeoutMs,
           floor: args.floor,
+          launch: args.launch,
+          removal: args.removal,
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),

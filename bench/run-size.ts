@@ -15,6 +15,7 @@ import { machineWorkflowId } from '../temporal/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
 import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
 import { runFloor } from './floor';
+import { runRemoval } from './removal';
 import { countHistory, emptyTemporalUse } from './history';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
 
@@ -28,6 +29,10 @@ export interface SizeOptions {
   timeoutMs: number;
   requestTimeoutMs: number;
   floor: boolean;
+  /** The launch phase (floor and provisioner). */
+  launch: boolean;
+  /** The removal phase (bench/removal.ts). */
+  removal: boolean;
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -100,17 +105,24 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
       await resetMoto(info.motoEndpoint);
       await configureProxy(info.ec2Endpoint); // buckets full again for the provisioner
     }
-    result.provisioner = await runProvisioner({
-      ...opts,
-      info,
-      stack,
-      ec2,
-      moto,
-      repo: new Repository(ddb, info.tableName),
-      temporal,
-      metrics,
-      notes: result.notes,
-    });
+    const repo = new Repository(ddb, info.tableName);
+    if (opts.launch) {
+      result.provisioner = await runProvisioner({
+        ...opts,
+        info,
+        stack,
+        ec2,
+        moto,
+        repo,
+        temporal,
+        metrics,
+        notes: result.notes,
+      });
+    }
+    if (opts.removal) {
+      result.removal = await runRemoval({ ...opts, info, repo, temporal });
+      if (result.removal.note) result.notes.push(`N=${n}: removal: ${result.removal.note}`);
+    }
   } finally {
     await connection.close().catch(() => undefined);
     ec2.destroy();

@@ -37,6 +37,7 @@ export function figuresTable(results: readonly SizeResult[]): string {
   const d = results.map(derive);
   const p = results.map((r) => r.provisioner);
   const f = results.map((r) => r.floor);
+  const rm = results.map((r) => r.removal);
   const actions = [...new Set(d.flatMap((x) => Object.keys(x.ec2CallsPerMachineByAction)))].sort();
   const row = (label: string, cell: (i: number) => string): string[] => [
     label,
@@ -75,6 +76,13 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
     row('  other workflows counted in', (i) => num(p[i]?.temporal?.otherWorkflows)),
     row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
+    row('removal: deploy N units, answer', (i) => seconds(rm[i]?.deployMs)),
+    row('removal: destroy-model, 202', (i) => seconds(rm[i]?.answerMs)),
+    row('removal: every unit gone, machine Dead', (i) => seconds(rm[i]?.deadMs)),
+    row('removal: every Dead machine told', (i) => seconds(rm[i]?.toldMs)),
+    row('removal: model removed', (i) =>
+      rm[i] ? `${seconds(rm[i].goneMs)}${rm[i].timedOut ? ' (timed out)' : ''}` : '—',
+    ),
   ];
   return renderTable(header, rows);
 }

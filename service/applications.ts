@@ -1,8 +1,8 @@
 import { checkUnitOnMachineBase } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
-import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { appItem, appKey, relationItem, TRANSACTION_LIMIT } from '../state/repository';
+import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
+import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
@@ -11,7 +11,14 @@ import { addSubordinateUnits, fanOutIncomplete } from './subordinates';
 import { requestStep, type ServiceContext } from './context';
 import { NAME_PATTERN } from './names';
 import { validateBase } from './placement';
-import { removePrincipalUnit, removeSubordinateUnit, signalDead } from './removal';
+import { signalDead } from './removal';
+import {
+  collectDead,
+  INLINE_REMOVAL_LIMIT,
+  markApplicationsDying,
+  removeApplicationContents,
+  removeInBackground,
+} from './removal-batches';
 import { addUnits, checkUnitPlacements, guardModelAndApp, type PlacedUnit } from './units';
 
 export interface DeployInput {
@@ -172,46 +179,30 @@ export async function setApplicationConstraints(
   return view;
 }
 
-/** remove-application: its units go (machines left empty go Dead), then its relations and itself. */
+/**
+ * remove-application: its units go (machines left empty go Dead), then its
+ * relations and itself. An application of more than INLINE_REMOVAL_LIMIT
+ * units is removed by a removal workflow: the request starts it, marks the
+ * application Dying and answers; a retried request finds it running.
+ */
 export async function destroyApplication(
   ctx: ServiceContext,
   model: string,
   app: string,
 ): Promise<void> {
-  await ctx.repo.getModel(model);
-  const record = await ctx.repo.getApplication(model, app);
-  if (record.life === 'alive') {
-    const tx = ctx.repo.transaction();
-    tx.update(appKey(model, app), 'SET life = :dying', {
-      condition: 'attribute_exists(pk)',
-      values: { ':dying': 'dying' },
-    });
-    await ctx.repo.commit(tx);
+  const modelRecord = await ctx.repo.getModel(model);
+  await ctx.repo.getApplication(model, app);
+  const units = await ctx.repo.listUnits(model, app);
+  if (
+    units.length > INLINE_REMOVAL_LIMIT &&
+    (await removeInBackground(ctx, { model, modelUid: modelRecord.uid, application: app }))
+  ) {
+    await markApplicationsDying(ctx, model, [app]);
+    return;
   }
-  const dead: string[] = [];
-  for (const unit of await ctx.repo.listUnits(model, app)) {
-    try {
-      if (unit.principal !== undefined) await removeSubordinateUnit(ctx, model, unit.name);
-      else dead.push(...(await removePrincipalUnit(ctx, model, unit.name)));
-    } catch (err) {
-      if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
-    }
-  }
-  // A subordinate may be related to any number of principals: its relations
-  // go in transactions of at most 100, the application itself after them.
-  const relations = (await ctx.repo.listRelations(model)).filter((r) => r.endpoints.includes(app));
-  for (let start = 0; start < relations.length; start += TRANSACTION_LIMIT) {
-    const tx = ctx.repo.transaction();
-    for (const r of relations.slice(start, start + TRANSACTION_LIMIT)) {
-      const item = relationItem(r);
-      tx.delete({ pk: String(item.pk), sk: String(item.sk) });
-    }
-    await ctx.repo.commit(tx);
-  }
-  const tx = ctx.repo.transaction();
-  tx.delete(appKey(model, app));
-  await ctx.repo.commit(tx);
-  await signalDead(ctx, model, dead);
+  const dead = collectDead();
+  await removeApplicationContents(ctx, model, app, dead);
+  await signalDead(ctx, model, dead.ids);
 }
 
 /**

@@ -5,8 +5,13 @@ import {
   unlistedYetMessage,
 } from '../core/liveness';
 import { DependencyUnavailableError, InvalidRequestError } from './errors';
-import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
-import { machineItem, machineKey } from '../state/repository';
+import {
+  ConcurrentChangeError,
+  EntityConflictError,
+  EntityNotFoundError,
+  retryOnConcurrentChange,
+} from '../state/errors';
+import { machineItem, machineKey, machineWriteChunks } from '../state/repository';
 import type { MachineRecord } from '../state/types';
 import { collapseConstraints, validateConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
@@ -27,8 +32,6 @@ import {
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
 const MAX_MACHINES = 1000;
-/** Machines per transaction (DynamoDB's 100 items, less the model check). */
-const MACHINES_PER_WRITE = 99;
 
 export interface AddMachinesInput {
   count?: number;
@@ -71,12 +74,17 @@ export async function addMachines(
       const hostId = placement.machineId;
       checkContainerHost(hostId);
       const host = await ctx.repo.getMachine(model, hostId);
-      if (host.life !== 'alive')
-        throw new EntityConflictError(`machine ${hostId} is being destroyed`);
       checkContainerBase(base, host.base);
-      const ids = await ctx.repo.allocateContainerIds(model, hostId, count);
+      // a step: a retried request with the same Idempotency-Key records the same containers
+      const ids = await requestStep(ctx, 'containerIds', async () => {
+        if (host.life !== 'alive')
+          throw new EntityConflictError(`machine ${hostId} is being destroyed`);
+        return ctx.repo.allocateContainerIds(model, hostId, count);
+      });
       await retryOnConcurrentChange(async () => {
         const current = await ctx.repo.getMachine(model, hostId);
+        // an earlier try of this request wrote them (the ids are this request's alone)
+        if (ids.every((id) => current.containers.includes(id))) return;
         // the write below is conditional on this read's version, so this check holds at commit
         if (current.life !== 'alive')
           throw new EntityConflictError(`machine ${hostId} is being destroyed`);
@@ -98,12 +106,14 @@ export async function addMachines(
       return ids.map((id) => ({ id }));
     }
     checkContainerBase(base);
-    const hosts = await ctx.repo.allocateMachineIds(model, count);
+    const hosts = await requestStep(ctx, 'machineIds', () =>
+      ctx.repo.allocateMachineIds(model, count),
+    );
     const machines = hosts.flatMap((h) => [
       { ...newMachine({ model, id: h, base, constraints, containers: [`${h}/lxd/0`], now }) },
       newMachine({ model, id: `${h}/lxd/0`, base, constraints, now }),
     ]);
-    await ctx.repo.putNewMachines(machines);
+    await writeReservedMachines(ctx, machines);
     await startWorkflows(ctx, model, [...hosts, ...hosts.map((h) => `${h}/lxd/0`)]);
     return hosts.map((h) => ({ id: `${h}/lxd/0` }));
   }
@@ -113,19 +123,58 @@ export async function addMachines(
   const machines = ids.map((id) =>
     newMachine({ model, id, base, constraints, placement: placementText(placement), manual, now }),
   );
-  // one step per transaction, so a retried request with the same Idempotency-Key writes each once
-  for (let i = 0; i < machines.length; i += MACHINES_PER_WRITE) {
-    await requestStep(ctx, `machines-${i}`, async () => {
-      await ctx.repo.putNewMachines(machines.slice(i, i + MACHINES_PER_WRITE));
-      return true;
-    });
-  }
+  await writeReservedMachines(ctx, machines);
   await startWorkflows(
     ctx,
     model,
     machines.filter(isProvisioned).map((m) => m.id),
   );
   return ids.map((id) => ({ id }));
+}
+
+/**
+ * Writes new machines whose ids this request reserved, one request step per
+ * transaction (a host and its containers always in the same one), so a
+ * retried request with the same Idempotency-Key writes each once. A
+ * transaction an earlier try committed without living to remember its step
+ * fails its `attribute_not_exists` conditions: its machines are there, and
+ * no one else can have written ids this request reserved, so it counts as
+ * written.
+ */
+async function writeReservedMachines(
+  ctx: ServiceContext,
+  machines: readonly MachineRecord[],
+): Promise<void> {
+  let offset = 0;
+  for (const chunk of machineWriteChunks(machines)) {
+    await requestStep(ctx, `machines-${offset}`, async () => {
+      try {
+        await ctx.repo.putNewMachines(chunk);
+      } catch (err) {
+        if (!(err instanceof ConcurrentChangeError) || !(await allRecorded(ctx, chunk))) throw err;
+      }
+      return true;
+    });
+    offset += chunk.length;
+  }
+}
+
+async function allRecorded(
+  ctx: ServiceContext,
+  machines: readonly MachineRecord[],
+): Promise<boolean> {
+  const found = await Promise.all(
+    machines.map((m) =>
+      ctx.repo.getMachine(m.model, m.id).then(
+        () => true,
+        (err: unknown) => {
+          if (err instanceof EntityNotFoundError) return false;
+          throw err;
+        },
+      ),
+    ),
+  );
+  return found.every(Boolean);
 }
 
 /**

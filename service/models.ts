@@ -2,11 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { InvalidRequestError } from './errors';
 import type { ConstraintsView, ModelView } from '../functions/schemas';
 import type { HarvestMode, ModelRecord } from '../state/types';
-import { destroyApplication } from './applications';
 import { canonicalConstraints, constraintsView } from './constraints';
-import { EntityConflictError, EntityNotFoundError } from '../state/errors';
+import { EntityConflictError } from '../state/errors';
 import { NAME_PATTERN } from './names';
-import { retireMachine, signalDead } from './removal';
+import { signalDead } from './removal';
+import {
+  collectDead,
+  INLINE_REMOVAL_LIMIT,
+  removeInBackground,
+  removeModelContents,
+} from './removal-batches';
 import type { ServiceContext } from './context';
 import { firstGrantsItem } from '../state/access';
 
@@ -137,25 +142,21 @@ export async function setModelConstraints(
  * destroy-model: the model goes Dying (no new work is accepted), its
  * applications, units and relations go, every machine goes Dead and is torn
  * down by its workflow; the model itself disappears when it has no machines.
+ * A model of more than INLINE_REMOVAL_LIMIT units and machines is removed by
+ * a removal workflow: the request starts it, marks the model Dying and
+ * answers; a retried request finds it running.
  */
 export async function destroyModel(ctx: ServiceContext, name: string): Promise<void> {
-  await ctx.repo.getModel(name);
-  await ctx.repo.markModelDying(name);
+  const record = await ctx.repo.getModel(name);
   const contents = await ctx.repo.loadModel(name);
-  for (const app of contents.applications) {
-    await destroyApplication(ctx, name, app.name).catch((err: unknown) => {
-      if (!(err instanceof EntityNotFoundError)) throw err; // removed meanwhile
-    });
+  if (
+    contents.units.length + contents.machines.length > INLINE_REMOVAL_LIMIT &&
+    (await removeInBackground(ctx, { model: name, modelUid: record.uid }))
+  ) {
+    await ctx.repo.markModelDying(name);
+    return;
   }
-  const dead: string[] = [];
-  const machines = (await ctx.repo.listMachines(name)).sort((a, b) => b.id.length - a.id.length);
-  for (const m of machines) {
-    const retired = await retireMachine(ctx, name, m.id).catch((err: unknown) => {
-      if (err instanceof EntityNotFoundError) return [] as string[]; // removed meanwhile
-      throw err;
-    });
-    dead.push(...retired);
-  }
-  await signalDead(ctx, name, dead);
-  await ctx.repo.removeModelIfEmpty(name);
+  const dead = collectDead();
+  await removeModelContents(ctx, name, dead);
+  await signalDead(ctx, name, dead.ids);
 }

@@ -20,7 +20,7 @@ function emptied(m: Pick<MachineRecord, 'principals' | 'containers'>): boolean {
  * makes it Dead (a host is never Dead while it has containers). Returns the
  * machines that went Dead.
  */
-function writeMachineChange(
+export function writeMachineChange(
   tx: Transaction,
   machine: MachineRecord,
   next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'>,
@@ -58,7 +58,7 @@ function writeMachineChange(
   return [machine.id];
 }
 
-function removeUnitItems(tx: Transaction, unit: UnitRecord): void {
+export function removeUnitItems(tx: Transaction, unit: UnitRecord): void {
   // under its version: a subordinate added meanwhile makes this retry and go too
   tx.delete(unitKey(unit.model, unit.name), 'version = :v', { ':v': unit.version ?? 0 });
   for (const sub of unit.subordinates) tx.delete(unitKey(unit.model, sub));

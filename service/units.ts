@@ -4,7 +4,8 @@ import {
   PlacementError,
   type Placement,
 } from '../core';
-import { InvalidRequestError } from './errors';
+import { InvalidRequestError, isRefusal } from './errors';
+import { undoUnits, type RecordedUnit } from './unit-undo';
 import type { PlacedUnitView } from '../functions/schemas';
 import { ConcurrentChangeError, EntityConflictError } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
@@ -211,42 +212,55 @@ export async function addUnits(
     ctx.repo.allocateMachineIds(modelName, hosts),
   );
 
-  // Units with no placement directive (the bulk of a large request) are written together.
+  // Units with no placement directive (the bulk of a large request) are written together,
+  // after the directed ones: those are the units a race can refuse (their machine being
+  // destroyed meanwhile), and a refusal then finds nothing of the bulk written. What the
+  // directed units wrote before a refusal is taken back: all or nothing.
   const direct = placements.length === 0 ? count : Math.max(0, count - placements.length);
   const bulkStart = count - direct;
-  if (direct > 1) {
-    const bulkHosts = machineIds.slice(machineIds.length - direct);
-    machineIds.length -= direct;
-    const written = await addUnitsInBulk(ctx, {
+  const recorded: RecordedUnit[] = [];
+  try {
+    if (direct > 1) {
+      const bulkHosts = machineIds.slice(machineIds.length - direct);
+      machineIds.length -= direct;
+      const directed = await addUnitsOneByOne(ctx, {
+        model,
+        app,
+        constraints,
+        numbers: numbers.slice(0, bulkStart),
+        placements: placements.slice(0, bulkStart),
+        machineIds,
+        recorded,
+      });
+      const written = await addUnitsInBulk(ctx, {
+        model,
+        app,
+        constraints,
+        units: numbers.slice(bulkStart).map((n, i) => ({ number: n, hostId: bulkHosts[i]! })),
+      });
+      await startWorkflows(
+        ctx,
+        modelName,
+        written.map((u) => u.machine),
+      );
+      return [...directed, ...written];
+    }
+    return await addUnitsOneByOne(ctx, {
       model,
       app,
       constraints,
-      units: numbers.slice(bulkStart).map((n, i) => ({ number: n, hostId: bulkHosts[i]! })),
-    });
-    // The directed units first, then these (in unit order either way).
-    const directed = await addUnitsOneByOne(ctx, {
-      model,
-      app,
-      constraints,
-      numbers: numbers.slice(0, bulkStart),
-      placements: placements.slice(0, bulkStart),
+      numbers,
+      placements: Array.from({ length: count }, (_, i) => placements[i]),
       machineIds,
+      recorded,
     });
-    await startWorkflows(
-      ctx,
-      modelName,
-      written.map((u) => u.machine),
-    );
-    return [...directed, ...written];
+  } catch (err) {
+    // Ours (a 5xx) with an Idempotency-Key: the retry completes the request from its steps.
+    // Bulk units a refusal left are the concurrent destroy's (only a dying model or
+    // application refuses them), which removes them.
+    if (isRefusal(err) || !ctx.step) await undoUnits(ctx, modelName, recorded);
+    throw err;
   }
-  return addUnitsOneByOne(ctx, {
-    model,
-    app,
-    constraints,
-    numbers,
-    placements: Array.from({ length: count }, (_, i) => placements[i]),
-    machineIds,
-  });
 }
 
 /**
@@ -379,6 +393,8 @@ async function addUnitsOneByOne(
     machineIds: string[];
     /** Start the new machines' workflows here (false when the caller does). */
     startWorkflowsToo?: boolean;
+    /** Each unit written is added here as it is (so a refusal later can take it back). */
+    recorded?: RecordedUnit[];
   },
 ): Promise<PlacedUnit[]> {
   const { model, constraints } = args;
@@ -416,6 +432,11 @@ async function addUnitsOneByOne(
         }),
       );
       placed.push({ name: `${appName}/${unitNumber}`, machine: machineId });
+      args.recorded?.push({
+        name: `${appName}/${unitNumber}`,
+        machine: machineId,
+        created: [hostId, containerId].filter((id) => id !== undefined),
+      });
       if (hostId !== undefined) toStart.push(hostId);
       if (containerId !== undefined) toStart.push(containerId);
     }

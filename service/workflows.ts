@@ -2,6 +2,12 @@ import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { ensureSweeper } from '../activities/sweeper-client';
 import {
+  REMOVAL_WORKFLOW_TYPE,
+  removalSummary,
+  removalWorkflowId,
+  type RemovalTarget,
+} from '../temporal/removal';
+import {
   MACHINE_WORKFLOW_TYPE,
   START_MACHINES_WORKFLOW_TYPE,
   TASK_QUEUE,
@@ -51,6 +57,12 @@ export interface MachineWorkflows {
    * liveness) is running: one workflow for every model, started once.
    */
   ensureSweep(model: string): Promise<void>;
+  /**
+   * Starts the removal of an application or a model in the background
+   * (workflows/removal.ts); a removal already running is left be. Absent
+   * (tests' fakes): removals are written by the request itself.
+   */
+  startRemoval?(target: RemovalTarget): Promise<void>;
 }
 
 export class TemporalMachineWorkflows implements MachineWorkflows {
@@ -91,6 +103,17 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
       ...this.options(model, machineId, requestedBy),
       // a retried request finds the workflow already there and leaves it be
+      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
+    });
+  }
+
+  async startRemoval(target: RemovalTarget): Promise<void> {
+    const client = await this.client();
+    await client.workflow.start(REMOVAL_WORKFLOW_TYPE, {
+      taskQueue: this.taskQueue,
+      workflowId: removalWorkflowId(target),
+      args: [target],
+      staticSummary: removalSummary(target),
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
   }

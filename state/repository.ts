@@ -6,7 +6,12 @@ import {
   type DynamoDBDocumentClient,
   type QueryCommandInput,
 } from '@aws-sdk/lib-dynamodb';
-import { EntityConflictError, EntityNotFoundError, retryTransactionConflicts } from './errors';
+import {
+  EntityConflictError,
+  EntityNotFoundError,
+  retryTransactionConflicts,
+  TransactionTooLargeError,
+} from './errors';
 import { ProvisioningStore } from './provisioning';
 import { ZoneCountStore, type Regroup } from './zone-counts';
 import {
@@ -193,6 +198,44 @@ export function relationItem(r: RelationRecord): Item {
     sk: relationSk(r.endpoints[0], r.endpoints[1]),
     type: 'relation',
   };
+}
+
+/** New machines per transaction: DynamoDB's 100 items, less the model check. */
+export const MACHINES_PER_TRANSACTION = TRANSACTION_LIMIT - 1;
+
+/**
+ * Splits new machines into transactions of at most `limit`, never parting a
+ * host from its containers (`3` and `3/lxd/0`): a host written without the
+ * container it lists would wait for it for ever once its model goes Dying.
+ * Order is kept; a host with its containers is one group (they arrive
+ * together, host first, from every creation path).
+ */
+export function machineWriteChunks(
+  machines: readonly MachineRecord[],
+  limit: number = MACHINES_PER_TRANSACTION,
+): MachineRecord[][] {
+  const groups: MachineRecord[][] = [];
+  for (const m of machines) {
+    const host = m.id.split('/')[0];
+    const last = groups[groups.length - 1];
+    if (last && last[0]!.id.split('/')[0] === host) last.push(m);
+    else groups.push([m]);
+  }
+  const chunks: MachineRecord[][] = [];
+  let current: MachineRecord[] = [];
+  for (const group of groups) {
+    if (group.length > limit)
+      throw new TransactionTooLargeError(
+        `machine ${group[0]!.id} and its containers need ${group.length} writes in one transaction, more than ${limit}`,
+      );
+    if (current.length + group.length > limit) {
+      chunks.push(current);
+      current = [];
+    }
+    current.push(...group);
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
 }
 
 /** Everything of one model, read with one (paginated) Query. */
@@ -528,19 +571,21 @@ export class Repository {
 
   // ---- machines
 
-  /** Writes new machines all or nothing (per transaction of up to 99), only while the model is alive. */
+  /**
+   * Writes new machines all or nothing per transaction (see
+   * machineWriteChunks: a host and its containers always share one), only
+   * while the model is alive.
+   */
   async putNewMachines(machines: MachineRecord[]): Promise<void> {
-    const first = machines[0];
-    if (!first) return;
-    for (let i = 0; i < machines.length; i += TRANSACTION_LIMIT - 1) {
+    for (const chunk of machineWriteChunks(machines)) {
+      const first = chunk[0]!;
       const tx = this.transaction().check(
         modelKey(first.model),
         'life = :alive',
         { ':alive': 'alive' },
         new EntityConflictError(`model "${first.model}" is being destroyed`),
       );
-      for (const m of machines.slice(i, i + TRANSACTION_LIMIT - 1))
-        tx.put(machineItem(m), 'attribute_not_exists(pk)');
+      for (const m of chunk) tx.put(machineItem(m), 'attribute_not_exists(pk)');
       await this.commit(tx);
     }
   }

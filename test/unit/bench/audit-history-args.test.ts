@@ -84,7 +84,18 @@ describe('parseArgs', () => {
       timeoutMs: 900_000,
       requestTimeoutMs: 60_000,
       floor: true,
+      launch: true,
+      removal: true,
     });
+  });
+
+  it('runs the removal phase alone, or not at all', () => {
+    expect(parseArgs(['--removal-only'])).toMatchObject({
+      launch: false,
+      floor: false,
+      removal: true,
+    });
+    expect(parseArgs(['--no-removal'])).toMatchObject({ launch: true, removal: false });
   });
 
   it('takes sizes and bounds in either flag form', () => {
