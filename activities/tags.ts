@@ -11,32 +11,39 @@ import { batches, isInstanceState, type InstanceState } from '../core/liveness';
 export const TAG_MODEL = 'provisioner:model';
 /** The model's uid (ModelRecord.uid): tells a re-created model's instances from the old one's. */
 export const TAG_MODEL_UID = 'provisioner:model-uid';
+/**
+ * The machine an instance was launched for, on instances launched before
+ * issue 30 (a CreateTags per instance after launch); still read, never set.
+ */
 export const TAG_MACHINE = 'provisioner:machine';
 /** The launch batch an instance came from (activities/launch-batcher.ts); members map by AmiLaunchIndex. */
 export const TAG_LAUNCH_BATCH = 'provisioner:launch-batch';
-export const TAG_APPLICATIONS = 'provisioner:applications';
 /** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */
 export const TAG_DEPLOYMENT = 'provisioner:deployment';
 
 /** Instance states that still count as "this machine has an instance". */
 export const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
 
-export function instanceTags(input: {
+/**
+ * The tags every instance of a launch batch carries, set by its RunInstances
+ * (TagSpecifications): no call per instance. Nothing names the machine: an
+ * instance's machine is the batch member at its AmiLaunchIndex
+ * (activities/instance-owners.ts), or the machine that records its id (the
+ * table's byInstance index). `Name` is the model's name, so EC2's console
+ * groups a model's instances; a per-machine Name would cost a call each.
+ */
+export function launchTags(input: {
   model: string;
-  machineId: string;
-  applications: readonly string[];
   deployment: string;
+  batchId: string;
   modelUid?: string;
 }): Array<{ Key: string; Value: string }> {
   return [
-    { Key: 'Name', Value: `${input.model}-machine-${input.machineId}` },
+    { Key: 'Name', Value: input.model },
     { Key: TAG_MODEL, Value: input.model },
     ...(input.modelUid ? [{ Key: TAG_MODEL_UID, Value: input.modelUid }] : []),
-    { Key: TAG_MACHINE, Value: input.machineId },
-    ...(input.applications.length > 0
-      ? [{ Key: TAG_APPLICATIONS, Value: [...input.applications].sort().join(',') }]
-      : []),
     { Key: TAG_DEPLOYMENT, Value: input.deployment },
+    { Key: TAG_LAUNCH_BATCH, Value: input.batchId },
   ];
 }
 

@@ -4,7 +4,8 @@ import { Client, Connection } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TAG_MACHINE, TAG_MODEL } from '../activities/tags';
+import { InstanceOwners } from '../activities/instance-owners';
+import { TAG_MODEL } from '../activities/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, type RunningStack } from '../local/stack';
@@ -107,6 +108,7 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
       ec2,
       moto,
       repo: new Repository(ddb, info.tableName),
+      owners: InstanceOwners.ofTable(ddb, info.tableName),
       temporal,
       metrics,
       notes: result.notes,
@@ -128,6 +130,7 @@ interface PhaseContext extends SizeOptions {
   ec2: EC2Client;
   moto: EC2Client;
   repo: Repository;
+  owners: InstanceOwners;
   temporal: Client;
   metrics: { worker: string; api: string };
   notes: string[];
@@ -178,8 +181,12 @@ function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): Capac
 }
 
 /** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
-async function describeModel(client: EC2Client, onCall: () => void): Promise<InstanceView[]> {
-  const found: InstanceView[] = [];
+async function describeModel(
+  client: EC2Client,
+  owners: InstanceOwners,
+  onCall: () => void,
+): Promise<InstanceView[]> {
+  const all: Instance[] = [];
   let token: string | undefined;
   do {
     onCall();
@@ -190,18 +197,22 @@ async function describeModel(client: EC2Client, onCall: () => void): Promise<Ins
         NextToken: token,
       }),
     );
-    const instances: Instance[] = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
-    for (const i of instances) {
-      if (!i.InstanceId) continue;
-      found.push({
-        instanceId: i.InstanceId,
-        machine: i.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value,
-        state: i.State?.Name ?? 'unknown',
-      });
-    }
+    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
     token = out.NextToken;
   } while (token);
-  return found;
+  // each instance's machine, from its launch batch's record (no per-machine tag)
+  const machineOf = await owners.of(MODEL, all);
+  return all.flatMap((i) =>
+    i.InstanceId
+      ? [
+          {
+            instanceId: i.InstanceId,
+            machine: machineOf.get(i.InstanceId),
+            state: i.State?.Name ?? 'unknown',
+          },
+        ]
+      : [],
+  );
 }
 
 function peakRss(pid: number | undefined): number | undefined {
@@ -326,7 +337,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     if (settled || Date.now() - lastEc2 > 5000) {
       lastEc2 = Date.now();
       try {
-        const instances = await describeModel(ctx.ec2, () => (ownDescribes += 1));
+        const instances = await describeModel(ctx.ec2, ctx.owners, () => (ownDescribes += 1));
         const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
         p.running = instances.filter(
           (i) => recorded.has(i.instanceId) && i.state === 'running',
@@ -374,7 +385,10 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   ]);
 
   machines = await ctx.repo.listMachines(MODEL);
-  const audit = auditInstances(machines, await describeModel(ctx.moto, () => undefined));
+  const audit = auditInstances(
+    machines,
+    await describeModel(ctx.moto, ctx.owners, () => undefined),
+  );
   p.inError = audit.inError;
   p.duplicates = audit.duplicates;
   p.strays = audit.strays;

@@ -30,7 +30,7 @@ import {
   OBSERVE_WITHOUT_READ,
   uses,
 } from './patches';
-import { ec2, failureMessage, localRecords, records } from './proxies';
+import { failureMessage, localRecords, records, tearing } from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -152,7 +152,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
         try {
-          await ec2.terminateInstances({
+          await tearing.terminateInstances({
             region: ctx.region,
             instanceIds: ctx.launched,
             fresh: ctx.launched,

@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
+import { InstanceOwners } from '../../activities/instance-owners';
+import { TAG_MODEL } from '../../activities/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { machineSk, modelPk } from '../../state/keys';
@@ -45,6 +46,7 @@ const logDir = mkdtempSync(join(tmpdir(), 'provisioner-isolated-'));
 
 const ddb = dynamoClientFor(stack);
 const repo = new Repository(ddb, stack.tableName);
+const owners = InstanceOwners.ofTable(ddb, stack.tableName);
 let proxy: Ec2Proxy;
 let ec2: EC2Client;
 let connection: Connection;
@@ -192,11 +194,15 @@ async function instancesByMachine(model: string): Promise<Map<string, Instance[]
     { client: ec2 },
     { Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }] },
   );
+  const all: Instance[] = [];
   for await (const page of pages) {
-    for (const instance of (page.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
-      const id = instance.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value ?? '';
-      byMachine.set(id, [...(byMachine.get(id) ?? []), instance]);
-    }
+    all.push(...(page.Reservations ?? []).flatMap((r) => r.Instances ?? []));
+  }
+  // each instance's machine, from its launch batch's record (no per-machine tag)
+  const machineOf = await owners.of(model, all);
+  for (const instance of all) {
+    const id = machineOf.get(instance.InstanceId!) ?? '';
+    byMachine.set(id, [...(byMachine.get(id) ?? []), instance]);
   }
   return byMachine;
 }
