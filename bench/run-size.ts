@@ -14,7 +14,13 @@ import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
 import { machineWorkflowId } from '../temporal/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
-import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
+import type {
+  CapacityUse,
+  ProvisionerResult,
+  SizeResult,
+  TeardownResult,
+  TemporalUse,
+} from './figures';
 import { runFloor } from './floor';
 import { countHistory, emptyTemporalUse } from './history';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
@@ -398,7 +404,98 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
   );
+  p.teardown = await destroyModel(ctx);
   return p;
+}
+
+/** Instances moto holds, live or not, by model tag (the bench's own calls bypass the proxy). */
+async function motoInstances(ctx: PhaseContext): Promise<Instance[]> {
+  const all: Instance[] = [];
+  let token: string | undefined;
+  do {
+    const out = await ctx.moto.send(
+      new DescribeInstancesCommand({ MaxResults: 1000, NextToken: token }),
+    );
+    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
+    token = out.NextToken;
+  } while (token);
+  return all;
+}
+
+const GONE_STATES = new Set(['shutting-down', 'terminated']);
+
+/**
+ * Issue 30: `DELETE /v1/models/{model}` with every machine running, timed
+ * until every instance of the model is terminated (per moto) and the model
+ * is gone from the table, with the EC2 calls the proxy counted meanwhile.
+ */
+async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
+  const { n, info, log } = ctx;
+  const before = await motoInstances(ctx);
+  const isOurs = (i: Instance) => i.Tags?.some((t) => t.Key === TAG_MODEL && t.Value === MODEL);
+  const othersLiveBefore = new Set(
+    before
+      .filter((i) => !isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''))
+      .map((i) => i.InstanceId),
+  );
+  await resetStats(info.ec2Endpoint);
+  log(`N=${n}: destroying the model`);
+  const start = performance.now();
+  const t: TeardownResult = {
+    status: 0,
+    leftRunning: 0,
+    othersTerminated: 0,
+    timedOut: false,
+    ec2Calls: {},
+    throttled: 0,
+  };
+  const res = await api(info, 'DELETE', `/v1/models/${MODEL}`, undefined, ctx.requestTimeoutMs);
+  t.status = res.status;
+  t.answerMs = performance.now() - start;
+  if (res.status !== 202 && res.status !== 200 && res.status !== 204) {
+    ctx.notes.push(
+      `N=${n}: DELETE of the model answered ${res.status} ${JSON.stringify(res.json)}`,
+    );
+  }
+  const deadline = Date.now() + Math.min(ctx.timeoutMs, 5 * 60_000);
+  let lastLog = 0;
+  for (;;) {
+    if (t.modelGoneMs === undefined) {
+      const gone = await ctx.repo.getModel(MODEL).then(
+        () => false,
+        (err: unknown) => (err as Error).name === 'EntityNotFoundError',
+      );
+      if (gone) {
+        t.modelGoneMs = performance.now() - start;
+        log(`N=${n}: model gone after ${(t.modelGoneMs / 1000).toFixed(1)} s`);
+      }
+    }
+    const now = await motoInstances(ctx);
+    const live = now.filter((i) => isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''));
+    t.leftRunning = live.length;
+    t.othersTerminated = now.filter(
+      (i) => othersLiveBefore.has(i.InstanceId) && GONE_STATES.has(i.State?.Name ?? ''),
+    ).length;
+    if (t.terminatedMs === undefined && live.length === 0) {
+      t.terminatedMs = performance.now() - start;
+      log(`N=${n}: all instances terminated after ${(t.terminatedMs / 1000).toFixed(1)} s`);
+    }
+    if (t.terminatedMs !== undefined && t.modelGoneMs !== undefined) break;
+    if (Date.now() > deadline) {
+      t.timedOut = true;
+      log(`N=${n}: teardown not done after ${(performance.now() - start) / 1000} s`);
+      break;
+    }
+    if (Date.now() - lastLog > 10_000) {
+      lastLog = Date.now();
+      log(`N=${n}: teardown: ${live.length} instances live`);
+    }
+    await sleep(1000);
+  }
+  const stats = await readStats(info.ec2Endpoint);
+  t.ec2Calls = { ...stats.calls };
+  t.throttled = stats.throttled;
+  return t;
 }
 
 /**
