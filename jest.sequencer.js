@@ -20,7 +20,7 @@ const FIRST = [
   'machine-story.test.ts',
   'containers.test.ts',
 ];
-const LAST = ['fuzz.test.ts', 'bulk.test.ts'];
+const LAST = ['fuzz.test.ts', 'bulk.test.ts', 'teardown-scale.test.ts'];
 
 function rank(path) {
   const first = FIRST.findIndex((name) => path.endsWith(`/${name}`));
