@@ -1,5 +1,4 @@
 import {
-  DescribeInstancesCommand,
   paginateDescribeInstances,
   type EC2Client,
   type Filter,
@@ -53,16 +52,17 @@ export function tagValue(instance: Instance, key: string): string | undefined {
 
 async function describeAll(ec2: EC2Client, filters: Filter[]): Promise<Instance[]> {
   const found: Instance[] = [];
-  for await (const page of paginateDescribeInstances({ client: ec2 }, { Filters: filters })) {
+  const pages = paginateDescribeInstances({ client: ec2, pageSize: 1000 }, { Filters: filters });
+  for await (const page of pages) {
     for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
   }
   return found;
 }
 
-/** This deployment's live instances tagged for one model (and one machine, when given), oldest first. */
+/** This deployment's live instances tagged for one model, oldest first (pages of 1,000). */
 export async function liveInstancesTagged(
   ec2: EC2Client,
-  scope: { deployment: string; model: string; modelUid?: string; machineId?: string },
+  scope: { deployment: string; model: string; modelUid?: string },
 ): Promise<Instance[]> {
   const filters: Filter[] = [
     { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
@@ -71,32 +71,12 @@ export async function liveInstancesTagged(
   ];
   // a model re-created under the same name is another model: its uid tells their instances apart
   if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
-  if (scope.machineId !== undefined) {
-    filters.push({ Name: `tag:${TAG_MACHINE}`, Values: [scope.machineId] });
-  }
   const instances = await describeAll(ec2, filters);
   return instances.sort(
     (a, b) =>
       (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
       (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
   );
-}
-
-/** Those of `instanceIds` not yet terminated (absent ones count as gone). */
-export async function notTerminated(
-  ec2: EC2Client,
-  instanceIds: readonly string[],
-): Promise<string[]> {
-  if (instanceIds.length === 0) return [];
-  const out = await ec2.send(
-    new DescribeInstancesCommand({
-      Filters: [{ Name: 'instance-id', Values: [...instanceIds] }],
-    }),
-  );
-  return (out.Reservations ?? [])
-    .flatMap((r) => r.Instances ?? [])
-    .filter((i) => i.State?.Name !== 'terminated')
-    .flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
 }
 
 /** EC2's state of an instance, as the liveness checks name it. */

@@ -24,11 +24,12 @@ export const TEARDOWN_PACING = {
   describe: { burst: 50, perSecond: 10 },
 } as const;
 
-/** Coalescing windows: short, since one machine's teardown waits on each. */
+/** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
   /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
   search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
-  terminate: { idleMs: 250, maxMs: 1_500, maxSize: MAX_IDS_PER_CALL },
+  // machines reach this step spread over their other teardown steps: a wider window, fewer calls
+  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
