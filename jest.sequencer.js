@@ -21,7 +21,7 @@ const FIRST = [
   'containers.test.ts',
 ];
 // aws-calls.test.ts checks every AWS call the suite made against the template's IAM: after all others
-const LAST = ['fuzz.test.ts', 'bulk.test.ts', 'aws-calls.test.ts'];
+const LAST = ['fuzz.test.ts', 'bulk.test.ts', 'teardown-scale.test.ts', 'aws-calls.test.ts'];
 
 function rank(path) {
   const first = FIRST.findIndex((name) => path.endsWith(`/${name}`));

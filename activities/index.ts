@@ -1,5 +1,6 @@
 import type { ActivityDeps } from './deps';
 import { refusingPermanent } from './failures';
+import { InstanceOwners } from './instance-owners';
 import { launchActivities } from './launch';
 import { PlacementGroups } from './placement-groups';
 import { RecentReads } from './recent-reads';
@@ -18,11 +19,13 @@ export function createActivities(given: ActivityDeps) {
   const deps: ActivityDeps = { ...given, recentReads: given.recentReads ?? new RecentReads() };
   // shared: a group deleted by a removal is created again by the next launch
   const groups = new PlacementGroups(deps.ec2ForRegion);
-  const sweep = sweepActivities(deps);
+  // which machine each instance was launched for, from the batches' records (teardown, sweep)
+  const owners = new InstanceOwners(deps.store.batches);
+  const sweep = sweepActivities(deps, owners);
   return {
     ...refusingPermanent(recordActivities(deps, groups)),
     ...refusingPermanent(launchActivities(deps, groups)),
-    ...refusingPermanent(teardownActivities(deps)),
+    ...refusingPermanent(teardownActivities(deps, owners)),
     ...sweep,
     ...sweeperActivities(deps, (input, listings) => sweep.sweepModel(input, listings)),
     ...starterActivities(deps),

@@ -1,5 +1,4 @@
 import {
-  CreateTagsCommand,
   DescribeInstancesCommand,
   RunInstancesCommand,
   TerminateInstancesCommand,
@@ -12,10 +11,10 @@ import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
 import { TokenBucket } from './token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyError, classifyLaunchError, ec2ErrorCode } from './ec2-errors';
+import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
 import { failure } from './failures';
 import { rootDiskGiB } from './plan';
-import { TAG_DEPLOYMENT, TAG_LAUNCH_BATCH, TAG_MODEL, TAG_MODEL_UID, instanceTags } from './tags';
+import { launchTags, TAG_LAUNCH_BATCH } from './tags';
 import type { LaunchPlan, StartedInstance } from './types';
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
@@ -109,7 +108,8 @@ function byLaunchIndex(instances: readonly Instance[]): Map<number, Instance> {
  * lost answer or a retry ends with exactly one instance per machine
  * (state/launch-batches.ts). Members map to instances by AmiLaunchIndex;
  * when EC2 launches fewer than k, the unserved members get the capacity
- * error and fail over. Each instance then gets its machine's own tags.
+ * error and fail over. The batch's tags go on at launch (TagSpecifications):
+ * no call is made per instance.
  */
 export class LaunchBatcher {
   private readonly coalescer: Coalescer<LaunchRequest, Launched>;
@@ -142,7 +142,7 @@ export class LaunchBatcher {
   /** Launches one machine's instance, in whatever batch it joins. */
   async launch(request: LaunchRequest): Promise<StartedInstance> {
     const launched = await this.coalescer.submit(batchKey(request), request);
-    return this.finish(request, launched, false);
+    return this.finish(launched, false);
   }
 
   /**
@@ -204,7 +204,7 @@ export class LaunchBatcher {
       await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId] }));
       return undefined;
     }
-    return this.finish(request, launched, !sameAttempt);
+    return this.finish(launched, !sameAttempt);
   }
 
   /**
@@ -227,39 +227,16 @@ export class LaunchBatcher {
     return answer;
   }
 
-  /** Tags the instance for its own machine and says what was launched. */
-  private async finish(
-    request: LaunchRequest,
-    launched: Launched,
-    adopted: boolean,
-  ): Promise<StartedInstance> {
+  /**
+   * Says what was launched. No call per instance: the instance keeps its
+   * launch tags (deployment, model, model uid, batch), and its machine is
+   * known from what is recorded (the batch's members by AmiLaunchIndex, the
+   * machine's instance id: activities/instance-owners.ts, the table's
+   * byInstance index).
+   */
+  private finish(launched: Launched, adopted: boolean): StartedInstance {
     const { instance, call } = launched;
     const instanceId = instance.InstanceId!;
-    const { ec2 } = this.deps.ec2ForRegion(call.region);
-    try {
-      await ec2.send(
-        new CreateTagsCommand({
-          Resources: [instanceId],
-          Tags: instanceTags({
-            model: request.model,
-            machineId: request.machineId,
-            applications: request.plan.applications,
-            deployment: this.deps.deployment,
-            ...(request.plan.modelUid ? { modelUid: request.plan.modelUid } : {}),
-          }),
-        }),
-      );
-    } catch (err) {
-      // The instance runs: refusing to tag it (a policy that allows tags only at launch)
-      // must not leave it unrecorded. It keeps its launch tags (deployment, model, batch);
-      // the machine records its id, which is what owns it. Transient faults retry.
-      if (classifyError(err) !== 'permanent') throw err;
-      console.warn(
-        `launch: instance ${instanceId} of machine ${request.model}/${request.machineId} ` +
-          `runs without its machine tags: ${ec2ErrorCode(err) ?? 'error'}: ` +
-          (err instanceof Error ? err.message : String(err)),
-      );
-    }
     this.memory.forget(call.region, call.instanceType, call.zone);
     const placementGroup = instance.Placement?.GroupName || call.placementGroup;
     const partition = instance.Placement?.PartitionNumber ?? call.partition;
@@ -304,12 +281,12 @@ export class LaunchBatcher {
         : {}),
       rootDiskGiB: rootDiskGiB(plan.hardware.rootDisk),
       ...(plan.instanceProfile ? { instanceProfile: plan.instanceProfile } : {}),
-      tags: [
-        { Key: TAG_MODEL, Value: first.model },
-        ...(plan.modelUid ? [{ Key: TAG_MODEL_UID, Value: plan.modelUid }] : []),
-        { Key: TAG_DEPLOYMENT, Value: this.deps.deployment },
-        { Key: TAG_LAUNCH_BATCH, Value: id },
-      ],
+      tags: launchTags({
+        model: first.model,
+        deployment: this.deps.deployment,
+        batchId: id,
+        ...(plan.modelUid ? { modelUid: plan.modelUid } : {}),
+      }),
       clientToken: clientToken(`batch/${id}`),
     };
     const ids = members.map((m) => m.machineId);

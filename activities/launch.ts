@@ -259,7 +259,7 @@ export function launchActivities(
  * answer), so a worker that dies is noticed within the heartbeat timeout and
  * the retried launch finds what its batch launched.
  */
-async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   let context: Context | undefined;
   try {
     context = Context.current();

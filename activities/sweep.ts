@@ -20,13 +20,8 @@ import {
 } from '../temporal/search-attributes';
 import type { ActivityDeps } from './deps';
 import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
-import {
-  LIVE_STATES,
-  TAG_MACHINE,
-  instanceStates,
-  instancesTaggedAnyState,
-  tagValue,
-} from './tags';
+import { InstanceOwners } from './instance-owners';
+import { LIVE_STATES, instanceStates, instancesTaggedAnyState } from './tags';
 import type { SweepReport } from './types';
 
 export interface SweptInstance {
@@ -140,8 +135,9 @@ export function harvestsStrays(mode: string): boolean {
 }
 
 /** The per-model sweep: stray instances, and machines whose workflow has gone. */
-export function sweepActivities(deps: ActivityDeps) {
+export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const now = deps.now ?? Date.now;
+  const owners = given ?? new InstanceOwners(deps.store.batches);
 
   async function runningMachineWorkflows(model: string): Promise<Set<string>> {
     const ids = new Set<string>();
@@ -341,7 +337,7 @@ export function sweepActivities(deps: ActivityDeps) {
     }
     if (harvesting && listing) {
       strays = selectStrays({
-        instances: strayCandidates(listing, model, record.uid),
+        instances: await strayCandidates(listing, model, record.uid, owners, machines),
         machines,
         now: now(),
         graceMs: deps.tuning.strayGraceMs,
@@ -414,25 +410,31 @@ export function sweepActivities(deps: ActivityDeps) {
   };
 }
 
-/** The live instances a listing holds for the model, with the machine each is tagged for. */
-function strayCandidates(
+/**
+ * The live instances a listing holds for the model, with the machine each was
+ * launched for (its batch's record: activities/instance-owners.ts).
+ */
+async function strayCandidates(
   listing: DeploymentListing,
   model: string,
   modelUid: string | undefined,
-): SweptInstance[] {
-  return listing.tagged(model, modelUid).flatMap((i) =>
-    i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? '')
-      ? [
-          {
-            instanceId: i.InstanceId,
-            ...(tagValue(i, TAG_MACHINE) !== undefined
-              ? { machineId: tagValue(i, TAG_MACHINE) }
-              : {}),
-            ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
-          },
-        ]
-      : [],
+  owners: InstanceOwners,
+  machines: readonly SweptMachine[],
+): Promise<SweptInstance[]> {
+  const live = listing
+    .tagged(model, modelUid)
+    .filter((i) => i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? ''));
+  // only an instance no machine records can be a stray: only theirs need an owner
+  const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
+  const owned = await owners.of(
+    model,
+    live.filter((i) => !recorded.has(i.InstanceId!)),
   );
+  return live.map((i) => ({
+    instanceId: i.InstanceId!,
+    ...(owned.has(i.InstanceId!) ? { machineId: owned.get(i.InstanceId!) } : {}),
+    ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
+  }));
 }
 
 /** Machines whose instance liveness watches: launched by us, with an instance recorded, not Dead. */

@@ -1,5 +1,4 @@
 import {
-  DescribeInstancesCommand,
   paginateDescribeInstances,
   type EC2Client,
   type Filter,
@@ -11,32 +10,39 @@ import { batches, isInstanceState, type InstanceState } from '../core/liveness';
 export const TAG_MODEL = 'provisioner:model';
 /** The model's uid (ModelRecord.uid): tells a re-created model's instances from the old one's. */
 export const TAG_MODEL_UID = 'provisioner:model-uid';
+/**
+ * The machine an instance was launched for, on instances launched before
+ * issue 30 (a CreateTags per instance after launch); still read, never set.
+ */
 export const TAG_MACHINE = 'provisioner:machine';
 /** The launch batch an instance came from (activities/launch-batcher.ts); members map by AmiLaunchIndex. */
 export const TAG_LAUNCH_BATCH = 'provisioner:launch-batch';
-export const TAG_APPLICATIONS = 'provisioner:applications';
 /** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */
 export const TAG_DEPLOYMENT = 'provisioner:deployment';
 
 /** Instance states that still count as "this machine has an instance". */
 export const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
 
-export function instanceTags(input: {
+/**
+ * The tags every instance of a launch batch carries, set by its RunInstances
+ * (TagSpecifications): no call per instance. Nothing names the machine: an
+ * instance's machine is the batch member at its AmiLaunchIndex
+ * (activities/instance-owners.ts), or the machine that records its id (the
+ * table's byInstance index). `Name` is the model's name, so EC2's console
+ * groups a model's instances; a per-machine Name would cost a call each.
+ */
+export function launchTags(input: {
   model: string;
-  machineId: string;
-  applications: readonly string[];
   deployment: string;
+  batchId: string;
   modelUid?: string;
 }): Array<{ Key: string; Value: string }> {
   return [
-    { Key: 'Name', Value: `${input.model}-machine-${input.machineId}` },
+    { Key: 'Name', Value: input.model },
     { Key: TAG_MODEL, Value: input.model },
     ...(input.modelUid ? [{ Key: TAG_MODEL_UID, Value: input.modelUid }] : []),
-    { Key: TAG_MACHINE, Value: input.machineId },
-    ...(input.applications.length > 0
-      ? [{ Key: TAG_APPLICATIONS, Value: [...input.applications].sort().join(',') }]
-      : []),
     { Key: TAG_DEPLOYMENT, Value: input.deployment },
+    { Key: TAG_LAUNCH_BATCH, Value: input.batchId },
   ];
 }
 
@@ -46,16 +52,17 @@ export function tagValue(instance: Instance, key: string): string | undefined {
 
 async function describeAll(ec2: EC2Client, filters: Filter[]): Promise<Instance[]> {
   const found: Instance[] = [];
-  for await (const page of paginateDescribeInstances({ client: ec2 }, { Filters: filters })) {
+  const pages = paginateDescribeInstances({ client: ec2, pageSize: 1000 }, { Filters: filters });
+  for await (const page of pages) {
     for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
   }
   return found;
 }
 
-/** This deployment's live instances tagged for one model (and one machine, when given), oldest first. */
+/** This deployment's live instances tagged for one model, oldest first (pages of 1,000). */
 export async function liveInstancesTagged(
   ec2: EC2Client,
-  scope: { deployment: string; model: string; modelUid?: string; machineId?: string },
+  scope: { deployment: string; model: string; modelUid?: string },
 ): Promise<Instance[]> {
   const filters: Filter[] = [
     { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
@@ -64,32 +71,12 @@ export async function liveInstancesTagged(
   ];
   // a model re-created under the same name is another model: its uid tells their instances apart
   if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
-  if (scope.machineId !== undefined) {
-    filters.push({ Name: `tag:${TAG_MACHINE}`, Values: [scope.machineId] });
-  }
   const instances = await describeAll(ec2, filters);
   return instances.sort(
     (a, b) =>
       (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
       (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
   );
-}
-
-/** Those of `instanceIds` not yet terminated (absent ones count as gone). */
-export async function notTerminated(
-  ec2: EC2Client,
-  instanceIds: readonly string[],
-): Promise<string[]> {
-  if (instanceIds.length === 0) return [];
-  const out = await ec2.send(
-    new DescribeInstancesCommand({
-      Filters: [{ Name: 'instance-id', Values: [...instanceIds] }],
-    }),
-  );
-  return (out.Reservations ?? [])
-    .flatMap((r) => r.Instances ?? [])
-    .filter((i) => i.State?.Name !== 'terminated')
-    .flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
 }
 
 /** EC2's state of an instance, as the liveness checks name it. */

@@ -1,58 +1,280 @@
-import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { TerminateInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { batches as chunks } from '../core/liveness';
+import { Coalescer, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
-import { ec2ErrorCode } from './ec2-errors';
-import { liveInstancesTagged, notTerminated } from './tags';
+import { classifyError, ec2ErrorCode } from './ec2-errors';
+import { InstanceOwners } from './instance-owners';
+import { heartbeating } from './launch';
+import { instanceStates, liveInstancesTagged } from './tags';
+import { TokenBucket } from './token-bucket';
 import type { MachineRef } from './types';
 
-/** Stopping a Dead machine's instances. */
-export function teardownActivities(deps: ActivityDeps) {
-  return {
-    /** Live instances tagged for the machine (a launch that was never recorded included). */
-    async instancesTaggedFor(
-      input: MachineRef & { region: string; modelUid?: string },
-    ): Promise<string[]> {
-      const instances = await liveInstancesTagged(deps.ec2ForRegion(input.region).ec2, {
+/** EC2 takes up to this many ids in one TerminateInstances, and answers as many in one describe. */
+export const MAX_IDS_PER_CALL = 1000;
+
+/**
+ * How teardown's EC2 calls are paced (README "Teardown at scale"): each
+ * region's calls wait for a token of the worker's own bucket before they go,
+ * EC2's published buckets (TerminateInstances 100 at once then 5 a second;
+ * DescribeInstances 100 then 20, shared with the account's other describes,
+ * so half of it here). A batch waiting for a token keeps growing.
+ */
+export const TEARDOWN_PACING = {
+  terminate: { burst: 100, perSecond: 5 },
+  describe: { burst: 50, perSecond: 10 },
+} as const;
+
+/** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
+const WINDOWS = {
+  /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
+  search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
+  // machines reach this step spread over their other teardown steps: a wider window, fewer calls
+  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
+  describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
+} as const;
+
+/** A call that hangs holds the next batch of its key back no longer than this. */
+const ONE_AT_A_TIME = { oneAtATime: { maxWaitMs: 30_000 } };
+
+/** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
+const KNOWN_GONE_MAX = 200_000;
+
+interface SearchRequest extends MachineRef {
+  region: string;
+  modelUid?: string;
+}
+
+interface TerminateRequest {
+  instanceIds: string[];
+  fresh: readonly string[];
+}
+
+/** The ids named in an EC2 message ("The instance IDs 'i-1, i-2' do not exist"). */
+export function idsNamedIn(message: string): string[] {
+  return [...message.matchAll(/\bi-[0-9a-f]+\b/g)].map((m) => m[0]);
+}
+
+/**
+ * What one TerminateInstances of many ids did to each id: undefined (asked
+ * to terminate), 'missing' (EC2 does not know it), or the error it alone
+ * failed with. EC2 refuses a whole call for one id (unknown, protected from
+ * termination): the ids it names are taken out and the rest asked again; a
+ * refusal that names none is split in halves, so a failure ends on the
+ * machines it belongs to in a few calls. A fault of EC2 (throttling, a 5xx,
+ * the network) fails the whole call: every machine's activity retries.
+ */
+export async function terminateEach(
+  send: (ids: string[]) => Promise<string[]>,
+  ids: readonly string[],
+): Promise<Map<string, 'missing' | { error: unknown } | undefined>> {
+  const outcome = new Map<string, 'missing' | { error: unknown } | undefined>();
+  async function attempt(some: string[]): Promise<void> {
+    if (some.length === 0) return;
+    try {
+      await send(some);
+      for (const id of some) outcome.set(id, undefined);
+      return;
+    } catch (err) {
+      const code = ec2ErrorCode(err);
+      const kind = classifyError(err);
+      const notFound = code === 'InvalidInstanceID.NotFound';
+      if (!notFound && kind !== 'permanent') throw err;
+      const named = new Set(
+        idsNamedIn(err instanceof Error ? err.message : String(err)).filter((id) =>
+          some.includes(id),
+        ),
+      );
+      if (named.size > 0 && named.size < some.length) {
+        for (const id of named) outcome.set(id, notFound ? 'missing' : { error: err });
+        await attempt(some.filter((id) => !named.has(id)));
+        return;
+      }
+      if (some.length === 1 || named.size === some.length) {
+        for (const id of some) outcome.set(id, notFound ? 'missing' : { error: err });
+        return;
+      }
+      const half = Math.ceil(some.length / 2);
+      await attempt(some.slice(0, half));
+      await attempt(some.slice(half));
+    }
+  }
+  await attempt([...ids]);
+  return outcome;
+}
+
+/**
+ * Stopping Dead machines' instances, batched across machines (issue 30):
+ * each machine's workflow still asks for its own instances, but the
+ * requests of many machines go out together, through the same coalescer as
+ * launches: one tag search per model, one TerminateInstances per up to
+ * 1,000 ids, one DescribeInstances by id per batch of polls. Each activity
+ * heartbeats while it waits for its batch and the region's bucket, so the
+ * wait never burns a start-to-close timeout and a dead worker is noticed.
+ */
+export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
+  let made: InstanceOwners | undefined;
+  const owners = (): InstanceOwners => given ?? (made ??= new InstanceOwners(deps.store.batches));
+  const buckets = new Map<string, TokenBucket>();
+  const knownGone = new Map<string, Set<string>>();
+  function bucket(kind: keyof typeof TEARDOWN_PACING, region: string): TokenBucket {
+    const key = `${kind}/${region}`;
+    let b = buckets.get(key);
+    if (!b) {
+      const pace = TEARDOWN_PACING[kind];
+      b = new TokenBucket(pace.burst, pace.perSecond);
+      buckets.set(key, b);
+    }
+    return b;
+  }
+  function gone(region: string): Set<string> {
+    let set = knownGone.get(region);
+    if (!set || set.size > KNOWN_GONE_MAX) {
+      set = new Set();
+      knownGone.set(region, set);
+    }
+    return set;
+  }
+  const ec2Of = (region: string): EC2Client => deps.ec2ForRegion(region).ec2;
+
+  // one tag search of a model answers every machine of it that asked before it began
+  const searches = new Coalescer<SearchRequest, string[]>(
+    WINDOWS.search,
+    async (_key, requests) => {
+      const first = requests[0]!;
+      const instances = await liveInstancesTagged(ec2Of(first.region), {
         deployment: deps.deployment,
-        model: input.model,
-        machineId: input.machineId,
-        ...(input.modelUid ? { modelUid: input.modelUid } : {}),
+        model: first.model,
+        ...(first.modelUid ? { modelUid: first.modelUid } : {}),
       });
-      return instances.flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
+      const owned = await owners().of(first.model, instances);
+      return requests.map((r): Settled<string[]> => ({
+        ok: true,
+        value: instances.flatMap((i) =>
+          i.InstanceId && owned.get(i.InstanceId) === r.machineId ? [i.InstanceId] : [],
+        ),
+      }));
+    },
+    (key) => bucket('describe', (JSON.parse(key) as string[])[0]!).take(),
+    ONE_AT_A_TIME,
+  );
+
+  const terminations = new Coalescer<TerminateRequest, void>(
+    WINDOWS.terminate,
+    async (region, requests) => {
+      const ec2 = ec2Of(region);
+      const ids = [...new Set(requests.flatMap((r) => r.instanceIds))];
+      const outcome = new Map<string, 'missing' | { error: unknown } | undefined>();
+      let firstCall = true;
+      for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
+        // the batch's first call had its token at the gate
+        if (!firstCall) await bucket('terminate', region).take();
+        firstCall = false;
+        const each = await terminateEach(async (asked) => {
+          const out = await ec2.send(new TerminateInstancesCommand({ InstanceIds: asked }));
+          for (const t of out.TerminatingInstances ?? []) {
+            if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
+              gone(region).add(t.InstanceId);
+            }
+          }
+          return asked;
+        }, some);
+        for (const [id, o] of each) outcome.set(id, o);
+      }
+      return requests.map((r): Settled<void> => {
+        for (const id of r.instanceIds) {
+          const o = outcome.get(id);
+          if (o === 'missing') {
+            // EC2 lists a new instance only after a few seconds: this run's own launch is
+            // retried (the activity's backoff), never skipped; any other unknown id is gone
+            if (r.fresh.includes(id)) {
+              return {
+                ok: false,
+                error: new Error(
+                  `instance ${id} was just launched and EC2 does not list it yet; retrying`,
+                ),
+              };
+            }
+          } else if (o !== undefined) {
+            return { ok: false, error: o.error };
+          }
+        }
+        return { ok: true, value: undefined };
+      });
+    },
+    (region) => bucket('terminate', region).take(),
+  );
+
+  const polls = new Coalescer<string[], string[]>(
+    WINDOWS.describe,
+    async (region, requests) => {
+      const known = gone(region);
+      const ask = [...new Set(requests.flat())].filter((id) => !known.has(id));
+      const states = new Map<string, string>();
+      let first = true;
+      for (const some of chunks(ask, MAX_IDS_PER_CALL)) {
+        if (!first) await bucket('describe', region).take();
+        first = false;
+        for (const [id, state] of await instanceStates(ec2Of(region), some)) {
+          states.set(id, state);
+          if (state === 'terminated') known.add(id);
+        }
+      }
+      // an id EC2 no longer lists counts as gone, as an id it lists terminated
+      return requests.map((ids): Settled<string[]> => ({
+        ok: true,
+        value: ids.filter((id) => {
+          const state = states.get(id);
+          return state !== undefined && state !== 'terminated';
+        }),
+      }));
+    },
+    (region) => bucket('describe', region).take(),
+    ONE_AT_A_TIME,
+  );
+
+  return {
+    /**
+     * Live instances launched for the machine (a launch that was never
+     * recorded included): one tag search of the model, shared by every
+     * machine of it that asks meanwhile, each instance mapped to its machine
+     * from the launch batch's record (activities/instance-owners.ts).
+     */
+    async instancesTaggedFor(input: SearchRequest): Promise<string[]> {
+      const key = JSON.stringify([input.region, input.model, input.modelUid ?? '']);
+      return heartbeating(() => searches.submit(key, input));
     },
 
     /**
-     * Asks EC2 to terminate instances, one call each (terminating a terminated
-     * instance is a no-op). An id EC2 does not know is gone, unless this run
-     * launched it: EC2 lists a new instance only after a few seconds, so a
-     * fresh id it does not know yet is retried (with the activity's backoff),
-     * never skipped, and never left running.
+     * Asks EC2 to terminate instances, together with other machines' (see
+     * `terminateEach`; terminating a terminated instance is a no-op). An id
+     * EC2 does not know is gone, unless this run launched it: EC2 lists a new
+     * instance only after a few seconds, so a fresh id it does not know yet
+     * is retried (with the activity's backoff), never skipped, and never left
+     * running.
      */
     async terminateInstances(input: {
       region: string;
       instanceIds: string[];
       fresh?: string[];
     }): Promise<void> {
-      const { ec2 } = deps.ec2ForRegion(input.region);
-      for (const id of input.instanceIds) {
-        try {
-          await ec2.send(new TerminateInstancesCommand({ InstanceIds: [id] }));
-        } catch (err) {
-          if (ec2ErrorCode(err) !== 'InvalidInstanceID.NotFound') throw err;
-          if (input.fresh?.includes(id)) {
-            throw new Error(
-              `instance ${id} was just launched and EC2 does not list it yet; retrying`,
-            );
-          }
-        }
-      }
+      if (input.instanceIds.length === 0) return;
+      await heartbeating(() =>
+        terminations.submit(input.region, {
+          instanceIds: input.instanceIds,
+          fresh: input.fresh ?? [],
+        }),
+      );
     },
 
-    /** Those of the instances EC2 does not yet report terminated. */
+    /** Those of the instances EC2 does not yet report terminated (one describe per batch of polls). */
     async instancesNotTerminated(input: {
       region: string;
       instanceIds: string[];
     }): Promise<string[]> {
-      return notTerminated(deps.ec2ForRegion(input.region).ec2, input.instanceIds);
+      if (input.instanceIds.length === 0) return [];
+      const known = gone(input.region);
+      if (input.instanceIds.every((id) => known.has(id))) return [];
+      return heartbeating(() => polls.submit(input.region, input.instanceIds));
     },
   };
 }

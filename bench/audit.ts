@@ -11,7 +11,7 @@ export interface MachineView {
 
 export interface InstanceView {
   instanceId: string;
-  /** The `provisioner:machine` tag. */
+  /** The machine it was launched for (its launch batch's record, or a legacy `provisioner:machine` tag). */
   machine?: string;
   state: string;
 }

@@ -61,6 +61,27 @@ export interface ProvisionerResult {
   temporal?: TemporalUse;
   /** Worker's peak resident set (VmHWM), bytes. */
   workerPeakRssBytes?: number;
+  /** Destroying the model once its machines ran (issue 30). */
+  teardown?: TeardownResult;
+}
+
+/** `DELETE /v1/models/{model}` of the bench's model, all its machines running. */
+export interface TeardownResult {
+  /** The DELETE's answer. */
+  status: number;
+  answerMs?: number;
+  /** From the DELETE to every instance of the model terminated (per moto). */
+  terminatedMs?: number;
+  /** From the DELETE to the model being gone from the table. */
+  modelGoneMs?: number;
+  /** Instances of the model not terminated when the wait ended. */
+  leftRunning: number;
+  /** Instances of other models terminated during the teardown (there are none to begin with). */
+  othersTerminated: number;
+  timedOut: boolean;
+  /** EC2 calls per action from the DELETE until the model was gone (the stack's sweeper's included). */
+  ec2Calls: Record<string, number>;
+  throttled: number;
 }
 
 export interface SizeResult {
@@ -148,6 +169,49 @@ function check(target: string, value: number | undefined, ok: (v: number) => boo
     measured: fmt(value, digits),
     verdict: value === undefined ? 'n/a' : ok(value) ? 'pass' : 'FAIL',
   } satisfies TargetCheck;
+}
+
+/** Issue 30's targets at N = 1,000, EC2's limits on. */
+export const SCALE_TARGETS = {
+  launchCallsPerMachine: 0.1,
+  teardownSeconds: 60,
+  teardownCallsPerMachine: 0.1,
+} as const;
+
+/** Issue 30's checks: launch and teardown EC2 calls, the model gone in time, nothing left. */
+export function checkScaleTargets(result: SizeResult): TargetCheck[] {
+  const p = result.provisioner;
+  const d = derive(result);
+  const t = p?.teardown;
+  const teardownCalls = t ? sum(Object.values(t.ec2Calls)) : undefined;
+  const gone =
+    t?.modelGoneMs === undefined || t.terminatedMs === undefined
+      ? undefined
+      : Math.max(t.modelGoneMs, t.terminatedMs) / 1000;
+  return [
+    check(
+      `launch: EC2 calls per machine ≤ ${SCALE_TARGETS.launchCallsPerMachine}`,
+      d.ec2CallsPerMachine,
+      (v) => v <= SCALE_TARGETS.launchCallsPerMachine,
+      3,
+    ),
+    check('launch: CreateTags = 0', p ? (p.ec2Calls.CreateTags ?? 0) : undefined, (v) => v === 0),
+    check(
+      `destroy-model: all terminated and the model gone ≤ ${SCALE_TARGETS.teardownSeconds} s`,
+      gone,
+      (v) => v <= SCALE_TARGETS.teardownSeconds,
+      1,
+    ),
+    check(
+      `teardown: EC2 calls per machine ≤ ${SCALE_TARGETS.teardownCallsPerMachine}`,
+      teardownCalls === undefined || !p ? undefined : teardownCalls / p.n,
+      (v) => v <= SCALE_TARGETS.teardownCallsPerMachine,
+      3,
+    ),
+    check('teardown: throttled = 0', t?.throttled, (v) => v === 0),
+    check('teardown: left running = 0', t?.leftRunning, (v) => v === 0),
+    check('teardown: others terminated = 0', t?.othersTerminated, (v) => v === 0),
+  ];
 }
 
 export const TARGETS = {

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import type { ManagedProcess } from '../local/processes';
 import { PROJECT_ROOT, type RunningStack } from '../local/stack';
 import { BenchArgsError, parseArgs, USAGE } from './args';
-import { checkTargets, derive, type SizeResult } from './figures';
+import { checkScaleTargets, checkTargets, derive, type SizeResult } from './figures';
 import { EC2_LATENCY, EC2_REQUEST_LIMITS, EC2_RESOURCE_LIMITS } from './proxy-admin';
 import { runSize } from './run-size';
-import { figuresTable, targetsTable } from './table';
+import { figuresTable, scaleTargetsTable, targetsTable } from './table';
 
 /**
  * `npm run bench`: for each size, a fresh private stack, the bare-SDK floor,
@@ -74,6 +74,7 @@ async function main(): Promise<void> {
           r,
           results.find((b) => b.n === 100),
         ),
+        scaleTargets: checkScaleTargets(r),
       })),
     };
     const text = `${JSON.stringify(doc, null, 2)}\n`;
@@ -113,11 +114,13 @@ async function main(): Promise<void> {
   const out: string[] = [
     '',
     `Benchmark on ${revision}, ${startedAt.toISOString()}`,
-    `Asked of the EC2 proxy (see the notes for what it could not take): RunInstances burst 5 refill 2/s, launched instances burst 1000 refill 2/s; latency RunInstances ${EC2_LATENCY.runInstances} ms, others ${EC2_LATENCY.default} ms, pending→running ${EC2_LATENCY.pendingToRunning} ms`,
+    `Asked of the EC2 proxy (see the notes for what it could not take): RunInstances burst 5 refill 2/s, launched instances burst 1000 refill 2/s, TerminateInstances burst 100 refill 5/s, CreateTags burst 100 refill 10/s, Describe* burst 100 refill 20/s; latency RunInstances ${EC2_LATENCY.runInstances} ms, others ${EC2_LATENCY.default} ms, pending→running ${EC2_LATENCY.pendingToRunning} ms`,
     '',
     figuresTable(results),
     '',
     targetsTable(results),
+    '',
+    scaleTargetsTable(results),
   ];
   const notes = results.flatMap((r) => r.notes.map((note) => `N=${r.n}: ${note}`));
   if (notes.length > 0) out.push('', 'Notes:', ...notes.map((note) => `- ${note}`));

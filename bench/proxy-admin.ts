@@ -7,7 +7,9 @@
 /** RunInstances: the issue's published bucket; the others: EC2's category buckets, one per action here. */
 export const EC2_REQUEST_LIMITS = {
   runInstances: { burst: 5, refillPerSecond: 2 },
-  terminateInstances: { burst: 50, refillPerSecond: 5 },
+  // issue 30: EC2's published TerminateInstances and CreateTags buckets
+  terminateInstances: { burst: 100, refillPerSecond: 5 },
+  createTags: { burst: 100, refillPerSecond: 10 },
   describeInstances: { burst: 100, refillPerSecond: 20 },
   describeAvailabilityZones: { burst: 100, refillPerSecond: 20 },
   describeImages: { burst: 100, refillPerSecond: 20 },

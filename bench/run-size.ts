@@ -4,7 +4,8 @@ import { Client, Connection } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TAG_MACHINE, TAG_MODEL } from '../activities/tags';
+import { InstanceOwners } from '../activities/instance-owners';
+import { TAG_MODEL } from '../activities/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, type RunningStack } from '../local/stack';
@@ -13,7 +14,13 @@ import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
 import { machineWorkflowId } from '../temporal/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
-import type { CapacityUse, ProvisionerResult, SizeResult, TemporalUse } from './figures';
+import type {
+  CapacityUse,
+  ProvisionerResult,
+  SizeResult,
+  TeardownResult,
+  TemporalUse,
+} from './figures';
 import { runFloor } from './floor';
 import { runRemoval } from './removal';
 import { countHistory, emptyTemporalUse } from './history';
@@ -114,6 +121,7 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
         ec2,
         moto,
         repo,
+        owners: InstanceOwners.ofTable(ddb, info.tableName),
         temporal,
         metrics,
         notes: result.notes,
@@ -140,6 +148,7 @@ interface PhaseContext extends SizeOptions {
   ec2: EC2Client;
   moto: EC2Client;
   repo: Repository;
+  owners: InstanceOwners;
   temporal: Client;
   metrics: { worker: string; api: string };
   notes: string[];
@@ -190,8 +199,12 @@ function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): Capac
 }
 
 /** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
-async function describeModel(client: EC2Client, onCall: () => void): Promise<InstanceView[]> {
-  const found: InstanceView[] = [];
+async function describeModel(
+  client: EC2Client,
+  owners: InstanceOwners,
+  onCall: () => void,
+): Promise<InstanceView[]> {
+  const all: Instance[] = [];
   let token: string | undefined;
   do {
     onCall();
@@ -202,18 +215,22 @@ async function describeModel(client: EC2Client, onCall: () => void): Promise<Ins
         NextToken: token,
       }),
     );
-    const instances: Instance[] = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
-    for (const i of instances) {
-      if (!i.InstanceId) continue;
-      found.push({
-        instanceId: i.InstanceId,
-        machine: i.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value,
-        state: i.State?.Name ?? 'unknown',
-      });
-    }
+    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
     token = out.NextToken;
   } while (token);
-  return found;
+  // each instance's machine, from its launch batch's record (no per-machine tag)
+  const machineOf = await owners.of(MODEL, all);
+  return all.flatMap((i) =>
+    i.InstanceId
+      ? [
+          {
+            instanceId: i.InstanceId,
+            machine: machineOf.get(i.InstanceId),
+            state: i.State?.Name ?? 'unknown',
+          },
+        ]
+      : [],
+  );
 }
 
 function peakRss(pid: number | undefined): number | undefined {
@@ -338,7 +355,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     if (settled || Date.now() - lastEc2 > 5000) {
       lastEc2 = Date.now();
       try {
-        const instances = await describeModel(ctx.ec2, () => (ownDescribes += 1));
+        const instances = await describeModel(ctx.ec2, ctx.owners, () => (ownDescribes += 1));
         const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
         p.running = instances.filter(
           (i) => recorded.has(i.instanceId) && i.state === 'running',
@@ -386,7 +403,10 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   ]);
 
   machines = await ctx.repo.listMachines(MODEL);
-  const audit = auditInstances(machines, await describeModel(ctx.moto, () => undefined));
+  const audit = auditInstances(
+    machines,
+    await describeModel(ctx.moto, ctx.owners, () => undefined),
+  );
   p.inError = audit.inError;
   p.duplicates = audit.duplicates;
   p.strays = audit.strays;
@@ -396,7 +416,98 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
   );
+  p.teardown = await destroyModel(ctx);
   return p;
+}
+
+/** Instances moto holds, live or not, by model tag (the bench's own calls bypass the proxy). */
+async function motoInstances(ctx: PhaseContext): Promise<Instance[]> {
+  const all: Instance[] = [];
+  let token: string | undefined;
+  do {
+    const out = await ctx.moto.send(
+      new DescribeInstancesCommand({ MaxResults: 1000, NextToken: token }),
+    );
+    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
+    token = out.NextToken;
+  } while (token);
+  return all;
+}
+
+const GONE_STATES = new Set(['shutting-down', 'terminated']);
+
+/**
+ * Issue 30: `DELETE /v1/models/{model}` with every machine running, timed
+ * until every instance of the model is terminated (per moto) and the model
+ * is gone from the table, with the EC2 calls the proxy counted meanwhile.
+ */
+async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
+  const { n, info, log } = ctx;
+  const before = await motoInstances(ctx);
+  const isOurs = (i: Instance) => i.Tags?.some((t) => t.Key === TAG_MODEL && t.Value === MODEL);
+  const othersLiveBefore = new Set(
+    before
+      .filter((i) => !isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''))
+      .map((i) => i.InstanceId),
+  );
+  await resetStats(info.ec2Endpoint);
+  log(`N=${n}: destroying the model`);
+  const start = performance.now();
+  const t: TeardownResult = {
+    status: 0,
+    leftRunning: 0,
+    othersTerminated: 0,
+    timedOut: false,
+    ec2Calls: {},
+    throttled: 0,
+  };
+  const res = await api(info, 'DELETE', `/v1/models/${MODEL}`, undefined, ctx.requestTimeoutMs);
+  t.status = res.status;
+  t.answerMs = performance.now() - start;
+  if (res.status !== 202 && res.status !== 200 && res.status !== 204) {
+    ctx.notes.push(
+      `N=${n}: DELETE of the model answered ${res.status} ${JSON.stringify(res.json)}`,
+    );
+  }
+  const deadline = Date.now() + Math.min(ctx.timeoutMs, 5 * 60_000);
+  let lastLog = 0;
+  for (;;) {
+    if (t.modelGoneMs === undefined) {
+      const gone = await ctx.repo.getModel(MODEL).then(
+        () => false,
+        (err: unknown) => (err as Error).name === 'EntityNotFoundError',
+      );
+      if (gone) {
+        t.modelGoneMs = performance.now() - start;
+        log(`N=${n}: model gone after ${(t.modelGoneMs / 1000).toFixed(1)} s`);
+      }
+    }
+    const now = await motoInstances(ctx);
+    const live = now.filter((i) => isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''));
+    t.leftRunning = live.length;
+    t.othersTerminated = now.filter(
+      (i) => othersLiveBefore.has(i.InstanceId) && GONE_STATES.has(i.State?.Name ?? ''),
+    ).length;
+    if (t.terminatedMs === undefined && live.length === 0) {
+      t.terminatedMs = performance.now() - start;
+      log(`N=${n}: all instances terminated after ${(t.terminatedMs / 1000).toFixed(1)} s`);
+    }
+    if (t.terminatedMs !== undefined && t.modelGoneMs !== undefined) break;
+    if (Date.now() > deadline) {
+      t.timedOut = true;
+      log(`N=${n}: teardown not done after ${(performance.now() - start) / 1000} s`);
+      break;
+    }
+    if (Date.now() - lastLog > 10_000) {
+      lastLog = Date.now();
+      log(`N=${n}: teardown: ${live.length} instances live`);
+    }
+    await sleep(1000);
+  }
+  const stats = await readStats(info.ec2Endpoint);
+  t.ec2Calls = { ...stats.calls };
+  t.throttled = stats.throttled;
+  return t;
 }
 
 /**

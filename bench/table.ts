@@ -1,4 +1,10 @@
-import { checkTargets, derive, type SizeResult, type TargetCheck } from './figures';
+import {
+  checkScaleTargets,
+  checkTargets,
+  derive,
+  type SizeResult,
+  type TargetCheck,
+} from './figures';
 
 /** Pads cells into a plain-text table with a rule under the header; numbers right-aligned. */
 export function renderTable(
@@ -76,6 +82,23 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
     row('  other workflows counted in', (i) => num(p[i]?.temporal?.otherWorkflows)),
     row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
+    row('destroy-model: DELETE answered', (i) => {
+      const t = p[i]?.teardown;
+      return t ? `${t.status} in ${seconds(t.answerMs)}` : '—';
+    }),
+    row('destroy-model: all terminated', (i) => seconds(p[i]?.teardown?.terminatedMs)),
+    row('destroy-model: model gone', (i) => seconds(p[i]?.teardown?.modelGoneMs)),
+    row('destroy-model: left running', (i) => num(p[i]?.teardown?.leftRunning)),
+    row('teardown EC2 calls per machine', (i) => {
+      const t = p[i]?.teardown;
+      if (!t || !p[i]) return '—';
+      const total = Object.values(t.ec2Calls).reduce((a, b) => a + b, 0);
+      return `${num(total / p[i].n, 3)} (${total})`;
+    }),
+    ...[...new Set(p.flatMap((x) => Object.keys(x?.teardown?.ec2Calls ?? {})))]
+      .sort()
+      .map((a) => row(`  teardown ${a}`, (i) => num(p[i]?.teardown?.ec2Calls[a]))),
+    row('teardown throttled calls', (i) => num(p[i]?.teardown?.throttled)),
     row('removal: deploy N units, answer', (i) => seconds(rm[i]?.deployMs)),
     row('removal: destroy-model, 202', (i) => seconds(rm[i]?.answerMs)),
     row('removal: every unit gone, machine Dead', (i) => seconds(rm[i]?.deadMs)),
@@ -102,4 +125,18 @@ export function targetsTable(results: readonly SizeResult[]): string {
     }),
   ]);
   return renderTable(['target (issue 10)', ...results.map((r) => `N=${r.n}`)], rows);
+}
+
+/** Issue 30's targets (launch and teardown EC2 calls, the model gone in time) per size. */
+export function scaleTargetsTable(results: readonly SizeResult[]): string {
+  const checks = results.map((r) => checkScaleTargets(r));
+  const targets = (checks[0] ?? []).map((x) => x.target);
+  const rows = targets.map((t) => [
+    t,
+    ...checks.map((c) => {
+      const hit = c.find((x) => x.target === t);
+      return hit ? `${hit.measured} ${hit.verdict}` : '—';
+    }),
+  ]);
+  return renderTable(['target (issue 30)', ...results.map((r) => `N=${r.n}`)], rows);
 }

@@ -15,6 +15,14 @@ export type LatencySet = Readonly<Record<string, number>>;
 export const NO_LATENCY: LatencySet = { default: 0, pendingToRunning: 0 };
 
 const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
+
+/**
+ * Keys that are not an action's delay: `default`, `pendingToRunning`, and
+ * `runInstancesAnswer`, how long a RunInstances answer is held after the
+ * instances were launched (a launch that happened and whose answer is late:
+ * tests kill a worker in that window).
+ */
+const SPECIAL_KEYS = new Set(['default', 'pendingToRunning', 'runInstancesAnswer']);
 /** More than ten minutes is a typo, not a simulation. */
 export const MAX_LATENCY_MS = 600_000;
 
@@ -26,10 +34,10 @@ export function parseLatencySet(
   if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
   const out: Record<string, number> = { ...NO_LATENCY };
   for (const [key, value] of Object.entries(body)) {
-    const special = key === 'default' || key === 'pendingToRunning';
+    const special = SPECIAL_KEYS.has(key);
     if (!special && (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key)))) {
       throw new AdminBadRequestError(
-        `unknown field "${key}" (expected "default", "pendingToRunning" or lower-camel EC2 action names such as "runInstances")`,
+        `unknown field "${key}" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")`,
       );
     }
     if (
@@ -50,10 +58,15 @@ export function parseLatencySet(
 /** The delay before answering a call to `action` (upper-camel, as in `Action=`). */
 export function latencyFor(latency: LatencySet, action: string): number {
   const key = action.charAt(0).toLowerCase() + action.slice(1);
-  if (key !== 'default' && key !== 'pendingToRunning' && Object.hasOwn(latency, key)) {
+  if (!SPECIAL_KEYS.has(key) && Object.hasOwn(latency, key)) {
     return latency[key] ?? 0;
   }
   return latency.default ?? 0;
+}
+
+/** How long a RunInstances answer is held once its instances were launched. */
+export function runInstancesAnswerMs(latency: LatencySet): number {
+  return latency.runInstancesAnswer ?? 0;
 }
 
 export function pendingToRunningMs(latency: LatencySet): number {

@@ -39,7 +39,12 @@ import {
   rewriteDescribeInstanceStatus,
   rewriteRunInstances,
 } from './ec2-proxy-instances';
-import { latencyFor, NO_LATENCY, pendingToRunningMs } from './ec2-proxy-latency';
+import {
+  latencyFor,
+  NO_LATENCY,
+  pendingToRunningMs,
+  runInstancesAnswerMs,
+} from './ec2-proxy-latency';
 import type { Clock } from './ec2-proxy-limits';
 import { RequestLimiter, systemClock } from './ec2-proxy-limits';
 import type { QueryParams } from './ec2-proxy-query';
@@ -705,6 +710,8 @@ class ProxyHandler {
     this.recordLaunch(call, launched.instanceIds, placement.value);
     const pendingMs = pendingToRunningMs(this.admin.latency);
     const body = rewriteRunInstances(answer.body, (id) => this.instances.view(id, pendingMs));
+    const hold = runInstancesAnswerMs(this.admin.latency);
+    if (hold > 0) await sleep(hold);
     sendAnswer(res, { ...answer, body });
     return { fingerprint, ...launched, responseBody: body };
   }

@@ -136,6 +136,27 @@ export class LaunchBatchStore {
   }
 
   /**
+   * The members of a batch that went out, in launch order; undefined when no
+   * batch of that id was sent (abandoned, never written, or expired). A read
+   * only: unlike `settle`, it never abandons a batch.
+   */
+  async members(model: string, batchId: string): Promise<string[] | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: launchBatchSk(batchId) },
+        ProjectionExpression: '#state, #members',
+        ExpressionAttributeNames: { '#state': 'state', '#members': 'members' },
+        // written just before its RunInstances: an instance listed a moment later finds it
+        ConsistentRead: true,
+      }),
+    );
+    const item = out.Item;
+    if (!item || item.state !== 'sent' || !Array.isArray(item.members)) return undefined;
+    return item.members as string[];
+  }
+
+  /**
    * The batch as it stands for a member that lost track of it: the item if it
    * was written; otherwise it is written now as `abandoned`, so it never goes out.
    */

@@ -14,6 +14,7 @@ import {
 } from './errors';
 import { ProvisioningStore } from './provisioning';
 import { ZoneCountStore, type Regroup } from './zone-counts';
+import { INSTANCE_INDEX } from './schema';
 import {
   APP_SK_PREFIX,
   MACHINE_SK_PREFIX,
@@ -567,6 +568,31 @@ export class Repository {
       ExpressionAttributeValues: { ':pk': applicationMachinesIndexPk(model, app) },
     });
     return [...new Set(items.map((i) => String(i.gsi1sk)))];
+  }
+
+  /**
+   * The machine that records `instanceId` (the byInstance index; eventually
+   * consistent: a launch recorded a moment ago may not be there yet).
+   * Containers record their host's instance too; only the host is answered.
+   */
+  async machineByInstance(
+    instanceId: string,
+  ): Promise<{ model: string; machineId: string } | undefined> {
+    const items = await this.queryAll({
+      TableName: this.tableName,
+      IndexName: INSTANCE_INDEX,
+      KeyConditionExpression: 'instanceId = :id',
+      ExpressionAttributeValues: { ':id': instanceId },
+    });
+    for (const item of items) {
+      const pk = String(item.pk);
+      const sk = String(item.sk);
+      if (!pk.startsWith('MODEL#') || !sk.startsWith(MACHINE_SK_PREFIX)) continue;
+      const machineId = sk.slice(MACHINE_SK_PREFIX.length);
+      if (machineId.includes('/')) continue; // a container: its host owns the instance
+      return { model: pk.slice('MODEL#'.length), machineId };
+    }
+    return undefined;
   }
 
   // ---- machines

@@ -6,7 +6,12 @@ export interface IndexSchema {
   indexName: string;
   partitionKey: string;
   sortKey: string;
+  /** What the index holds besides its keys and the table's (ALL when absent). */
+  projection?: 'ALL' | 'KEYS_ONLY';
 }
+
+/** The index of machines by instance id. */
+export const INSTANCE_INDEX = 'byInstance';
 
 export const TABLE_SCHEMA = {
   partitionKey: 'pk',
@@ -20,6 +25,20 @@ export const TABLE_SCHEMA = {
    */
   globalSecondaryIndexes: [
     { indexName: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+    /**
+     * A machine by its recorded instance id (issue 30): the instance-events
+     * Lambda and the sweep find an instance's machine here instead of by a
+     * per-machine tag. Keyed on the machine's own `instanceId` attribute, so
+     * no write sets anything for it; sparse (only items recording an
+     * instance) and keys only, so a write that leaves `instanceId` alone
+     * costs the index nothing.
+     */
+    {
+      indexName: INSTANCE_INDEX,
+      partitionKey: 'instanceId',
+      sortKey: 'pk',
+      projection: 'KEYS_ONLY',
+    },
   ] as readonly IndexSchema[],
   /** Every key attribute is a string. */
   attributeType: 'S' as const,

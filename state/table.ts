@@ -3,6 +3,7 @@ import {
   DescribeTableCommand,
   ResourceInUseException,
   TransactionCanceledException,
+  UpdateTableCommand,
   waitUntilTableExists,
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
@@ -46,7 +47,7 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
             { AttributeName: index.partitionKey, KeyType: 'HASH' },
             { AttributeName: index.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: index.projection ?? 'ALL' },
         })),
       }),
     );
@@ -54,7 +55,46 @@ export async function ensureTable(client: DynamoDBClient, tableName: string): Pr
     if (!(err instanceof ResourceInUseException)) throw err;
   }
   await waitUntilTableExists({ client, maxWaitTime: 60 }, { TableName: tableName });
-  await client.send(new DescribeTableCommand({ TableName: tableName }));
+  await addMissingIndexes(client, tableName);
+}
+
+/**
+ * A table made before an index was added to the schema gets it (one at a
+ * time, as DynamoDB allows), and is waited for until the index is active.
+ */
+async function addMissingIndexes(client: DynamoDBClient, tableName: string): Promise<void> {
+  for (const index of TABLE_SCHEMA.globalSecondaryIndexes) {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+    const existing = Table?.GlobalSecondaryIndexes ?? [];
+    if (existing.some((i) => i.IndexName === index.indexName)) continue;
+    await client.send(
+      new UpdateTableCommand({
+        TableName: tableName,
+        AttributeDefinitions: [index.partitionKey, index.sortKey].map((name) => ({
+          AttributeName: name,
+          AttributeType: TABLE_SCHEMA.attributeType,
+        })),
+        GlobalSecondaryIndexUpdates: [
+          {
+            Create: {
+              IndexName: index.indexName,
+              KeySchema: [
+                { AttributeName: index.partitionKey, KeyType: 'HASH' },
+                { AttributeName: index.sortKey, KeyType: 'RANGE' },
+              ],
+              Projection: { ProjectionType: index.projection ?? 'ALL' },
+            },
+          },
+        ],
+      }),
+    );
+    for (let i = 0; i < 120; i++) {
+      const { Table: t } = await client.send(new DescribeTableCommand({ TableName: tableName }));
+      const made = t?.GlobalSecondaryIndexes?.find((g) => g.IndexName === index.indexName);
+      if (made?.IndexStatus === 'ACTIVE') break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }
 
 /**

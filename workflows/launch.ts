@@ -39,6 +39,7 @@ import {
   planning,
   records,
   recording,
+  tearing,
 } from './proxies';
 
 /**
@@ -108,7 +109,7 @@ export async function provision(ctx: MachineContext): Promise<ProvisionOutcome> 
 async function terminateUnrecorded(ctx: MachineContext): Promise<{ note: string; cause?: string }> {
   const instanceIds = [...ctx.launched];
   try {
-    await ec2.terminateInstances({ region: ctx.region!, instanceIds, fresh: instanceIds });
+    await tearing.terminateInstances({ region: ctx.region!, instanceIds, fresh: instanceIds });
   } catch (err) {
     if (isCancellation(err)) throw err;
     log.error('cannot terminate an instance launched and not recorded', {
@@ -414,7 +415,7 @@ async function recordLaunch(
       error: failureMessage(err),
     });
     try {
-      await ec2.terminateInstances({
+      await tearing.terminateInstances({
         region: plan.region,
         instanceIds: [started.instanceId],
         fresh: [started.instanceId],

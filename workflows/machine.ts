@@ -32,7 +32,7 @@ import {
   REPROVISION_IN_WORKFLOW,
   uses,
 } from './patches';
-import { ec2, failureMessage, localRecords, records } from './proxies';
+import { failureMessage, localRecords, records, tearing } from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -172,7 +172,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       if (ctx.launched.length > 0 && ctx.region) {
         // removed while a launch was in flight: no orphan
         try {
-          await ec2.terminateInstances({
+          await tearing.terminateInstances({
             region: ctx.region,
             instanceIds: ctx.launched,
             fresh: ctx.launched,

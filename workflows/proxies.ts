@@ -77,6 +77,21 @@ export const describing = proxyActivities<Activities>({
 });
 
 /**
+ * Teardown's EC2 steps (issue 30): each machine's request waits for its
+ * batch (other machines' terminations, one tag search per model, one
+ * describe per batch of polls) and for the region's bucket before it goes
+ * out. The activity heartbeats while it waits, so a long queue is not taken
+ * for a hung call and retried while the first try is still in line, and a
+ * worker that dies is noticed within the heartbeat timeout.
+ */
+export const tearing = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  scheduleToCloseTimeout: STEP_DEADLINE,
+  retry: RETRY,
+});
+
+/**
  * Planning may page through a region's whole instance-type catalogue on a
  * cold cache. A destroy cancels it without waiting for the call under way
  * to notice (TRY_CANCEL): nothing it does needs undoing.

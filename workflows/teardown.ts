@@ -5,7 +5,7 @@ import { FAILURE } from '../temporal/failures';
 import { goDuration, stepFailedMessage } from '../temporal/messages';
 import { startAfresh } from './carry';
 import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, QUIET_BLOCKED_TEARDOWN, uses } from './patches';
-import { describing, ec2, failureMessage, failureType, records } from './proxies';
+import { failureMessage, failureType, records, tearing } from './proxies';
 import { duration } from './summaries';
 
 /** Polls (about 5 minutes at 5 s) before an instance that will not terminate is reported. */
@@ -139,7 +139,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   ];
   if (terminate) {
     const tagged = await untilDone(ctx, 'list the instances tagged for it', () =>
-      describing.instancesTaggedFor({
+      tearing.instancesTaggedFor({
         model,
         machineId,
         region: machine.region,
@@ -161,7 +161,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     log.info('terminating', { model, machineId, instanceId: instanceIds.join(',') });
     // summaries (UI metadata on the same commands) read as sentences in the history
     await untilDone(ctx, `terminate instance ${instanceIds.join(', ')}`, () =>
-      ec2.terminateInstances.executeWithOptions(
+      tearing.terminateInstances.executeWithOptions(
         { summary: `terminating ${instanceIds.join(', ')}` },
         [{ region: machine.region, instanceIds, fresh: ctx.launched }],
       ),
@@ -174,7 +174,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     // a run that took over patient polling goes on looking as slowly
     for (let poll = ctx.patientPolls ? PATIENT_POLLS + 1 : 0; ; poll++) {
       const remaining = await untilDone(ctx, 'check that its instance terminated', () =>
-        describing.instancesNotTerminated({ region: machine.region, instanceIds }),
+        tearing.instancesNotTerminated({ region: machine.region, instanceIds }),
       );
       if (remaining.length === 0) break;
       let waitMs = Math.min(1000 * 2 ** poll, 5000);

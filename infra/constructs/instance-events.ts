@@ -7,7 +7,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { bundledFunction } from '../bundling';
-import { acknowledge } from '../nag';
+import { INSTANCE_INDEX } from '../../state/schema';
 import type { StateTable } from './state-table';
 
 /** The EventBridge pattern of EC2's own state changes (every instance of the account and region). */
@@ -15,9 +15,6 @@ export const INSTANCE_STATE_CHANGE_PATTERN = {
   source: ['aws.ec2'],
   detailType: ['EC2 Instance State-change Notification'],
 };
-
-/** EC2 calls functions/instance-events.ts makes: it maps an instance to its machine by its tags. */
-export const INSTANCE_EVENTS_EC2_ACTIONS = ['ec2:DescribeTags'] as const;
 
 export interface InstanceEventsProps {
   table: StateTable;
@@ -53,20 +50,13 @@ export class InstanceEvents extends Construct {
         POWERTOOLS_SERVICE_NAME: 'provisioner-instance-events',
       },
     });
-    // the model's uid is all the handler reads (Repository.getModel: one GetItem, no index)
+    // the machine recording the instance is all the handler reads (one Query of the
+    // byInstance index, Repository.machineByInstance); it asks EC2 nothing
     this.function.addToRolePolicy(
       new PolicyStatement({
-        actions: ['dynamodb:GetItem'],
-        resources: [props.table.table.tableArn],
+        actions: ['dynamodb:Query'],
+        resources: [`${props.table.table.tableArn}/index/${INSTANCE_INDEX}`],
       }),
-    );
-    this.function.addToRolePolicy(
-      new PolicyStatement({ actions: [...INSTANCE_EVENTS_EC2_ACTIONS], resources: ['*'] }),
-    );
-    acknowledge(
-      this.function,
-      'IAM5[Resource::*]',
-      'ec2:DescribeTags has no resource-level permissions; the statement grants that one read-only action',
     );
     props.temporalApiKeySecret.grantRead(this.function);
 

@@ -1,5 +1,11 @@
 import { RemovalPolicy, type CfnElement } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+} from 'aws-cdk-lib/aws-dynamodb';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { TABLE_SCHEMA } from '../../state/schema';
@@ -38,6 +44,8 @@ export class StateTable extends Construct {
         indexName: index.indexName,
         partitionKey: { name: index.partitionKey, type },
         sortKey: { name: index.sortKey, type },
+        projectionType:
+          index.projection === 'KEYS_ONLY' ? ProjectionType.KEYS_ONLY : ProjectionType.ALL,
       });
     }
   }

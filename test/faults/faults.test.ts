@@ -6,7 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { InstanceOwners } from '../../activities/instance-owners';
+import { TAG_MODEL } from '../../activities/tags';
 import { freePort } from '../../local/processes';
 import { startStack, type RunningStack } from '../../local/stack';
 import { apiClient, eventually, uniqueName } from '../integration/api-client';
@@ -123,6 +125,16 @@ async function machinesOf(model: string): Promise<MachineView[]> {
   return Object.values(res.body.machines);
 }
 
+/** Each instance's machine, from its launch batch's record in the stack's table. */
+function owners(): InstanceOwners {
+  const ddb = new DynamoDBClient({
+    region: stack.info.region,
+    endpoint: stack.info.dynamodbEndpoint,
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  return InstanceOwners.ofTable(ddb, stack.info.tableName);
+}
+
 async function liveInstancesOf(model: string): Promise<Instance[]> {
   const out = await moto.send(
     new DescribeInstancesCommand({
@@ -184,8 +196,9 @@ async function expectExactlyOneInstanceEach(model: string, ids: string[], starte
     2000,
   );
   const byMachine = new Map<string, string[]>();
+  const machineOf = await owners().of(model, settled);
   for (const i of settled) {
-    const machine = i.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value ?? '?';
+    const machine = machineOf.get(i.InstanceId!) ?? '?';
     byMachine.set(machine, [...(byMachine.get(machine) ?? []), i.InstanceId!]);
   }
   for (const m of machines) expect(byMachine.get(m.id)).toEqual([m.instanceId]);

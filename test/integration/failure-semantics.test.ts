@@ -187,10 +187,11 @@ describe('EC2 errors no retry can fix', () => {
     expect(running.instanceId).toMatch(/^i-/);
   });
 
-  it('keeps and records an instance EC2 launched but refused to tag (tags allowed only at launch)', async () => {
+  it('launches and records a machine where tags are allowed only at launch (no CreateTags after it)', async () => {
     const model = await newModel('notag');
     await admin('PUT', '/_admin/faults', { errors: { createTags: 'UnauthorizedOperation' } });
     const before = await calls('RunInstances');
+    const tagsBefore = await calls('CreateTags');
     const [id] = await addMachines(model, 1);
     const running = await eventually(
       () => machine(model, id!),
@@ -200,8 +201,9 @@ describe('EC2 errors no retry can fix', () => {
     expect(running.status).toBe('running');
     expect(running.instanceId).toMatch(/^i-/);
     expect(await instanceState(running.instanceId)).toMatch(/^(pending|running)$/);
-    // one launch: the refusal neither failed the launch nor sent it again
+    // one launch, tagged by it (issue 30): no tagging call the policy would refuse
     expect((await calls('RunInstances')) - before).toBe(1);
+    expect((await calls('CreateTags')) - tagsBefore).toBe(0);
   });
 
   it('puts a machine whose planning EC2 refuses (no credentials for DescribeImages) in error, not in retries', async () => {

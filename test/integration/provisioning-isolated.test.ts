@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TAG_MACHINE, TAG_MODEL } from '../../activities/tags';
+import { InstanceOwners } from '../../activities/instance-owners';
+import { TAG_MODEL } from '../../activities/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { machineSk, modelPk } from '../../state/keys';
@@ -45,6 +46,7 @@ const logDir = mkdtempSync(join(tmpdir(), 'provisioner-isolated-'));
 
 const ddb = dynamoClientFor(stack);
 const repo = new Repository(ddb, stack.tableName);
+const owners = InstanceOwners.ofTable(ddb, stack.tableName);
 let proxy: Ec2Proxy;
 let ec2: EC2Client;
 let connection: Connection;
@@ -192,11 +194,15 @@ async function instancesByMachine(model: string): Promise<Map<string, Instance[]
     { client: ec2 },
     { Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }] },
   );
+  const all: Instance[] = [];
   for await (const page of pages) {
-    for (const instance of (page.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
-      const id = instance.Tags?.find((t) => t.Key === TAG_MACHINE)?.Value ?? '';
-      byMachine.set(id, [...(byMachine.get(id) ?? []), instance]);
-    }
+    all.push(...(page.Reservations ?? []).flatMap((r) => r.Instances ?? []));
+  }
+  // each instance's machine, from its launch batch's record (no per-machine tag)
+  const machineOf = await owners.of(model, all);
+  for (const instance of all) {
+    const id = machineOf.get(instance.InstanceId!) ?? '';
+    byMachine.set(id, [...(byMachine.get(id) ?? []), instance]);
   }
   return byMachine;
 }
@@ -417,17 +423,17 @@ describe('launch batches', () => {
 
   it('ends with exactly one instance per machine when the worker is killed between the batch call and the record', async () => {
     const model = await newModel('batchkill');
-    // tagging each instance for its machine comes after the launch: slow, so the kill lands there
-    await admin('PUT', '/_admin/latency', { createTags: 20_000 });
+    // the launch happens and its answer is held: the kill lands between the call and the record
+    await admin('PUT', '/_admin/latency', { runInstancesAnswer: 20_000 });
     const before = await stats();
     const ids = await addMachines(
       model,
       Array.from({ length: 6 }, () => ({ applications: ['db'] })),
     );
-    // launched (tagged for the model and batch at launch), not yet tagged per machine nor recorded
+    // launched (tagged for the model and batch at launch), not yet recorded
     await eventually(
       () => instancesByMachine(model),
-      (byMachine) => (byMachine.get('') ?? []).length >= 6,
+      (byMachine) => [...byMachine.values()].flat().length >= 6,
       120_000,
       100,
     );
@@ -529,12 +535,12 @@ describe('teardown during a launch', () => {
 
   it('terminates an instance it cannot record (no orphan)', async () => {
     const model = await newModel('norecord');
-    // tagging the launched instance for its machine is slow: the record goes meanwhile
-    await admin('PUT', '/_admin/latency', { createTags: 3000 });
+    // the launch's answer is held: the record goes meanwhile
+    await admin('PUT', '/_admin/latency', { runInstancesAnswer: 3000 });
     const [id] = await addMachines(model, [{}]);
     await eventually(
       () => instancesByMachine(model),
-      (byMachine) => (byMachine.get('') ?? []).length === 1,
+      (byMachine) => [...byMachine.values()].flat().length === 1,
       60_000,
       50,
     );

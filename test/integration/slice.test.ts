@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { TASK_QUEUE, sweeperWorkflowId } from '../../temporal/search-attributes';
-import { ec2ClientFor, loadTestStack } from './stack';
+import { Repository } from '../../state/repository';
+import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const api = apiClient(stack);
@@ -180,7 +181,23 @@ describe('the vertical slice: a machine is provisioned on the EC2 endpoint', () 
     expect(instance?.InstanceType).toBe(machine.instanceType);
     expect(instance?.ImageId).toBe(newestNoble.ami_id);
     const tags = Object.fromEntries((instance?.Tags ?? []).map((t) => [t.Key, t.Value]));
-    expect(tags).toMatchObject({ 'provisioner:model': model, 'provisioner:machine': '0' });
+    // tagged at launch only (issue 30): the batch, never the machine (which records the instance)
+    expect(tags).toMatchObject({
+      Name: model,
+      'provisioner:model': model,
+      'provisioner:launch-batch': expect.any(String),
+    });
+    expect(tags['provisioner:machine']).toBeUndefined();
+    // …and the table's byInstance index maps the instance back to it (the state-change Lambda's lookup)
+    const repo = new Repository(dynamoClientFor(stack), stack.tableName);
+    await expect(
+      eventually(
+        () => repo.machineByInstance(machine.instanceId),
+        (found) => found !== undefined,
+        30_000,
+      ),
+    ).resolves.toEqual({ model, machineId: '0' });
+    await expect(repo.machineByInstance('i-0000000000000000f')).resolves.toBeUndefined();
 
     const handle = temporal.workflow.getHandle(`machine:${model}:0`);
     const description = await handle.describe();

@@ -9,6 +9,15 @@ import { ec2ClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const ec2 = ec2ClientFor(stack);
+/** The EC2 calls these activities make, by action. */
+const sent: string[] = [];
+ec2.middlewareStack.add(
+  (next, context) => (args) => {
+    sent.push(String(context.commandName).replace(/Command$/, ''));
+    return next(args);
+  },
+  { step: 'initialize', name: 'countCalls' },
+);
 // only what teardown uses: the region's EC2 client
 const activities = teardownActivities({
   ec2ForRegion: () => ({ ec2 }),
@@ -16,18 +25,22 @@ const activities = teardownActivities({
 
 afterAll(() => ec2.destroy());
 
-async function launch(): Promise<string> {
+async function launchMany(count: number): Promise<string[]> {
   const images = await ec2.send(new DescribeImagesCommand({ Owners: ['099720109477'] }));
   const out = await ec2.send(
     new RunInstancesCommand({
       ImageId: images.Images![0]!.ImageId!,
       InstanceType: 't3.micro',
-      MinCount: 1,
-      MaxCount: 1,
+      MinCount: count,
+      MaxCount: count,
       Placement: { AvailabilityZone: 'us-east-1f' },
     }),
   );
-  return out.Instances![0]!.InstanceId!;
+  return out.Instances!.map((i) => i.InstanceId!);
+}
+
+async function launch(): Promise<string> {
+  return (await launchMany(1))[0]!;
 }
 
 async function state(id: string): Promise<string | undefined> {
@@ -60,5 +73,51 @@ describe('terminateInstances', () => {
     ).rejects.toThrow(
       'instance i-0fedcba9876543210 was just launched and EC2 does not list it yet; retrying',
     );
+  });
+
+  it('terminates 60 machines’ instances in one TerminateInstances, and sees them gone in one describe', async () => {
+    const ids = await launchMany(60);
+    sent.length = 0;
+    await Promise.all(
+      ids.map((id) =>
+        activities.terminateInstances({ region: stack.region, instanceIds: [id], fresh: [id] }),
+      ),
+    );
+    const remaining = await Promise.all(
+      ids.map((id) =>
+        activities.instancesNotTerminated({ region: stack.region, instanceIds: [id] }),
+      ),
+    );
+    expect(remaining.flat()).toEqual([]);
+    // the proxy answers `shutting-down` as EC2 does: the 60 polls share one describe by id
+    expect(sent).toEqual(['TerminateInstances', 'DescribeInstances']);
+    const out = await ec2.send(new DescribeInstancesCommand({ InstanceIds: ids }));
+    const states = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+    expect(states.map((i) => i.State?.Name)).toEqual(ids.map(() => 'terminated'));
+  });
+
+  it('splits a batch EC2 refuses for one unknown id back to that id alone', async () => {
+    const ids = await launchMany(5);
+    sent.length = 0;
+    const unknown = 'i-0aaaaaaaaaaaaaaa1';
+    const results = await Promise.allSettled([
+      ...ids.map((id) =>
+        activities.terminateInstances({ region: stack.region, instanceIds: [id], fresh: [id] }),
+      ),
+      activities.terminateInstances({
+        region: stack.region,
+        instanceIds: [unknown],
+        fresh: [unknown],
+      }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([...ids.map(() => 'fulfilled'), 'rejected']);
+    expect(String((results[5] as PromiseRejectedResult).reason)).toContain(
+      `instance ${unknown} was just launched and EC2 does not list it yet; retrying`,
+    );
+    // one refused call naming the unknown id, one for the rest
+    expect(sent).toEqual(['TerminateInstances', 'TerminateInstances']);
+    expect(
+      await activities.instancesNotTerminated({ region: stack.region, instanceIds: ids }),
+    ).toEqual([]);
   });
 });

@@ -17,51 +17,53 @@ function sample(state: string, instanceId = 'i-0abcd1234ef567890') {
   };
 }
 
-const OURS = {
-  'provisioner:deployment': 'prod',
-  'provisioner:model': 'demo',
-  'provisioner:model-uid': 'uid-1',
-  'provisioner:machine': '3',
-  Name: 'demo-machine-3',
-};
+/** The table's byInstance index, as the fakes hold it. */
+const RECORDED = new Map([['i-0abcd1234ef567890', { model: 'demo', machineId: '3' }]]);
 
-function fakes(tags: Record<string, string> = OURS, uid: string | null = 'uid-1') {
+function fakes(recorded = RECORDED) {
   const signals: Array<[string, InstanceObservation]> = [];
+  const asked: string[] = [];
   const deps: InstanceEventDeps = {
-    deployment: 'prod',
-    tagsOf: () => Promise.resolve(tags),
-    modelUid: () => Promise.resolve(uid ?? undefined),
+    machineOf: (instanceId) => {
+      asked.push(instanceId);
+      return Promise.resolve(recorded.get(instanceId));
+    },
     signal: (id, obs) => {
       signals.push([id, obs]);
       return Promise.resolve();
     },
   };
-  return { deps, signals };
+  return { deps, signals, asked };
 }
 
 describe('EC2 instance state-change events', () => {
   it.each(['pending', 'running', 'stopping', 'stopped', 'shutting-down', 'terminated'])(
-    'signals the machine’s workflow that its instance is %s',
+    'signals the workflow of the machine that records the instance that it is %s',
     async (state) => {
-      const { deps, signals } = fakes();
+      const { deps, signals, asked } = fakes();
       await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
         signalled: 'machine:demo:3',
       });
       expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+      // found by the recorded instance id alone: no tag of the instance is read
+      expect(asked).toEqual(['i-0abcd1234ef567890']);
     },
   );
 
-  it.each<[string, Record<string, string>, string | null, string]>([
-    ['another deployment', { ...OURS, 'provisioner:deployment': 'dev' }, 'uid-1', 'not-ours'],
-    ['an instance without our tags', { Name: 'web' }, 'uid-1', 'not-ours'],
-    ['an instance of an older model of the same name', OURS, 'uid-2', 'other-model'],
-    ['a model that is gone', OURS, null, 'model-gone'],
-  ])('ignores %s', async (_label, tags, uid, reason) => {
-    const { deps, signals } = fakes(tags, uid);
-    await expect(handleInstanceEvent(deps, sample('terminated'))).resolves.toEqual({
-      ignored: reason,
+  it('ignores an instance no machine records (another deployment, an old model, a launch not recorded yet)', async () => {
+    const { deps, signals } = fakes();
+    await expect(handleInstanceEvent(deps, sample('running', 'i-0ffff'))).resolves.toEqual({
+      ignored: 'not-ours',
     });
     expect(signals).toEqual([]);
+  });
+
+  it('ignores a state EC2 may add later, without a lookup', async () => {
+    const { deps, signals, asked } = fakes();
+    await expect(handleInstanceEvent(deps, sample('hibernating'))).resolves.toEqual({
+      ignored: 'unknown-state',
+    });
+    expect([signals, asked]).toEqual([[], []]);
   });
 
   it('ignores a machine whose workflow is gone', async () => {

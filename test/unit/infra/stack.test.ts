@@ -23,7 +23,6 @@ import {
   MODELS_EC2_ACTIONS,
 } from '../../../infra/constructs/api';
 import { USER_POOL_ADMIN_ACTIONS } from '../../../infra/constructs/identity';
-import { INSTANCE_EVENTS_EC2_ACTIONS } from '../../../infra/constructs/instance-events';
 import {
   DEPLOYMENT_TAG,
   EC2_DESCRIBE_ACTIONS,
@@ -64,8 +63,6 @@ const RESOURCE_WILDCARD_ALLOWED = new Set<string>([
   ...MODELS_EC2_ACTIONS,
   // reprovision asks EC2 whether the instance is gone
   ...MACHINES_EC2_ACTIONS,
-  // EC2 state-change events map an instance to its machine by its tags
-  ...INSTANCE_EVENTS_EC2_ACTIONS,
 ]);
 
 /** Names of variables that would hold a secret in plain text. */
@@ -115,16 +112,25 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             { AttributeName: index.partitionKey, KeyType: 'HASH' },
             { AttributeName: index.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: index.projection ?? 'ALL' },
         })),
       );
-      // one index: gsi2 (machines by status) is gone, and with it its key attributes
-      const indexes = props.GlobalSecondaryIndexes as Array<{ IndexName: string }>;
-      expect(indexes.map((i) => i.IndexName)).toEqual(['gsi1']);
+      // gsi2 (machines by status) is gone, and with it its key attributes; machines by
+      // instance id (issue 30) hold keys only
+      const indexes = props.GlobalSecondaryIndexes as Array<{
+        IndexName: string;
+        Projection: { ProjectionType: string };
+      }>;
+      expect(indexes.map((i) => [i.IndexName, i.Projection.ProjectionType])).toEqual([
+        ['gsi1', 'ALL'],
+        ['byInstance', 'KEYS_ONLY'],
+      ]);
       const keyNames = [
-        TABLE_SCHEMA.partitionKey,
-        TABLE_SCHEMA.sortKey,
-        ...TABLE_SCHEMA.globalSecondaryIndexes.flatMap((i) => [i.partitionKey, i.sortKey]),
+        ...new Set([
+          TABLE_SCHEMA.partitionKey,
+          TABLE_SCHEMA.sortKey,
+          ...TABLE_SCHEMA.globalSecondaryIndexes.flatMap((i) => [i.partitionKey, i.sortKey]),
+        ]),
       ];
       expect(props.AttributeDefinitions).toEqual(
         expect.arrayContaining(
@@ -396,9 +402,11 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             (r) => r.Ref,
           );
           if (roles.includes(eventsRole)) {
-            // the state-change Lambda only reads a model (its uid), on the table itself
-            expect(statement.Action).toEqual('dynamodb:GetItem');
-            expect(statement.Resource).toEqual({ 'Fn::GetAtt': [tableId, 'Arn'] });
+            // the state-change Lambda only finds a machine by its instance, on that index
+            expect(statement.Action).toEqual('dynamodb:Query');
+            expect(statement.Resource).toEqual({
+              'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/byInstance']],
+            });
             continue;
           }
         }
@@ -508,7 +516,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       );
     });
 
-    it('may read tags in EC2, one model item, and the Temporal secret: nothing else', () => {
+    it('may query the machines-by-instance index and read the Temporal secret: nothing else', () => {
       const role = logicalId(synth.stack.instanceEvents.function.role!);
       const actions = Object.values(resourcesOfType(synth.template, 'AWS::IAM::Policy'))
         .filter((p) => (p.Properties!.Roles as Array<{ Ref: string }>).some((r) => r.Ref === role))
@@ -516,11 +524,10 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           (p) => (p.Properties!.PolicyDocument as { Statement: PolicyStatementJson[] }).Statement,
         )
         .flatMap((s) => asList(s.Action));
-      expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual(['ec2:DescribeTags']);
-      expect(actions.filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:GetItem']);
+      expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual([]);
+      expect(actions.filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:Query']);
       expect([...new Set(actions.map((a) => a.split(':')[0]))].sort()).toEqual([
         'dynamodb',
-        'ec2',
         'secretsmanager',
       ]);
     });

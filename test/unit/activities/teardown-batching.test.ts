@@ -1,0 +1,218 @@
+import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import type { ActivityDeps } from '../../../activities/deps';
+import { InstanceOwners } from '../../../activities/instance-owners';
+import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
+import { idsNamedIn, teardownActivities, terminateEach } from '../../../activities/teardown';
+
+/** An EC2 error as the SDK raises it. */
+function ec2Error(code: string, message: string): Error {
+  return Object.assign(new Error(message), { name: code, Code: code, $fault: 'client' });
+}
+
+describe('terminateEach: one TerminateInstances for many ids, a failure split back to its ids', () => {
+  it('asks once when EC2 takes every id', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (ids) => (calls.push(ids), Promise.resolve(ids)),
+      ['i-1', 'i-2', 'i-3'],
+    );
+    expect(calls).toEqual([['i-1', 'i-2', 'i-3']]);
+    expect([...out]).toEqual([
+      ['i-1', undefined],
+      ['i-2', undefined],
+      ['i-3', undefined],
+    ]);
+  });
+
+  it('takes out the ids EC2 names as unknown and asks again for the rest', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (ids) => {
+        calls.push(ids);
+        const unknown = ids.filter((id) => id === 'i-2' || id === 'i-4');
+        if (unknown.length > 0) {
+          throw ec2Error(
+            'InvalidInstanceID.NotFound',
+            `The instance IDs '${unknown.join(', ')}' do not exist`,
+          );
+        }
+        return Promise.resolve(ids);
+      },
+      ['i-1', 'i-2', 'i-3', 'i-4'],
+    );
+    expect(calls).toEqual([
+      ['i-1', 'i-2', 'i-3', 'i-4'],
+      ['i-1', 'i-3'],
+    ]);
+    expect(out.get('i-1')).toBeUndefined();
+    expect(out.get('i-2')).toBe('missing');
+    expect(out.get('i-3')).toBeUndefined();
+    expect(out.get('i-4')).toBe('missing');
+  });
+
+  it('isolates a refusal that names no id by halving, in a few calls', async () => {
+    const ids = Array.from({ length: 16 }, (_, i) => `i-${(i + 1).toString(16)}`);
+    const calls: string[][] = [];
+    const refused = ec2Error('OperationNotPermitted', 'termination protection is on');
+    const out = await terminateEach((some) => {
+      calls.push(some);
+      if (some.includes('i-b')) throw refused;
+      return Promise.resolve(some);
+    }, ids);
+    expect(out.get('i-b')).toEqual({ error: refused });
+    expect(ids.filter((id) => id !== 'i-b').every((id) => out.get(id) === undefined)).toBe(true);
+    // 1 + 2 per level of 16 → 1: 9 calls, not one per id
+    expect(calls.length).toBe(9);
+  });
+
+  it('fails the whole batch on throttling (every machine retries), with EC2’s error', async () => {
+    const throttled = ec2Error('RequestLimitExceeded', 'Request limit exceeded.');
+    await expect(terminateEach(() => Promise.reject(throttled), ['i-1', 'i-2'])).rejects.toBe(
+      throttled,
+    );
+  });
+
+  it('reads ids from EC2’s messages', () => {
+    expect(idsNamedIn("The instance IDs 'i-0abc, i-0def1' do not exist")).toEqual([
+      'i-0abc',
+      'i-0def1',
+    ]);
+    expect(idsNamedIn('no ids here')).toEqual([]);
+  });
+});
+
+/** A worker's teardown activities over an EC2 client whose calls never leave the process. */
+function harness(input: {
+  instances: Instance[];
+  unknown?: string[];
+  members?: Record<string, string[]>;
+}) {
+  const calls: Array<{ action: string; ids: string[] }> = [];
+  const ec2 = new EC2Client({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
+  ec2.middlewareStack.add(
+    () => (args) => {
+      const command = (args as unknown as { input: Record<string, unknown> }).input;
+      if (Array.isArray(command.InstanceIds)) {
+        const ids = command.InstanceIds as string[];
+        calls.push({ action: 'TerminateInstances', ids });
+        const unknown = ids.filter((id) => input.unknown?.includes(id));
+        if (unknown.length > 0) {
+          throw ec2Error(
+            'InvalidInstanceID.NotFound',
+            `The instance IDs '${unknown.join(', ')}' do not exist`,
+          );
+        }
+        const output = {
+          $metadata: {},
+          TerminatingInstances: ids.map((id) => ({
+            InstanceId: id,
+            CurrentState: { Name: 'terminated' },
+          })),
+        };
+        return Promise.resolve({ output, response: {} });
+      }
+      const filters = command.Filters as Array<{ Name: string; Values: string[] }>;
+      const byId = filters.find((f) => f.Name === 'instance-id')?.Values;
+      calls.push({ action: 'DescribeInstances', ids: byId ?? [] });
+      const listed = byId
+        ? input.instances.filter((i) => byId.includes(i.InstanceId!))
+        : input.instances;
+      const output = { $metadata: {}, Reservations: [{ Instances: listed }] };
+      return Promise.resolve({ output, response: {} });
+    },
+    { step: 'initialize', name: 'answeredInProcess' },
+  );
+  const reads: string[] = [];
+  const owners = new InstanceOwners({
+    members: (_model, batchId) => {
+      reads.push(batchId);
+      return Promise.resolve(input.members?.[batchId]);
+    },
+  });
+  const deps = {
+    ec2ForRegion: () => ({ ec2 }),
+    deployment: 'test',
+    store: {},
+  } as unknown as ActivityDeps;
+  return { activities: teardownActivities(deps, owners), calls, reads };
+}
+
+function launched(id: string, batch: string, index: number): Instance {
+  return {
+    InstanceId: id,
+    AmiLaunchIndex: index,
+    State: { Name: 'running' },
+    Tags: [
+      { Key: TAG_MODEL, Value: 'big' },
+      { Key: TAG_LAUNCH_BATCH, Value: batch },
+    ],
+  };
+}
+
+describe('teardown activities: many machines, few EC2 calls', () => {
+  it('terminates 300 machines’ instances in one call, and knows them terminated without a describe', async () => {
+    const { activities, calls } = harness({ instances: [] });
+    const ids = Array.from({ length: 300 }, (_, i) => `i-${(i + 0x100).toString(16)}`);
+    await Promise.all(
+      ids.map((id) => activities.terminateInstances({ region: 'us-east-1', instanceIds: [id] })),
+    );
+    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([['TerminateInstances', 300]]);
+    const remaining = await Promise.all(
+      ids.map((id) =>
+        activities.instancesNotTerminated({ region: 'us-east-1', instanceIds: [id] }),
+      ),
+    );
+    expect(remaining.flat()).toEqual([]);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('retries only the machine whose just-launched instance EC2 does not list yet; an old unknown id is gone', async () => {
+    const { activities, calls } = harness({ instances: [], unknown: ['i-f1', 'i-01d'] });
+    const results = await Promise.allSettled([
+      activities.terminateInstances({ region: 'us-east-1', instanceIds: ['i-a1'] }),
+      activities.terminateInstances({
+        region: 'us-east-1',
+        instanceIds: ['i-f1'],
+        fresh: ['i-f1'],
+      }),
+      activities.terminateInstances({ region: 'us-east-1', instanceIds: ['i-01d'] }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toEqual(
+      new Error('instance i-f1 was just launched and EC2 does not list it yet; retrying'),
+    );
+    expect(calls.map((c) => c.ids)).toEqual([['i-a1', 'i-f1', 'i-01d'], ['i-a1']]);
+  });
+
+  it('finds every machine’s unrecorded instances with one tag search of the model, mapped by launch batch', async () => {
+    const instances = [
+      launched('i-10', 'b1', 0),
+      launched('i-11', 'b1', 1),
+      launched('i-12', 'b2', 0),
+      // launched before batches were tagged: its own machine tag counts
+      {
+        InstanceId: 'i-13',
+        State: { Name: 'running' },
+        Tags: [
+          { Key: TAG_MODEL, Value: 'big' },
+          { Key: TAG_MACHINE, Value: '9' },
+        ],
+      } as Instance,
+    ];
+    const { activities, calls, reads } = harness({
+      instances,
+      members: { b1: ['0', '1'], b2: ['2'] },
+    });
+    const found = await Promise.all(
+      ['0', '1', '2', '3', '9'].map((machineId) =>
+        activities.instancesTaggedFor({ model: 'big', machineId, region: 'us-east-1' }),
+      ),
+    );
+    expect(found).toEqual([['i-10'], ['i-11'], ['i-12'], [], ['i-13']]);
+    expect(calls.map((c) => c.action)).toEqual(['DescribeInstances']);
+    expect(reads.sort()).toEqual(['b1', 'b2']);
+  });
+});
