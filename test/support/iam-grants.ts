@@ -303,13 +303,7 @@ export function grantedActions(role: ComponentRole): string[] {
  * Calls the code makes today that the template rightly refuses, each until
  * the change named fixes the code. An entry matches by component and action.
  */
-export const KNOWN_REFUSALS: ReadonlyArray<{ component: string; action: string; why: string }> = [
-  {
-    component: 'worker',
-    action: 'ec2:CreateTags',
-    why: 'activities/launch-batcher.ts tags each instance with a plain CreateTags after its launch, which the TagOnLaunchOnly statement refuses (ec2:CreateAction=RunInstances only); the ec2-scale branch removes that call: delete this entry when it is merged',
-  },
-];
+export const KNOWN_REFUSALS: ReadonlyArray<{ component: string; action: string; why: string }> = [];
 
 export function isKnownRefusal(r: Refusal): boolean {
   return KNOWN_REFUSALS.some((k) => k.component === r.component && k.action === r.action);
