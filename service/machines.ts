@@ -222,7 +222,7 @@ export async function reprovisionMachine(
       })`,
     );
   }
-  const state = observedState(machine.instanceStatus, listed);
+  const state = observedState(machine, listed, Date.now());
   if (state === undefined) throw new EntityConflictError(unlistedYetMessage(instanceId));
   if (!isConfirmedGone(state)) {
     throw new EntityConflictError(liveInstanceMessage(id, instanceId, state));

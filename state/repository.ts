@@ -98,6 +98,7 @@ const MACHINE_FIELDS = [
   'instanceType',
   'hardware',
   'instanceStatus',
+  'instanceRecordedAt',
   'placementGroup',
   'partition',
   'pricePerHour',
