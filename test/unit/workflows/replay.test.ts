@@ -38,6 +38,11 @@ import { promisify } from 'node:util';
  *   news of its instance; made from `machine-observed-without-read` and
  *   checked to replay against the workflow code before the handler (5c6cb60^).
  *   A run without the `reprovision-in-workflow` marker must ignore the signal.
+ * - `machine-reprovisioned-run1…2`: a machine whose instance was terminated
+ *   behind its back, reprovisioned by the API (`reprovision-in-workflow`: the
+ *   marker with the signal, the reset, a new launch), continued as new once
+ *   settled, then told of its new instance. Recorded by
+ *   test/integration/liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does
