@@ -17,6 +17,7 @@ import {
   validateBase,
 } from './placement';
 import { isProvisioned, newMachine } from './records';
+import { isWorkflowServiceUnavailable } from './workflows';
 import {
   checkContainerHost,
   checkZoneInRegion,
@@ -248,6 +249,8 @@ async function signalOrUnavailable(
   try {
     await ctx.workflows.signal(model, id, signal, args, ctx.user);
   } catch (err) {
+    // a permanent refusal (permission denied, unknown namespace, bad argument) is no 503
+    if (!isWorkflowServiceUnavailable(err)) throw err;
     ctx.log.warn('could not signal the machine workflow', {
       model,
       machineId: id,
