@@ -37,6 +37,8 @@ export interface SweptMachine {
   status: MachineStatus;
   instanceId?: string;
   instanceStatus?: InstanceState;
+  instanceRecordedAt?: string;
+  updatedAt?: string;
   manual?: boolean;
 }
 
@@ -49,12 +51,13 @@ export function selectReprovisions(input: {
   machines: readonly SweptMachine[];
   observed: ReadonlyMap<string, InstanceState>;
   cap: number;
+  now: number;
 }): Array<{ machineId: string; instanceId: string }> {
   return input.machines
     .filter((m) => {
       if (m.life !== 'alive' || m.manual || m.instanceId === undefined) return false;
       // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
-      const seen = observedState(m.instanceStatus, input.observed.get(m.instanceId));
+      const seen = observedState(m, input.observed.get(m.instanceId), input.now);
       return seen !== undefined && isConfirmedGone(seen);
     })
     .slice(0, input.cap)
@@ -237,12 +240,34 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     }
   }
 
+  /**
+   * A signal that failed for one machine (Temporal throttled, refused): said,
+   * and the sweep goes on with the others; nothing was written, so the next
+   * sweep sees the same difference and tells it again.
+   */
+  function signalFailed(model: string, machineId: string, name: string, err: unknown): void {
+    console.warn(
+      JSON.stringify({
+        level: 'warn',
+        message: 'sweep: could not signal the machine workflow; the next sweep tries again',
+        model,
+        machineId,
+        signal: name,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      }),
+    );
+  }
+
   /** Tells each machine's workflow what EC2 says of its instance; the workflow records it. */
   async function signalChanges(model: string, changes: readonly InstanceChange[]): Promise<void> {
     for (const c of changes) {
-      await signal(model, c.machineId, 'instanceState', [
-        { instanceId: c.instanceId, state: c.state },
-      ]);
+      try {
+        await signal(model, c.machineId, 'instanceState', [
+          { instanceId: c.instanceId, state: c.state },
+        ]);
+      } catch (err) {
+        signalFailed(model, c.machineId, 'instanceState', err);
+      }
     }
   }
 
@@ -257,6 +282,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       machines: watched(machines),
       observed,
       cap: deps.tuning.reprovisionCap,
+      now: now(),
     });
     for (const { machineId, instanceId } of chosen) {
       // The workflow forgets the instance and launches anew, only while the machine still
@@ -270,7 +296,9 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       } catch (err) {
         // no workflow: reconcile starts one, and the next sweep tells it
         if (err instanceof WorkflowNotFoundError) continue;
-        throw err;
+        // one machine's failure stops neither the others nor the model's liveness
+        signalFailed(model, machineId, 'reprovision', err);
+        continue;
       }
       done.push(machineId);
     }
@@ -353,6 +381,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     const changes = instanceChanges(
       machines.filter((m) => !reprovisioned.includes(m.id)),
       observed,
+      now(),
     );
     await signalChanges(model, changes);
     return { machines, strays, reprovisioned, changes };

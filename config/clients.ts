@@ -34,12 +34,17 @@ export interface TemporalSettings {
   namespace: string;
   /** Temporal Cloud API key, when the service needs one. */
   apiKey?: string;
+  /** How long the first connection may take (the SDK's default is 10 s). */
+  connectTimeoutMs?: number;
 }
 
 export async function temporalClient(settings: TemporalSettings): Promise<Client> {
   const connection = await Connection.connect({
     address: settings.address,
     ...(settings.apiKey ? { apiKey: settings.apiKey, tls: true } : {}),
+    ...(settings.connectTimeoutMs !== undefined
+      ? { connectTimeout: settings.connectTimeoutMs }
+      : {}),
   });
   return new Client({ connection, namespace: settings.namespace });
 }

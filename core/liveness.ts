@@ -41,19 +41,43 @@ export function instanceStateMessage(instanceId: string, state: InstanceState): 
 }
 
 /**
+ * How long after an instance is recorded EC2's not listing it says nothing
+ * (its listing is eventually consistent; it catches up within seconds to a
+ * few minutes). Past this, an instance still not listed is gone.
+ */
+export const UNLISTED_GRACE_MS = 10 * 60_000;
+
+/** What the machine records of its instance, for `observedState`. */
+export interface RecordedInstance {
+  instanceStatus?: InstanceState;
+  /** When the instance was recorded (ISO); absent on records written before it was kept. */
+  instanceRecordedAt?: string;
+  /** The record's last write (ISO): the recording time of a record without `instanceRecordedAt`. */
+  updatedAt?: string;
+}
+
+/**
  * What EC2's answer says of a machine's instance: the state EC2 listed it
  * in, or `unknown` when it did not list it — except for an instance the
- * machine records as `pending` (launched moments ago, not yet seen by
- * liveness): EC2's listing is eventually consistent, so its absence says
- * nothing yet, and the answer is undefined (not known). The sweep, the
- * sweep's own reprovisioning and the API's reprovision all decide with this.
+ * machine records as `pending` and recorded less than UNLISTED_GRACE_MS ago
+ * (launched moments ago, not yet seen by liveness): EC2's listing is
+ * eventually consistent, so its absence says nothing yet, and the answer is
+ * undefined (not known). Past the window it is `unknown`, so an instance EC2
+ * lost before liveness ever saw it does not leave its machine stuck. The
+ * sweep, the sweep's own reprovisioning and the API's reprovision all decide
+ * with this.
  */
 export function observedState(
-  recorded: InstanceState | undefined,
+  recorded: RecordedInstance,
   listed: InstanceState | undefined,
+  now: number,
 ): InstanceState | undefined {
   if (listed !== undefined) return listed;
-  return recorded === 'pending' ? undefined : 'unknown';
+  if (recorded.instanceStatus !== 'pending') return 'unknown';
+  const at = Date.parse(recorded.instanceRecordedAt ?? recorded.updatedAt ?? '');
+  // a record that says nothing of when: old enough (never stuck for want of a date)
+  if (Number.isNaN(at)) return 'unknown';
+  return now - at < UNLISTED_GRACE_MS ? undefined : 'unknown';
 }
 
 /** Why a reprovision is refused while the instance lives (Juju's reprovision-machine wording). */
@@ -83,6 +107,8 @@ export interface ObservedMachine {
   status: string;
   instanceId?: string;
   instanceStatus?: InstanceState;
+  instanceRecordedAt?: string;
+  updatedAt?: string;
   manual?: boolean;
 }
 
@@ -100,12 +126,13 @@ export interface InstanceChange {
 export function instanceChanges(
   machines: readonly ObservedMachine[],
   observed: ReadonlyMap<string, InstanceState>,
+  now: number,
 ): InstanceChange[] {
   const changes: InstanceChange[] = [];
   for (const m of machines) {
     if (!m.instanceId || m.manual || m.life === 'dead') continue;
     // EC2's listing is eventually consistent: a just-launched instance may be missing for a while
-    const state = observedState(m.instanceStatus, observed.get(m.instanceId));
+    const state = observedState(m, observed.get(m.instanceId), now);
     if (state === undefined) continue;
     const downAlready = m.status === 'down';
     // a lost instance on a machine not yet `down` is a change even if the state was recorded

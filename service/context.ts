@@ -9,7 +9,11 @@ import { AccessStore } from '../state/access';
 import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Regions, type RegionCheck } from './regions';
-import { TemporalMachineWorkflows, type MachineWorkflows } from './workflows';
+import {
+  TEMPORAL_CONNECT_TIMEOUT_MS,
+  TemporalMachineWorkflows,
+  type MachineWorkflows,
+} from './workflows';
 
 /** What the services need; built once per Lambda container (or local API process). */
 export interface ServiceContext {
@@ -69,6 +73,7 @@ function sharedContext(): ServiceContext {
           address: endpoints.temporalAddress,
           namespace: endpoints.temporalNamespace,
           apiKey,
+          connectTimeoutMs: TEMPORAL_CONNECT_TIMEOUT_MS,
         }),
       )
       .catch((err: unknown) => {

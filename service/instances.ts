@@ -16,6 +16,19 @@ export interface InstanceLookup {
 /** EC2's code when an id asked for by `InstanceIds` is not listed. */
 const NOT_FOUND = 'InvalidInstanceID.NotFound';
 
+/**
+ * How long one DescribeInstances try may take, and how many tries: the
+ * lookup and the signal after it (service/workflows.ts SIGNAL_DEADLINE_MS)
+ * stay well inside the API's 29 s.
+ */
+export const EC2_LOOKUP_TIMEOUT_MS = 4_000;
+export const EC2_LOOKUP_ATTEMPTS = 2;
+
+/** EC2 lists the instance but in no state the provisioner knows: nothing can be concluded. */
+export class UnreadableInstanceStateError extends Error {
+  override name = 'UnreadableInstanceStateError';
+}
+
 /** Asks EC2 for the instance by its id (`InstanceIds`); "not found" is an answer, not a failure. */
 export class Ec2InstanceLookup implements InstanceLookup {
   private readonly clients = new Map<string, EC2Client>();
@@ -29,6 +42,13 @@ export class Ec2InstanceLookup implements InstanceLookup {
         region,
         endpoint: this.endpoint,
         credentials: localCredentialsFor(this.endpoint),
+        maxAttempts: EC2_LOOKUP_ATTEMPTS,
+        requestHandler: {
+          connectionTimeout: EC2_LOOKUP_TIMEOUT_MS,
+          requestTimeout: EC2_LOOKUP_TIMEOUT_MS,
+          // without it a breached request timeout is only a warning
+          throwOnRequestTimeout: true,
+        },
       });
       this.clients.set(region, client);
     }
@@ -43,7 +63,15 @@ export class Ec2InstanceLookup implements InstanceLookup {
       const found = (out.Reservations ?? [])
         .flatMap((r) => r.Instances ?? [])
         .find((i) => i.InstanceId === instanceId);
-      return found ? instanceState(found) : undefined;
+      if (!found) return undefined;
+      const state = instanceState(found);
+      // listed: it exists; a state that cannot be read is no proof it is gone (fail closed)
+      if (state === undefined) {
+        throw new UnreadableInstanceStateError(
+          `EC2 lists instance "${instanceId}" in a state that cannot be read (${String(found.State?.Name)})`,
+        );
+      }
+      return state;
     } catch (err) {
       if (err instanceof Error && err.name === NOT_FOUND) return undefined;
       throw err;

@@ -22,6 +22,7 @@ import {
   validateBase,
 } from './placement';
 import { isProvisioned, newMachine } from './records';
+import { isWorkflowServiceUnavailable } from './workflows';
 import {
   checkContainerHost,
   checkZoneInRegion,
@@ -271,7 +272,7 @@ export async function reprovisionMachine(
       })`,
     );
   }
-  const state = observedState(machine.instanceStatus, listed);
+  const state = observedState(machine, listed, Date.now());
   if (state === undefined) throw new EntityConflictError(unlistedYetMessage(instanceId));
   if (!isConfirmedGone(state)) {
     throw new EntityConflictError(liveInstanceMessage(id, instanceId, state));
@@ -297,6 +298,8 @@ async function signalOrUnavailable(
   try {
     await ctx.workflows.signal(model, id, signal, args, ctx.user);
   } catch (err) {
+    // a permanent refusal (permission denied, unknown namespace, bad argument) is no 503
+    if (!isWorkflowServiceUnavailable(err)) throw err;
     ctx.log.warn('could not signal the machine workflow', {
       model,
       machineId: id,

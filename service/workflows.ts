@@ -15,11 +15,69 @@ import {
 } from '../temporal/search-attributes';
 
 /**
- * How long a signal may take, the client's own retries included (they back
- * off for over 20 s when Temporal is away): well inside the API's 29 s, so
- * the caller answers `503` itself rather than being cut off by the gateway.
+ * How long a signal may take, connecting to Temporal (a cold Lambda's first
+ * request) and the client's own retries included (they back off for over
+ * 20 s when Temporal is away): well inside the API's 29 s, so the caller
+ * answers `503` itself rather than being cut off by the gateway.
  */
 export const SIGNAL_DEADLINE_MS = 10_000;
+
+/** How long the API's first connection to Temporal may take (within SIGNAL_DEADLINE_MS). */
+export const TEMPORAL_CONNECT_TIMEOUT_MS = 5_000;
+
+/** The workflow service did not answer within SIGNAL_DEADLINE_MS (connecting included). */
+export class WorkflowServiceDeadlineError extends Error {
+  override name = 'WorkflowServiceDeadlineError';
+}
+
+/** gRPC codes of a workflow service that is away, out of time or throttling: worth repeating. */
+const TRANSIENT_GRPC_CODES = new Set([
+  4, // DEADLINE_EXCEEDED
+  8, // RESOURCE_EXHAUSTED (a throttle)
+  14, // UNAVAILABLE
+]);
+
+/** Node's codes for a connection that could not be made or was lost. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
+
+/**
+ * Whether a failure to reach a machine's workflow is Temporal being away or
+ * slow (a repeat may succeed: `503`), not a permanent refusal such as
+ * permission denied, an unknown namespace or a bad argument (a fault to
+ * report as such). Looks through the SDK's wrapping (`cause`).
+ */
+export function isWorkflowServiceUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; depth++) {
+    if (e instanceof WorkflowServiceDeadlineError) return true;
+    const { code } = e as { code?: unknown };
+    if (typeof code === 'number' && TRANSIENT_GRPC_CODES.has(code)) return true;
+    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return true;
+    // grpc-js's waitForReady, and the SDK's connect around it
+    if (/^Failed to connect\b/.test(e.message)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/** `promise`, or a WorkflowServiceDeadlineError once `deadline` (ms since the epoch) passes. */
+function beforeDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new WorkflowServiceDeadlineError('no answer from the workflow service in time')),
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
 
 /** Up to this many machines a request starts their workflows itself; more go to one bulk starter workflow. */
 export const DIRECT_START_LIMIT = 20;
@@ -70,6 +128,8 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     private readonly client: () => Promise<Client>,
     /** The worker's queue (`PROVISIONER_TASK_QUEUE`, shared by default). */
     private readonly taskQueue: string = TASK_QUEUE,
+    /** How long a signal may take, connecting included. */
+    private readonly signalDeadlineMs: number = SIGNAL_DEADLINE_MS,
   ) {}
 
   async ensureSweep(_model: string): Promise<void> {
@@ -125,13 +185,18 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     args: unknown[] = [],
     requestedBy?: string,
   ): Promise<void> {
-    const client = await this.client();
-    await client.withDeadline(Date.now() + SIGNAL_DEADLINE_MS, () =>
-      client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
-        ...this.options(model, machineId, requestedBy),
-        signal,
-        signalArgs: args,
-      }),
+    // one deadline for connecting (a cold Lambda's first request) and signalling
+    const deadline = Date.now() + this.signalDeadlineMs;
+    const client = await beforeDeadline(this.client(), deadline);
+    await beforeDeadline(
+      client.withDeadline(deadline, () =>
+        client.workflow.signalWithStart(MACHINE_WORKFLOW_TYPE, {
+          ...this.options(model, machineId, requestedBy),
+          signal,
+          signalArgs: args,
+        }),
+      ),
+      deadline,
     );
   }
 }

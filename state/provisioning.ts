@@ -161,7 +161,7 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
             '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, ' +
-            '#instanceStatus = :pending, #updatedAt = :now' +
+            '#instanceStatus = :pending, #recordedAt = :now, #updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
             (run.placementGroup !== undefined ? ', #group = :group' : '') +
             (run.partition !== undefined ? ', #partition = :partition' : '') +
@@ -182,6 +182,7 @@ export class ProvisioningStore {
             '#instanceType': 'instanceType',
             '#hardware': 'hardware',
             '#instanceStatus': 'instanceStatus',
+            '#recordedAt': 'instanceRecordedAt',
             '#updatedAt': 'updatedAt',
             '#zoneClaim': 'zoneClaim',
           },
@@ -357,15 +358,22 @@ export class ProvisioningStore {
     model: string,
   ): Promise<
     Array<
-      Pick<MachineRecord, 'id' | 'life' | 'status' | 'instanceId' | 'manual' | 'instanceStatus'>
+      Pick<
+        MachineRecord,
+        'id' | 'life' | 'status' | 'instanceId' | 'manual' | 'instanceStatus' | 'instanceRecordedAt'
+      > &
+        Partial<Pick<MachineRecord, 'updatedAt'>>
     >
   > {
     const items = await queryAll(this.doc, {
       TableName: this.tableName,
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
-      ProjectionExpression: '#id, #life, #status, #instanceId, #manual, #instanceStatus',
+      ProjectionExpression:
+        '#id, #life, #status, #instanceId, #manual, #instanceStatus, #recordedAt, #updatedAt',
       ExpressionAttributeNames: {
+        '#recordedAt': 'instanceRecordedAt',
+        '#updatedAt': 'updatedAt',
         '#instanceStatus': 'instanceStatus',
         '#id': 'id',
         '#life': 'life',
@@ -382,6 +390,10 @@ export class ProvisioningStore {
       ...(typeof i.instanceId === 'string' ? { instanceId: i.instanceId } : {}),
       ...(i.manual === true ? { manual: true } : {}),
       ...(isInstanceState(i.instanceStatus) ? { instanceStatus: i.instanceStatus } : {}),
+      ...(typeof i.instanceRecordedAt === 'string'
+        ? { instanceRecordedAt: i.instanceRecordedAt }
+        : {}),
+      ...(typeof i.updatedAt === 'string' ? { updatedAt: i.updatedAt } : {}),
     }));
   }
 
@@ -490,7 +502,7 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :pending, #message = :empty, #updatedAt = :now ' +
             'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
-            '#price, #placementGroup, #partition',
+            '#price, #placementGroup, #partition, #recordedAt',
           ConditionExpression: '#instanceId = :instanceId AND #life = :alive',
           ExpressionAttributeNames: {
             '#status': 'status',
@@ -505,6 +517,7 @@ export class ProvisioningStore {
             '#price': 'pricePerHour',
             '#placementGroup': 'placementGroup',
             '#partition': 'partition',
+            '#recordedAt': 'instanceRecordedAt',
             '#life': 'life',
           },
           ExpressionAttributeValues: {

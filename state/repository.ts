@@ -104,6 +104,7 @@ const MACHINE_FIELDS = [
   'instanceType',
   'hardware',
   'instanceStatus',
+  'instanceRecordedAt',
   'placementGroup',
   'partition',
   'pricePerHour',

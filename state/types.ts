@@ -108,6 +108,8 @@ export interface MachineRecord {
   hardware?: Hardware;
   /** EC2's state of `instanceId` as last seen (liveness). */
   instanceStatus?: InstanceState;
+  /** When `instanceId` was recorded (ISO): how long EC2 not listing it says nothing (core/liveness.ts). */
+  instanceRecordedAt?: string;
   /** Availability-set mode: the partition placement group and partition the instance is in. */
   placementGroup?: string;
   partition?: number;

@@ -98,9 +98,18 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
   setHandler(destroySignal, () => {
     signals.destroy = true;
   });
-  setHandler(reprovisionSignal, (request) => {
-    signals.reprovision = request.instanceId;
-    if (request.by) onAsked(request.by);
+  setHandler(reprovisionSignal, (request: unknown) => {
+    // A run whose history began before the handler existed (no marker) buffered
+    // the signal and went on asleep: replayed, it ignores it exactly so. A
+    // signal without an instance id is ignored too (a throw here fails the task).
+    if (!patched(REPROVISION_IN_WORKFLOW)) return;
+    const { instanceId, by } = (request ?? {}) as { instanceId?: unknown; by?: unknown };
+    if (typeof instanceId !== 'string' || instanceId === '') {
+      log.warn('reprovision signal without an instance id: ignored', { model, machineId });
+      return;
+    }
+    signals.reprovision = instanceId;
+    if (typeof by === 'string' && by) onAsked(by);
   });
   // the latest observation wins: the sweep resends a state that is still different
   setHandler(instanceStateSignal, (seen) => {

@@ -1,4 +1,10 @@
 import { StopInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { cacheDir, PINS } from '../../local/toolchain';
+import { machineWorkflowId } from '../../temporal/search-attributes';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { Repository } from '../../state/repository';
 import { reprovisionMachine } from '../../service/machines';
@@ -40,6 +46,46 @@ async function runningMachine(prefix: string, settings: Record<string, unknown> 
   return { model, instanceId: running.body.instanceId as string };
 }
 
+/**
+ * With PROVISIONER_RECORD_HISTORIES=<dir>, writes each run of the machine's
+ * workflow there (`<name>-run<N>.json`, oldest first) as `temporal workflow
+ * show -o json` prints it (the replay test's format, test/unit/workflows/histories).
+ */
+async function recordHistory(model: string, machineId: string, name: string): Promise<void> {
+  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
+  if (!dir) return;
+  const temporal = (args: string[]) =>
+    promisify(execFile)(
+      join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
+      [
+        ...args,
+        '--address',
+        stack.temporalAddress,
+        '--namespace',
+        stack.temporalNamespace,
+        '-o',
+        'json',
+      ],
+      { maxBuffer: 64 * 1024 * 1024 },
+    );
+  const workflowId = machineWorkflowId(model, machineId);
+  const listed = await temporal(['workflow', 'list', '--query', `WorkflowId="${workflowId}"`]);
+  const runs = (
+    JSON.parse(listed.stdout) as Array<{ execution: { runId: string }; startTime: string }>
+  ).sort((a, b) => a.startTime.localeCompare(b.startTime));
+  for (const [i, run] of runs.entries()) {
+    const { stdout } = await temporal([
+      'workflow',
+      'show',
+      '-w',
+      workflowId,
+      '-r',
+      run.execution.runId,
+    ]);
+    writeFileSync(join(dir, `${name}-run${i + 1}.json`), stdout);
+  }
+}
+
 function machine(model: string) {
   return api.get(`/v1/models/${model}/machines/0`);
 }
@@ -78,6 +124,7 @@ describe('an instance terminated behind the provisioner’s back', () => {
       machine: '0',
       status: 'deployed',
     });
+    await recordHistory(model, '0', 'machine-reprovisioned');
   });
 
   it('refuses to reprovision a machine whose instance runs', async () => {

@@ -5,6 +5,7 @@ import { sweepActivities, type SweptMachine } from '../../../activities/sweep';
 import { TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
 import { provisioningTuning } from '../../../config/env';
 import { machineWorkflowId } from '../../../temporal/search-attributes';
+import { UNLISTED_GRACE_MS } from '../../../core/liveness';
 
 /**
  * One model's sweep with a listing shared by a sweeper page: what it believes
@@ -151,18 +152,19 @@ describe('sweepModel with a shared listing', () => {
  * A Temporal client whose machine workflows all run, recording the signals
  * sent; `fail` makes every signal fail as an unreachable Temporal does.
  */
-function fakeTemporal(fail = false) {
+function fakeTemporal(fail: boolean | ((workflowId: string) => boolean) = false) {
   const signals: Array<{ workflowId: string; name: string; args: unknown[] }> = [];
   const temporal = {
     workflow: {
       // eslint-disable-next-line @typescript-eslint/require-await
       list: async function* () {
         yield { workflowId: machineWorkflowId('m', '0') };
+        yield { workflowId: machineWorkflowId('m', '1') };
       },
       getHandle: (workflowId: string) => ({
         signal: (name: string, ...args: unknown[]) => {
           signals.push({ workflowId, name, args });
-          return fail
+          return (typeof fail === 'function' ? fail(workflowId) : fail)
             ? Promise.reject(new Error('14 UNAVAILABLE: Connection refused'))
             : Promise.resolve();
         },
@@ -196,23 +198,58 @@ describe('sweepModel reprovisioning lost machines', () => {
     ]);
   });
 
-  it('changes nothing when the signal cannot be sent: the sweep fails, and the next one chooses the machine again', async () => {
-    const { temporal, signals } = fakeTemporal(true);
+  it('changes nothing for a machine whose signal cannot be sent, and goes on with the others', async () => {
+    // machine 0's workflow cannot be signalled; machine 1's can (it ran on unwatched before)
+    const { temporal, signals } = fakeTemporal((id) => id === machineWorkflowId('m', '0'));
+    const other: SweptMachine = {
+      id: '1',
+      life: 'alive',
+      status: 'running',
+      instanceId: 'i-2',
+      instanceStatus: 'running',
+    };
     const h = harness({
-      machines: [lost],
-      listed: [instance('i-1', 'terminated')],
-      byId: [instance('i-1', 'terminated')],
+      machines: [lost, other],
+      listed: [instance('i-1', 'terminated'), instance('i-2', 'stopped')],
+      byId: [instance('i-1', 'terminated'), instance('i-2', 'stopped')],
       reprovisionLost: true,
       temporal,
     });
-    await expect(h.sweep()).rejects.toThrow('14 UNAVAILABLE: Connection refused');
-    expect(signals.map((x) => x.name)).toEqual(['reprovision']);
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const report = await h.sweep();
+      // not reprovisioned: the next sweep chooses machine 0 again
+      expect(report.reprovisioned).toEqual([]);
+      expect(report.instanceChanges).toEqual(['1:i-2:stopped']);
+      expect(signals).toEqual([
+        {
+          workflowId: machineWorkflowId('m', '0'),
+          name: 'reprovision',
+          args: [{ instanceId: 'i-1' }],
+        },
+        {
+          workflowId: machineWorkflowId('m', '1'),
+          name: 'instanceState',
+          args: [{ instanceId: 'i-2', state: 'stopped' }],
+        },
+      ]);
+      expect(String(warn.mock.calls[0]?.[0])).toContain('14 UNAVAILABLE: Connection refused');
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it('leaves alone a just-launched instance (recorded pending) EC2 does not list yet', async () => {
     const { temporal, signals } = fakeTemporal();
     const h = harness({
-      machines: [{ ...down, status: 'running', instanceStatus: 'pending' }],
+      machines: [
+        {
+          ...down,
+          status: 'running',
+          instanceStatus: 'pending',
+          instanceRecordedAt: new Date(Date.now() - 30_000).toISOString(),
+        },
+      ],
       listed: [],
       byId: [],
       reprovisionLost: true,
@@ -222,5 +259,32 @@ describe('sweepModel reprovisioning lost machines', () => {
     expect(report.reprovisioned).toEqual([]);
     expect(report.instanceChanges).toEqual([]);
     expect(signals).toEqual([]);
+  });
+
+  it('reprovisions an instance recorded pending longer ago than UNLISTED_GRACE_MS that EC2 still does not list', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const h = harness({
+      machines: [
+        {
+          ...down,
+          status: 'running',
+          instanceStatus: 'pending',
+          instanceRecordedAt: new Date(Date.now() - UNLISTED_GRACE_MS - 60_000).toISOString(),
+        },
+      ],
+      listed: [],
+      byId: [],
+      reprovisionLost: true,
+      temporal,
+    });
+    const report = await h.sweep();
+    expect(report.reprovisioned).toEqual(['0']);
+    expect(signals).toEqual([
+      {
+        workflowId: machineWorkflowId('m', '0'),
+        name: 'reprovision',
+        args: [{ instanceId: 'i-1' }],
+      },
+    ]);
   });
 });

@@ -10,6 +10,8 @@ import {
   instanceChanges,
   instanceStateMessage,
   isLost,
+  observedState,
+  UNLISTED_GRACE_MS,
   type InstanceState,
 } from '../../../core/liveness';
 
@@ -87,6 +89,7 @@ describe('harvestsStrays', () => {
 });
 
 describe('liveness', () => {
+  const NOW = Date.parse('2026-01-01T00:10:00Z');
   const machines: SweptMachine[] = [
     { id: '0', life: 'alive', status: 'running', instanceId: 'i-run', instanceStatus: 'running' },
     { id: '1', life: 'alive', status: 'running', instanceId: 'i-new', instanceStatus: 'pending' },
@@ -101,6 +104,16 @@ describe('liveness', () => {
       status: 'running',
       instanceId: 'i-unlisted',
       instanceStatus: 'pending',
+      instanceRecordedAt: new Date(NOW - 60_000).toISOString(),
+    },
+    {
+      // recorded pending 11 minutes ago and never listed: EC2 lost it before liveness saw it
+      id: '8',
+      life: 'alive',
+      status: 'running',
+      instanceId: 'i-lost-young',
+      instanceStatus: 'pending',
+      instanceRecordedAt: new Date(NOW - 11 * 60_000).toISOString(),
     },
   ];
   const observed = new Map<string, InstanceState>([
@@ -113,22 +126,52 @@ describe('liveness', () => {
   ]);
 
   it('signals only the machines whose instance state changed; an unlisted id is unknown', () => {
-    expect(instanceChanges(machines, observed)).toEqual([
+    expect(instanceChanges(machines, observed, NOW)).toEqual([
       { machineId: '1', instanceId: 'i-new', state: 'running' },
       { machineId: '2', instanceId: 'i-term', state: 'terminated' },
       { machineId: '3', instanceId: 'i-gone', state: 'unknown' },
       { machineId: '5', instanceId: 'i-stop', state: 'stopped' },
+      // past UNLISTED_GRACE_MS an unlisted pending instance is gone, not "not known yet"
+      { machineId: '8', instanceId: 'i-lost-young', state: 'unknown' },
     ]);
   });
 
+  it('takes an unlisted pending instance as not known yet only within UNLISTED_GRACE_MS of its recording', () => {
+    const at = (ago: number) => new Date(NOW - ago).toISOString();
+    expect(UNLISTED_GRACE_MS).toBe(600_000);
+    const pending = (ago: number) => ({
+      instanceStatus: 'pending' as const,
+      instanceRecordedAt: at(ago),
+    });
+    expect(observedState(pending(1_000), undefined, NOW)).toBeUndefined();
+    expect(observedState(pending(UNLISTED_GRACE_MS - 1), undefined, NOW)).toBeUndefined();
+    expect(observedState(pending(UNLISTED_GRACE_MS), undefined, NOW)).toBe('unknown');
+    // a record from before instanceRecordedAt: its last write stands for the recording
+    expect(
+      observedState({ instanceStatus: 'pending', updatedAt: at(5_000) }, undefined, NOW),
+    ).toBeUndefined();
+    expect(
+      observedState({ instanceStatus: 'pending', updatedAt: at(3_600_000) }, undefined, NOW),
+    ).toBe('unknown');
+    // no date at all: gone (never stuck for want of one)
+    expect(observedState({ instanceStatus: 'pending' }, undefined, NOW)).toBe('unknown');
+    // listed: EC2's state, whatever the age; seen before (not pending): unlisted is gone
+    expect(observedState(pending(1_000), 'terminated', NOW)).toBe('terminated');
+    expect(
+      observedState({ instanceStatus: 'running', instanceRecordedAt: at(1_000) }, undefined, NOW),
+    ).toBe('unknown');
+  });
+
   it('reprovisions alive machines whose instance is confirmed gone, up to the cap', () => {
-    expect(selectReprovisions({ machines, observed, cap: 20 })).toEqual([
+    expect(selectReprovisions({ machines, observed, cap: 20, now: NOW })).toEqual([
       { machineId: '2', instanceId: 'i-term' },
       { machineId: '3', instanceId: 'i-gone' },
       { machineId: '4', instanceId: 'i-down' },
       // not 7: a just-launched instance EC2 does not list yet is not gone (eventual consistency)
+      // 8: recorded pending 11 minutes ago and still not listed is (it was stuck for ever)
+      { machineId: '8', instanceId: 'i-lost-young' },
     ]);
-    expect(selectReprovisions({ machines, observed, cap: 1 })).toHaveLength(1);
+    expect(selectReprovisions({ machines, observed, cap: 1, now: NOW })).toHaveLength(1);
   });
 
   it.each<[InstanceState, boolean, string]>([

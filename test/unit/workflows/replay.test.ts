@@ -33,6 +33,16 @@ import { promisify } from 'node:util';
  *   skipped a status write without a patch);
  *   `machine-observed-without-read`: a running machine told twice of its
  *   instance, recording each from the write alone (`observe-without-read`).
+ * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
+ *   signal sent to it by code that had no handler (it stayed asleep), then
+ *   news of its instance; made from `machine-observed-without-read` and
+ *   checked to replay against the workflow code before the handler (5c6cb60^).
+ *   A run without the `reprovision-in-workflow` marker must ignore the signal.
+ * - `machine-reprovisioned-run1…2`: a machine whose instance was terminated
+ *   behind its back, reprovisioned by the API (`reprovision-in-workflow`: the
+ *   marker with the signal, the reset, a new launch), continued as new once
+ *   settled, then told of its new instance. Recorded by
+ *   test/integration/liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does
