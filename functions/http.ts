@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import { controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
+import { ADMIN_USER, controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
@@ -187,7 +187,7 @@ export function createHandler(
         const result = await operation(request(runStep));
         response = json(result.status, result.body);
       } else {
-        response = await runOnce(idempotency(), key, event, operation, request);
+        response = await runOnce(idempotency(), callersKey(key, caller), event, operation, request);
       }
     } catch (err) {
       response = toErrorResponse(err);
@@ -264,6 +264,37 @@ function header(event: APIGatewayProxyEventV2, name: string): string | undefined
   return undefined;
 }
 
+/**
+ * An Idempotency-Key is the caller's own: another user presenting it runs
+ * their own request, never replays the first caller's answer. `admin`'s keys
+ * stay as they were before users existed.
+ */
+export function callersKey(key: string, caller: Caller | undefined): string {
+  return caller === undefined || caller.user === ADMIN_USER ? key : `${caller.user}\n${key}`;
+}
+
+/** Body fields that are secrets: never stored, not even hashed (a fingerprint outlives the request by a day). */
+const SECRET_FIELDS = ['password'];
+
+/**
+ * The body a fingerprint is taken of: a JSON object's secret fields left out
+ * (an unsalted hash of a password is a password for an offline guesser).
+ * A replay with another password then answers the first answer.
+ */
+export function withoutSecrets(rawBody: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody);
+  } catch {
+    return rawBody;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return rawBody;
+  if (!SECRET_FIELDS.some((f) => Object.hasOwn(parsed, f))) return rawBody;
+  const rest = { ...(parsed as Record<string, unknown>) };
+  for (const f of SECRET_FIELDS) delete rest[f];
+  return JSON.stringify(rest);
+}
+
 /** The request's Idempotency-Key, when it carries one on a method it applies to. */
 function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {
   const key = header(event, 'idempotency-key');
@@ -295,7 +326,7 @@ async function runOnce(
       : (event.body ?? '');
   const claim = await store.claim(
     key,
-    IdempotencyStore.fingerprint(method, event.rawPath, rawBody),
+    IdempotencyStore.fingerprint(method, event.rawPath, withoutSecrets(rawBody)),
   );
   switch (claim.kind) {
     case 'mismatch':
