@@ -146,6 +146,8 @@ export function createHandler(
 ): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
   return async (event) => {
     let caller: Caller | undefined;
+    /** The caller has no access to the route's model: nothing of theirs goes in its audit. */
+    let hiddenModel = false;
     let response: APIGatewayProxyStructuredResultV2;
     try {
       const need = routeAccess(event.routeKey);
@@ -161,7 +163,10 @@ export function createHandler(
             throw new BadRequestError(`invalid model name "${model.slice(0, 100)}"`);
           modelAccess = await gate().modelAccess(caller, model);
           // no access at all: exactly as a model that does not exist
-          if (modelAccess === undefined) throw new NotFoundError(`model "${model}" not found`);
+          if (modelAccess === undefined) {
+            hiddenModel = true;
+            throw new NotFoundError(`model "${model}" not found`);
+          }
           if (!modelAtLeast(modelAccess, need.level)) throw new ForbiddenError();
         }
       }
@@ -192,7 +197,7 @@ export function createHandler(
     } catch (err) {
       response = toErrorResponse(err);
     }
-    if (caller) await audit(gate(), caller, event, response);
+    if (caller) await audit(gate(), caller, event, response, hiddenModel);
     return response;
   };
 }
@@ -208,6 +213,7 @@ async function audit(
   caller: Caller,
   event: APIGatewayProxyEventV2,
   response: APIGatewayProxyStructuredResultV2,
+  hiddenModel: boolean,
 ): Promise<void> {
   const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
   const status = response.statusCode ?? 200;
@@ -220,7 +226,9 @@ async function audit(
     status,
     requestId: event.requestContext?.requestId ?? '',
   };
-  const model = auditedModel(event, status, response);
+  // a request refused with the hidden 404 goes to the controller's audit: a
+  // caller who cannot see a model cannot write into its audit either
+  const model = hiddenModel ? undefined : auditedModel(event, status, response);
   if (model !== undefined) entry.model = model;
   const key = header(event, 'idempotency-key');
   if (key !== undefined && IdempotencyKey.safeParse(key).success) entry.idempotencyKey = key;

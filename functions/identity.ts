@@ -121,10 +121,14 @@ export const handler = createHandler(
       await revokeModelAccess(identityContext(), param(req, 'model'), param(req, 'user'));
       return { status: 204 };
     },
-    'GET /v1/models/{model}/audit': async (req) => ({
-      status: 200,
-      body: await identityContext().audit.modelEntries(param(req, 'model'), auditQuery(req, false)),
-    }),
+    'GET /v1/models/{model}/audit': async (req) => {
+      const ctx = identityContext();
+      const model = await ctx.repo.getModel(param(req, 'model'));
+      const query = auditQuery(req, false);
+      // entries of an earlier model of that name are not this model's (GET /v1/audit has them)
+      if (query.since === undefined || query.since < model.createdAt) query.since = model.createdAt;
+      return { status: 200, body: await ctx.audit.modelEntries(model.name, query) };
+    },
     'GET /v1/audit': async (req) => ({
       status: 200,
       body: await identityContext().audit.allEntries(auditQuery(req, true)),
