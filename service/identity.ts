@@ -4,6 +4,7 @@ import {
   AdminSetUserPasswordCommand,
   AdminUserGlobalSignOutCommand,
   CognitoIdentityProviderClient,
+  InvalidParameterException,
   InvalidPasswordException,
   UsernameExistsException,
   UserNotFoundException,
@@ -75,11 +76,12 @@ export class CognitoUserPool implements UserPool {
       await this.client
         .send(new AdminDeleteUserCommand({ UserPoolId: this.userPoolId, Username: name }))
         .catch(() => undefined);
-      if (err instanceof InvalidPasswordException) {
-        // the pool's reason, never the password
-        throw new InvalidRequestError(
-          `password refused by the user pool: ${err.message || 'it does not meet the password policy'}`,
-        );
+      if (err instanceof InvalidPasswordException || err instanceof InvalidParameterException) {
+        // the pool's reason, never the password (even should the pool quote it)
+        const reason = (err.message || 'it does not meet the password policy')
+          .split(password || '\u0000')
+          .join('***');
+        throw new InvalidRequestError(`password refused by the user pool: ${reason}`);
       }
       throw unavailable(err);
     }
