@@ -52,4 +52,35 @@ describe('a model’s audit is that model’s', () => {
       all.body.entries.filter((e: any) => e.model === model).map((e: any) => e.method),
     ).toEqual(['DELETE', 'PUT', 'POST']);
   }, 240_000);
+
+  it('a tampered cursor with the right partition but another shape is a 400, never a 500', async () => {
+    const model = uniqueName('cursors');
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    const cursor = (key: unknown) =>
+      encodeURIComponent(Buffer.from(JSON.stringify(key)).toString('base64url'));
+    const pk = `AUDIT#MODEL#${model}`;
+    const sk = `${new Date().toISOString()}#x`;
+    for (const key of [{ pk }, { pk, sk, extra: 'x' }, { pk, sk: '' }, { pk, gsi1sk: sk }]) {
+      expect(await admin.get(`/v1/models/${model}/audit?cursor=${cursor(key)}`)).toEqual({
+        status: 400,
+        body: { error: { code: 'bad-request', message: 'invalid cursor' } },
+      });
+    }
+    for (const key of [
+      { gsi1pk: 'AUDIT', gsi1sk: sk },
+      { gsi1pk: 'AUDIT', gsi1sk: sk, pk },
+      { gsi1pk: 'AUDIT', gsi1sk: sk, pk, sk, more: 'x' },
+    ]) {
+      expect(await admin.get(`/v1/audit?cursor=${cursor(key)}`)).toEqual({
+        status: 400,
+        body: { error: { code: 'bad-request', message: 'invalid cursor' } },
+      });
+    }
+    // the shape a page hands out is followed
+    const whole = { gsi1pk: 'AUDIT', gsi1sk: sk, pk, sk };
+    expect((await admin.get(`/v1/audit?cursor=${cursor(whole)}`)).status).toBe(200);
+    expect((await admin.get(`/v1/models/${model}/audit?cursor=${cursor({ pk, sk })}`)).status).toBe(
+      200,
+    );
+  }, 120_000);
 });
