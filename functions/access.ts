@@ -110,10 +110,10 @@ export function createGate(parts: GateParts): Gate {
         : ({ kind: 'unknown' } as const);
       switch (state.kind) {
         case 'removed':
-          // a token issued before the user was removed (and the pool's own, while it lives)
-          if (claims.issuedAt <= Math.ceil(Date.parse(state.removedAt) / 1000))
-            throw new UnauthorizedError('the user of this token has been removed');
-          return { user: claims.user, access: 'login' };
+          // every token, old or new, while the tombstone lives: a removal cut
+          // off before the pool forgot the user must not let them back in
+          // (re-adding the user replaces the tombstone)
+          throw new UnauthorizedError('the user of this token has been removed');
         case 'user':
           if (state.user.sub !== undefined && state.user.sub !== claims.sub)
             throw new UnauthorizedError('the user of this token has been removed');

@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
-import { controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
+import { ADMIN_USER, controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
@@ -146,6 +146,8 @@ export function createHandler(
 ): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
   return async (event) => {
     let caller: Caller | undefined;
+    /** The caller has no access to the route's model: nothing of theirs goes in its audit. */
+    let hiddenModel = false;
     let response: APIGatewayProxyStructuredResultV2;
     try {
       const need = routeAccess(event.routeKey);
@@ -161,7 +163,10 @@ export function createHandler(
             throw new BadRequestError(`invalid model name "${model.slice(0, 100)}"`);
           modelAccess = await gate().modelAccess(caller, model);
           // no access at all: exactly as a model that does not exist
-          if (modelAccess === undefined) throw new NotFoundError(`model "${model}" not found`);
+          if (modelAccess === undefined) {
+            hiddenModel = true;
+            throw new NotFoundError(`model "${model}" not found`);
+          }
           if (!modelAtLeast(modelAccess, need.level)) throw new ForbiddenError();
         }
       }
@@ -187,12 +192,12 @@ export function createHandler(
         const result = await operation(request(runStep));
         response = json(result.status, result.body);
       } else {
-        response = await runOnce(idempotency(), key, event, operation, request);
+        response = await runOnce(idempotency(), callersKey(key, caller), event, operation, request);
       }
     } catch (err) {
       response = toErrorResponse(err);
     }
-    if (caller) await audit(gate(), caller, event, response);
+    if (caller) await audit(gate(), caller, event, response, hiddenModel);
     return response;
   };
 }
@@ -208,6 +213,7 @@ async function audit(
   caller: Caller,
   event: APIGatewayProxyEventV2,
   response: APIGatewayProxyStructuredResultV2,
+  hiddenModel: boolean,
 ): Promise<void> {
   const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
   const status = response.statusCode ?? 200;
@@ -220,7 +226,9 @@ async function audit(
     status,
     requestId: event.requestContext?.requestId ?? '',
   };
-  const model = auditedModel(event, status, response);
+  // a request refused with the hidden 404 goes to the controller's audit: a
+  // caller who cannot see a model cannot write into its audit either
+  const model = hiddenModel ? undefined : auditedModel(event, status, response);
   if (model !== undefined) entry.model = model;
   const key = header(event, 'idempotency-key');
   if (key !== undefined && IdempotencyKey.safeParse(key).success) entry.idempotencyKey = key;
@@ -264,6 +272,37 @@ function header(event: APIGatewayProxyEventV2, name: string): string | undefined
   return undefined;
 }
 
+/**
+ * An Idempotency-Key is the caller's own: another user presenting it runs
+ * their own request, never replays the first caller's answer. `admin`'s keys
+ * stay as they were before users existed.
+ */
+export function callersKey(key: string, caller: Caller | undefined): string {
+  return caller === undefined || caller.user === ADMIN_USER ? key : `${caller.user}\n${key}`;
+}
+
+/** Body fields that are secrets: never stored, not even hashed (a fingerprint outlives the request by a day). */
+const SECRET_FIELDS = ['password'];
+
+/**
+ * The body a fingerprint is taken of: a JSON object's secret fields left out
+ * (an unsalted hash of a password is a password for an offline guesser).
+ * A replay with another password then answers the first answer.
+ */
+export function withoutSecrets(rawBody: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody);
+  } catch {
+    return rawBody;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return rawBody;
+  if (!SECRET_FIELDS.some((f) => Object.hasOwn(parsed, f))) return rawBody;
+  const rest = { ...(parsed as Record<string, unknown>) };
+  for (const f of SECRET_FIELDS) delete rest[f];
+  return JSON.stringify(rest);
+}
+
 /** The request's Idempotency-Key, when it carries one on a method it applies to. */
 function idempotencyKey(event: APIGatewayProxyEventV2): string | undefined {
   const key = header(event, 'idempotency-key');
@@ -295,7 +334,7 @@ async function runOnce(
       : (event.body ?? '');
   const claim = await store.claim(
     key,
-    IdempotencyStore.fingerprint(method, event.rawPath, rawBody),
+    IdempotencyStore.fingerprint(method, event.rawPath, withoutSecrets(rawBody)),
   );
   switch (claim.kind) {
     case 'mismatch':

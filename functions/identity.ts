@@ -1,3 +1,4 @@
+import { EntityNotFoundError } from '../state/errors';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { identitySettings } from '../config/identity';
@@ -121,10 +122,23 @@ export const handler = createHandler(
       await revokeModelAccess(identityContext(), param(req, 'model'), param(req, 'user'));
       return { status: 204 };
     },
-    'GET /v1/models/{model}/audit': async (req) => ({
-      status: 200,
-      body: await identityContext().audit.modelEntries(param(req, 'model'), auditQuery(req, false)),
-    }),
+    'GET /v1/models/{model}/audit': async (req) => {
+      const ctx = identityContext();
+      const name = param(req, 'model');
+      const query = auditQuery(req, false);
+      // entries of an earlier model of that name are not this model's (GET /v1/audit
+      // has them); a model gone (only a superuser reaches it) shows all its name's
+      const createdAt = await ctx.repo.getModel(name).then(
+        (m) => m.createdAt,
+        (err: unknown) => {
+          if (err instanceof EntityNotFoundError) return undefined;
+          throw err;
+        },
+      );
+      if (createdAt !== undefined && (query.since === undefined || query.since < createdAt))
+        query.since = createdAt;
+      return { status: 200, body: await ctx.audit.modelEntries(name, query) };
+    },
     'GET /v1/audit': async (req) => ({
       status: 200,
       body: await identityContext().audit.allEntries(auditQuery(req, true)),

@@ -117,9 +117,14 @@ export const AllAuditQuery = AuditQuery.extend({
 export const AddUser = z
   .strictObject({
     name: NameText,
-    password: text(LIMITS.password).meta({
-      description: 'Set as the user’s permanent password in the pool; never stored or logged.',
-    }),
+    // Cognito's own field format: 6 characters at least (its weakest policy), and
+    // no whitespace at either end (its pattern `[\S]+.*[\S]+`)
+    password: text(LIMITS.password)
+      .min(6, { error: 'must be at least 6 characters' })
+      .refine((p) => p.trim() === p, { error: 'must not begin or end with whitespace' })
+      .meta({
+        description: 'Set as the user’s permanent password in the pool; never stored or logged.',
+      }),
   })
   .meta({ id: 'AddUserRequest' });
 

@@ -4,6 +4,7 @@ import {
   AdminSetUserPasswordCommand,
   AdminUserGlobalSignOutCommand,
   CognitoIdentityProviderClient,
+  InvalidParameterException,
   InvalidPasswordException,
   UsernameExistsException,
   UserNotFoundException,
@@ -75,11 +76,12 @@ export class CognitoUserPool implements UserPool {
       await this.client
         .send(new AdminDeleteUserCommand({ UserPoolId: this.userPoolId, Username: name }))
         .catch(() => undefined);
-      if (err instanceof InvalidPasswordException) {
-        // the pool's reason, never the password
-        throw new InvalidRequestError(
-          `password refused by the user pool: ${err.message || 'it does not meet the password policy'}`,
-        );
+      if (err instanceof InvalidPasswordException || err instanceof InvalidParameterException) {
+        // the pool's reason, never the password (even should the pool quote it)
+        const reason = (err.message || 'it does not meet the password policy')
+          .split(password || '\u0000')
+          .join('***');
+        throw new InvalidRequestError(`password refused by the user pool: ${reason}`);
       }
       throw unavailable(err);
     }
@@ -138,6 +140,11 @@ export async function addUser(
   const pool = requirePool(ctx);
   const state = await ctx.access.getUser(name);
   if (state.kind === 'user') throw new EntityConflictError(`user "${name}" already exists`);
+  // grants are by name: a new user of a removed one's name starts with none
+  if (state.kind === 'removed') {
+    const models = (await ctx.repo.listModels()).map((m) => m.name);
+    await ctx.access.dropGrantsOf(name, models);
+  }
   const sub = await pool.createUser(name, password);
   await ctx.access.createUser({
     name,
@@ -160,23 +167,30 @@ export async function listUsers(
 }
 
 /**
- * remove-user: from the tombstone on, every token of the user is refused
- * (functions/access.ts reads it on every request); then the pool forgets the
- * user and their refresh tokens, and their grants go.
+ * remove-user, safe to repeat at any step: from the tombstone on, every token
+ * of the user is refused (functions/access.ts reads it on every request, and
+ * refuses while it exists); then their grants go, then the pool forgets the
+ * user and their refresh tokens. The tombstone has no expiry until the pool
+ * has forgotten the user: a removal cut off after the tombstone leaves the
+ * user locked out, never back with their grants; repeating it finishes it.
  */
 export async function removeUser(ctx: IdentityContext, name: string): Promise<void> {
   checkUserName(name);
   if (name === ADMIN_USER) throw new EntityConflictError(`cannot remove user "${ADMIN_USER}"`);
   const pool = requirePool(ctx);
   const state = await ctx.access.getUser(name);
-  if (state.kind !== 'user') {
-    // not ours (or already removed): the pool decides whether the user exists
+  if (state.kind === 'removed' && state.finished)
+    throw new EntityNotFoundError(`user "${name}" not found`);
+  if (state.kind === 'unknown') {
+    // not ours: the pool decides whether the user exists
     if (!(await pool.removeUser(name))) throw new EntityNotFoundError(`user "${name}" not found`);
   }
-  await ctx.access.removeUser(name, ctx.now());
-  if (state.kind === 'user') await pool.removeUser(name);
+  await ctx.access.removeUser(name, ctx.now(), { expires: false });
   const models = (await ctx.repo.listModels()).map((m) => m.name);
   await ctx.access.dropGrantsOf(name, models);
+  // a user already gone from the pool (a cut-off removal repeated) is fine
+  if (state.kind !== 'unknown') await pool.removeUser(name);
+  await ctx.access.removeUser(name, ctx.now(), { expires: true });
 }
 
 async function requireKnownUser(ctx: IdentityContext, name: string): Promise<void> {
@@ -206,7 +220,8 @@ export async function setModelAccess(
 ): Promise<{ user: string; access: ModelAccess }> {
   await ctx.repo.getModel(model);
   await requireKnownUser(ctx, name);
-  await ctx.access.changeModelAccess(model, name, access);
+  const adminToken = name === ADMIN_USER && ctx.settings.adminTokenEnabled;
+  await ctx.access.changeModelAccess(model, name, access, { userMustExist: !adminToken });
   return { user: name, access };
 }
 

@@ -1,9 +1,14 @@
-import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  TransactionCanceledException,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
+  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
@@ -53,7 +58,10 @@ export interface UserRecord {
 }
 
 export type UserState =
-  { kind: 'unknown' } | { kind: 'removed'; removedAt: string } | { kind: 'user'; user: UserRecord };
+  | { kind: 'unknown' }
+  /** `finished`: the removal went through (the pool forgot the user); otherwise it was cut off. */
+  | { kind: 'removed'; removedAt: string; finished: boolean }
+  | { kind: 'user'; user: UserRecord };
 
 export interface ModelGrants {
   users: Record<string, ModelAccess>;
@@ -93,7 +101,12 @@ export class AccessStore {
     );
     const item = out.Item;
     if (!item) return { kind: 'unknown' };
-    if (typeof item.removedAt === 'string') return { kind: 'removed', removedAt: item.removedAt };
+    if (typeof item.removedAt === 'string')
+      return {
+        kind: 'removed',
+        removedAt: item.removedAt,
+        finished: typeof item.expiresAt === 'number',
+      };
     return { kind: 'user', user: toUser(item) };
   }
 
@@ -160,9 +173,11 @@ export class AccessStore {
 
   /**
    * Replaces the user with a tombstone: from now on every token of theirs is
-   * refused (functions/access.ts reads this item on every request).
+   * refused (functions/access.ts reads this item on every request). Without
+   * `expires` the tombstone stays until a removal finishes (the pool has
+   * forgotten the user); with it, it goes a day past the longest token life.
    */
-  async removeUser(name: string, now: Date): Promise<void> {
+  async removeUser(name: string, now: Date, options: { expires: boolean }): Promise<void> {
     await this.doc.send(
       new PutCommand({
         TableName: this.tableName,
@@ -172,7 +187,9 @@ export class AccessStore {
           type: 'user-removed',
           name,
           removedAt: now.toISOString(),
-          expiresAt: Math.floor(now.getTime() / 1000) + TOMBSTONE_SECONDS,
+          ...(options.expires
+            ? { expiresAt: Math.floor(now.getTime() / 1000) + TOMBSTONE_SECONDS }
+            : {}),
         },
       }),
     );
@@ -233,6 +250,7 @@ export class AccessStore {
     model: string,
     user: string,
     level: ModelAccess | undefined,
+    options: { userMustExist?: boolean } = {},
   ): Promise<void> {
     await retryOnConcurrentChange(async () => {
       const grants = await this.modelGrants(model);
@@ -243,24 +261,52 @@ export class AccessStore {
       if (hadAdmin && !Object.values(users).includes('admin')) {
         throw new EntityConflictError(`cannot remove the last admin of model "${model}"`);
       }
+      const put = {
+        TableName: this.tableName,
+        Item: {
+          pk: modelPk(model),
+          sk: ACCESS_SK,
+          type: 'model-access',
+          users,
+          version: grants.version + 1,
+        },
+        ConditionExpression:
+          grants.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
+        ...(grants.version === 0
+          ? {}
+          : { ExpressionAttributeValues: { ':version': grants.version } }),
+      };
+      if (level !== undefined && options.userMustExist) {
+        // the user is live when the grant is written: a removal that dropped
+        // their grants meanwhile is not undone by a grant read before it
+        try {
+          await this.doc.send(
+            new TransactWriteCommand({
+              TransactItems: [
+                {
+                  ConditionCheck: {
+                    TableName: this.tableName,
+                    Key: { pk: userPk(user), sk: USER_SK },
+                    ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(removedAt)',
+                  },
+                },
+                { Put: put },
+              ],
+            }),
+          );
+        } catch (err) {
+          if (err instanceof TransactionCanceledException) {
+            const [userCheck] = err.CancellationReasons ?? [];
+            if (userCheck?.Code === 'ConditionalCheckFailed')
+              throw new EntityNotFoundError(`user "${user}" not found`);
+            throw new ConcurrentChangeError('model grants changed meanwhile');
+          }
+          throw err;
+        }
+        return;
+      }
       try {
-        await this.doc.send(
-          new PutCommand({
-            TableName: this.tableName,
-            Item: {
-              pk: modelPk(model),
-              sk: ACCESS_SK,
-              type: 'model-access',
-              users,
-              version: grants.version + 1,
-            },
-            ConditionExpression:
-              grants.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
-            ...(grants.version === 0
-              ? {}
-              : { ExpressionAttributeValues: { ':version': grants.version } }),
-          }),
-        );
+        await this.doc.send(new PutCommand(put));
       } catch (err) {
         if (err instanceof ConditionalCheckFailedException)
           throw new ConcurrentChangeError('model grants changed meanwhile');

@@ -39,6 +39,8 @@ export interface AuditQuery {
 }
 
 export const AUDIT_INDEX_PK = 'AUDIT';
+/** How long an audit write may take before the request is answered without it (README, "Audit"). */
+export const AUDIT_WRITE_TIMEOUT_MS = 2_000;
 export const auditPk = (model: string | undefined): string =>
   model === undefined ? 'AUDIT#CONTROLLER' : `AUDIT#MODEL#${model}`;
 
@@ -74,6 +76,8 @@ export class AuditStore {
           expiresAt: Math.floor(Date.parse(entry.time) / 1000) + this.retentionDays * 86_400,
         },
       }),
+      // a hanging write must not hold the answer until API Gateway gives up (29 s)
+      { abortSignal: AbortSignal.timeout(AUDIT_WRITE_TIMEOUT_MS) },
     );
   }
 
@@ -97,7 +101,7 @@ export class AuditStore {
     query: AuditQuery,
     where: { keyName: string; sortName: string; value: string; index?: string },
   ): Promise<AuditPage> {
-    let start = decodeCursor(query.cursor, where.keyName, where.value);
+    let start = decodeCursor(query.cursor, where.keyName, where.sortName, where.value);
     const entries: AuditEntry[] = [];
     let more = false;
     do {
@@ -152,6 +156,7 @@ function encodeCursor(key: Record<string, unknown>): string {
 function decodeCursor(
   cursor: string | undefined,
   keyName: string,
+  sortName: string,
   value: string,
 ): Record<string, unknown> | undefined {
   if (cursor === undefined) return undefined;
@@ -161,13 +166,16 @@ function decodeCursor(
   } catch {
     throw new InvalidCursorError('invalid cursor');
   }
+  // exactly the key attributes of the table or index read (a missing or extra
+  // one is DynamoDB's ValidationException, a 500), each a non-empty string
+  const names = [...new Set([keyName, sortName, 'pk', 'sk'])].sort();
   if (
     typeof key !== 'object' ||
     key === null ||
     Array.isArray(key) ||
     (key as Record<string, unknown>)[keyName] !== value ||
-    !Object.values(key).every((v) => typeof v === 'string') ||
-    Object.keys(key).length > 4
+    Object.keys(key).sort().join('\n') !== names.join('\n') ||
+    !Object.values(key).every((v) => typeof v === 'string' && v !== '' && v.length <= 1024)
   ) {
     throw new InvalidCursorError('invalid cursor');
   }

@@ -83,6 +83,26 @@ async function findPool(session: Session, apiUrl: string): Promise<PoolInfo> {
   };
 }
 
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * A password is sent only over https, or plain http to this machine (the local
+ * stack): never in the clear to a host GET /v1/auth happened to name.
+ */
+export function requireSafeTransport(what: string, url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError(`the ${what} ${url} is not a URL`);
+  }
+  if (parsed.protocol === 'https:') return;
+  if (parsed.protocol === 'http:' && LOOPBACK_HOSTS.has(parsed.hostname)) return;
+  throw new CliError(
+    `refusing to send a password to the ${what} ${parsed.origin}: it must be https (plain http only to 127.0.0.1 or localhost)`,
+  );
+}
+
 /** `login --user NAME`: the pool's tokens for NAME, checked with the API, stored 0600. */
 async function loginUser(
   session: Session,
@@ -90,7 +110,9 @@ async function loginUser(
   user: string,
   opts: { passwordStdin?: boolean },
 ): Promise<void> {
+  requireSafeTransport('API', apiUrl);
   const pool = await findPool(session, apiUrl);
+  if (pool.endpoint !== undefined) requireSafeTransport('user pool endpoint', pool.endpoint);
   const password = await readPassword(session, opts.passwordStdin, [
     `please enter password for ${user} on ${apiUrl}: `,
   ]);

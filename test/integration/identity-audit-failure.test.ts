@@ -126,4 +126,44 @@ describe('an audit write that fails', () => {
       { Name: 'AuditWriteFailures', Unit: 'Count' },
     ]);
   });
+
+  it('a hanging audit write is given up after a bounded wait: the answer goes out, the failure is logged', async () => {
+    const user = uniqueName('slowaudit');
+    const session = await addUserAndLogIn(stack, user);
+    expect((await apiClient(stack).put(`/v1/access/${user}`, { access: 'add-model' })).status).toBe(
+      200,
+    );
+    const before = dynamo.refused();
+    // DynamoDB answers the audit write only after API Gateway would have given up (29 s)
+    dynamo.set({
+      action: 'PutItem',
+      bodyIncludes: ['"AUDIT#', `"${user}"`],
+      errorType: '',
+      message: '',
+      delayMs: 120_000,
+    });
+    const model = uniqueName('slowaudited');
+    const started = Date.now();
+    const created = await apiClient(faulty, session.accessToken).post('/v1/models', {
+      name: model,
+    });
+    const tookMs = Date.now() - started;
+    dynamo.clear();
+    expect(created.status).toBe(201);
+    expect(dynamo.refused()).toBe(before + 1);
+    // the audit write's own limit is 2 s; the rest is a busy machine's slack
+    expect(tookMs).toBeLessThan(20_000);
+    console.log(`[timing] a create whose audit write hangs answered in ${tookMs} ms`);
+    expect((await session.api.get(`/v1/models/${model}`)).status).toBe(200);
+    const failure = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('audit entry not written') && line.includes(model))
+      .map((line) => JSON.parse(line) as Record<string, any>);
+    expect(failure).toHaveLength(1);
+    expect(failure[0]).toMatchObject({
+      AuditWriteFailures: 1,
+      audit: { user, method: 'POST', path: '/v1/models', model, status: 201 },
+    });
+    expect(failure[0]?.error).toMatch(/Abort|Timeout/);
+  }, 120_000);
 });

@@ -85,11 +85,27 @@ describe('identity, access and audit', () => {
   });
 
   it('refuses a password the pool refuses with its reason, a taken name, a bad name', async () => {
-    const weak = await admin.post('/v1/users', { name: uniqueName('weak'), password: 'short' });
+    const weak = await admin.post('/v1/users', { name: uniqueName('weak'), password: 'shortpass' });
     expect(weak.status).toBe(400);
     expect(weak.body.error.code).toBe('bad-request');
     expect(weak.body.error.message).toMatch(/^password refused by the user pool: /);
-    expect(weak.body.error.message).not.toContain('short');
+    expect(weak.body.error.message).not.toContain('shortpass');
+    // what the pool's field format refuses (Cognito's InvalidParameterException) is a 400 too
+    for (const [password, why] of [
+      ['', 'must be at least 6 characters'],
+      ['abc', 'must be at least 6 characters'],
+      [' Correct-Horse-9', 'must not begin or end with whitespace'],
+      ['Correct-Horse-9\t', 'must not begin or end with whitespace'],
+    ] as const) {
+      const name = uniqueName('format');
+      const refused = await admin.post('/v1/users', { name, password });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe('bad-request');
+      expect(refused.body.error.message).toContain('password');
+      expect(refused.body.error.message).toContain(why);
+      if (password.trim() !== '') expect(refused.body.error.message).not.toContain(password.trim());
+      expect((await admin.get('/v1/users')).body.users.map((u: any) => u.name)).not.toContain(name);
+    }
     expect(await admin.post('/v1/users', { name: alice, password: PASSWORD })).toEqual({
       status: 409,
       body: { error: { code: 'conflict', message: `user "${alice}" already exists` } },

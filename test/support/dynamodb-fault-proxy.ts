@@ -15,6 +15,8 @@ export interface DynamoFault {
   /** DynamoDB's error type, e.g. `ValidationException`; answered with HTTP 400. */
   errorType: string;
   message: string;
+  /** Instead of refusing, hold the request this long, then forward it (a hanging call). */
+  delayMs?: number;
 }
 
 export interface DynamoFaultProxy {
@@ -30,6 +32,7 @@ export interface DynamoFaultProxy {
 export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFaultProxy> {
   let fault: DynamoFault | undefined;
   let refused = 0;
+  const held = new Set<NodeJS.Timeout>();
   const target = new URL(upstream);
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -38,7 +41,20 @@ export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFau
       const body = Buffer.concat(chunks);
       const action = String(req.headers['x-amz-target'] ?? '').split('.')[1];
       const text = body.toString('utf8');
-      if (fault && action === fault.action && fault.bodyIncludes.every((s) => text.includes(s))) {
+      const matched =
+        fault !== undefined &&
+        action === fault.action &&
+        fault.bodyIncludes.every((s) => text.includes(s));
+      if (matched && fault?.delayMs !== undefined) {
+        refused += 1;
+        const timer = setTimeout(() => {
+          held.delete(timer);
+          forward(req, res, body);
+        }, fault.delayMs);
+        held.add(timer);
+        return;
+      }
+      if (matched && fault) {
         refused += 1;
         const answer = JSON.stringify({
           __type: `com.amazonaws.dynamodb.v20120810#${fault.errorType}`,
@@ -51,30 +67,34 @@ export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFau
         res.end(answer);
         return;
       }
-      const forward = http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: target.host },
-        },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
-      forward.on('error', (err) => {
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        res.writeHead(502, { 'content-type': 'text/plain' });
-        res.end(String(err));
-      });
-      forward.end(body);
+      forward(req, res, body);
     });
   });
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) => {
+    if (res.destroyed) return;
+    const up = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host },
+      },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
+    up.on('error', (err) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(String(err));
+    });
+    up.end(body);
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -88,6 +108,7 @@ export async function startDynamoFaultProxy(upstream: string): Promise<DynamoFau
     refused: () => refused,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of held) clearTimeout(timer);
         server.closeAllConnections();
         server.close(() => resolve());
       }),

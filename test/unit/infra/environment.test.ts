@@ -55,6 +55,12 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
   EC2_ENDPOINT: LOCAL_ENDPOINT,
   SSM_ENDPOINT: LOCAL_ENDPOINT,
   PRICING_ENDPOINT: LOCAL_ENDPOINT,
+  PROVISIONER_ADMIN_TOKEN_DISABLED:
+    'the admin token stays on (break-glass) unless the environment’s config sets adminTokenDisabled, which sets it to true (infra/provisioner-stack.ts)',
+  PROVISIONER_AUDIT_RETENTION_DAYS:
+    'the audit is kept the 90 days API.md names by default, the same in every environment',
+  PROVISIONER_COGNITO_ENDPOINT:
+    'moto’s cognito-idp endpoint of the local stack; in the cloud the pool is Cognito’s regional one (config/identity.ts)',
   PROVISIONER_API_TOKEN:
     'the local API’s plain token; in the cloud the Lambdas get PROVISIONER_API_TOKEN_SECRET_ARN and read the secret (config/auth.ts)',
   TEMPORAL_API_KEY:
