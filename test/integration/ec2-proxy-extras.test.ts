@@ -179,7 +179,7 @@ describe('latency', () => {
         error: {
           code: 'bad-request',
           message:
-            'unknown field "runInstancez" (expected "default", "pendingToRunning" or lower-camel EC2 action names such as "runInstances")',
+            'unknown field "runInstancez" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")',
         },
       },
     });

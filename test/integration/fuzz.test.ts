@@ -407,7 +407,15 @@ const request: fc.Arbitrary<FuzzRequest> = fc
       },
       { weight: 1, arbitrary: fc.stringMatching(/^[A-Z]{1,8}$/) },
     ),
-    params: fc.record({ model: modelName, app: appName, id: machineId, n: unitNumber }),
+    // `user` and `name`: the identity routes' user names (model names' rule)
+    params: fc.record({
+      model: modelName,
+      app: appName,
+      id: machineId,
+      n: unitNumber,
+      user: modelName,
+      name: modelName,
+    }),
     encoding: fc.oneof(
       { weight: 6, arbitrary: fc.constant(0) },
       { weight: 1, arbitrary: fc.nat({ max: 5 }) },
