@@ -7,6 +7,7 @@ import {
   REMOVAL_WORKFLOW_TYPE,
   removalWorkflowId,
   type RemovalReport,
+  type RemovalTarget,
 } from '../../temporal/removal';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, loadTestStack } from './stack';
@@ -82,6 +83,7 @@ describe('removal of hundreds of units (in the background)', () => {
       const webMachines = before.filter((m) => m.applications.includes('web')).map((m) => m.id);
       expect(webMachines).toHaveLength(N);
 
+      const { createdAt } = await repo.getApplication(model, 'web');
       const started = Date.now();
       const res = await api.delete(`/v1/models/${model}/applications/web`);
       const answeredMs = Date.now() - started;
@@ -94,7 +96,12 @@ describe('removal of hundreds of units (in the background)', () => {
       expect([404, 409]).toContain(added.status);
 
       const report = await removalResult(
-        removalWorkflowId({ model, modelUid: uid, application: 'web' }),
+        removalWorkflowId({
+          model,
+          modelUid: uid,
+          application: 'web',
+          applicationCreatedAt: createdAt,
+        }),
       );
       // the counts are those of the last attempt: an activity retried (a
       // heartbeat missed on a busy machine) counts only what was left, so
@@ -203,6 +210,45 @@ describe('removal of hundreds of units (in the background)', () => {
       );
     },
     3 * SLOW,
+  );
+
+  it(
+    'a removal retried after its model was re-created, or its application re-deployed, leaves the new one alone',
+    async () => {
+      const { name: model, uid } = await newModel('rmstale');
+      await deploy(model, { name: 'web', base: 'ubuntu@22.04', numUnits: 3 });
+      const { createdAt } = await repo.getApplication(model, 'web');
+      const run = async (target: RemovalTarget) =>
+        (await temporal.workflow.execute(REMOVAL_WORKFLOW_TYPE, {
+          taskQueue: TASK_QUEUE,
+          workflowId: `${removalWorkflowId(target)}:${uniqueName('t')}`,
+          args: [target],
+        })) as RemovalReport;
+      // a removal of the model once under this name (another uid): nothing
+      expect(await run({ model, modelUid: `${uid}-old` })).toEqual({ units: 0, dead: 0 });
+      // a removal of a `web` deployed before this one: nothing
+      expect(
+        await run({
+          model,
+          modelUid: uid,
+          application: 'web',
+          applicationCreatedAt: '2000-01-01T00:00:00.000Z',
+        }),
+      ).toEqual({ units: 0, dead: 0 });
+      const contents = await repo.loadModel(model);
+      expect(contents.model.life).toBe('alive');
+      expect(contents.applications).toEqual([
+        expect.objectContaining({ name: 'web', life: 'alive', createdAt }),
+      ]);
+      expect(contents.units.map((u) => u.name).sort()).toEqual(['web/0', 'web/1', 'web/2']);
+      for (const m of contents.machines) expect(m.life).toBe('alive');
+      // the removal of this very `web` still removes it
+      expect(
+        await run({ model, modelUid: uid, application: 'web', applicationCreatedAt: createdAt }),
+      ).toEqual({ units: 3, dead: 3 });
+      expect((await repo.loadModel(model)).units).toEqual([]);
+    },
+    SLOW,
   );
 
   it(
