@@ -53,6 +53,15 @@ export function removalActivities(deps: ActivityDeps) {
       const progress: RemovalProgress = { dead: signal, tick: () => heartbeat() };
       const retried = Context.current().info.attempt > 1;
       try {
+        // a retry after the model was re-created (or the application
+        // re-deployed) under the same name: that one is not ours to remove
+        if (!(await stillTheTarget(deps, target))) {
+          log.info('removal target replaced under its name; nothing to remove', {
+            model,
+            application: target.application,
+          });
+          return { units: 0, dead: 0 };
+        }
         const counts =
           target.application === undefined
             ? await removeModelContents(ctx, model, progress)
@@ -79,6 +88,17 @@ export function removalActivities(deps: ActivityDeps) {
       }
     },
   };
+}
+
+/**
+ * Whether the model (and application) the removal was started for are the
+ * ones now under their names. Throws EntityNotFoundError when gone.
+ */
+async function stillTheTarget(deps: ActivityDeps, target: RemovalTarget): Promise<boolean> {
+  if ((await deps.repo.getModel(target.model)).uid !== target.modelUid) return false;
+  if (target.application === undefined || target.applicationCreatedAt === undefined) return true;
+  const app = await deps.repo.getApplication(target.model, target.application);
+  return app.createdAt === target.applicationCreatedAt;
 }
 
 /**

@@ -191,11 +191,16 @@ export async function destroyApplication(
   app: string,
 ): Promise<void> {
   const modelRecord = await ctx.repo.getModel(model);
-  await ctx.repo.getApplication(model, app);
+  const appRecord = await ctx.repo.getApplication(model, app);
   const units = await ctx.repo.listUnits(model, app);
   if (
     units.length > INLINE_REMOVAL_LIMIT &&
-    (await removeInBackground(ctx, { model, modelUid: modelRecord.uid, application: app }))
+    (await removeInBackground(ctx, {
+      model,
+      modelUid: modelRecord.uid,
+      application: app,
+      applicationCreatedAt: appRecord.createdAt,
+    }))
   ) {
     await markApplicationsDying(ctx, model, [app]);
     return;

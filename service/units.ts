@@ -7,7 +7,12 @@ import {
 import { InvalidRequestError, isRefusal } from './errors';
 import { undoUnits, type RecordedUnit } from './unit-undo';
 import type { PlacedUnitView } from '../functions/schemas';
-import { ConcurrentChangeError, EntityConflictError } from '../state/errors';
+import {
+  ConcurrentChangeError,
+  ContendedError,
+  EntityConflictError,
+  EntityNotFoundError,
+} from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
 import {
   appKey,
@@ -208,9 +213,10 @@ export async function addUnits(
     ctx.repo.allocateUnitNumbers(modelName, appName, count),
   );
   const hosts = Array.from({ length: count }, (_, i) => placements[i]).filter(needsNewHost).length;
-  const machineIds = await requestStep(ctx, 'machineIds', () =>
-    ctx.repo.allocateMachineIds(modelName, hosts),
-  );
+  // a copy: it is cut below, and the step's memo must keep every id for a retry
+  const machineIds = [
+    ...(await requestStep(ctx, 'machineIds', () => ctx.repo.allocateMachineIds(modelName, hosts))),
+  ];
 
   // Units with no placement directive (the bulk of a large request) are written together,
   // after the directed ones: those are the units a race can refuse (their machine being
@@ -258,7 +264,10 @@ export async function addUnits(
     // Ours (a 5xx) with an Idempotency-Key: the retry completes the request from its steps.
     // Bulk units a refusal left are the concurrent destroy's (only a dying model or
     // application refuses them), which removes them.
-    if (isRefusal(err) || !ctx.step) await undoUnits(ctx, modelName, recorded);
+    // A ContendedError (code 'conflict') is ours too: contention, not a refusal, and
+    // undoing the directed units would leave the committed bulk chunks behind.
+    const refused = isRefusal(err) && !(err instanceof ContendedError);
+    if (refused || !ctx.step) await undoUnits(ctx, modelName, recorded);
     throw err;
   }
 }
@@ -411,6 +420,26 @@ async function addUnitsOneByOne(
       const placement = placements[i];
       const unitNumber = numbers[i]!;
       const hostId = needsNewHost(placement) ? machineIds.shift()! : undefined;
+      // A retry with the request's Idempotency-Key: its unit numbers are its alone, so a
+      // unit already under one was written by the try that was cut off (no second write).
+      const earlier = ctx.step
+        ? await ctx.repo.getUnit(modelName, `${appName}/${unitNumber}`).catch((err: unknown) => {
+            if (err instanceof EntityNotFoundError) return undefined;
+            throw err;
+          })
+        : undefined;
+      if (earlier !== undefined) {
+        const createdContainer = placement?.kind === 'container' ? earlier.machine : undefined;
+        placed.push({ name: earlier.name, machine: earlier.machine });
+        args.recorded?.push({
+          name: earlier.name,
+          machine: earlier.machine,
+          created: [hostId, createdContainer].filter((id) => id !== undefined),
+        });
+        if (hostId !== undefined) toStart.push(hostId);
+        if (createdContainer !== undefined) toStart.push(createdContainer);
+        continue;
+      }
       let containerId: string | undefined;
       if (placement?.kind === 'container') {
         containerId =

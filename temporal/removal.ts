@@ -11,6 +11,12 @@ export interface RemovalTarget {
   /** The model's uid: a model re-created under the same name gets removals of its own. */
   modelUid: string;
   application?: string;
+  /**
+   * The application's createdAt when the removal started: an application
+   * re-deployed under the same name is not this removal's to remove.
+   * Absent in removals started before it was recorded (then not checked).
+   */
+  applicationCreatedAt?: string;
 }
 
 /** What a removal did, as its workflow answers it. */
@@ -30,7 +36,9 @@ export const REMOVAL_WORKFLOW_TYPE = 'removalWorkflow';
  */
 export function removalWorkflowId(target: RemovalTarget): string {
   const base = `remove:${target.model}:${target.modelUid}`;
-  return target.application === undefined ? base : `${base}:${target.application}`;
+  if (target.application === undefined) return base;
+  const app = `${base}:${target.application}`;
+  return target.applicationCreatedAt === undefined ? app : `${app}:${target.applicationCreatedAt}`;
 }
 
 /** The line the Temporal UI's workflow list shows. */

@@ -2,7 +2,7 @@ import type { ServiceContext } from '../../service/context';
 import { deploy } from '../../service/applications';
 import { addMachines } from '../../service/machines';
 import { addUnits } from '../../service/units';
-import { EntityConflictError } from '../../state/errors';
+import { ContendedError, EntityConflictError } from '../../state/errors';
 import { machineKey, Repository, type Transaction } from '../../state/repository';
 import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
@@ -243,5 +243,46 @@ describe('add-unit with directed and bulk units, a directed one losing a race (7
     expect(placed.map((u) => u.name)).toEqual(['web/0', 'web/1', 'web/2', 'web/3', 'web/4']);
     expect(placed[0]).toEqual({ name: 'web/0', machine: '0' });
     expect((await repo.loadModel(model)).units).toHaveLength(5);
+  });
+});
+
+/** A repository whose `at`-th transaction writing units (1-based) gives up under contention. */
+class ContendedAtUnitWrite extends Repository {
+  at = 0;
+  unitWrites = 0;
+  override async commit(tx: Transaction): Promise<void> {
+    if (tx.items.some((i) => i.Put?.Item?.type === 'unit') && ++this.unitWrites === this.at)
+      throw new ContendedError('too many concurrent changes; try again');
+    return super.commit(tx);
+  }
+}
+
+describe('add-unit giving up under contention after a bulk chunk (review E)', () => {
+  const repo = new ContendedAtUnitWrite(ddb, table.tableName);
+
+  it('keeps the directed unit with the committed chunk, and the retry with its key completes', async () => {
+    const model = await seedModel(repo, 'contended');
+    await addMachines(context(repo), model, { count: 1 });
+    await deploy(context(repo), model, { name: 'web', base: 'ubuntu@24.04', numUnits: 0 });
+    const { step } = idempotencyMemo();
+    // the directed unit, then the first bulk chunk commit; the second chunk gives up
+    repo.unitWrites = 0;
+    repo.at = 3;
+    await expect(addUnits(context(repo, step), model, 'web', 60, ['0'])).rejects.toThrow(
+      ContendedError,
+    );
+    const cut = await repo.loadModel(model);
+    // not taken back as if refused: web/0 stays beside the chunk written
+    expect(cut.units.map((u) => u.name)).toContain('web/0');
+    expect(cut.units.find((u) => u.name === 'web/0')?.machine).toBe('0');
+    expect(cut.units.length).toBeGreaterThan(1);
+    expect(cut.units.length).toBeLessThan(60);
+    repo.at = 0;
+    const placed = await addUnits(context(repo, step), model, 'web', 60, ['0']);
+    expect(placed).toHaveLength(60);
+    expect(placed[0]).toEqual({ name: 'web/0', machine: '0' });
+    const units = (await repo.loadModel(model)).units.map((u) => u.name);
+    expect(new Set(units).size).toBe(60);
+    expect(units).toHaveLength(60);
   });
 });
