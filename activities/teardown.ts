@@ -5,11 +5,11 @@ import type { ActivityDeps } from './deps';
 import { classifyError, ec2ErrorCode } from './ec2-errors';
 import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
-import { instanceStates, liveInstancesTagged } from './tags';
+import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from './tags';
 import { TokenBucket } from './token-bucket';
 import type { MachineRef } from './types';
 
-/** EC2 takes up to this many ids in one TerminateInstances, and answers as many in one describe. */
+/** EC2 takes up to this many ids in one TerminateInstances (a describe's filter takes 200: MAX_FILTER_VALUES). */
 export const MAX_IDS_PER_CALL = 1000;
 
 /**
@@ -211,7 +211,8 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       const ask = [...new Set(requests.flat())].filter((id) => !known.has(id));
       const states = new Map<string, string>();
       let first = true;
-      for (const some of chunks(ask, MAX_IDS_PER_CALL)) {
+      // one `instance-id` filter takes 200 ids at most: each further call waits for its token
+      for (const some of chunks(ask, MAX_FILTER_VALUES)) {
         if (!first) await bucket('describe', region).take();
         first = false;
         for (const [id, state] of await instanceStates(ec2Of(region), some)) {

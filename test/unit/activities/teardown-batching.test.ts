@@ -116,6 +116,13 @@ function harness(input: {
       }
       const filters = command.Filters as Array<{ Name: string; Values: string[] }>;
       const byId = filters.find((f) => f.Name === 'instance-id')?.Values;
+      // as AWS: more than 200 filter values in one call is refused
+      if (filters.reduce((n, f) => n + f.Values.length, 0) > 200) {
+        throw ec2Error(
+          'FilterLimitExceeded',
+          'The maximum number of filter values specified on a single call is 200',
+        );
+      }
       calls.push({ action: 'DescribeInstances', ids: byId ?? [] });
       const listed = byId
         ? input.instances.filter((i) => byId.includes(i.InstanceId!))
@@ -167,6 +174,26 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     );
     expect(remaining.flat()).toEqual([]);
     expect(calls).toHaveLength(1);
+  });
+
+  it('checks 450 machines’ instances in describes of at most 200 ids each (EC2’s filter limit)', async () => {
+    const ids = Array.from({ length: 450 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
+    const instances = ids.map((id, i): Instance => ({
+      InstanceId: id,
+      State: { Name: i % 2 === 0 ? 'shutting-down' : 'terminated' },
+    }));
+    const { activities, calls } = harness({ instances });
+    const remaining = await Promise.all(
+      ids.map((id) =>
+        activities.instancesNotTerminated({ region: 'us-east-1', instanceIds: [id] }),
+      ),
+    );
+    expect(remaining.flat()).toEqual(ids.filter((_, i) => i % 2 === 0));
+    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
+      ['DescribeInstances', 200],
+      ['DescribeInstances', 200],
+      ['DescribeInstances', 50],
+    ]);
   });
 
   it('retries only the machine whose just-launched instance EC2 does not list yet; an old unknown id is gone', async () => {
