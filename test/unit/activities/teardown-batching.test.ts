@@ -65,6 +65,86 @@ describe('terminateEach: one TerminateInstances for many ids, a failure split ba
     expect(calls.length).toBe(9);
   });
 
+  it('takes a pacing token before every send, the halves and the retries too', async () => {
+    const ids = Array.from({ length: 16 }, (_, i) => `i-${(i + 1).toString(16)}`);
+    let sends = 0;
+    let tokens = 0;
+    const refused = ec2Error('OperationNotPermitted', 'termination protection is on');
+    await terminateEach(
+      (some) => {
+        sends++;
+        expect(tokens).toBe(sends); // the token came before this send
+        if (some.includes('i-b')) throw refused;
+        return Promise.resolve(some);
+      },
+      ids,
+      () => (tokens++, Promise.resolve()),
+    );
+    expect(sends).toBe(9);
+    expect(tokens).toBe(9);
+  });
+
+  it('gives a refusal naming no id that refuses both halves to every id, in 3 calls', async () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
+    const calls: string[][] = [];
+    const refused = ec2Error(
+      'UnauthorizedOperation',
+      'You are not authorized to perform this operation.',
+    );
+    const out = await terminateEach((some) => {
+      calls.push(some);
+      return Promise.reject(refused);
+    }, ids);
+    expect(calls.map((c) => c.length)).toEqual([1000, 500, 500]);
+    expect(ids.every((id) => (out.get(id) as { error: unknown }).error === refused)).toBe(true);
+  });
+
+  it('fails only the id EC2 calls malformed (InvalidInstanceID.Malformed); the rest are asked again', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (some) => {
+        calls.push(some);
+        if (some.includes('i-0bad')) {
+          throw ec2Error('InvalidInstanceID.Malformed', "The instance ID 'i-0bad' is malformed");
+        }
+        return Promise.resolve(some);
+      },
+      ['i-1', 'i-0bad', 'i-3'],
+    );
+    expect(calls).toEqual([
+      ['i-1', 'i-0bad', 'i-3'],
+      ['i-1', 'i-3'],
+    ]);
+    expect(out.get('i-1')).toBeUndefined();
+    expect(out.get('i-3')).toBeUndefined();
+    const bad = out.get('i-0bad') as { error: Error };
+    expect(bad.error.name).toBe('InvalidInstanceID.Malformed');
+    expect(bad.error.message).toBe("The instance ID 'i-0bad' is malformed");
+  });
+
+  it('fails only the id another 4xx names (a code not known permanent), not the batch', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (some) => {
+        calls.push(some);
+        if (some.includes('i-2')) {
+          throw ec2Error(
+            'IncorrectInstanceState',
+            "The instance 'i-2' is not in a state to terminate",
+          );
+        }
+        return Promise.resolve(some);
+      },
+      ['i-1', 'i-2', 'i-3'],
+    );
+    expect(calls).toEqual([
+      ['i-1', 'i-2', 'i-3'],
+      ['i-1', 'i-3'],
+    ]);
+    expect((out.get('i-2') as { error: Error }).error.name).toBe('IncorrectInstanceState');
+    expect(out.get('i-1')).toBeUndefined();
+  });
+
   it('fails the whole batch on throttling (every machine retries), with EC2’s error', async () => {
     const throttled = ec2Error('RequestLimitExceeded', 'Request limit exceeded.');
     await expect(terminateEach(() => Promise.reject(throttled), ['i-1', 'i-2'])).rejects.toBe(
