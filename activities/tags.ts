@@ -86,8 +86,15 @@ export function instanceState(instance: Instance): InstanceState | undefined {
 }
 
 /**
+ * EC2 takes at most 200 values in the filters of one DescribeInstances
+ * (FilterLimitExceeded: "The maximum number of filter values specified on a
+ * single call is 200"), so an `instance-id` filter carries at most this many.
+ */
+export const MAX_FILTER_VALUES = 200;
+
+/**
  * EC2's state of each of `instanceIds` that EC2 still lists, in batches of up
- * to 1,000 ids per DescribeInstances call. The ids go in an `instance-id`
+ * to 200 ids per DescribeInstances call (MAX_FILTER_VALUES). The ids go in an `instance-id`
  * filter, not `InstanceIds`: EC2 answers InvalidInstanceID.NotFound for a
  * whole call when one id is unknown, while a filter just leaves it out (the
  * caller counts an id missing from the answer as `unknown`).
@@ -97,7 +104,7 @@ export async function instanceStates(
   instanceIds: readonly string[],
 ): Promise<Map<string, InstanceState>> {
   const states = new Map<string, InstanceState>();
-  for (const batch of batches([...new Set(instanceIds)], 1000)) {
+  for (const batch of batches([...new Set(instanceIds)], MAX_FILTER_VALUES)) {
     const pages = paginateDescribeInstances(
       { client: ec2, pageSize: 1000 },
       { Filters: [{ Name: 'instance-id', Values: batch }] },

@@ -5,11 +5,11 @@ import type { ActivityDeps } from './deps';
 import { classifyError, ec2ErrorCode } from './ec2-errors';
 import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
-import { instanceStates, liveInstancesTagged } from './tags';
+import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from './tags';
 import { TokenBucket } from './token-bucket';
 import type { MachineRef } from './types';
 
-/** EC2 takes up to this many ids in one TerminateInstances, and answers as many in one describe. */
+/** EC2 takes up to this many ids in one TerminateInstances (a describe's filter takes 200: MAX_FILTER_VALUES). */
 export const MAX_IDS_PER_CALL = 1000;
 
 /**
@@ -54,48 +54,101 @@ export function idsNamedIn(message: string): string[] {
   return [...message.matchAll(/\bi-[0-9a-f]+\b/g)].map((m) => m[0]);
 }
 
+/** What one TerminateInstances send did to an id: asked to terminate, unknown to EC2, or refused. */
+export type TerminateOutcome = 'missing' | { error: unknown } | undefined;
+
+/** A refusal of a whole send that is not EC2's fault: what it says about the ids it was sent. */
+interface Refusal {
+  err: unknown;
+  code: string | undefined;
+  notFound: boolean;
+  /** The ids of the send the refusal names. */
+  named: Set<string>;
+}
+
+/** An HTTP 4xx from EC2 (the SDK's `$fault: 'client'` or the status it carries). */
+function clientFault(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const e = err as { $fault?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  const status = e.$metadata?.httpStatusCode;
+  return e.$fault === 'client' || (typeof status === 'number' && status >= 400 && status < 500);
+}
+
 /**
  * What one TerminateInstances of many ids did to each id: undefined (asked
  * to terminate), 'missing' (EC2 does not know it), or the error it alone
- * failed with. EC2 refuses a whole call for one id (unknown, protected from
- * termination): the ids it names are taken out and the rest asked again; a
- * refusal that names none is split in halves, so a failure ends on the
- * machines it belongs to in a few calls. A fault of EC2 (throttling, a 5xx,
- * the network) fails the whole call: every machine's activity retries.
+ * failed with. EC2 refuses a whole call for one id (unknown, malformed,
+ * protected from termination): an `InvalidInstanceID.*` or other 4xx that
+ * names ids of the call fails just those ids, and the rest are asked again.
+ * A refusal that names none is split in halves, so a failure ends on the
+ * machines it belongs to in a few calls; when both halves are refused the
+ * same way it is not about any one id (UnauthorizedOperation) and every id
+ * gets it, in 3 calls rather than one per id. A fault of EC2 (throttling, a
+ * 5xx, the network) fails the whole call: every machine's activity retries.
+ * `pace` is awaited before every send (the region's token bucket).
  */
 export async function terminateEach(
   send: (ids: string[]) => Promise<string[]>,
   ids: readonly string[],
-): Promise<Map<string, 'missing' | { error: unknown } | undefined>> {
-  const outcome = new Map<string, 'missing' | { error: unknown } | undefined>();
-  async function attempt(some: string[]): Promise<void> {
-    if (some.length === 0) return;
+  pace: () => Promise<void> = () => Promise.resolve(),
+): Promise<Map<string, TerminateOutcome>> {
+  const outcome = new Map<string, TerminateOutcome>();
+  /** One send: undefined when EC2 took every id, else its refusal; EC2's own faults throw. */
+  async function once(some: string[]): Promise<Refusal | undefined> {
+    await pace();
     try {
       await send(some);
-      for (const id of some) outcome.set(id, undefined);
-      return;
+      return undefined;
     } catch (err) {
       const code = ec2ErrorCode(err);
-      const kind = classifyError(err);
-      const notFound = code === 'InvalidInstanceID.NotFound';
-      if (!notFound && kind !== 'permanent') throw err;
       const named = new Set(
         idsNamedIn(err instanceof Error ? err.message : String(err)).filter((id) =>
           some.includes(id),
         ),
       );
-      if (named.size > 0 && named.size < some.length) {
-        for (const id of named) outcome.set(id, notFound ? 'missing' : { error: err });
-        await attempt(some.filter((id) => !named.has(id)));
-        return;
-      }
-      if (some.length === 1 || named.size === some.length) {
-        for (const id of some) outcome.set(id, notFound ? 'missing' : { error: err });
-        return;
-      }
-      const half = Math.ceil(some.length / 2);
-      await attempt(some.slice(0, half));
-      await attempt(some.slice(half));
+      const notFound = code === 'InvalidInstanceID.NotFound';
+      const perId =
+        code?.startsWith('InvalidInstanceID.') === true ||
+        (named.size > 0 && clientFault(err) && classifyError(err) !== 'throttling');
+      if (!perId && classifyError(err) !== 'permanent') throw err;
+      return { err, code, notFound, named };
+    }
+  }
+  const fail = (some: readonly string[], r: Refusal): void => {
+    for (const id of some) outcome.set(id, r.notFound ? 'missing' : { error: r.err });
+  };
+  async function attempt(some: string[]): Promise<void> {
+    if (some.length === 0) return;
+    const refused = await once(some);
+    if (refused) await settle(some, refused);
+    else for (const id of some) outcome.set(id, undefined);
+  }
+  /** `some` was refused as a whole: find which ids the refusal belongs to. */
+  async function settle(some: string[], r: Refusal): Promise<void> {
+    if (r.named.size > 0 && r.named.size < some.length) {
+      fail([...r.named], r);
+      await attempt(some.filter((id) => !r.named.has(id)));
+      return;
+    }
+    if (some.length === 1 || r.named.size === some.length) {
+      fail(some, r);
+      return;
+    }
+    const half = Math.ceil(some.length / 2);
+    const halves = [some.slice(0, half), some.slice(half)];
+    const first = await once(halves[0]!);
+    const second = await once(halves[1]!);
+    // never for an unknown or malformed id: ids EC2 knows would be taken for gone
+    const aboutCall = r.code?.startsWith('InvalidInstanceID.') !== true && r.named.size === 0;
+    const sameAsWhole = (h: Refusal | undefined): boolean =>
+      h !== undefined && h.named.size === 0 && h.code === r.code;
+    if (aboutCall && sameAsWhole(first) && sameAsWhole(second)) {
+      fail(some, r);
+      return;
+    }
+    for (const [i, refusal] of [first, second].entries()) {
+      if (refusal) await settle(halves[i]!, refusal);
+      else for (const id of halves[i]!) outcome.set(id, undefined);
     }
   }
   await attempt([...ids]);
@@ -163,21 +216,27 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     async (region, requests) => {
       const ec2 = ec2Of(region);
       const ids = [...new Set(requests.flatMap((r) => r.instanceIds))];
-      const outcome = new Map<string, 'missing' | { error: unknown } | undefined>();
-      let firstCall = true;
+      const outcome = new Map<string, TerminateOutcome>();
+      // the batch's first send had its token at the gate; every other send takes its own
+      let tokenHeld = true;
+      const pace = async (): Promise<void> => {
+        if (!tokenHeld) await bucket('terminate', region).take();
+        tokenHeld = false;
+      };
       for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
-        // the batch's first call had its token at the gate
-        if (!firstCall) await bucket('terminate', region).take();
-        firstCall = false;
-        const each = await terminateEach(async (asked) => {
-          const out = await ec2.send(new TerminateInstancesCommand({ InstanceIds: asked }));
-          for (const t of out.TerminatingInstances ?? []) {
-            if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
-              gone(region).add(t.InstanceId);
+        const each = await terminateEach(
+          async (asked) => {
+            const out = await ec2.send(new TerminateInstancesCommand({ InstanceIds: asked }));
+            for (const t of out.TerminatingInstances ?? []) {
+              if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
+                gone(region).add(t.InstanceId);
+              }
             }
-          }
-          return asked;
-        }, some);
+            return asked;
+          },
+          some,
+          pace,
+        );
         for (const [id, o] of each) outcome.set(id, o);
       }
       return requests.map((r): Settled<void> => {
@@ -211,7 +270,8 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       const ask = [...new Set(requests.flat())].filter((id) => !known.has(id));
       const states = new Map<string, string>();
       let first = true;
-      for (const some of chunks(ask, MAX_IDS_PER_CALL)) {
+      // one `instance-id` filter takes 200 ids at most: each further call waits for its token
+      for (const some of chunks(ask, MAX_FILTER_VALUES)) {
         if (!first) await bucket('describe', region).take();
         first = false;
         for (const [id, state] of await instanceStates(ec2Of(region), some)) {

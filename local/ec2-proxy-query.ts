@@ -87,3 +87,19 @@ export function filterValueMatches(pattern: string, value: string): boolean {
 export function filterMatches(filter: QueryFilter, value: string): boolean {
   return filter.values.some((pattern) => filterValueMatches(pattern, value));
 }
+
+/** EC2 takes at most this many values in the filters of one call (FilterLimitExceeded beyond). */
+export const MAX_FILTER_VALUES = 200;
+
+/**
+ * EC2's refusal of a call whose filters carry more than 200 values in all,
+ * as AWS words it; undefined when the call is within the limit. moto takes
+ * any number, so without this a caller that sends 1,000 ids in one filter
+ * passes every local test and never completes in AWS.
+ */
+export function filterLimitRefusal(params: QueryParams): string | undefined {
+  const values = params.filter(([k]) => FILTER_PARAM.exec(k)?.[3] !== undefined).length;
+  return values > MAX_FILTER_VALUES
+    ? `The maximum number of filter values specified on a single call is ${MAX_FILTER_VALUES}`
+    : undefined;
+}

@@ -48,7 +48,14 @@ import {
 import type { Clock } from './ec2-proxy-limits';
 import { RequestLimiter, systemClock } from './ec2-proxy-limits';
 import type { QueryParams } from './ec2-proxy-query';
-import { encodeQuery, paramValue, parseQuery, queryAction, takeFilters } from './ec2-proxy-query';
+import {
+  encodeQuery,
+  filterLimitRefusal,
+  paramValue,
+  parseQuery,
+  queryAction,
+  takeFilters,
+} from './ec2-proxy-query';
 import type { Ec2Refusal, ResolvedPlacement } from './ec2-proxy-placement';
 import {
   createPlacementGroupXml,
@@ -528,6 +535,12 @@ class ProxyHandler {
     res: ServerResponse,
     status: boolean,
   ): Promise<void> {
+    // EC2 refuses more than 200 filter values in one call; moto would take them
+    const tooMany = filterLimitRefusal(call.params);
+    if (tooMany !== undefined) {
+      sendEc2Error(res, 'FilterLimitExceeded', tooMany);
+      return;
+    }
     const unlisted = new Set(this.admin.faults.unlisted ?? []);
     // asked for by id while EC2's listing has not caught up: EC2's answer then
     const missing = instanceIdParams(call.params).filter((id) => unlisted.has(id));

@@ -65,6 +65,86 @@ describe('terminateEach: one TerminateInstances for many ids, a failure split ba
     expect(calls.length).toBe(9);
   });
 
+  it('takes a pacing token before every send, the halves and the retries too', async () => {
+    const ids = Array.from({ length: 16 }, (_, i) => `i-${(i + 1).toString(16)}`);
+    let sends = 0;
+    let tokens = 0;
+    const refused = ec2Error('OperationNotPermitted', 'termination protection is on');
+    await terminateEach(
+      (some) => {
+        sends++;
+        expect(tokens).toBe(sends); // the token came before this send
+        if (some.includes('i-b')) throw refused;
+        return Promise.resolve(some);
+      },
+      ids,
+      () => (tokens++, Promise.resolve()),
+    );
+    expect(sends).toBe(9);
+    expect(tokens).toBe(9);
+  });
+
+  it('gives a refusal naming no id that refuses both halves to every id, in 3 calls', async () => {
+    const ids = Array.from({ length: 1000 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
+    const calls: string[][] = [];
+    const refused = ec2Error(
+      'UnauthorizedOperation',
+      'You are not authorized to perform this operation.',
+    );
+    const out = await terminateEach((some) => {
+      calls.push(some);
+      return Promise.reject(refused);
+    }, ids);
+    expect(calls.map((c) => c.length)).toEqual([1000, 500, 500]);
+    expect(ids.every((id) => (out.get(id) as { error: unknown }).error === refused)).toBe(true);
+  });
+
+  it('fails only the id EC2 calls malformed (InvalidInstanceID.Malformed); the rest are asked again', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (some) => {
+        calls.push(some);
+        if (some.includes('i-0bad')) {
+          throw ec2Error('InvalidInstanceID.Malformed', "The instance ID 'i-0bad' is malformed");
+        }
+        return Promise.resolve(some);
+      },
+      ['i-1', 'i-0bad', 'i-3'],
+    );
+    expect(calls).toEqual([
+      ['i-1', 'i-0bad', 'i-3'],
+      ['i-1', 'i-3'],
+    ]);
+    expect(out.get('i-1')).toBeUndefined();
+    expect(out.get('i-3')).toBeUndefined();
+    const bad = out.get('i-0bad') as { error: Error };
+    expect(bad.error.name).toBe('InvalidInstanceID.Malformed');
+    expect(bad.error.message).toBe("The instance ID 'i-0bad' is malformed");
+  });
+
+  it('fails only the id another 4xx names (a code not known permanent), not the batch', async () => {
+    const calls: string[][] = [];
+    const out = await terminateEach(
+      (some) => {
+        calls.push(some);
+        if (some.includes('i-2')) {
+          throw ec2Error(
+            'IncorrectInstanceState',
+            "The instance 'i-2' is not in a state to terminate",
+          );
+        }
+        return Promise.resolve(some);
+      },
+      ['i-1', 'i-2', 'i-3'],
+    );
+    expect(calls).toEqual([
+      ['i-1', 'i-2', 'i-3'],
+      ['i-1', 'i-3'],
+    ]);
+    expect((out.get('i-2') as { error: Error }).error.name).toBe('IncorrectInstanceState');
+    expect(out.get('i-1')).toBeUndefined();
+  });
+
   it('fails the whole batch on throttling (every machine retries), with EC2’s error', async () => {
     const throttled = ec2Error('RequestLimitExceeded', 'Request limit exceeded.');
     await expect(terminateEach(() => Promise.reject(throttled), ['i-1', 'i-2'])).rejects.toBe(
@@ -116,6 +196,13 @@ function harness(input: {
       }
       const filters = command.Filters as Array<{ Name: string; Values: string[] }>;
       const byId = filters.find((f) => f.Name === 'instance-id')?.Values;
+      // as AWS: more than 200 filter values in one call is refused
+      if (filters.reduce((n, f) => n + f.Values.length, 0) > 200) {
+        throw ec2Error(
+          'FilterLimitExceeded',
+          'The maximum number of filter values specified on a single call is 200',
+        );
+      }
       calls.push({ action: 'DescribeInstances', ids: byId ?? [] });
       const listed = byId
         ? input.instances.filter((i) => byId.includes(i.InstanceId!))
@@ -167,6 +254,26 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     );
     expect(remaining.flat()).toEqual([]);
     expect(calls).toHaveLength(1);
+  });
+
+  it('checks 450 machines’ instances in describes of at most 200 ids each (EC2’s filter limit)', async () => {
+    const ids = Array.from({ length: 450 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
+    const instances = ids.map((id, i): Instance => ({
+      InstanceId: id,
+      State: { Name: i % 2 === 0 ? 'shutting-down' : 'terminated' },
+    }));
+    const { activities, calls } = harness({ instances });
+    const remaining = await Promise.all(
+      ids.map((id) =>
+        activities.instancesNotTerminated({ region: 'us-east-1', instanceIds: [id] }),
+      ),
+    );
+    expect(remaining.flat()).toEqual(ids.filter((_, i) => i % 2 === 0));
+    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
+      ['DescribeInstances', 200],
+      ['DescribeInstances', 200],
+      ['DescribeInstances', 50],
+    ]);
   });
 
   it('retries only the machine whose just-launched instance EC2 does not list yet; an old unknown id is gone', async () => {

@@ -1,4 +1,8 @@
-import { filterValueMatches, takeFilters } from '../../../local/ec2-proxy-query';
+import {
+  filterLimitRefusal,
+  filterValueMatches,
+  takeFilters,
+} from '../../../local/ec2-proxy-query';
 import { rewriteAvailabilityZones } from '../../../local/ec2-proxy-zones';
 
 // moto 5.2.5's answer to DescribeAvailabilityZones in us-east-1 (three of its six zones).
@@ -139,5 +143,26 @@ describe('filterValueMatches', () => {
     ['(x)', '(x)', true],
   ])('%s against %s → %s', (pattern, value, expected) => {
     expect(filterValueMatches(pattern, value)).toBe(expected);
+  });
+});
+
+describe('filterLimitRefusal: EC2 takes 200 filter values per call', () => {
+  const call = (n: number, second = 0): Array<[string, string]> => [
+    ['Action', 'DescribeInstances'],
+    ['Filter.1.Name', 'instance-id'],
+    ...Array.from({ length: n }, (_, i): [string, string] => [`Filter.1.Value.${i + 1}`, `i-${i}`]),
+    ...(second > 0 ? [['Filter.2.Name', 'instance-state-name'] as [string, string]] : []),
+    ...Array.from({ length: second }, (_, i): [string, string] => [
+      `Filter.2.Value.${i + 1}`,
+      'running',
+    ]),
+  ];
+  it('takes 200 values', () => {
+    expect(filterLimitRefusal(call(200))).toBeUndefined();
+  });
+  it('refuses 201 values, in one filter or across filters, with EC2’s wording', () => {
+    const refusal = 'The maximum number of filter values specified on a single call is 200';
+    expect(filterLimitRefusal(call(201))).toBe(refusal);
+    expect(filterLimitRefusal(call(199, 2))).toBe(refusal);
   });
 });
