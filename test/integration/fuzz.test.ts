@@ -464,6 +464,15 @@ const request: fc.Arbitrary<FuzzRequest> = fc
     extraHeaders: fc.dictionary(fc.stringMatching(/^x-[a-z]{1,8}$/), HEADER_VALUE, { maxKeys: 2 }),
   })
   .chain((r) => {
+    // the host's model stays (a route's own DELETE, or another route's path sent with
+    // DELETE): its SSM commands are checked at the end, and teardown is quick enough now
+    // that a destroyed model is gone by then
+    if (
+      (r.method ?? r.route.method) === 'DELETE' &&
+      r.route.path === '/v1/models/{model}' &&
+      r.params.model === HOST_MODEL
+    )
+      r.params.model = `${RUN}-d`;
     const key = `${r.route.method} ${r.route.path}`;
     const routeBody = BODIES[key];
     const body: fc.Arbitrary<string | undefined> =
