@@ -4,7 +4,7 @@ import { parentMachineId } from '../core/placement';
 import { EntityNotFoundError, retryOnConcurrentChange } from './errors';
 import { machineSk, modelPk } from './keys';
 import { machineKey, Repository } from './repository';
-import type { MachineStatus } from './types';
+import type { HostContainers, MachineStatus } from './types';
 import { documentClient } from './table';
 
 /** The Run Command a container's workflow sent last (kept on the container's item). */
@@ -304,10 +304,4 @@ export class ContainerStore {
       throw err;
     }
   }
-}
-
-/** What following a host needs of it: its containers and its instance. */
-export interface HostContainers {
-  containers: readonly string[];
-  instanceId?: string;
 }

@@ -21,8 +21,7 @@ import {
   TRANSACTION_LIMIT,
 } from './table';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, modelPk } from './keys';
-import type { Hardware, Life, MachineRecord } from './types';
-import type { HostContainers } from './containers';
+import type { Hardware, HostContainers, Life, MachineRecord } from './types';
 
 /**
  * What zone choice needs of each machine of a model. `zoneClaim` is the zone a

@@ -120,3 +120,9 @@ export interface MachineRecord {
   /** Bumped by every API change to membership, life or constraints (the workflow's status writes leave it alone). */
   version?: number;
 }
+
+/** What following a host needs of it: its containers and its instance. */
+export interface HostContainers {
+  containers: readonly string[];
+  instanceId?: string;
+}

@@ -1,6 +1,7 @@
 import { setCurrentDetails } from '@temporalio/workflow';
 import type { MachineSnapshot } from '../activities/types';
-import type { MachineContext } from './context';
+import type { MachineStatus } from '../state/types';
+import type { ProvisioningState } from './definitions';
 
 /**
  * What the Temporal UI shows of a machine without opening a payload: a
@@ -19,8 +20,20 @@ export function duration(ms: number): string {
   return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
 }
 
+/**
+ * What a machine's details are drawn from: the part of a workflow run's
+ * context (workflows/context.ts `MachineContext`) this module reads. Named
+ * here so that context.ts may import this module without a cycle.
+ */
+export interface DetailsSource {
+  state: ProvisioningState;
+  published: { status?: MachineStatus };
+  requestedBy?: string;
+  snapshot?: MachineSnapshot;
+}
+
 /** The machine's current details, from the workflow's state and the last read of the machine. */
-export function machineDetails(ctx: MachineContext, machine?: MachineSnapshot): string {
+export function machineDetails(ctx: DetailsSource, machine?: MachineSnapshot): string {
   const { state } = ctx;
   const status = ctx.published.status ?? machine?.status ?? 'pending';
   const zone = state.zone ?? machine?.zone;
@@ -51,7 +64,7 @@ export function machineDetails(ctx: MachineContext, machine?: MachineSnapshot): 
 }
 
 /** Puts the machine's current details on its workflow (the UI shows them on its page). */
-export function showDetails(ctx: MachineContext, machine?: MachineSnapshot): void {
+export function showDetails(ctx: DetailsSource, machine?: MachineSnapshot): void {
   if (machine) ctx.snapshot = machine;
   setCurrentDetails(machineDetails(ctx, ctx.snapshot));
 }
