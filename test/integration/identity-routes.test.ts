@@ -181,4 +181,36 @@ describe('who asked, in Temporal', () => {
     await eventually(details, (d) => d.includes('**requested by** admin'), 30_000);
     expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
   });
+
+  it('machines started by the bulk starter (more than 20 in one request) name who asked too', async () => {
+    const model = uniqueName('bulk-asked');
+    const writerName = uniqueName('bulk-writer');
+    const writer = await addUserAndLogIn(stack, writerName);
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    expect(
+      (await admin.put(`/v1/models/${model}/access/${writerName}`, { access: 'write' })).status,
+    ).toBe(200);
+    // DIRECT_START_LIMIT (service/workflows.ts) is 20: 21 go through startMachinesWorkflow
+    const added = await writer.api.post(`/v1/models/${model}/machines`, {
+      count: 21,
+      constraints: 'zones=us-east-1z',
+    });
+    expect(added.status).toBe(201);
+    const ids = (added.body.machines as Array<{ id: string }>).map((m) => m.id);
+    expect(ids).toHaveLength(21);
+    const staticDetails = (id: string) =>
+      client.workflow
+        .getHandle(machineWorkflowId(model, id))
+        .describe()
+        .then((d) => d.staticDetails())
+        .catch(() => 'no workflow yet');
+    const all = await eventually(
+      () => Promise.all(ids.map(staticDetails)),
+      (seen) => seen.every((d) => d !== 'no workflow yet'),
+      120_000,
+      1_000,
+    );
+    expect(all).toEqual(ids.map(() => `Requested by ${writerName}`));
+    expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
+  }, 180_000);
 });
