@@ -13,7 +13,12 @@ const START_CONCURRENCY = 32;
  */
 export function starterActivities(deps: ActivityDeps) {
   return {
-    async startMachineWorkflows(input: { model: string; machineIds: string[] }): Promise<number> {
+    async startMachineWorkflows(input: {
+      model: string;
+      machineIds: string[];
+      /** Who asked (workflows/starter.ts); absent from runs started before it was passed. */
+      requestedBy?: string;
+    }): Promise<number> {
       const client = deps.temporal;
       if (!client) throw new Error('no Temporal client to start machine workflows with');
       let next = 0;
@@ -23,7 +28,7 @@ export function starterActivities(deps: ActivityDeps) {
           const id = input.machineIds[next++];
           if (id === undefined) return;
           await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
-            ...machineStartOptions(input.model, id, deps.taskQueue),
+            ...machineStartOptions(input.model, id, deps.taskQueue, input.requestedBy),
             workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           });
           started += 1;

@@ -22,11 +22,23 @@ export class PoolError extends Error {
   }
 }
 
-/** The two calls the CLI makes to the user pool (Cognito's InitiateAuth), so tests can hand in their own. */
+/**
+ * The calls the CLI makes to the user pool (Cognito's InitiateAuth, and
+ * RevokeToken at logout), so tests can hand in their own.
+ */
 export interface IdentityProvider {
   passwordAuth(pool: PoolInfo, user: string, password: string): Promise<PoolTokens>;
   refresh(pool: PoolInfo, refreshToken: string): Promise<PoolTokens>;
+  /**
+   * Revokes a refresh token (and the access tokens issued with it) at the
+   * pool. Resolves once the pool has done it, or when the pool says the
+   * token was no longer valid anyway; rejects with a CliError saying why not.
+   */
+  revoke(pool: PoolInfo, refreshToken: string): Promise<void>;
 }
+
+/** How long logout waits for the pool to revoke the refresh token before leaving it be. */
+export const REVOKE_TIMEOUT_MS = 10_000;
 
 /** An access token is renewed this long before it expires, so it does not lapse on the way. */
 export const RENEW_BEFORE_MS = 60_000;
@@ -107,6 +119,9 @@ function errorName(err: unknown): string {
   return err instanceof Error ? err.name : '';
 }
 
+const NETWORK_CODE_IN_MESSAGE =
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)\b/;
+
 function networkCode(err: unknown): string | undefined {
   let e: unknown = err;
   for (let depth = 0; e && depth < 4; depth++) {
@@ -114,7 +129,10 @@ function networkCode(err: unknown): string | undefined {
     if (typeof code === 'string') return code;
     e = (e as { cause?: unknown }).cause;
   }
-  return undefined;
+  // the SDK wraps a non-Error throw of another realm ("AWS SDK error wrapper for Error: connect
+  // ECONNREFUSED …"), keeping only the message
+  const message = err instanceof Error ? err.message : '';
+  return NETWORK_CODE_IN_MESSAGE.exec(message)?.[1];
 }
 
 function poolWhere(pool: PoolInfo): string {
@@ -146,23 +164,54 @@ export function classifyPoolError(pool: PoolInfo, err: unknown, flow: 'password'
   );
 }
 
-/** Cognito's InitiateAuth through the AWS SDK; needs no AWS credentials (the call is unsigned). */
+/**
+ * Why the pool did not revoke a refresh token, as one clause for the logout
+ * line; undefined: the token is no longer valid anyway (already revoked, the
+ * user signed out everywhere or removed), which is what logout wanted.
+ */
+export function revokeFailure(pool: PoolInfo, err: unknown): string | undefined {
+  const name = errorName(err);
+  if (name === 'NotAuthorizedException') return undefined;
+  if (name === 'UnsupportedOperationException')
+    return `the app client "${pool.clientId}" does not allow token revocation`;
+  if (name === 'TimeoutError' || name === 'AbortError')
+    return `the user pool at ${poolWhere(pool)} did not answer in ${REVOKE_TIMEOUT_MS / 1000} s`;
+  const code = networkCode(err);
+  if (code) return `cannot reach the user pool at ${poolWhere(pool)}: ${code}`;
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata
+    ?.httpStatusCode;
+  // an answer that is not Cognito's JSON (moto without RevokeToken answers an HTML 500)
+  const what = /^[A-Z]\w*Exception$/.test(name)
+    ? name
+    : typeof status === 'number'
+      ? `HTTP ${status}`
+      : name;
+  return `the user pool at ${poolWhere(pool)} answered with an error${what ? ` (${what})` : ''}`;
+}
+
+/** Cognito's InitiateAuth and RevokeToken through the AWS SDK; need no AWS credentials (the calls are unsigned). */
 export function cognitoProvider(): IdentityProvider {
+  async function client(pool: PoolInfo) {
+    // the SDK warns on stderr about Node 20 on first use; a CLI's stderr is the person's
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const sdk = await import('@aws-sdk/client-cognito-identity-provider');
+    return {
+      sdk,
+      client: new sdk.CognitoIdentityProviderClient({
+        region: pool.region,
+        ...(pool.endpoint ? { endpoint: pool.endpoint } : {}),
+        maxAttempts: 2,
+      }),
+    };
+  }
   async function initiate(
     pool: PoolInfo,
     flow: 'USER_PASSWORD_AUTH' | 'REFRESH_TOKEN_AUTH',
     params: Record<string, string>,
   ): Promise<PoolTokens> {
-    // the SDK warns on stderr about Node 20 on first use; a CLI's stderr is the person's
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const sdk = await import('@aws-sdk/client-cognito-identity-provider');
-    const client = new sdk.CognitoIdentityProviderClient({
-      region: pool.region,
-      ...(pool.endpoint ? { endpoint: pool.endpoint } : {}),
-      maxAttempts: 2,
-    });
+    const { sdk, client: cognito } = await client(pool);
     try {
-      const answer = await client.send(
+      const answer = await cognito.send(
         new sdk.InitiateAuthCommand({
           ClientId: pool.clientId,
           AuthFlow: flow,
@@ -186,7 +235,7 @@ export function cognitoProvider(): IdentityProvider {
       if (err instanceof PoolError) throw err;
       throw classifyPoolError(pool, err, flow === 'USER_PASSWORD_AUTH' ? 'password' : 'refresh');
     } finally {
-      client.destroy();
+      cognito.destroy();
     }
   }
   return {
@@ -194,5 +243,21 @@ export function cognitoProvider(): IdentityProvider {
       initiate(pool, 'USER_PASSWORD_AUTH', { USERNAME: user, PASSWORD: password }),
     refresh: (pool, refreshToken) =>
       initiate(pool, 'REFRESH_TOKEN_AUTH', { REFRESH_TOKEN: refreshToken }),
+    async revoke(pool, refreshToken) {
+      const { sdk, client: cognito } = await client(pool);
+      try {
+        await cognito.send(
+          new sdk.RevokeTokenCommand({ Token: refreshToken, ClientId: pool.clientId }),
+          {
+            abortSignal: AbortSignal.timeout(REVOKE_TIMEOUT_MS),
+          },
+        );
+      } catch (err) {
+        const why = revokeFailure(pool, err);
+        if (why !== undefined) throw new CliError(why);
+      } finally {
+        cognito.destroy();
+      }
+    },
   };
 }

@@ -1,6 +1,7 @@
 import {
   AdminCreateUserCommand,
   AdminDeleteUserCommand,
+  AdminGetUserCommand,
   AdminSetUserPasswordCommand,
   AdminUserGlobalSignOutCommand,
   CognitoIdentityProviderClient,
@@ -20,12 +21,14 @@ import { NAME_PATTERN } from './names';
 
 /**
  * The user pool's admin API, as the provisioner uses it: exactly
- * AdminCreateUser, AdminSetUserPassword, AdminDeleteUser and
+ * AdminCreateUser, AdminSetUserPassword, AdminGetUser, AdminDeleteUser and
  * AdminUserGlobalSignOut (the CDK grants these and no other).
  */
 export interface UserPool {
   /** Creates the user with a permanent password; resolves to the user's `sub`. */
   createUser(name: string, password: string): Promise<string | undefined>;
+  /** A user the pool has (made elsewhere, e.g. in the console): their `sub`; undefined: no such user. */
+  findUser(name: string): Promise<{ sub?: string } | undefined>;
   /** Revokes the user's refresh tokens, then deletes the user; a user not in the pool is `false`. */
   removeUser(name: string): Promise<boolean>;
 }
@@ -86,6 +89,19 @@ export class CognitoUserPool implements UserPool {
       throw unavailable(err);
     }
     return sub;
+  }
+
+  async findUser(name: string): Promise<{ sub?: string } | undefined> {
+    try {
+      const out = await this.client.send(
+        new AdminGetUserCommand({ UserPoolId: this.userPoolId, Username: name }),
+      );
+      const sub = out.UserAttributes?.find((a) => a.Name === 'sub')?.Value;
+      return sub ? { sub } : {};
+    } catch (err) {
+      if (err instanceof UserNotFoundException) return undefined;
+      throw unavailable(err);
+    }
   }
 
   async removeUser(name: string): Promise<boolean> {
@@ -193,11 +209,41 @@ export async function removeUser(ctx: IdentityContext, name: string): Promise<vo
   await ctx.access.removeUser(name, ctx.now(), { expires: true });
 }
 
+/**
+ * A user a grant may name: one the provisioner has a record of, or one the
+ * pool has that it has not met yet (made in the console, or in an existing
+ * pool given by config), who is adopted here: recorded with `login`, the
+ * access every pool user has (API.md), and the pool's `sub`. A user neither
+ * knows is `404`. A removal cut off half way (its tombstone not finished) is
+ * not undone by a grant: that user stays unknown until the removal is
+ * repeated.
+ */
 async function requireKnownUser(ctx: IdentityContext, name: string): Promise<void> {
   checkUserName(name);
   if (name === ADMIN_USER && ctx.settings.adminTokenEnabled) return;
   const state = await ctx.access.getUser(name);
-  if (state.kind !== 'user') throw new EntityNotFoundError(`user "${name}" not found`);
+  if (state.kind === 'user') return;
+  const notFound = new EntityNotFoundError(`user "${name}" not found`);
+  if (name === ADMIN_USER || !ctx.pool) throw notFound;
+  if (state.kind === 'removed' && !state.finished) throw notFound;
+  const found = await ctx.pool.findUser(name);
+  if (!found) throw notFound;
+  // a user of a removed one's name starts with none of their grants (as addUser)
+  if (state.kind === 'removed') {
+    const models = (await ctx.repo.listModels()).map((m) => m.name);
+    await ctx.access.dropGrantsOf(name, models);
+  }
+  try {
+    await ctx.access.createUser({
+      name,
+      access: 'login',
+      ...(found.sub ? { sub: found.sub } : {}),
+      createdAt: ctx.now().toISOString(),
+    });
+  } catch (err) {
+    // adopted meanwhile by a concurrent grant: the record is there, which is all this needs
+    if (!(err instanceof EntityConflictError)) throw err;
+  }
 }
 
 export async function setControllerAccess(
@@ -208,6 +254,7 @@ export async function setControllerAccess(
   checkUserName(name);
   if (name === ADMIN_USER)
     throw new EntityConflictError(`user "${ADMIN_USER}" is always a superuser`);
+  await requireKnownUser(ctx, name);
   await ctx.access.setControllerAccess(name, access, ctx.now());
   return { user: name, access };
 }

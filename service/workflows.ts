@@ -153,7 +153,7 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     await client.workflow.start(START_MACHINES_WORKFLOW_TYPE, {
       taskQueue: this.taskQueue,
       workflowId: `start-machines:${model}:${machineIds[0]}:${machineIds.length}`,
-      args: [{ model, machineIds: [...machineIds] }],
+      args: [{ model, machineIds: [...machineIds], ...(requestedBy ? { requestedBy } : {}) }],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
   }

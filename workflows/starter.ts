@@ -4,6 +4,12 @@ import { starting } from './proxies';
 export interface StartMachinesInput {
   model: string;
   machineIds: string[];
+  /**
+   * The user whose request recorded the machines, named in each machine's
+   * workflow (API.md, "Audit"). Optional: runs started before it was passed
+   * have none, and replay as they ran (only the activity's input grows).
+   */
+  requestedBy?: string;
 }
 
 /** Machines per activity: each activity's starts are one heartbeat-covered unit of retry. */
@@ -21,6 +27,7 @@ export async function startMachinesWorkflow(input: StartMachinesInput): Promise<
     started += await starting.startMachineWorkflows({
       model: input.model,
       machineIds: input.machineIds.slice(i, i + CHUNK),
+      ...(input.requestedBy ? { requestedBy: input.requestedBy } : {}),
     });
   }
   log.info('machine workflows started', { model: input.model, count: started });

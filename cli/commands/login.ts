@@ -7,6 +7,7 @@ import {
   saveUserLogin,
   storedUserLogin,
   type PoolInfo,
+  type UserLogin,
 } from '../config';
 import type { Session } from '../context';
 import { ApiError, CliError, UsageError } from '../errors';
@@ -237,17 +238,32 @@ export function registerLoginCommands(program: Command, session: Session): void 
   program
     .command('logout')
     .description(
-      'Forgets the stored login (user or token); commands then use the local stack\u2019s admin token, or the environment.',
+      'Forgets the stored login (user or token), revoking a user login\u2019s refresh token at the user pool; commands then use the local stack\u2019s admin token, or the environment.',
     )
-    .action(() => {
+    .action(async () => {
       const file = credentialsFile(session.ctx.env);
-      let user: string | undefined;
+      let login: UserLogin | undefined;
       try {
-        user = storedUserLogin(session.ctx.env)?.user;
+        login = storedUserLogin(session.ctx.env);
       } catch {
         // a credentials file this version cannot read goes all the same
       }
+      // best effort: a pool that cannot revoke (unreachable, or without
+      // RevokeToken, as moto) does not keep the person logged in here
+      let notRevoked: string | undefined;
+      if (login) {
+        try {
+          await session.identity().revoke(login.pool, login.refreshToken);
+        } catch (err) {
+          notRevoked = err instanceof Error ? err.message : String(err);
+        }
+      }
       if (existsSync(file)) rmSync(file);
-      session.info(user ? `Logged out "${user}".\n` : 'Logged out.\n');
+      if (!login) session.info('Logged out.\n');
+      else if (notRevoked === undefined) session.info(`Logged out "${login.user}".\n`);
+      else
+        session.info(
+          `Logged out "${login.user}". The refresh token was not revoked (${notRevoked}): it stays valid at the user pool until it expires.\n`,
+        );
     });
 }

@@ -12,12 +12,14 @@ import { acknowledge } from '../nag';
 
 /**
  * The pool's admin API calls the provisioner makes (service/identity.ts), and
- * no other: add-user (create, then a permanent password), remove-user (sign
- * out everywhere, then delete).
+ * no other: add-user (create, then a permanent password), a grant to a user
+ * the pool has and the provisioner has not met yet (look them up, to adopt
+ * them), remove-user (sign out everywhere, then delete).
  */
 export const USER_POOL_ADMIN_ACTIONS = [
   'cognito-idp:AdminCreateUser',
   'cognito-idp:AdminSetUserPassword',
+  'cognito-idp:AdminGetUser',
   'cognito-idp:AdminDeleteUser',
   'cognito-idp:AdminUserGlobalSignOut',
 ] as const;

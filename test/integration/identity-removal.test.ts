@@ -15,6 +15,7 @@ function identityContext(failPoolRemoval: () => boolean) {
   const real = new CognitoUserPool(stack.userPoolId, stack.region, stack.cognitoEndpoint);
   const pool: UserPool = {
     createUser: (name, password) => real.createUser(name, password),
+    findUser: (name) => real.findUser(name),
     removeUser: async (name) => {
       if (failPoolRemoval())
         throw new DependencyUnavailableError('the user pool could not be asked: TimeoutError');

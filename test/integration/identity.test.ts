@@ -1,5 +1,12 @@
 import { CreateUserPoolClientCommand } from '@aws-sdk/client-cognito-identity-provider';
-import { createHash, createSign, generateKeyPairSync } from 'node:crypto';
+import {
+  createHash,
+  type JsonWebKeyInput,
+  createHmac,
+  createPublicKey,
+  createSign,
+  generateKeyPairSync,
+} from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -174,6 +181,72 @@ describe('identity, access and audit', () => {
         '/v1/whoami',
       ),
     );
+  });
+
+  it('refuses forged tokens: alg none, HS256 keyed with the pool’s public key, an unknown kid', async () => {
+    const [, payload] = aliceSession.accessToken.split('.') as [string, string, string];
+    const now = Math.floor(Date.now() / 1000);
+    // alice's own claims, fresh: only the forgery can be why a token is refused
+    const claims = {
+      ...JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')),
+      iat: now,
+      exp: now + 3600,
+    };
+    const jwksAnswer = await fetch(
+      `${stack.cognitoEndpoint}/${stack.userPoolId}/.well-known/jwks.json`,
+    );
+    expect(jwksAnswer.status).toBe(200);
+    const jwks = (await jwksAnswer.json()) as {
+      keys: Array<JsonWebKeyInput['key'] & { kid: string; n?: string }>;
+    };
+    const poolKey = jwks.keys[0]!;
+    expect(poolKey.kid).toMatch(/\S/);
+    const whoami = async (token: string) => apiClient(stack, token).get('/v1/whoami');
+
+    // alg none: no signature, or any bytes where it would be
+    const noneHead = b64url({ kid: poolKey.kid, alg: 'none', typ: 'JWT' });
+    for (const signature of ['', 'c2lnbmF0dXJl']) {
+      unauthorized(await whoami(`${noneHead}.${b64url(claims)}.${signature}`));
+      unauthorized(await whoami(`${b64url({ alg: 'none' })}.${b64url(claims)}.${signature}`));
+    }
+
+    // HS256 keyed with the pool's public key (the RS256/HS256 confusion), in each form a verifier might hand its HMAC
+    const publicKey = createPublicKey({ key: poolKey, format: 'jwk' });
+    const hmacKeys = [
+      publicKey.export({ type: 'spki', format: 'pem' }),
+      publicKey.export({ type: 'pkcs1', format: 'pem' }),
+      publicKey.export({ type: 'spki', format: 'der' }),
+      JSON.stringify(poolKey),
+      Buffer.from(poolKey.n ?? '', 'base64url'),
+    ];
+    for (const hmacKey of hmacKeys) {
+      const data = `${b64url({ kid: poolKey.kid, alg: 'HS256', typ: 'JWT' })}.${b64url(claims)}`;
+      const mac = createHmac('sha256', hmacKey).update(data).digest('base64url');
+      unauthorized(await whoami(`${data}.${mac}`));
+    }
+
+    // RS256 under a key id the pool does not have: with a key of our own (and its own
+    // JWKS nowhere), and with the pool's own signing key, which only the kid betrays
+    const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    for (const kid of ['not-the-pool-key', `${poolKey.kid}-2`]) {
+      const data = `${b64url({ kid, alg: 'RS256', typ: 'JWT' })}.${b64url(claims)}`;
+      const signature = createSign('RSA-SHA256')
+        .update(data)
+        .sign(privateKey)
+        .toString('base64url');
+      unauthorized(await whoami(`${data}.${signature}`));
+      const motoKey = motoPrivateJwk();
+      if (motoKey) unauthorized(await whoami(`${data}.${rs256(data, motoKey)}`));
+    }
+    // the same claims under the pool's kid and key are accepted: the refusals above are the forgeries'
+    const motoKey = motoPrivateJwk();
+    if (motoKey) {
+      const data = `${b64url({ kid: poolKey.kid, alg: 'RS256', typ: 'JWT' })}.${b64url(claims)}`;
+      expect((await whoami(`${data}.${rs256(data, motoKey)}`)).body).toEqual({
+        user: alice,
+        access: 'login',
+      });
+    }
   });
 
   it('a user with add-model creates a model and is its admin; others see nothing until granted', async () => {

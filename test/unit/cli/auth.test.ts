@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   classifyPoolError,
+  cognitoProvider,
   PoolError,
   UserTokens,
   type IdentityProvider,
@@ -39,6 +40,7 @@ function fakePool(refuse?: PoolError | Error) {
   let n = 1;
   const idp: IdentityProvider = {
     passwordAuth: () => Promise.reject(new Error('not used')),
+    revoke: () => Promise.reject(new Error('not used')),
     refresh: (_pool, refreshToken): Promise<PoolTokens> => {
       calls.push(refreshToken);
       if (refuse) return Promise.reject(refuse);
@@ -242,5 +244,84 @@ describe('the client with a user login', () => {
     accept = () => true;
     await createClient({ apiUrl, token: '' }).get('/v1/auth');
     expect(seen[0]!.auth).toBeUndefined();
+  });
+});
+
+describe('logout revokes the refresh token at the pool (Cognito RevokeToken)', () => {
+  let server: Server;
+  let endpoint: string;
+  const seen: Array<{ target?: string; auth?: string; body: unknown }> = [];
+  let answer: { status: number; type: string; body: string } = {
+    status: 200,
+    type: 'application/x-amz-json-1.1',
+    body: '{}',
+  };
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        seen.push({
+          ...(typeof req.headers['x-amz-target'] === 'string'
+            ? { target: req.headers['x-amz-target'] }
+            : {}),
+          ...(req.headers.authorization ? { auth: req.headers.authorization } : {}),
+          body: JSON.parse(body || 'null'),
+        });
+        res.writeHead(answer.status, { 'content-type': answer.type }).end(answer.body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  beforeEach(() => {
+    seen.length = 0;
+  });
+
+  const cognitoError = (type: string) => ({
+    status: 400,
+    type: 'application/x-amz-json-1.1',
+    body: JSON.stringify({ __type: type, message: 'no' }),
+  });
+
+  it('sends the refresh token with the app client id, unsigned; resolves when the pool revoked it', async () => {
+    answer = { status: 200, type: 'application/x-amz-json-1.1', body: '{}' };
+    await expect(
+      cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1'),
+    ).resolves.toBeUndefined();
+    expect(seen).toEqual([
+      {
+        target: 'AWSCognitoIdentityProviderService.RevokeToken',
+        body: { Token: 'refresh-1', ClientId: 'client-1' },
+      },
+    ]);
+  });
+
+  it('a token the pool says is no longer valid counts as revoked', async () => {
+    answer = cognitoError('NotAuthorizedException');
+    await expect(
+      cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1'),
+    ).resolves.toBeUndefined();
+  });
+
+  it('says why not: revocation off for the client, an answer that is not Cognito’s (moto has no RevokeToken), no pool there', async () => {
+    answer = cognitoError('UnsupportedOperationException');
+    await expect(cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1')).rejects.toThrow(
+      'the app client "client-1" does not allow token revocation',
+    );
+    // moto 5.2.5: NotImplementedError, answered as an HTML 500
+    answer = { status: 500, type: 'text/html', body: '<!doctype html><title>500</title>' };
+    await expect(cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1')).rejects.toThrow(
+      `the user pool at ${endpoint} answered with an error (HTTP 500)`,
+    );
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const gone = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    await expect(
+      cognitoProvider().revoke({ ...pool, endpoint: gone }, 'refresh-1'),
+    ).rejects.toThrow(`cannot reach the user pool at ${gone}: ECONNREFUSED`);
   });
 });

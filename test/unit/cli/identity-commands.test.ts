@@ -1,4 +1,9 @@
-import { ApiError } from '../../../cli/errors';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { IdentityProvider } from '../../../cli/auth';
+import { credentialsFile, saveLogin, saveUserLogin, type PoolInfo } from '../../../cli/config';
+import { ApiError, CliError } from '../../../cli/errors';
 import { runCli, type Recorded } from './harness';
 
 const modelAccess = {
@@ -280,5 +285,69 @@ describe('audit', () => {
   it('nothing recorded: a line saying so', async () => {
     const h = await runCli(['audit'], () => ({ entries: [] }));
     expect(h.stdout).toBe('No audit entries to display.\n');
+  });
+});
+
+describe('logout', () => {
+  const pool = { region: 'us-east-1', userPoolId: 'us-east-1_abc', clientId: 'client-1' };
+
+  /** A config dir holding alice's login, and a pool that records what it was asked to revoke. */
+  function loggedIn(refuse?: Error) {
+    const env = { PROVISIONER_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), 'cli-logout-')), 'c') };
+    saveUserLogin(
+      {
+        apiUrl: 'http://api.test',
+        user: 'alice',
+        pool,
+        refreshToken: 'refresh-1',
+        accessToken: 'access-1',
+        expiresAt: '2026-11-22T11:00:00.000Z',
+      },
+      env,
+    );
+    const revoked: Array<[PoolInfo, string]> = [];
+    const identity: IdentityProvider = {
+      passwordAuth: () => Promise.reject(new Error('not used')),
+      refresh: () => Promise.reject(new Error('not used')),
+      revoke: (p, token) => {
+        revoked.push([p, token]);
+        return refuse ? Promise.reject(refuse) : Promise.resolve();
+      },
+    };
+    return { env, identity, revoked };
+  }
+
+  it('revokes the stored refresh token at the pool, then forgets the login', async () => {
+    const { env, identity, revoked } = loggedIn();
+    const h = await runCli(['logout'], api, { env, identity });
+    expect(h).toMatchObject({ code: 0, stdout: '', stderr: 'Logged out "alice".\n' });
+    expect(revoked).toEqual([[pool, 'refresh-1']]);
+    expect(existsSync(credentialsFile(env))).toBe(false);
+    expect(h.requests).toEqual([]);
+  });
+
+  it('a pool that does not revoke (unreachable, or without RevokeToken) does not keep anyone logged in: it says so', async () => {
+    const { env, identity, revoked } = loggedIn(
+      new CliError('the user pool at http://127.0.0.1:5000 answered with an error (HTTP 500)'),
+    );
+    const h = await runCli(['logout'], api, { env, identity });
+    expect(h).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr:
+        'Logged out "alice". The refresh token was not revoked (the user pool at http://127.0.0.1:5000 answered with an error (HTTP 500)): it stays valid at the user pool until it expires.\n',
+    });
+    expect(revoked).toHaveLength(1);
+    expect(existsSync(credentialsFile(env))).toBe(false);
+  });
+
+  it('a token login has nothing to revoke: the file goes, the pool is not asked', async () => {
+    const { identity, revoked } = loggedIn();
+    const env = { PROVISIONER_CONFIG_DIR: join(mkdtempSync(join(tmpdir(), 'cli-logout-')), 'c') };
+    saveLogin('http://api.test', 'tok', env);
+    const h = await runCli(['logout'], api, { env, identity });
+    expect(h).toMatchObject({ code: 0, stderr: 'Logged out.\n' });
+    expect(revoked).toEqual([]);
+    expect(existsSync(credentialsFile(env))).toBe(false);
   });
 });

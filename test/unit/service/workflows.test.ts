@@ -121,3 +121,43 @@ describe('retry when the signal fails', () => {
     expect(err).toBe(denied);
   });
 });
+
+describe('TemporalMachineWorkflows.startMany names who asked', () => {
+  function recordingClient() {
+    const starts: Array<{ type: string; options: Record<string, any> }> = [];
+    const client = {
+      workflow: {
+        start: (type: string, options: Record<string, any>) => {
+          starts.push({ type, options });
+          return Promise.resolve();
+        },
+      },
+    } as unknown as Client;
+    return { client, starts };
+  }
+
+  it('a few machines: each workflow is started with the user in its details', async () => {
+    const { client, starts } = recordingClient();
+    await new TemporalMachineWorkflows(() => Promise.resolve(client), 'q').startMany(
+      'm',
+      ['0', '1'],
+      'alice',
+    );
+    expect(starts.map((s) => [s.type, s.options.args, s.options.staticDetails])).toEqual([
+      ['machine', [{ model: 'm', machineId: '0', requestedBy: 'alice' }], 'Requested by alice'],
+      ['machine', [{ model: 'm', machineId: '1', requestedBy: 'alice' }], 'Requested by alice'],
+    ]);
+  });
+
+  it('more than 20: the one bulk starter gets the user to pass on; without one, none', async () => {
+    const ids = Array.from({ length: 21 }, (_, i) => String(i));
+    const { client, starts } = recordingClient();
+    const workflows = new TemporalMachineWorkflows(() => Promise.resolve(client), 'q');
+    await workflows.startMany('m', ids, 'alice');
+    await workflows.startMany('m', ids);
+    expect(starts.map((s) => [s.type, s.options.args])).toEqual([
+      ['startMachinesWorkflow', [{ model: 'm', machineIds: ids, requestedBy: 'alice' }]],
+      ['startMachinesWorkflow', [{ model: 'm', machineIds: ids }]],
+    ]);
+  });
+});
