@@ -22,6 +22,7 @@
 import { appendFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { LAMBDA_EVENTS_FILE_ENV } from './shipped';
 
 export interface InvokeMessage {
   kind: 'invoke';
@@ -32,8 +33,6 @@ export interface InvokeMessage {
 export type ResultMessage =
   | { kind: 'result'; id: number; result: unknown }
   | { kind: 'error'; id: number; errorType: string; errorMessage: string };
-
-export const LAMBDA_EVENTS_FILE_ENV = 'PROVISIONER_LAMBDA_EVENTS_FILE';
 
 class RuntimeError extends Error {
   constructor(
@@ -174,4 +173,5 @@ function main(): void {
   process.on('disconnect', () => process.exit(0));
 }
 
-if (process.send) main();
+// only as the compiled entry script of a child with IPC (never when imported, e.g. by a test)
+if (require.main === module && process.send) main();

@@ -18,6 +18,9 @@ export const CDK_OUT_ENV = 'PROVISIONER_CDK_OUT';
 
 export type Artifacts = 'sources' | 'shipped';
 
+/** Where local/lambda-host.ts records the shape of each init and event (for tests). */
+export const LAMBDA_EVENTS_FILE_ENV = 'PROVISIONER_LAMBDA_EVENTS_FILE';
+
 export function artifactsFromEnv(env: NodeJS.ProcessEnv = process.env): Artifacts {
   const value = env[ARTIFACTS_ENV] ?? '';
   if (value === '' || value === 'sources') return 'sources';

@@ -9,12 +9,12 @@ import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
 import { createLocalUserPool } from './user-pool';
-import { LAMBDA_EVENTS_FILE_ENV } from './lambda-host';
 import {
   artifactsFromEnv,
   baseProcessEnv,
   buildWorker,
   CDK_OUT_ENV,
+  LAMBDA_EVENTS_FILE_ENV,
   localEnvironment,
   readShippedAssembly,
   synthesize,

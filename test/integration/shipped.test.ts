@@ -160,7 +160,7 @@ const API_FUNCTIONS = [
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    /** A private shipped API whose every route goes to the models bundle copied to `assetDir`. */
+    /** A private shipped API: the models function's routes (and `$default`), to its bundle copied to `assetDir`. */
     async function serve(assetDir: string): Promise<{ url: string; events: string }> {
       const plan = JSON.parse(readFileSync(stack.shippedApiPlan!, 'utf8')) as ShippedApiPlan;
       const [id, models] = Object.entries(plan.functions).find(
@@ -168,7 +168,7 @@ const API_FUNCTIONS = [
       )!;
       const events = join(dir, `events-${randomBytes(2).toString('hex')}.jsonl`);
       const own: ShippedApiPlan = {
-        routes: [{ routeKey: '$default', functionLogicalId: id }],
+        routes: plan.routes.filter((r) => r.functionLogicalId === id),
         functions: {
           [id]: {
             ...models,
