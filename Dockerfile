@@ -1,18 +1,13 @@
 # The Temporal worker (worker/main.ts), built by `cdk deploy` from the repo root.
-# Sources are transpiled file by file (no bundling), so the tree keeps its shape:
-# worker/main.js finds ../workflows at run time, and Temporal's own bundler
-# packs workflows/ and core/ into the workflow sandbox when the worker starts.
+# The build itself is scripts/build-worker.sh (esbuild, file by file), which the
+# local stack also runs for PROVISIONER_ARTIFACTS=shipped: one command, no drift.
 
 FROM node:22-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
-RUN find . -name '*.ts' -not -name '*.d.ts' -not -path './node_modules/*' > /tmp/sources \
- && npx esbuild $(cat /tmp/sources) --outdir=/out --outbase=. --platform=node --target=node22 \
-      --format=cjs --keep-names --sourcemap --log-level=warning \
- && find . -name '*.json' -not -path './node_modules/*' -exec cp --parents {} /out/ \; \
- && test -f /out/worker/main.js && test -f /out/workflows/index.js
+RUN sh scripts/build-worker.sh /out
 
 FROM node:22-bookworm-slim AS deps
 WORKDIR /app

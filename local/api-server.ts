@@ -1,5 +1,5 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BODY_TOO_LARGE, LIMITS } from '../functions/limits';
 import { matchRoute, routeKey, type RouteGroup } from '../functions/routes';
@@ -13,77 +13,198 @@ export type LambdaHandler = (
 const MAX_BODY_BYTES = LIMITS.bodyBytes;
 
 /**
- * Turns a Node HTTP request into the API Gateway HTTP API (payload 2.0) event
- * the cloud would deliver. Unmatched paths go to the `$default` route, which
- * the deployed API also routes to a handler, so even a 404 is authenticated
- * and has the contract's error shape.
+ * How the API picks the function that answers a request: the route (its
+ * key and path parameters, as API Gateway's routing gives them) and the
+ * function. The sources path routes with functions/routes.ts to the
+ * imported handlers; the shipped path (local/shipped-api.ts) with the
+ * synthesized template's routes to the bundles.
+ */
+export interface ApiDispatch {
+  route(
+    method: string,
+    rawPath: string,
+  ): { routeKey: string; pathParameters?: Record<string, string>; target: string };
+  /** Resolves with what the integration answers (an error already turned into API Gateway's answer). */
+  invoke(target: string, event: APIGatewayProxyEventV2): Promise<unknown>;
+}
+
+/** The sources path: each route group's handler, imported (local/api-server-main.ts). */
+export function sourcesDispatch(handlers: Record<RouteGroup, LambdaHandler>): ApiDispatch {
+  return {
+    route(method, rawPath) {
+      const match = matchRoute(method, rawPath);
+      return {
+        routeKey: match ? routeKey(match.route) : '$default',
+        pathParameters: match?.pathParameters,
+        target: match?.route.group ?? 'models',
+      };
+    },
+    invoke: (target, event) => {
+      const group = target as RouteGroup;
+      return runAsComponent(`api:${group}`, () => handlers[group](event)).catch(
+        (): APIGatewayProxyStructuredResultV2 => errorResult(500, 'internal', 'internal error'),
+      );
+    },
+  };
+}
+
+/**
+ * Media types API Gateway's HTTP API hands a Lambda as text; any other body
+ * (a form post such as `curl -d`, no content type at all, binary) arrives
+ * base64-encoded with `isBase64Encoded: true`.
+ */
+const TEXT_MEDIA_TYPES = [
+  /^text\//,
+  /^application\/(json|xml|javascript|x-javascript|ecmascript)$/,
+  /^application\/[^;]*\+(json|xml)$/,
+];
+
+export function isTextMediaType(contentType: string | undefined): boolean {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  return type !== '' && TEXT_MEDIA_TYPES.some((re) => re.test(type));
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** `requestContext.time` as API Gateway writes it: `25/Nov/2026:20:14:07 +0000`. */
+export function requestTime(now: Date): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return (
+    `${p(now.getUTCDate())}/${MONTHS[now.getUTCMonth()]}/${now.getUTCFullYear()}:` +
+    `${p(now.getUTCHours())}:${p(now.getUTCMinutes())}:${p(now.getUTCSeconds())} +0000`
+  );
+}
+
+/**
+ * Turns a Node HTTP request into the event API Gateway's HTTP API delivers
+ * (payload format 2.0): header names lower-cased and repeated headers joined
+ * with commas, the `cookie` header moved to `cookies`, the `x-forwarded-*`
+ * and trace headers the gateway adds, `requestContext` with the route, the
+ * client's address, a request id and the time, and a text body as text or
+ * any other base64-encoded. Unmatched paths go to the `$default` route,
+ * which the deployed API also routes to a handler, so even a 404 is
+ * authenticated and has the contract's error shape.
  */
 export function toApiGatewayEvent(
   req: IncomingMessage,
   body: Buffer,
   now = new Date(),
+  dispatch: Pick<ApiDispatch, 'route'> = sourcesDispatch({} as Record<RouteGroup, LambdaHandler>),
 ): {
   event: APIGatewayProxyEventV2;
-  group: RouteGroup;
+  target: string;
 } {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const method = (req.method ?? 'GET').toUpperCase();
-  const match = matchRoute(method, url.pathname);
+  const route = dispatch.route(method, url.pathname);
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined)
-      headers[name.toLowerCase()] = Array.isArray(value) ? value.join(',') : value;
+  const cookies: string[] = [];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!.toLowerCase();
+    const value = req.rawHeaders[i + 1]!;
+    if (name === 'cookie') {
+      cookies.push(
+        ...value
+          .split(';')
+          .map((c) => c.trim())
+          .filter((c) => c !== ''),
+      );
+      continue;
+    }
+    headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
   }
+  const sourceIp = (req.socket.remoteAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  headers['x-forwarded-for'] =
+    headers['x-forwarded-for'] === undefined
+      ? sourceIp
+      : `${headers['x-forwarded-for']}, ${sourceIp}`;
+  headers['x-forwarded-port'] = '443';
+  headers['x-forwarded-proto'] = 'https';
+  headers['x-amzn-trace-id'] =
+    `Root=1-${Math.floor(now.getTime() / 1000).toString(16)}-${randomBytes(12).toString('hex')}`;
   const query: Record<string, string> = {};
   for (const [k, v] of url.searchParams) query[k] = query[k] === undefined ? v : `${query[k]},${v}`;
-  const key = match ? routeKey(match.route) : '$default';
-  const text = body.toString('utf8');
+  const key = route.routeKey;
+  const asText = isTextMediaType(headers['content-type']);
+  const requestId = randomUUID();
   const event: APIGatewayProxyEventV2 = {
     version: '2.0',
     routeKey: key,
     rawPath: url.pathname,
     rawQueryString: url.search.replace(/^\?/, ''),
+    ...(cookies.length > 0 ? { cookies } : {}),
     headers,
     queryStringParameters: Object.keys(query).length ? query : undefined,
     pathParameters:
-      match && Object.keys(match.pathParameters).length ? match.pathParameters : undefined,
+      route.pathParameters && Object.keys(route.pathParameters).length
+        ? route.pathParameters
+        : undefined,
     requestContext: {
       accountId: '000000000000',
       apiId: 'local',
       domainName: headers.host ?? 'localhost',
-      domainPrefix: 'local',
+      domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
       http: {
         method,
         path: url.pathname,
         protocol: `HTTP/${req.httpVersion}`,
-        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        sourceIp,
         userAgent: headers['user-agent'] ?? '',
       },
-      requestId: randomUUID(),
+      requestId,
       routeKey: key,
       stage: '$default',
-      time: now.toISOString(),
+      time: requestTime(now),
       timeEpoch: now.getTime(),
     },
-    body: text === '' ? undefined : text,
-    isBase64Encoded: false,
+    body: body.length === 0 ? undefined : asText ? body.toString('utf8') : body.toString('base64'),
+    isBase64Encoded: body.length > 0 && !asText,
   };
-  return { event, group: match?.route.group ?? 'models' };
+  return { event, target: route.target };
 }
 
-function send(res: ServerResponse, result: APIGatewayProxyStructuredResultV2): void {
+/**
+ * What API Gateway makes of an integration's answer (payload 2.0): a result
+ * with a `statusCode` as given (its `cookies` as `set-cookie` headers),
+ * anything else as a 200 JSON body.
+ */
+export function toHttpResult(result: unknown): APIGatewayProxyStructuredResultV2 & {
+  cookies?: string[];
+} {
+  if (result && typeof result === 'object' && 'statusCode' in result) {
+    return result as APIGatewayProxyStructuredResultV2;
+  }
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json' },
+    body: typeof result === 'string' ? result : JSON.stringify(result ?? null),
+  };
+}
+
+function send(res: ServerResponse, answer: unknown, requestId?: string): void {
+  const result = toHttpResult(answer);
   res.statusCode = result.statusCode ?? 200;
   for (const [k, v] of Object.entries(result.headers ?? {})) res.setHeader(k, String(v));
+  if (result.cookies?.length) res.setHeader('set-cookie', result.cookies);
+  if (requestId) res.setHeader('apigw-requestid', requestId);
   const body = result.body ?? '';
   res.end(result.isBase64Encoded ? Buffer.from(body, 'base64') : body);
 }
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  send(res, {
+function errorResult(
+  status: number,
+  code: string,
+  message: string,
+): APIGatewayProxyStructuredResultV2 {
+  return {
     statusCode: status,
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ error: { code, message } }),
-  });
+  };
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  send(res, errorResult(status, code, message));
 }
 
 /**
@@ -97,7 +218,11 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
-export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Server {
+export function createApiServer(handlers: Record<RouteGroup, LambdaHandler> | ApiDispatch): Server {
+  const dispatch: ApiDispatch =
+    'invoke' in handlers && typeof handlers.invoke === 'function'
+      ? handlers
+      : sourcesDispatch(handlers as Record<RouteGroup, LambdaHandler>);
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -115,14 +240,14 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
       }
       let converted: ReturnType<typeof toApiGatewayEvent>;
       try {
-        converted = toApiGatewayEvent(req, Buffer.concat(chunks));
+        converted = toApiGatewayEvent(req, Buffer.concat(chunks), new Date(), dispatch);
       } catch {
         sendError(res, 400, 'bad-request', 'malformed request target');
         return;
       }
-      const { event, group } = converted;
-      runAsComponent(`api:${group}`, () => handlers[group](event)).then(
-        (result) => send(res, result),
+      const { event, target } = converted;
+      dispatch.invoke(target, event).then(
+        (result) => send(res, result, event.requestContext.requestId),
         () => sendError(res, 500, 'internal', 'internal error'),
       );
     });

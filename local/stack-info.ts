@@ -18,4 +18,14 @@ export interface StackInfo {
   /** moto itself, behind the EC2 proxy. */
   motoEndpoint: string;
   tableName: string;
+  /** What the API and worker run (README, "Sources or shipped artifacts"). */
+  artifacts?: 'sources' | 'shipped';
+  /** Shipped only: the cloud assembly whose bundles the API runs. */
+  cdkOut?: string;
+  /** Shipped only: the worker as the Dockerfile's command built it. */
+  workerApp?: string;
+  /** Shipped only: the routes and each function's bundle and environment (local/shipped-api.ts). */
+  shippedApiPlan?: string;
+  /** Shipped only: the shape of every event each bundle received (local/lambda-host.ts). */
+  lambdaEventsFile?: string;
 }

@@ -1,6 +1,7 @@
 import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Connection } from '@temporalio/client';
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
@@ -8,6 +9,21 @@ import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
 import { createLocalUserPool } from './user-pool';
+import {
+  artifactsFromEnv,
+  baseProcessEnv,
+  buildWorker,
+  CDK_OUT_ENV,
+  LAMBDA_EVENTS_FILE_ENV,
+  localEnvironment,
+  readShippedAssembly,
+  synthesize,
+  WORKER_COMMAND,
+  type Artifacts,
+  type ShippedAssembly,
+  type Substitutions,
+} from './shipped';
+import { SHIPPED_API_PLAN_ENV, type ShippedApiPlan } from './shipped-api';
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
 import type { StackInfo } from './stack-info';
 import { ensureToolchain } from './toolchain';
@@ -42,6 +58,17 @@ export interface StackOptions {
    * (local/aws-call-recorder.ts), for the IAM test.
    */
   awsCallsFile?: string;
+  /**
+   * What the API and the worker run: `sources` (the TypeScript, through tsx)
+   * or `shipped` (the Lambda bundles `cdk synth` writes and the worker built by
+   * the Dockerfile's command). Default: `PROVISIONER_ARTIFACTS`, else `sources`.
+   */
+  artifacts?: Artifacts;
+  /**
+   * For `shipped`: a synthesized cloud assembly to run (default:
+   * `PROVISIONER_CDK_OUT`, else `cdk synth -c env=dev` into the data dir).
+   */
+  cdkOut?: string;
   log?: (line: string) => void;
   /** Told of each child as it starts, so a caller interrupted mid-start can stop them. */
   track?: (proc: ManagedProcess) => void;
@@ -104,6 +131,22 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   mkdirSync(logs, { recursive: true });
 
   const tools = await ensureToolchain(log);
+  const artifacts = opts.artifacts ?? artifactsFromEnv();
+  let shipped: { assembly: ShippedAssembly; workerApp: string } | undefined;
+  if (artifacts === 'shipped') {
+    const cdkOut = opts.cdkOut ?? process.env[CDK_OUT_ENV];
+    const started = Date.now();
+    if (!cdkOut) log('synthesizing (cdk synth -c env=dev) for the shipped artifacts');
+    const assembly = readShippedAssembly(cdkOut ?? synthesize(join(opts.dataDir, 'cdk.out')));
+    const workerApp = buildWorker(assembly.worker, opts.dataDir);
+    shipped = { assembly, workerApp };
+    log(
+      `shipped artifacts: ${assembly.cdkOut} (${assembly.functions.size} functions), worker built ` +
+        `in ${workerApp} (${Math.round((Date.now() - started) / 1000)} s)`,
+    );
+    if (opts.awsCallsFile)
+      log('AWS calls are not recorded with shipped artifacts (the bundles carry their own SDK)');
+  }
   const processes: ManagedProcess[] = [];
   const track = (proc: ManagedProcess): ManagedProcess => {
     processes.push(proc);
@@ -252,33 +295,132 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
     };
 
-    const [workerCmd, workerArgs] = tsEntry(
-      opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
-    );
-    const worker = spawnTracked('worker', workerCmd, workerArgs, {
-      cwd: PROJECT_ROOT,
-      env: { ...serviceEnv, ...opts.workerEnv, ...awsCallRecording(opts.awsCallsFile, 'worker') },
-      logFile: join(logs, 'worker.log'),
-    });
-
-    // each request's calls are the Lambda of its route group's (local/api-server.ts)
-    const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
-    const api = track(
-      spawnManaged('api', apiCmd, apiArgs, {
+    let worker: ManagedProcess;
+    let api: ManagedProcess;
+    if (shipped) {
+      const secret = await createApiTokenSecret(motoEndpoint, region, opts.token);
+      const lambdaEventsFile = join(opts.dataDir, 'lambda-events.jsonl');
+      // the values the template's intrinsics take here; anything else it sets is kept as it is
+      const replace: Record<string, string> = {
+        PROVISIONER_TABLE: tableName,
+        TEMPORAL_ADDRESS: temporalAddress,
+        TEMPORAL_NAMESPACE: namespace,
+        AWS_REGION: region,
+        PROVISIONER_API_TOKEN_SECRET_ARN: secret,
+        PROVISIONER_USER_POOL_ID: pool.userPoolId,
+        PROVISIONER_USER_POOL_CLIENT_ID: pool.userPoolClientId,
+      };
+      const unset: Record<string, string> = {
+        TEMPORAL_API_KEY_SECRET_ARN:
+          'the local Temporal dev server takes no API key (a key also turns TLS on)',
+        PROVISIONER_INSTANCE_PROFILE:
+          'the hosts’ instance profile is made by the stack; moto has none (the sources path launches without one too)',
+      };
+      // the local endpoints and credentials, as the sources path sets them (never the code's settings)
+      const endpoints: Record<string, string> = {
+        AWS_ACCESS_KEY_ID: 'local',
+        AWS_SECRET_ACCESS_KEY: 'local',
+        AWS_EC2_METADATA_DISABLED: 'true',
+        DYNAMODB_ENDPOINT: dynamodbEndpoint,
+        EC2_ENDPOINT: ec2Endpoint,
+        PRICING_ENDPOINT: pricing.url,
+        POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
+        ...(process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED
+          ? { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }
+          : {}),
+      };
+      const { assembly, workerApp } = shipped;
+      const workerSubs: Substitutions = { replace, unset, add: endpoints };
+      const workerEnv = {
+        ...baseProcessEnv(),
+        ...localEnvironment('worker', assembly.worker.environment, workerSubs),
+        ...(opts.workerEnv as Record<string, string> | undefined),
+      };
+      worker = spawnTracked('worker', process.execPath, WORKER_COMMAND, {
+        cwd: workerApp,
+        env: workerEnv,
+        logFile: join(logs, 'worker.log'),
+      });
+      const plan: ShippedApiPlan = { routes: assembly.routes, functions: {} };
+      for (const id of new Set(assembly.routes.map((r) => r.functionLogicalId))) {
+        const fn = assembly.functions.get(id)!;
+        const functionName = fn.name.replace(/\//g, '-');
+        const lambdaRuntime: Record<string, string> = {
+          AWS_REGION: region,
+          AWS_DEFAULT_REGION: region,
+          AWS_LAMBDA_FUNCTION_NAME: functionName,
+          AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(fn.memoryMiB),
+          AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+          AWS_EXECUTION_ENV: `AWS_Lambda_${fn.runtime}`,
+          LAMBDA_TASK_ROOT: fn.assetDir,
+          _HANDLER: fn.handler,
+          PROVISIONER_LAMBDA_TIMEOUT_SECONDS: String(fn.timeoutSeconds),
+        };
+        const subs: Substitutions = {
+          replace,
+          unset,
+          add: {
+            ...endpoints,
+            ...lambdaRuntime,
+            // where the template's Cognito and Secrets Manager answer here: moto
+            PROVISIONER_COGNITO_ENDPOINT: motoEndpoint,
+            AWS_ENDPOINT_URL_SECRETS_MANAGER: motoEndpoint,
+            [LAMBDA_EVENTS_FILE_ENV]: lambdaEventsFile,
+            ...(opts.apiEnv as Record<string, string> | undefined),
+          },
+        };
+        plan.functions[id] = {
+          name: fn.name,
+          assetDir: fn.assetDir,
+          handler: fn.handler,
+          timeoutSeconds: fn.timeoutSeconds,
+          memoryMiB: fn.memoryMiB,
+          environment: { ...baseProcessEnv(), ...localEnvironment(fn.name, fn.environment, subs) },
+        };
+      }
+      const planFile = join(opts.dataDir, 'shipped-api.json');
+      writeFileSync(planFile, JSON.stringify(plan, null, 2));
+      const [apiCmd, apiArgs] = tsEntry('local/api-server-shipped.ts');
+      api = track(
+        spawnManaged('api', apiCmd, apiArgs, {
+          cwd: PROJECT_ROOT,
+          env: {
+            ...baseProcessEnv(),
+            PROVISIONER_API_PORT: String(ports.api),
+            [SHIPPED_API_PLAN_ENV]: planFile,
+          },
+          logFile: join(logs, 'api.log'),
+        }),
+      );
+    } else {
+      const [workerCmd, workerArgs] = tsEntry(
+        opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
+      );
+      worker = spawnTracked('worker', workerCmd, workerArgs, {
         cwd: PROJECT_ROOT,
-        env: {
-          ...serviceEnv,
-          ...opts.apiEnv,
-          ...awsCallRecording(opts.awsCallsFile, 'api:unknown'),
-          PROVISIONER_API_TOKEN: opts.token,
-          PROVISIONER_API_PORT: String(ports.api),
-          PROVISIONER_USER_POOL_ID: pool.userPoolId,
-          PROVISIONER_USER_POOL_CLIENT_ID: pool.userPoolClientId,
-          PROVISIONER_COGNITO_ENDPOINT: motoEndpoint,
-        },
-        logFile: join(logs, 'api.log'),
-      }),
-    );
+        env: { ...serviceEnv, ...opts.workerEnv, ...awsCallRecording(opts.awsCallsFile, 'worker') },
+        logFile: join(logs, 'worker.log'),
+      });
+
+      // each request's calls are the Lambda of its route group's (local/api-server.ts)
+      const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
+      api = track(
+        spawnManaged('api', apiCmd, apiArgs, {
+          cwd: PROJECT_ROOT,
+          env: {
+            ...serviceEnv,
+            ...opts.apiEnv,
+            ...awsCallRecording(opts.awsCallsFile, 'api:unknown'),
+            PROVISIONER_API_TOKEN: opts.token,
+            PROVISIONER_API_PORT: String(ports.api),
+            PROVISIONER_USER_POOL_ID: pool.userPoolId,
+            PROVISIONER_USER_POOL_CLIENT_ID: pool.userPoolClientId,
+            PROVISIONER_COGNITO_ENDPOINT: motoEndpoint,
+          },
+          logFile: join(logs, 'api.log'),
+        }),
+      );
+    }
 
     const apiUrl = `http://${LOOPBACK}:${ports.api}`;
     await Promise.all([
@@ -307,6 +449,15 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       userPoolClientId: pool.userPoolClientId,
       motoEndpoint,
       tableName,
+      artifacts,
+      ...(shipped
+        ? {
+            cdkOut: shipped.assembly.cdkOut,
+            workerApp: shipped.workerApp,
+            shippedApiPlan: join(opts.dataDir, 'shipped-api.json'),
+            lambdaEventsFile: join(opts.dataDir, 'lambda-events.jsonl'),
+          }
+        : {}),
     };
     // The server lists a dead worker's pollers for a minute after it is gone: a restarted
     // worker is ready once a poller of its own (the SDK's identity, `<pid>@<host>`) is listed.
@@ -328,6 +479,27 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** The API token as the cloud keeps it, a Secrets Manager secret (moto's), which the bundles read. */
+async function createApiTokenSecret(
+  motoEndpoint: string,
+  region: string,
+  token: string,
+): Promise<string> {
+  const client = new SecretsManagerClient({
+    region,
+    endpoint: motoEndpoint,
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
+  try {
+    const out = await client.send(
+      new CreateSecretCommand({ Name: 'provisioner/local/api-token', SecretString: token }),
+    );
+    return out.ARN!;
+  } finally {
+    client.destroy();
   }
 }
 

@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../local/processes';
+import { artifactsFromEnv } from '../../local/shipped';
 import { startStack, type RunningStack } from '../../local/stack';
 
 declare global {
@@ -18,6 +19,9 @@ export default async function globalSetup(): Promise<void> {
   // Node 20 is what this machine has; the SDK's notice about Node 22 is known (Lambdas run on 22).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const dir = mkdtempSync(join(tmpdir(), 'provisioner-it-'));
+  // PROVISIONER_ARTIFACTS=shipped (npm run test:shipped): the API runs the Lambda bundles of a
+  // `cdk synth` made once for this run (or PROVISIONER_CDK_OUT's), the worker its image's build
+  const artifacts = artifactsFromEnv();
   const ports = {
     api: await freePort(),
     temporal: await freePort(),
@@ -44,8 +48,10 @@ export default async function globalSetup(): Promise<void> {
       // containers look at their host and their Run Command often
       PROVISIONER_CONTAINER_POLL: '500ms',
     },
-    // every AWS action the worker and each API group call, for the IAM check (zz-aws-calls.test.ts)
-    awsCallsFile: join(dir, 'aws-calls.txt'),
+    artifacts,
+    // every AWS action the worker and each API group call, for the IAM check (zz-aws-calls.test.ts);
+    // the bundles carry their own SDK, which the recorder does not wrap
+    ...(artifacts === 'sources' ? { awsCallsFile: join(dir, 'aws-calls.txt') } : {}),
     log: (line) => process.stderr.write(`[stack] ${line}\n`),
   });
   globalThis.__PROVISIONER_STACK__ = stack;

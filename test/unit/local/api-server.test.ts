@@ -69,6 +69,74 @@ describe('local API server', () => {
     expect(seen[0]?.group).toBe('models');
   });
 
+  it('builds payload 2.0 as the HTTP API does: cookies apart, repeats joined, a form body base64-encoded', async () => {
+    const body = '{"name":"a"}';
+    const res = await fetch(`${base}/v1/models?tag=a&tag=b`, {
+      method: 'POST',
+      headers: [
+        ['Content-Type', 'application/x-www-form-urlencoded'],
+        ['Cookie', 'first=1; second=2'],
+      ],
+      body,
+    });
+    expect(res.status).toBe(200);
+    const { event } = seen[0]!;
+    expect(res.headers.get('apigw-requestid')).toBe(event.requestContext.requestId);
+    expect(event).toMatchObject({
+      routeKey: 'POST /v1/models',
+      rawQueryString: 'tag=a&tag=b',
+      queryStringParameters: { tag: 'a,b' },
+      cookies: ['first=1', 'second=2'],
+      isBase64Encoded: true,
+      body: Buffer.from(body).toString('base64'),
+    });
+    expect(event.headers.cookie).toBeUndefined();
+    expect(event.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(event.headers['x-forwarded-proto']).toBe('https');
+    expect(event.headers['x-amzn-trace-id']).toMatch(/^Root=1-[0-9a-f]{8}-[0-9a-f]{24}$/);
+    expect(event.requestContext.time).toMatch(
+      /^\d{2}\/[A-Z][a-z]{2}\/\d{4}:\d{2}:\d{2}:\d{2} \+0000$/,
+    );
+    expect(event.requestContext.http.sourceIp).toBe('127.0.0.1');
+  });
+
+  it('joins a repeated header with commas, as the HTTP API does', async () => {
+    const port = (server.address() as AddressInfo).port;
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(
+          'GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Extra: one\r\nX-Extra: two\r\nConnection: close\r\n\r\n',
+        ),
+      );
+      socket.on('data', () => undefined);
+      socket.on('end', () => resolve());
+      socket.on('error', reject);
+    });
+    expect(seen[0]?.event.headers['x-extra']).toBe('one,two');
+  });
+
+  it('passes JSON and text bodies as text, and a body without a content type base64-encoded', async () => {
+    await fetch(`${base}/v1/models`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: '{"name":"j"}',
+    });
+    expect(seen[0]?.event).toMatchObject({ body: '{"name":"j"}', isBase64Encoded: false });
+    const { request } = await import('node:http');
+    await new Promise<void>((resolve, reject) => {
+      const req = request(`${base}/v1/models`, { method: 'POST' }, (res) => {
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', reject);
+      req.end('{"name":"n"}');
+    });
+    expect(seen[1]?.event).toMatchObject({
+      body: Buffer.from('{"name":"n"}').toString('base64'),
+      isBase64Encoded: true,
+    });
+  });
+
   it('sends unmatched paths to the $default route', async () => {
     await fetch(`${base}/nothing/here`);
     expect(seen[0]?.event.routeKey).toBe('$default');

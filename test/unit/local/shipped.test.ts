@@ -1,0 +1,106 @@
+import { isTextMediaType, requestTime } from '../../../local/api-server';
+import { localEnvironment, type Substitutions } from '../../../local/shipped';
+import { templateRouter } from '../../../local/shipped-api';
+
+describe('shipped artifacts: routing by the template', () => {
+  const route = templateRouter([
+    { routeKey: '$default', functionLogicalId: 'Models' },
+    { routeKey: 'GET /v1/models/{model}', functionLogicalId: 'Models' },
+    { routeKey: 'GET /v1/models/{model}/status', functionLogicalId: 'Status' },
+    { routeKey: 'DELETE /v1/models/{model}/machines/{id}', functionLogicalId: 'Machines' },
+    { routeKey: 'GET /v1/audit', functionLogicalId: 'Identity' },
+    { routeKey: 'GET /v1/{anything}', functionLogicalId: 'Wrong' },
+  ]);
+
+  it('picks the route key, decoded path parameters and the function of the matching route', () => {
+    expect(route('DELETE', '/v1/models/demo/machines/0%2Flxd%2F1')).toEqual({
+      routeKey: 'DELETE /v1/models/{model}/machines/{id}',
+      pathParameters: { model: 'demo', id: '0/lxd/1' },
+      target: 'Machines',
+    });
+    expect(route('GET', '/v1/models/demo/status')).toMatchObject({ target: 'Status' });
+  });
+
+  it('prefers a literal segment to a parameter, as API Gateway does', () => {
+    expect(route('GET', '/v1/audit')).toEqual({
+      routeKey: 'GET /v1/audit',
+      pathParameters: {},
+      target: 'Identity',
+    });
+  });
+
+  it('sends another method, an unknown path or a malformed escape to $default', () => {
+    expect(route('POST', '/v1/models/demo')).toEqual({ routeKey: '$default', target: 'Models' });
+    expect(route('GET', '/v2/x/y')).toEqual({ routeKey: '$default', target: 'Models' });
+    expect(route('GET', '/v1/models/%E0%A4%A')).toEqual({ routeKey: '$default', target: 'Models' });
+  });
+});
+
+describe('shipped artifacts: the template’s environment, made local', () => {
+  const subs: Substitutions = {
+    replace: { PROVISIONER_TABLE: 'provisioner', TEMPORAL_ADDRESS: '127.0.0.1:7233' },
+    unset: { TEMPORAL_API_KEY_SECRET_ARN: 'no key locally' },
+    add: { DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000' },
+  };
+
+  it('keeps literals, replaces what has a local value, leaves out what has none, adds the endpoints', () => {
+    expect(
+      localEnvironment(
+        'Api/ModelsHandler',
+        {
+          NODE_OPTIONS: '--enable-source-maps',
+          PROVISIONER_TABLE: { Ref: 'StateTable962DE04C' },
+          TEMPORAL_ADDRESS: 'provisioner-dev.ACCOUNT.tmprl.cloud:7233',
+          TEMPORAL_API_KEY_SECRET_ARN: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::AccountId' }]] },
+        },
+        subs,
+      ),
+    ).toEqual({
+      NODE_OPTIONS: '--enable-source-maps',
+      PROVISIONER_TABLE: 'provisioner',
+      TEMPORAL_ADDRESS: '127.0.0.1:7233',
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000',
+    });
+  });
+
+  it('never sets a variable the template does not set for the function', () => {
+    expect(localEnvironment('Api/StatusHandler', { NODE_OPTIONS: '--x' }, subs)).toEqual({
+      NODE_OPTIONS: '--x',
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000',
+    });
+  });
+
+  it('stops at an intrinsic with no local value, naming the function and the variable', () => {
+    expect(() =>
+      localEnvironment('Api/IdentityHandler', { NEW_THING: { Ref: 'SomeQueue' } }, subs),
+    ).toThrow(
+      'Api/IdentityHandler: the template sets NEW_THING to {"Ref":"SomeQueue"}, which has no local value',
+    );
+  });
+});
+
+describe('HTTP API details', () => {
+  it('treats text, JSON and XML media types as text, anything else as binary', () => {
+    for (const t of [
+      'text/plain',
+      'application/json; charset=utf-8',
+      'application/problem+json',
+      'application/xml',
+    ])
+      expect({ t, text: isTextMediaType(t) }).toEqual({ t, text: true });
+    for (const t of [
+      undefined,
+      '',
+      'application/x-www-form-urlencoded',
+      'application/octet-stream',
+      'multipart/form-data',
+    ])
+      expect({ t, text: isTextMediaType(t) }).toEqual({ t, text: false });
+  });
+
+  it('writes requestContext.time as API Gateway does', () => {
+    expect(requestTime(new Date(Date.UTC(2026, 10, 5, 7, 4, 9)))).toBe(
+      '05/Nov/2026:07:04:09 +0000',
+    );
+  });
+});
