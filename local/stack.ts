@@ -23,6 +23,8 @@ export interface StackPorts {
   moto: number;
   /** The Price List API emulator; a free port when not given. */
   pricing?: number;
+  /** The Temporal server's Prometheus `/metrics`; a port of the server's choosing when not given. */
+  temporalMetrics?: number;
 }
 
 export interface StackOptions {
@@ -35,6 +37,13 @@ export interface StackOptions {
   namespace?: string;
   /** Extra environment for the worker (tuning such as PROVISIONER_RETRY_DELAY). */
   workerEnv?: NodeJS.ProcessEnv;
+  /**
+   * Worker processes polling the task queue (default 1): `worker`, then
+   * `worker-2`, `worker-3`…, each with the same environment and its own log.
+   */
+  workers?: number;
+  /** Node options of the worker processes, before the entry point (e.g. `--cpu-prof`). */
+  workerNodeArgs?: string[];
   /** Extra environment for the local API server (e.g. the benchmark's PROVISIONER_METRICS_FILE). */
   apiEnv?: NodeJS.ProcessEnv;
   /**
@@ -63,9 +72,14 @@ export interface RunningStack {
 
 const LOOPBACK = '127.0.0.1';
 
-/** Runs a TypeScript entry point of this project in a child Node process. */
-export function tsEntry(entry: string): [string, string[]] {
-  return [process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, entry)]];
+/** Runs a TypeScript entry point of this project in a child Node process (`nodeArgs` first). */
+export function tsEntry(entry: string, nodeArgs: readonly string[] = []): [string, string[]] {
+  return [process.execPath, [...nodeArgs, '--import', 'tsx', join(PROJECT_ROOT, entry)]];
+}
+
+/** The stack's name of its `i`th worker process (0-based): `worker`, `worker-2`, … */
+export function workerName(i: number): string {
+  return i === 0 ? 'worker' : `worker-${i + 1}`;
 }
 
 /**
@@ -155,6 +169,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         'synchronous=off',
         '--log-level',
         'warn',
+        ...(ports.temporalMetrics !== undefined
+          ? ['--metrics-port', String(ports.temporalMetrics)]
+          : []),
         ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
           '--search-attribute',
           `${sa.name}=${sa.cliType}`,
@@ -254,12 +271,19 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
 
     const [workerCmd, workerArgs] = tsEntry(
       opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
+      opts.workerNodeArgs,
     );
-    const worker = spawnTracked('worker', workerCmd, workerArgs, {
-      cwd: PROJECT_ROOT,
-      env: { ...serviceEnv, ...opts.workerEnv, ...awsCallRecording(opts.awsCallsFile, 'worker') },
-      logFile: join(logs, 'worker.log'),
-    });
+    const workers = Array.from({ length: Math.max(1, opts.workers ?? 1) }, (_, i) =>
+      spawnTracked(workerName(i), workerCmd, workerArgs, {
+        cwd: PROJECT_ROOT,
+        env: {
+          ...serviceEnv,
+          ...opts.workerEnv,
+          ...awsCallRecording(opts.awsCallsFile, 'worker'),
+        },
+        logFile: join(logs, `${workerName(i)}.log`),
+      }),
+    );
 
     // each request's calls are the Lambda of its route group's (local/api-server.ts)
     const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
@@ -283,7 +307,14 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     const apiUrl = `http://${LOOPBACK}:${ports.api}`;
     await Promise.all([
       waitUntilHealthy(api, 'API server', () => httpAnswers(`${apiUrl}/v1/models`), 60_000),
-      waitUntilHealthy(worker, 'worker', () => workerPolling(temporalAddress, namespace), 120_000),
+      ...workers.map((worker) =>
+        waitUntilHealthy(
+          worker,
+          worker.name,
+          () => workerPolling(temporalAddress, namespace, `${worker.child.pid}@`),
+          120_000,
+        ),
+      ),
       waitUntilHealthy(
         temporal,
         'Temporal Web UI',
