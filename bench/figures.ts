@@ -65,6 +65,10 @@ export interface ProvisionerResult {
   launchedMs?: number;
   /** From the request to every machine's instance `running` per DescribeInstances. */
   runningMs?: number;
+  /** From the request to every machine's recorded instanceStatus `running` (bounded: 2 min after runningMs). */
+  statusRunningMs?: number;
+  /** Machines whose recorded instanceStatus was `running` when that wait ended. */
+  statusRunning?: number;
   /** Progress when the wait ended. */
   launched: number;
   running: number;

@@ -428,6 +428,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ),
   };
   const actionsAfter = await serverActions(ctx.metricsUrl);
+  if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
   if (actionsBefore !== undefined && actionsAfter !== undefined) {
     p.serverActions = actionsAfter - actionsBefore;
   } else {
@@ -467,6 +468,38 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   );
   p.teardown = await destroyModel(ctx);
   return p;
+}
+
+/**
+ * After EC2 says every instance runs: how long until every machine's
+ * recorded instanceStatus says so too (what the status answer shows). Locally
+ * the sweeper's listing carries it (every PROVISIONER_SWEEP_INTERVAL); in the
+ * cloud, EC2's state-change events do (EventBridge → instance-events).
+ * Bounded at two minutes.
+ */
+async function statusCatchesUp(
+  ctx: PhaseContext,
+  p: ProvisionerResult,
+  start: number,
+): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const machines = await ctx.repo.listMachines(MODEL);
+      p.statusRunning = machines.filter((m) => m.instanceStatus === 'running').length;
+      if (p.statusRunning >= ctx.n) {
+        p.statusRunningMs = performance.now() - start;
+        ctx.log(
+          `N=${ctx.n}: every machine's instanceStatus running after ${(p.statusRunningMs / 1000).toFixed(1)} s`,
+        );
+        return;
+      }
+    } catch {
+      // polled again
+    }
+    if (Date.now() > deadline) return;
+    await sleep(1000);
+  }
 }
 
 /** CPU seconds so far of each of the stack's processes, and of this one (the EC2 proxy runs in it). */

@@ -67,6 +67,12 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('API answer', (i) => seconds(p[i]?.apiAnswerMs)),
     row('all launched (instance id)', (i) => seconds(p[i]?.launchedMs)),
     row('all running per EC2', (i) => seconds(p[i]?.runningMs)),
+    row('instanceStatus running, all (table)', (i) => {
+      const x = p[i];
+      if (!x || x.runningMs === undefined) return '—';
+      if (x.statusRunningMs === undefined) return `${x.statusRunning ?? 0} of ${x.n} after 2 min`;
+      return `${seconds(x.statusRunningMs)} (+${seconds(x.statusRunningMs - x.runningMs)})`;
+    }),
     row('launched / running at end', (i) =>
       p[i] ? `${p[i].launched} / ${p[i].running}${p[i].timedOut ? ' (timed out)' : ''}` : '—',
     ),
