@@ -8,7 +8,7 @@ import { InstanceOwners } from '../activities/instance-owners';
 import { TAG_MODEL } from '../activities/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
-import { startStack, type RunningStack } from '../local/stack';
+import { startStack, workerName, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
 import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
@@ -206,6 +206,13 @@ async function api(
   return { status: res.status, json };
 }
 
+/** Every worker's DynamoDB totals: the first's file, then `<file>.worker-2`… (local/stack.ts). */
+function workerTotals(ctx: PhaseContext): CapacityTotals[] {
+  return Array.from({ length: ctx.workers }, (_, i) =>
+    readTotals(i === 0 ? ctx.metrics.worker : `${ctx.metrics.worker}.${workerName(i)}`),
+  );
+}
+
 function readTotals(file: string): CapacityTotals {
   if (!existsSync(file)) return { readUnits: 0, writeUnits: 0, calls: {}, failed: {} };
   return JSON.parse(readFileSync(file, 'utf8')) as CapacityTotals;
@@ -338,7 +345,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     throttled: 0,
   };
   await sleep(1500); // a metrics flush after the model's creation
-  const capacityBefore = [readTotals(ctx.metrics.worker), readTotals(ctx.metrics.api)];
+  const capacityBefore = [...workerTotals(ctx), readTotals(ctx.metrics.api)];
   await resetStats(info.ec2Endpoint);
   let ownDescribes = 0;
   let ownThrottled = 0;
@@ -447,10 +454,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   p.workerPeakRssBytes = peakRss(ctx.stack.processes.find((x) => x.name === 'worker')?.child.pid);
 
   await sleep(1500); // the last metrics flush
-  p.capacity = capacitySince(capacityBefore, [
-    readTotals(ctx.metrics.worker),
-    readTotals(ctx.metrics.api),
-  ]);
+  p.capacity = capacitySince(capacityBefore, [...workerTotals(ctx), readTotals(ctx.metrics.api)]);
 
   machines = await ctx.repo.listMachines(MODEL);
   const audit = auditInstances(

@@ -4,6 +4,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
+import { METRICS_FILE_ENV } from '../config/capacity-meter';
 import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
@@ -75,6 +76,16 @@ const LOOPBACK = '127.0.0.1';
 /** Runs a TypeScript entry point of this project in a child Node process (`nodeArgs` first). */
 export function tsEntry(entry: string, nodeArgs: readonly string[] = []): [string, string[]] {
   return [process.execPath, [...nodeArgs, '--import', 'tsx', join(PROJECT_ROOT, entry)]];
+}
+
+/**
+ * What differs between worker processes: each writes its DynamoDB metering
+ * (PROVISIONER_METRICS_FILE) to a file of its own, `<file>.<name>` after the
+ * first, so two workers never overwrite each other's totals.
+ */
+function perWorker(env: NodeJS.ProcessEnv | undefined, i: number): NodeJS.ProcessEnv {
+  const file = env?.[METRICS_FILE_ENV];
+  return file && i > 0 ? { [METRICS_FILE_ENV]: `${file}.${workerName(i)}` } : {};
 }
 
 /** The stack's name of its `i`th worker process (0-based): `worker`, `worker-2`, … */
@@ -279,6 +290,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         env: {
           ...serviceEnv,
           ...opts.workerEnv,
+          ...perWorker(opts.workerEnv, i),
           ...awsCallRecording(opts.awsCallsFile, 'worker'),
         },
         logFile: join(logs, `${workerName(i)}.log`),
