@@ -13,9 +13,31 @@ import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from './placement-groups';
 import { SingleFlight } from './single-flight';
 import type { ProvisioningStore } from '../state/provisioning';
-import type { ModelRecord } from '../state/types';
-import { buildLaunchPlan, LaunchPlanError } from './plan';
+import type { MachineRecord, ModelRecord } from '../state/types';
+import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
+
+/** How long machines alike (model, base, constraints, placement, groups) share one plan. */
+export const PLAN_REUSE_MS = 30_000;
+
+/** What a plan is made from, but the catalogue, prices and images (each cached on its own). */
+function planKey(
+  model: ModelRecord,
+  machine: MachineRecord,
+  zones: ReadonlyArray<{ name: string }>,
+): string {
+  return JSON.stringify([
+    model.name,
+    model.region,
+    model.uid ?? '',
+    model.availabilitySets === true,
+    machine.base,
+    machine.constraints ?? '',
+    machine.placement ?? '',
+    [...(machine.applications ?? [])].sort(),
+    zones.map((z) => z.name),
+  ]);
+}
 
 /** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
 async function findSubnet(
@@ -84,6 +106,10 @@ export function launchActivities(
   const claims = claimCoalescer(store);
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
+  const plans = new Map<
+    string,
+    { plan: LaunchPlan; catalogue: unknown; prices: unknown; at: number }
+  >();
 
   /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
   async function planFor(ref: MachineRef): Promise<LaunchPlan> {
@@ -101,6 +127,33 @@ export function launchActivities(
       // never throws: an unreadable price list gives no prices (size order)
       deps.prices?.forRegion(model.region),
     ]);
+    // Machines of one request share their plan: it is made once (matching the whole
+    // catalogue is the costly part) and reused while the catalogue, prices and zones are
+    // the same objects, for at most PLAN_REUSE_MS.
+    const key = planKey(model, machine, zones);
+    const reused = plans.get(key);
+    if (
+      reused &&
+      reused.catalogue === catalogue &&
+      reused.prices === prices &&
+      Date.now() - reused.at < PLAN_REUSE_MS
+    ) {
+      return { ...reused.plan, applications: [...(machine.applications ?? [])] };
+    }
+    const plan = await buildPlan(model, machine, catalogue, zones, prices, regional);
+    if (plans.size >= 1000) plans.clear();
+    plans.set(key, { plan, catalogue, prices, at: Date.now() });
+    return plan;
+  }
+
+  async function buildPlan(
+    model: ModelRecord,
+    machine: MachineRecord,
+    catalogue: PlanInputs['catalogue'],
+    zones: ReadonlyArray<{ name: string }>,
+    prices: ReadonlyMap<string, number> | undefined,
+    regional: ReturnType<ActivityDeps['ec2ForRegion']>,
+  ): Promise<LaunchPlan> {
     try {
       const plan = await buildLaunchPlan({
         model,
@@ -257,7 +310,10 @@ export function launchActivities(
 /**
  * Heartbeats while the work waits (for its batch, EC2's rate limits, the
  * answer), so a worker that dies is noticed within the heartbeat timeout and
- * the retried launch finds what its batch launched.
+ * the retried launch finds what its batch launched. Each heartbeat that
+ * reaches Temporal is a billed action, so none is sent at the start: the
+ * first after HEARTBEAT_EVERY_MS (well inside the shortest heartbeat timeout
+ * given, 15 s), then one as often; most launches are answered before it.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   let context: Context | undefined;
@@ -267,14 +323,16 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
     return work();
   }
   const active = context;
-  active.heartbeat();
-  const timer = setInterval(() => active.heartbeat(), 2_000);
+  const timer = setInterval(() => active.heartbeat(), HEARTBEAT_EVERY_MS);
   try {
     return await work();
   } finally {
     clearInterval(timer);
   }
 }
+
+/** How often a waiting activity heartbeats, the first time included. */
+export const HEARTBEAT_EVERY_MS = 5_000;
 
 /** The EC2 code of a launch failure (classified or not). */
 function launchErrorCode(err: unknown): string | undefined {

@@ -11,9 +11,13 @@ export interface BenchArgs {
   launch: boolean;
   /** The removal phase (N units deployed, then destroy-model); off with `--no-removal`. */
   removal: boolean;
+  /** Worker processes on each size's stack, all polling the one task queue. */
+  workers: number;
+  /** Profile the workers' CPU (`node --cpu-prof`) and print where the launch phase's time went. */
+  cpuProfile: boolean;
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -35,6 +39,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     floor: true,
     launch: true,
     removal: true,
+    workers: 1,
+    cpuProfile: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i] ?? '';
@@ -61,6 +67,20 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         break;
       case '--no-removal':
         args.removal = false;
+        break;
+      case '--workers': {
+        const text = value();
+        const k = Number(text);
+        if (!Number.isInteger(k) || k < 1 || k > 8) {
+          throw new BenchArgsError(
+            `--workers takes a whole number from 1 to 8, got ${String(text)}`,
+          );
+        }
+        args.workers = k;
+        break;
+      }
+      case '--cpu-prof':
+        args.cpuProfile = true;
         break;
       case '--removal-only':
         args.launch = false;

@@ -33,6 +33,24 @@ export interface TemporalUse {
   workflowTasks: number;
   activityTasks: number;
   activityRetries: number;
+  /** Local activities run (one marker each). */
+  localActivities?: number;
+  /** Workflow tasks that ran local activities (one action each, however many they ran). */
+  localActivityTasks?: number;
+  /** Workflow and activity tasks by the identity of the worker that took them (`<pid>@<host>`). */
+  byIdentity?: Record<string, { workflowTasks: number; activityTasks: number }>;
+}
+
+/** CPU seconds per process over the launch phase (from the request to all running). */
+export interface CpuUse {
+  /** Process name (`worker`, `worker-2`, `api`, `temporal`, `dynamodb`, `moto`, `bench`) → CPU seconds. */
+  seconds: Record<string, number>;
+  /** The launch phase's length, wall clock, ms. */
+  wallMs: number;
+  /** Worker process name → its identity's pid. */
+  workerPids?: Record<string, number>;
+  /** The phase in the monotonic clock, µs (CPU profiles are cut to it). */
+  windowUs?: { fromUs: number; toUs: number };
 }
 
 export interface ProvisionerResult {
@@ -47,6 +65,10 @@ export interface ProvisionerResult {
   launchedMs?: number;
   /** From the request to every machine's instance `running` per DescribeInstances. */
   runningMs?: number;
+  /** From the request to every machine's recorded instanceStatus `running` (bounded: 2 min after runningMs). */
+  statusRunningMs?: number;
+  /** Machines whose recorded instanceStatus was `running` when that wait ended. */
+  statusRunning?: number;
   /** Progress when the wait ended. */
   launched: number;
   running: number;
@@ -61,6 +83,12 @@ export interface ProvisionerResult {
   temporal?: TemporalUse;
   /** Worker's peak resident set (VmHWM), bytes. */
   workerPeakRssBytes?: number;
+  /** CPU per process over the launch phase. */
+  cpu?: CpuUse;
+  /** The Temporal server's own `action` metric over the launch phase (heartbeats included), when it has one. */
+  serverActions?: number;
+  /** Where the workers' CPU went in the launch phase (`--cpu-prof`), as text. */
+  profile?: string;
   /** Destroying the model once its machines ran (issue 30). */
   teardown?: TeardownResult;
 }
@@ -107,6 +135,11 @@ export interface DerivedFigures {
   actionsPerMachine?: number;
   workflowTasksPerMachine?: number;
   activityTasksPerMachine?: number;
+  /** Actions as passes before this one counted them: each local activity one. */
+  actionsEachMarkerPerMachine?: number;
+  serverActionsPerMachine?: number;
+  /** CPU milliseconds of all workers together per machine. */
+  workerCpuMsPerMachine?: number;
 }
 
 export function ratio(a: number | undefined, b: number | undefined): number | undefined {
@@ -147,7 +180,25 @@ export function derive(result: SizeResult): DerivedFigures {
     actionsPerMachine: perWorkflow(t?.actions),
     workflowTasksPerMachine: perWorkflow(t?.workflowTasks),
     activityTasksPerMachine: perWorkflow(t?.activityTasks),
+    actionsEachMarkerPerMachine: perWorkflow(
+      t ? t.actions - (t.localActivityTasks ?? 0) + (t.localActivities ?? 0) : undefined,
+    ),
+    serverActionsPerMachine: p.serverActions === undefined ? undefined : p.serverActions / n,
+    workerCpuMsPerMachine: p.cpu ? (1000 * workerCpuSeconds(p.cpu)) / n : undefined,
   };
+}
+
+/** CPU seconds of every worker process of the run. */
+export function workerCpuSeconds(cpu: CpuUse): number {
+  return sum(
+    Object.entries(cpu.seconds)
+      .filter(([name]) => isWorker(name))
+      .map(([, s]) => s),
+  );
+}
+
+export function isWorker(name: string): boolean {
+  return name === 'worker' || name.startsWith('worker-');
 }
 
 export type Verdict = 'pass' | 'FAIL' | 'n/a';
@@ -211,6 +262,56 @@ export function checkScaleTargets(result: SizeResult): TargetCheck[] {
     check('teardown: throttled = 0', t?.throttled, (v) => v === 0),
     check('teardown: left running = 0', t?.leftRunning, (v) => v === 0),
     check('teardown: others terminated = 0', t?.othersTerminated, (v) => v === 0),
+  ];
+}
+
+/** Issue 26's targets at N = 1,000 (shown at every size). */
+export const SCALE_OUT_TARGETS = {
+  workerCpuMsPerMachine: 10,
+  actionsPerMachine: 5,
+  launchedVsFloor: 6,
+  capacityUnitsPerMachine: 2,
+} as const;
+
+/** Issue 26's checks: worker CPU and Temporal actions per machine, the launch's time, DynamoDB units, nothing lost. */
+export function checkScaleOutTargets(result: SizeResult): TargetCheck[] {
+  const p = result.provisioner;
+  const d = derive(result);
+  const t = SCALE_OUT_TARGETS;
+  return [
+    check(
+      `worker CPU per machine ≤ ${t.workerCpuMsPerMachine} ms`,
+      d.workerCpuMsPerMachine,
+      (v) => v <= t.workerCpuMsPerMachine,
+      1,
+    ),
+    check(
+      `Temporal actions per machine ≤ ${t.actionsPerMachine}`,
+      d.actionsPerMachine,
+      (v) => v <= t.actionsPerMachine,
+      1,
+    ),
+    check(
+      `all launched ≤ ${t.launchedVsFloor} × floor`,
+      d.launchedVsFloor,
+      (v) => v <= t.launchedVsFloor,
+      1,
+    ),
+    check(
+      `DynamoDB RCU per machine ≤ ${t.capacityUnitsPerMachine}`,
+      d.readUnitsPerMachine,
+      (v) => v <= t.capacityUnitsPerMachine,
+    ),
+    check(
+      `DynamoDB WCU per machine ≤ ${t.capacityUnitsPerMachine}`,
+      d.writeUnitsPerMachine,
+      (v) => v <= t.capacityUnitsPerMachine,
+    ),
+    check(
+      'in error + duplicates + strays = 0',
+      p ? p.inError + p.duplicates + p.strays : undefined,
+      (v) => v === 0,
+    ),
   ];
 }
 

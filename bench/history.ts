@@ -4,23 +4,36 @@ import type { TemporalUse } from './figures';
  * Counts over one workflow's history, read by attribute presence (the shape
  * of `temporal.api.history.v1.HistoryEvent`). An "action" follows Temporal
  * Cloud's billing: the workflow's start, each activity attempt (retries
- * included: a started event carries its attempt number), each timer, signal,
- * search-attribute upsert, marker (local activity, side effect), child
- * workflow start and external signal.
+ * included: a started event carries its attempt number), each timer,
+ * signal, search-attribute upsert, child workflow start, external signal
+ * and marker other than a local activity's, and one for all the local
+ * activities a workflow task ran (their markers name the task that
+ * completed them). Activity heartbeats are actions too but leave nothing in
+ * the history: the bench reads them, with every other action, from the
+ * Temporal server's own `action` metric (bench/run-size.ts).
  */
 export interface HistoryEventLike {
   workflowExecutionStartedEventAttributes?: unknown;
-  workflowTaskStartedEventAttributes?: unknown;
+  workflowTaskStartedEventAttributes?: { identity?: string | null } | null;
   activityTaskScheduledEventAttributes?: unknown;
-  activityTaskStartedEventAttributes?: { attempt?: number | null } | null;
+  activityTaskStartedEventAttributes?: {
+    attempt?: number | null;
+    identity?: string | null;
+  } | null;
   timerStartedEventAttributes?: unknown;
   workflowExecutionSignaledEventAttributes?: unknown;
   upsertWorkflowSearchAttributesEventAttributes?: unknown;
-  markerRecordedEventAttributes?: unknown;
+  markerRecordedEventAttributes?: {
+    markerName?: string | null;
+    workflowTaskCompletedEventId?: number | string | { toString(): string } | null;
+  } | null;
   startChildWorkflowExecutionInitiatedEventAttributes?: unknown;
   signalExternalWorkflowExecutionInitiatedEventAttributes?: unknown;
   workflowPropertiesModifiedEventAttributes?: unknown;
 }
+
+/** The marker the SDKs record for each local activity's result. */
+export const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
 export function emptyTemporalUse(): TemporalUse {
   return {
@@ -30,6 +43,9 @@ export function emptyTemporalUse(): TemporalUse {
     workflowTasks: 0,
     activityTasks: 0,
     activityRetries: 0,
+    localActivities: 0,
+    localActivityTasks: 0,
+    byIdentity: {},
   };
 }
 
@@ -39,19 +55,31 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
   let scheduled = 0;
   let attempts = 0;
   let started = 0;
+  const localActivityTasks = new Set<string>();
+  const byIdentity = (into.byIdentity ??= {});
+  const of = (identity: string | null | undefined) =>
+    (byIdentity[identity || 'unknown'] ??= { workflowTasks: 0, activityTasks: 0 });
   for (const e of events) {
     if (e.workflowExecutionStartedEventAttributes) into.actions += 1;
-    if (e.workflowTaskStartedEventAttributes) into.workflowTasks += 1;
+    if (e.workflowTaskStartedEventAttributes) {
+      into.workflowTasks += 1;
+      of(e.workflowTaskStartedEventAttributes.identity).workflowTasks += 1;
+    }
     if (e.activityTaskScheduledEventAttributes) scheduled += 1;
     if (e.activityTaskStartedEventAttributes) {
       started += 1;
       attempts += Math.max(1, e.activityTaskStartedEventAttributes.attempt ?? 1);
+      of(e.activityTaskStartedEventAttributes.identity).activityTasks += 1;
     }
-    if (
+    const marker = e.markerRecordedEventAttributes;
+    if (marker && marker.markerName === LOCAL_ACTIVITY_MARKER) {
+      into.localActivities = (into.localActivities ?? 0) + 1;
+      localActivityTasks.add(String(marker.workflowTaskCompletedEventId ?? 'unknown'));
+    } else if (
+      marker ||
       e.timerStartedEventAttributes ||
       e.workflowExecutionSignaledEventAttributes ||
       e.upsertWorkflowSearchAttributesEventAttributes ||
-      e.markerRecordedEventAttributes ||
       e.startChildWorkflowExecutionInitiatedEventAttributes ||
       e.signalExternalWorkflowExecutionInitiatedEventAttributes ||
       e.workflowPropertiesModifiedEventAttributes
@@ -59,9 +87,28 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
       into.actions += 1;
     }
   }
+  // all the local activities one workflow task ran: one action
+  into.actions += localActivityTasks.size;
+  into.localActivityTasks = (into.localActivityTasks ?? 0) + localActivityTasks.size;
   // An activity still retrying has no started event yet: its attempts so far are not in the history.
   const activityAttempts = attempts + (scheduled - started);
   into.actions += activityAttempts;
   into.activityTasks += activityAttempts;
   into.activityRetries += attempts - started;
+}
+
+/**
+ * The sum of a counter's samples in Prometheus text exposition
+ * (`name{labels} value`, or `name_total`); undefined when it has none.
+ */
+export function sumMetric(text: string, name: string): number | undefined {
+  let total: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m || (m[1] !== name && m[1] !== `${name}_total`)) continue;
+    const v = Number(m[3]);
+    if (Number.isFinite(v)) total = (total ?? 0) + v;
+  }
+  return total;
 }

@@ -4,10 +4,16 @@ import { join } from 'node:path';
 import type { ManagedProcess } from '../local/processes';
 import { PROJECT_ROOT, type RunningStack } from '../local/stack';
 import { BenchArgsError, parseArgs, USAGE } from './args';
-import { checkScaleTargets, checkTargets, derive, type SizeResult } from './figures';
+import {
+  checkScaleOutTargets,
+  checkScaleTargets,
+  checkTargets,
+  derive,
+  type SizeResult,
+} from './figures';
 import { EC2_LATENCY, EC2_REQUEST_LIMITS, EC2_RESOURCE_LIMITS } from './proxy-admin';
 import { runSize } from './run-size';
-import { figuresTable, scaleTargetsTable, targetsTable } from './table';
+import { figuresTable, scaleOutTargetsTable, scaleTargetsTable, targetsTable } from './table';
 
 /**
  * `npm run bench`: for each size, a fresh private stack, the bare-SDK floor,
@@ -55,7 +61,9 @@ async function main(): Promise<void> {
   const log = (line: string) =>
     process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
   const revision = gitRevision();
-  log(`code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size`);
+  log(
+    `code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size; ${args.workers} worker(s)${args.cpuProfile ? ', CPU profiled' : ''}`,
+  );
 
   const results: SizeResult[] = [];
   const write = () => {
@@ -75,6 +83,7 @@ async function main(): Promise<void> {
           results.find((b) => b.n === 100),
         ),
         scaleTargets: checkScaleTargets(r),
+        scaleOutTargets: checkScaleOutTargets(r),
       })),
     };
     const text = `${JSON.stringify(doc, null, 2)}\n`;
@@ -94,6 +103,8 @@ async function main(): Promise<void> {
           floor: args.floor,
           launch: args.launch,
           removal: args.removal,
+          workers: args.workers,
+          cpuProfile: args.cpuProfile,
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),
@@ -121,6 +132,11 @@ async function main(): Promise<void> {
     targetsTable(results),
     '',
     scaleTargetsTable(results),
+    '',
+    scaleOutTargetsTable(results),
+    ...results.flatMap((r) =>
+      r.provisioner?.profile ? ['', `N=${r.n}, workers' ${r.provisioner.profile}`] : [],
+    ),
   ];
   const notes = results.flatMap((r) => r.notes.map((note) => `N=${r.n}: ${note}`));
   if (notes.length > 0) out.push('', 'Notes:', ...notes.map((note) => `- ${note}`));

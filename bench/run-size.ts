@@ -8,7 +8,7 @@ import { InstanceOwners } from '../activities/instance-owners';
 import { TAG_MODEL } from '../activities/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
-import { startStack, type RunningStack } from '../local/stack';
+import { startStack, workerName, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
 import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
@@ -23,7 +23,10 @@ import type {
 } from './figures';
 import { runFloor } from './floor';
 import { runRemoval } from './removal';
-import { countHistory, emptyTemporalUse } from './history';
+import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
+import { isWorker } from './figures';
+import { countHistory, emptyTemporalUse, sumMetric } from './history';
+import { profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
 
 const MODEL = 'bench';
@@ -40,6 +43,10 @@ export interface SizeOptions {
   launch: boolean;
   /** The removal phase (bench/removal.ts). */
   removal: boolean;
+  /** Worker processes on the stack. */
+  workers: number;
+  /** Profile the workers' CPU and summarize the launch phase's. */
+  cpuProfile: boolean;
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -55,6 +62,8 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     api: join(opts.dir, 'ddb-api.json'),
   };
   log(`N=${n}: starting a private stack (logs in ${opts.dir}/data/logs)`);
+  const profileDir = join(opts.dir, 'cpu-profiles');
+  const temporalMetrics = await freePort();
   const stack = await startStack({
     ports: {
       api: await freePort(),
@@ -63,7 +72,10 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
       dynamodb: await freePort(),
       ec2: await freePort(),
       moto: await freePort(),
+      temporalMetrics,
     },
+    workers: opts.workers,
+    ...(opts.cpuProfile ? { workerNodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
     token: randomBytes(16).toString('hex'),
     dataDir: join(opts.dir, 'data'),
     workerEnv: { [METRICS_FILE_ENV]: metrics.worker },
@@ -124,6 +136,7 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
         owners: InstanceOwners.ofTable(ddb, info.tableName),
         temporal,
         metrics,
+        metricsUrl: `http://127.0.0.1:${temporalMetrics}/metrics`,
         notes: result.notes,
       });
     }
@@ -137,7 +150,21 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     moto.destroy();
     ddb.destroy();
     log(`N=${n}: stopping the stack`);
+    if (opts.cpuProfile) {
+      // a worker writes its profiles as it exits: it is given time to drain and exit on its own
+      await Promise.all(stack.processes.filter((p) => isWorker(p.name)).map((p) => p.stop(90_000)));
+    }
     await stack.stop();
+  }
+  const p = result.provisioner;
+  if (opts.cpuProfile && p?.cpu?.windowUs) {
+    const profiles = readProfiles(profileDir);
+    if (profiles.length === 0) result.notes.push(`N=${n}: no CPU profile was written`);
+    else {
+      const summary = summarizeProfiles(profiles, p.cpu.windowUs);
+      p.profile = profileText(summary);
+      log(`N=${n}: workers' ${p.profile}`);
+    }
   }
   return result;
 }
@@ -151,6 +178,8 @@ interface PhaseContext extends SizeOptions {
   owners: InstanceOwners;
   temporal: Client;
   metrics: { worker: string; api: string };
+  /** The Temporal server's Prometheus metrics. */
+  metricsUrl: string;
   notes: string[];
 }
 
@@ -175,6 +204,13 @@ async function api(
     // keep the text
   }
   return { status: res.status, json };
+}
+
+/** Every worker's DynamoDB totals: the first's file, then `<file>.worker-2`… (local/stack.ts). */
+function workerTotals(ctx: PhaseContext): CapacityTotals[] {
+  return Array.from({ length: ctx.workers }, (_, i) =>
+    readTotals(i === 0 ? ctx.metrics.worker : `${ctx.metrics.worker}.${workerName(i)}`),
+  );
 }
 
 function readTotals(file: string): CapacityTotals {
@@ -309,10 +345,13 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     throttled: 0,
   };
   await sleep(1500); // a metrics flush after the model's creation
-  const capacityBefore = [readTotals(ctx.metrics.worker), readTotals(ctx.metrics.api)];
+  const capacityBefore = [...workerTotals(ctx), readTotals(ctx.metrics.api)];
   await resetStats(info.ec2Endpoint);
   let ownDescribes = 0;
   let ownThrottled = 0;
+  const actionsBefore = await serverActions(ctx.metricsUrl);
+  const cpuBefore = processCpu(ctx.stack);
+  const fromUs = Number(process.hrtime.bigint() / 1000n);
 
   log(`N=${n}: asking the API for ${n} machines`);
   const start = performance.now();
@@ -384,6 +423,24 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     await sleep(pollEvery);
   }
 
+  const cpuAfter = processCpu(ctx.stack);
+  p.cpu = {
+    seconds: cpuSince(cpuBefore, cpuAfter),
+    wallMs: performance.now() - start,
+    windowUs: { fromUs, toUs: Number(process.hrtime.bigint() / 1000n) },
+    workerPids: Object.fromEntries(
+      ctx.stack.processes
+        .filter((x) => isWorker(x.name) && x.child.pid !== undefined)
+        .map((x) => [x.name, x.child.pid!]),
+    ),
+  };
+  const actionsAfter = await serverActions(ctx.metricsUrl);
+  if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
+  if (actionsBefore !== undefined && actionsAfter !== undefined) {
+    p.serverActions = actionsAfter - actionsBefore;
+  } else {
+    ctx.notes.push(`N=${n}: the Temporal server reported no \`action\` metric`);
+  }
   if (pollErrors > 0)
     ctx.notes.push(`N=${n}: ${pollErrors} of the bench's polls failed and were retried`);
   const stats = await readStats(info.ec2Endpoint);
@@ -397,10 +454,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   p.workerPeakRssBytes = peakRss(ctx.stack.processes.find((x) => x.name === 'worker')?.child.pid);
 
   await sleep(1500); // the last metrics flush
-  p.capacity = capacitySince(capacityBefore, [
-    readTotals(ctx.metrics.worker),
-    readTotals(ctx.metrics.api),
-  ]);
+  p.capacity = capacitySince(capacityBefore, [...workerTotals(ctx), readTotals(ctx.metrics.api)]);
 
   machines = await ctx.repo.listMachines(MODEL);
   const audit = auditInstances(
@@ -418,6 +472,60 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   );
   p.teardown = await destroyModel(ctx);
   return p;
+}
+
+/**
+ * After EC2 says every instance runs: how long until every machine's
+ * recorded instanceStatus says so too (what the status answer shows). Locally
+ * the sweeper's listing carries it (every PROVISIONER_SWEEP_INTERVAL); in the
+ * cloud, EC2's state-change events do (EventBridge → instance-events).
+ * Bounded at two minutes.
+ */
+async function statusCatchesUp(
+  ctx: PhaseContext,
+  p: ProvisionerResult,
+  start: number,
+): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      const machines = await ctx.repo.listMachines(MODEL);
+      p.statusRunning = machines.filter((m) => m.instanceStatus === 'running').length;
+      if (p.statusRunning >= ctx.n) {
+        p.statusRunningMs = performance.now() - start;
+        ctx.log(
+          `N=${ctx.n}: every machine's instanceStatus running after ${(p.statusRunningMs / 1000).toFixed(1)} s`,
+        );
+        return;
+      }
+    } catch {
+      // polled again
+    }
+    if (Date.now() > deadline) return;
+    await sleep(1000);
+  }
+}
+
+/** CPU seconds so far of each of the stack's processes, and of this one (the EC2 proxy runs in it). */
+function processCpu(stack: RunningStack): Record<string, number | undefined> {
+  const out: Record<string, number | undefined> = {};
+  for (const proc of stack.processes) out[proc.name] = groupCpuSeconds(proc.child.pid);
+  out['bench (EC2 proxy, pricing emulator, polls)'] = ownCpuSeconds();
+  return out;
+}
+
+/**
+ * The Temporal server's `action` counter (Prometheus text), summed over its
+ * series: what the server itself counts as billable actions. Undefined when
+ * it has no such metric or cannot be read.
+ */
+async function serverActions(url: string): Promise<number | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    return sumMetric(await res.text(), 'action');
+  } catch {
+    return undefined;
+  }
 }
 
 /** Instances moto holds, live or not, by model tag (the bench's own calls bypass the proxy). */

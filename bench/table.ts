@@ -1,5 +1,7 @@
 import {
+  checkScaleOutTargets,
   checkScaleTargets,
+  isWorker,
   checkTargets,
   derive,
   type SizeResult,
@@ -37,6 +39,17 @@ function mib(bytes: number | undefined): string {
   return bytes === undefined ? '—' : `${Math.round(bytes / 1024 / 1024)} MiB`;
 }
 
+/** Processes whose CPU was read, workers first. */
+function cpuNames(results: readonly SizeResult[]): string[] {
+  const names = new Set(results.flatMap((r) => Object.keys(r.provisioner?.cpu?.seconds ?? {})));
+  return [...names].sort((a, b) => Number(isWorker(b)) - Number(isWorker(a)) || a.localeCompare(b));
+}
+
+function workerNames(results: readonly SizeResult[]): string[] {
+  const names = new Set(results.flatMap((r) => Object.keys(r.provisioner?.cpu?.workerPids ?? {})));
+  return names.size > 1 ? [...names].sort() : [];
+}
+
 /** One row per figure, one column per size. */
 export function figuresTable(results: readonly SizeResult[]): string {
   const header = ['figure', ...results.map((r) => `N=${r.n}`)];
@@ -54,6 +67,12 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('API answer', (i) => seconds(p[i]?.apiAnswerMs)),
     row('all launched (instance id)', (i) => seconds(p[i]?.launchedMs)),
     row('all running per EC2', (i) => seconds(p[i]?.runningMs)),
+    row('instanceStatus running, all (table)', (i) => {
+      const x = p[i];
+      if (!x || x.runningMs === undefined) return '—';
+      if (x.statusRunningMs === undefined) return `${x.statusRunning ?? 0} of ${x.n} after 2 min`;
+      return `${seconds(x.statusRunningMs)} (+${seconds(x.statusRunningMs - x.runningMs)})`;
+    }),
     row('launched / running at end', (i) =>
       p[i] ? `${p[i].launched} / ${p[i].running}${p[i].timedOut ? ' (timed out)' : ''}` : '—',
     ),
@@ -81,7 +100,42 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),
     row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
     row('  other workflows counted in', (i) => num(p[i]?.temporal?.otherWorkflows)),
+    row('  as counted before (each local activity one)', (i) =>
+      num(d[i]?.actionsEachMarkerPerMachine, 1),
+    ),
+    row("  Temporal server's action metric per machine", (i) =>
+      num(d[i]?.serverActionsPerMachine, 1),
+    ),
     row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
+    row('worker CPU per machine (all workers)', (i) =>
+      d[i]?.workerCpuMsPerMachine === undefined ? '—' : `${num(d[i].workerCpuMsPerMachine, 1)} ms`,
+    ),
+    ...cpuNames(results).map((name) =>
+      row(`  CPU ${name}`, (i) => {
+        const c = p[i]?.cpu;
+        const v = c?.seconds[name];
+        if (v === undefined || !c) return '—';
+        const perMachine = isWorker(name)
+          ? `, ${num((1000 * v) / (p[i]?.n ?? 1), 1)} ms/machine`
+          : '';
+        return `${num(v, 1)} s${perMachine}`;
+      }),
+    ),
+    ...workerNames(results).map((name) =>
+      row(`  ${name}: workflow / activity tasks`, (i) => {
+        const pid = p[i]?.cpu?.workerPids?.[name];
+        const by = p[i]?.temporal?.byIdentity;
+        if (pid === undefined || !by) return '—';
+        let wf = 0;
+        let act = 0;
+        for (const [identity, c] of Object.entries(by)) {
+          if (!identity.startsWith(`${pid}@`)) continue;
+          wf += c.workflowTasks;
+          act += c.activityTasks;
+        }
+        return `${wf} / ${act}`;
+      }),
+    ),
     row('destroy-model: DELETE answered', (i) => {
       const t = p[i]?.teardown;
       return t ? `${t.status} in ${seconds(t.answerMs)}` : '—';
@@ -139,4 +193,18 @@ export function scaleTargetsTable(results: readonly SizeResult[]): string {
     }),
   ]);
   return renderTable(['target (issue 30)', ...results.map((r) => `N=${r.n}`)], rows);
+}
+
+/** Issue 26's targets (worker CPU, Temporal actions, launch time, DynamoDB units, nothing lost) per size. */
+export function scaleOutTargetsTable(results: readonly SizeResult[]): string {
+  const checks = results.map((r) => checkScaleOutTargets(r));
+  const targets = (checks[0] ?? []).map((x) => x.target);
+  const rows = targets.map((t) => [
+    t,
+    ...checks.map((c) => {
+      const hit = c.find((x) => x.target === t);
+      return hit ? `${hit.measured} ${hit.verdict}` : '—';
+    }),
+  ]);
+  return renderTable(['target (issue 26)', ...results.map((r) => `N=${r.n}`)], rows);
 }

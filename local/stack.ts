@@ -5,6 +5,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
+import { METRICS_FILE_ENV } from '../config/capacity-meter';
 import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
 import { startPricingEmulator } from './pricing-emulator';
@@ -39,6 +40,8 @@ export interface StackPorts {
   moto: number;
   /** The Price List API emulator; a free port when not given. */
   pricing?: number;
+  /** The Temporal server's Prometheus `/metrics`; a port of the server's choosing when not given. */
+  temporalMetrics?: number;
 }
 
 export interface StackOptions {
@@ -51,6 +54,13 @@ export interface StackOptions {
   namespace?: string;
   /** Extra environment for the worker (tuning such as PROVISIONER_RETRY_DELAY). */
   workerEnv?: NodeJS.ProcessEnv;
+  /**
+   * Worker processes polling the task queue (default 1): `worker`, then
+   * `worker-2`, `worker-3`…, each with the same environment and its own log.
+   */
+  workers?: number;
+  /** Node options of the worker processes, before the entry point (e.g. `--cpu-prof`). */
+  workerNodeArgs?: string[];
   /** Extra environment for the local API server (e.g. the benchmark's PROVISIONER_METRICS_FILE). */
   apiEnv?: NodeJS.ProcessEnv;
   /**
@@ -90,9 +100,24 @@ export interface RunningStack {
 
 const LOOPBACK = '127.0.0.1';
 
-/** Runs a TypeScript entry point of this project in a child Node process. */
-export function tsEntry(entry: string): [string, string[]] {
-  return [process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, entry)]];
+/** Runs a TypeScript entry point of this project in a child Node process (`nodeArgs` first). */
+export function tsEntry(entry: string, nodeArgs: readonly string[] = []): [string, string[]] {
+  return [process.execPath, [...nodeArgs, '--import', 'tsx', join(PROJECT_ROOT, entry)]];
+}
+
+/**
+ * What differs between worker processes: each writes its DynamoDB metering
+ * (PROVISIONER_METRICS_FILE) to a file of its own, `<file>.<name>` after the
+ * first, so two workers never overwrite each other's totals.
+ */
+function perWorker(env: NodeJS.ProcessEnv | undefined, i: number): NodeJS.ProcessEnv {
+  const file = env?.[METRICS_FILE_ENV];
+  return file && i > 0 ? { [METRICS_FILE_ENV]: `${file}.${workerName(i)}` } : {};
+}
+
+/** The stack's name of its `i`th worker process (0-based): `worker`, `worker-2`, … */
+export function workerName(i: number): string {
+  return i === 0 ? 'worker' : `worker-${i + 1}`;
 }
 
 /**
@@ -198,6 +223,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         'synchronous=off',
         '--log-level',
         'warn',
+        ...(ports.temporalMetrics !== undefined
+          ? ['--metrics-port', String(ports.temporalMetrics)]
+          : []),
         ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
           '--search-attribute',
           `${sa.name}=${sa.cliType}`,
@@ -295,7 +323,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
     };
 
-    let worker: ManagedProcess;
+    let workers: ManagedProcess[];
     let api: ManagedProcess;
     if (shipped) {
       const secret = await createApiTokenSecret(motoEndpoint, region, opts.token);
@@ -336,11 +364,18 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         ...localEnvironment('worker', assembly.worker.environment, workerSubs),
         ...(opts.workerEnv as Record<string, string> | undefined),
       };
-      worker = spawnTracked('worker', process.execPath, WORKER_COMMAND, {
-        cwd: workerApp,
-        env: workerEnv,
-        logFile: join(logs, 'worker.log'),
-      });
+      workers = Array.from({ length: Math.max(1, opts.workers ?? 1) }, (_, i) =>
+        spawnTracked(
+          workerName(i),
+          process.execPath,
+          [...(opts.workerNodeArgs ?? []), ...WORKER_COMMAND],
+          {
+            cwd: workerApp,
+            env: { ...workerEnv, ...perWorker(opts.workerEnv, i) },
+            logFile: join(logs, `${workerName(i)}.log`),
+          },
+        ),
+      );
       const plan: ShippedApiPlan = { routes: assembly.routes, functions: {} };
       for (const id of new Set(assembly.routes.map((r) => r.functionLogicalId))) {
         const fn = assembly.functions.get(id)!;
@@ -395,12 +430,20 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     } else {
       const [workerCmd, workerArgs] = tsEntry(
         opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
+        opts.workerNodeArgs,
       );
-      worker = spawnTracked('worker', workerCmd, workerArgs, {
-        cwd: PROJECT_ROOT,
-        env: { ...serviceEnv, ...opts.workerEnv, ...awsCallRecording(opts.awsCallsFile, 'worker') },
-        logFile: join(logs, 'worker.log'),
-      });
+      workers = Array.from({ length: Math.max(1, opts.workers ?? 1) }, (_, i) =>
+        spawnTracked(workerName(i), workerCmd, workerArgs, {
+          cwd: PROJECT_ROOT,
+          env: {
+            ...serviceEnv,
+            ...opts.workerEnv,
+            ...perWorker(opts.workerEnv, i),
+            ...awsCallRecording(opts.awsCallsFile, 'worker'),
+          },
+          logFile: join(logs, `${workerName(i)}.log`),
+        }),
+      );
 
       // each request's calls are the Lambda of its route group's (local/api-server.ts)
       const [apiCmd, apiArgs] = tsEntry('local/api-server-main.ts');
@@ -425,7 +468,14 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     const apiUrl = `http://${LOOPBACK}:${ports.api}`;
     await Promise.all([
       waitUntilHealthy(api, 'API server', () => httpAnswers(`${apiUrl}/v1/models`), 60_000),
-      waitUntilHealthy(worker, 'worker', () => workerPolling(temporalAddress, namespace), 120_000),
+      ...workers.map((worker) =>
+        waitUntilHealthy(
+          worker,
+          worker.name,
+          () => workerPolling(temporalAddress, namespace, `${worker.child.pid}@`),
+          120_000,
+        ),
+      ),
       waitUntilHealthy(
         temporal,
         'Temporal Web UI',

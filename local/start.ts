@@ -82,6 +82,8 @@ async function main(): Promise<void> {
     token,
     dataDir: join(stateDir, 'data'),
     region: optionalEnv('AWS_REGION', 'us-east-1'),
+    // more than one worker polling the one task queue, as prod runs two
+    workers: positiveIntEnv('PROVISIONER_WORKERS', 1),
     log: (line) => console.log(line),
   });
   if (stopping) return;

@@ -456,7 +456,7 @@ async function recordLaunch(
   } else {
     publish(ctx, { status: 'running', zone: started.zone });
   }
-  log.info('machine running', {
+  log.debug('machine running', {
     model,
     machineId,
     instanceId: started.instanceId,

@@ -242,7 +242,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       state.phase = 'error';
       state.lastError ??= machine.message;
     } else {
-      log.info('provisioning', { model, machineId, pass: state.pass + 1 });
+      // routine, once per machine: debug (a thousand machines wrote a thousand lines each step)
+      log.debug('provisioning', { model, machineId, pass: state.pass + 1 });
       ctx.retrying = retryRequested;
       const outcome = await provision(ctx);
       // Recorded running just now, by a write that saw the machine alive: nothing
@@ -367,7 +368,7 @@ function instanceRecorded(
   });
   const fields = { model, machineId, instanceId: seen.instanceId, state: seen.state };
   if (lost) log.warn('instance lost: machine down', fields);
-  else log.info('instance state', fields);
+  else log.debug('instance state', fields);
 }
 
 /**

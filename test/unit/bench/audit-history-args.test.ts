@@ -1,7 +1,13 @@
 import { BenchArgsError, parseArgs } from '../../../bench/args';
 import { auditInstances } from '../../../bench/audit';
 import { backoffMs, splitOverZones } from '../../../bench/floor';
-import { countHistory, emptyTemporalUse } from '../../../bench/history';
+import {
+  countHistory,
+  emptyTemporalUse,
+  LOCAL_ACTIVITY_MARKER,
+  sumMetric,
+} from '../../../bench/history';
+import { parseStat } from '../../../bench/cpu';
 
 describe('auditInstances', () => {
   it('finds duplicates and strays among the live instances only', () => {
@@ -58,7 +64,70 @@ describe('countHistory', () => {
       workflowTasks: 3,
       activityTasks: 4,
       activityRetries: 2,
+      localActivities: 0,
+      localActivityTasks: 0,
+      byIdentity: { unknown: { workflowTasks: 3, activityTasks: 1 } },
     });
+  });
+
+  it('counts the local activities of one workflow task as one action, other markers one each', () => {
+    const use = emptyTemporalUse();
+    const la = (task: number) => ({
+      markerRecordedEventAttributes: {
+        markerName: LOCAL_ACTIVITY_MARKER,
+        workflowTaskCompletedEventId: task,
+      },
+    });
+    countHistory(
+      [
+        { workflowExecutionStartedEventAttributes: {} },
+        { workflowTaskStartedEventAttributes: { identity: '11@host' } },
+        la(4),
+        la(4),
+        la(4),
+        { markerRecordedEventAttributes: { markerName: 'core_patch' } },
+        { activityTaskScheduledEventAttributes: {} },
+        { activityTaskStartedEventAttributes: { attempt: 1, identity: '12@host' } },
+        { workflowTaskStartedEventAttributes: { identity: '12@host' } },
+        la(11),
+      ],
+      use,
+    );
+    expect(use).toMatchObject({
+      // start, patch marker, activity attempt, and two workflow tasks' local activities
+      actions: 1 + 1 + 1 + 2,
+      localActivities: 4,
+      localActivityTasks: 2,
+      byIdentity: {
+        '11@host': { workflowTasks: 1, activityTasks: 0 },
+        '12@host': { workflowTasks: 1, activityTasks: 1 },
+      },
+    });
+  });
+});
+
+describe('sumMetric', () => {
+  it("sums a counter's series, and says when there is none", () => {
+    const text = [
+      '# HELP action action',
+      '# TYPE action counter',
+      'action{namespace="default",operation="StartWorkflowExecution"} 3',
+      'action{namespace="default",operation="RecordActivityTaskHeartbeat"} 2.5',
+      'action_latency_bucket{le="1"} 100',
+      'service_requests{operation="x"} 9',
+    ].join('\n');
+    expect(sumMetric(text, 'action')).toBe(5.5);
+    expect(sumMetric('action_total 4\n', 'action')).toBe(4);
+    expect(sumMetric('service_requests 9\n', 'action')).toBeUndefined();
+  });
+});
+
+describe('parseStat', () => {
+  it('reads the group and CPU ticks after a command with spaces and parentheses', () => {
+    // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime …
+    const line = '4242 (node (worker) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 11';
+    expect(parseStat(line)).toEqual({ pgrp: 4242, own: 300, children: 10 });
+    expect(parseStat('garbage')).toBeUndefined();
   });
 });
 
@@ -86,6 +155,8 @@ describe('parseArgs', () => {
       floor: true,
       launch: true,
       removal: true,
+      workers: 1,
+      cpuProfile: false,
     });
   });
 
@@ -106,7 +177,18 @@ describe('parseArgs', () => {
     });
   });
 
+  it('takes the number of workers and the CPU profile', () => {
+    expect(parseArgs(['--workers', '2', '--cpu-prof'])).toMatchObject({
+      workers: 2,
+      cpuProfile: true,
+    });
+    expect(parseArgs(['--workers=3'])).toMatchObject({ workers: 3, cpuProfile: false });
+  });
+
   it.each([
+    [['--workers', '0'], '--workers takes a whole number from 1 to 8, got 0'],
+    [['--workers', '1.5'], '--workers takes a whole number from 1 to 8, got 1.5'],
+    [['--workers'], '--workers takes a whole number from 1 to 8, got undefined'],
     [['--sizes', '0'], '--sizes takes whole numbers from 1 to 1000, got "0"'],
     [['--sizes', '100,abc'], '--sizes takes whole numbers from 1 to 1000, got "100,abc"'],
     [['--timeout-min', '-1'], '--timeout-min needs a positive number, got -1'],

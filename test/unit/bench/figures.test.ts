@@ -1,4 +1,10 @@
-import { checkTargets, derive, ratio, type SizeResult } from '../../../bench/figures';
+import {
+  checkScaleOutTargets,
+  checkTargets,
+  derive,
+  ratio,
+  type SizeResult,
+} from '../../../bench/figures';
 
 function sized(n: number, over: Partial<NonNullable<SizeResult['provisioner']>> = {}): SizeResult {
   return {
@@ -50,7 +56,11 @@ describe('derived figures', () => {
         workflowTasks: 250,
         activityTasks: 300,
         activityRetries: 2,
+        localActivities: 150,
+        localActivityTasks: 100,
       },
+      serverActions: 700,
+      cpu: { seconds: { worker: 3, 'worker-2': 1, api: 9, temporal: 20 }, wallMs: 60_000 },
     });
     expect(derive(r)).toEqual({
       launchedVsFloor: 1.5,
@@ -69,6 +79,11 @@ describe('derived figures', () => {
       actionsPerMachine: 12,
       workflowTasksPerMachine: 5,
       activityTasksPerMachine: 6,
+      // 600 actions with 100 tasks' local activities as one each; 150 markers counted one each before
+      actionsEachMarkerPerMachine: (600 - 100 + 150) / 50,
+      serverActionsPerMachine: 7,
+      // both workers' CPU, neither the API's nor Temporal's
+      workerCpuMsPerMachine: 40,
     });
   });
 
@@ -150,5 +165,40 @@ describe('targets', () => {
       measured: '—',
       verdict: 'n/a',
     });
+  });
+});
+
+describe("issue 26's targets", () => {
+  it('passes worker CPU, actions, time and units within bounds, and fails each past it', () => {
+    const good = sized(1000, {
+      cpu: { seconds: { worker: 6, 'worker-2': 3, temporal: 30 }, wallMs: 50_000 },
+      temporal: {
+        workflows: 1000,
+        events: 15_000,
+        actions: 4_500,
+        workflowTasks: 2_000,
+        activityTasks: 1_000,
+        activityRetries: 0,
+      },
+    });
+    expect(checkScaleOutTargets(good).map((c) => [c.measured, c.verdict])).toEqual([
+      ['9', 'pass'],
+      ['4.5', 'pass'],
+      ['1.5', 'pass'],
+      ['2', 'pass'],
+      ['5', 'FAIL'],
+      ['0', 'pass'],
+    ]);
+    const bad = sized(1000, {
+      cpu: { seconds: { worker: 45 }, wallMs: 50_000 },
+      duplicates: 1,
+    });
+    const verdicts = Object.fromEntries(checkScaleOutTargets(bad).map((c) => [c.target, c]));
+    expect(verdicts['worker CPU per machine ≤ 10 ms']).toEqual({
+      target: 'worker CPU per machine ≤ 10 ms',
+      measured: '45',
+      verdict: 'FAIL',
+    });
+    expect(verdicts['in error + duplicates + strays = 0']?.verdict).toBe('FAIL');
   });
 });
