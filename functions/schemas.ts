@@ -419,6 +419,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
   'not-found',
+  'method-not-allowed',
   'conflict',
   'idempotency-key-reused',
   'unavailable',

@@ -137,6 +137,38 @@ describe('createHandler', () => {
     expect(res.statusCode).toBe(404);
     expect(body(res)).toEqual({ error: { code: 'not-found', message: 'no route for GET /v2/x' } });
   });
+
+  it.each([
+    ['PUT', '/v1/models', 'GET, POST'],
+    ['POST', '/v1/models/demo', 'GET, PATCH, DELETE'],
+    ['PATCH', '/v1/models/demo/machines/1%2Flxd%2F0', 'GET, DELETE'],
+    ['GET', '/v1/models/demo/machines/3/retry/', 'POST'],
+  ])('answers %s %s, a path the table has, with 405 and Allow: %s', async (method, path, allow) => {
+    const res = await echo(
+      event({ routeKey: '$default', rawPath: path, requestContext: { http: { method } } as never }),
+    );
+    expect(res.statusCode).toBe(405);
+    expect(res.headers).toEqual({ 'content-type': 'application/json', allow });
+    expect(body(res)).toEqual({
+      error: {
+        code: 'method-not-allowed',
+        message: `method ${method} not allowed for ${path} (allowed: ${allow})`,
+      },
+    });
+  });
+
+  it('answers 405 only after the token: without one it is 401, as every route', async () => {
+    const res = await echo(
+      event({
+        routeKey: '$default',
+        rawPath: '/v1/models',
+        headers: {},
+        requestContext: { http: { method: 'PUT' } } as never,
+      }),
+    );
+    expect(res.statusCode).toBe(401);
+    expect(res.headers).toEqual({ 'content-type': 'application/json' });
+  });
 });
 
 describe('parseBody', () => {
