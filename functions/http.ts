@@ -10,7 +10,12 @@ import { allowedMethods, routeAccess, type GroupRouteKey, type RouteGroup } from
 import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
 import type { AuditEntry } from '../state/audit';
 import { BODY_TOO_LARGE, LIMITS } from './limits';
-import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
+import {
+  IdempotencyKey,
+  PATH_PARAMETERS,
+  type PathParameterName,
+  type WholeIssueParams,
+} from './schemas';
 import {
   ApiError,
   BadRequestError,
@@ -415,6 +420,11 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown, what = 'field'
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (!issue) throw new BadRequestError('invalid request body');
+  // a domain rule's own refusal (functions/schemas.ts refusedBy): its text and code, as it is
+  if (issue.code === 'custom' && (issue.params as Partial<WholeIssueParams> | undefined)?.whole) {
+    const code = (issue.params as WholeIssueParams).code;
+    throw new ApiError(400, code, issue.message);
+  }
   if (issue.code === 'unrecognized_keys') {
     throw new BadRequestError(
       `unknown ${what}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,
