@@ -19,7 +19,7 @@ import {
   parseConstraints,
   parseRequestBase,
 } from '../core';
-import { NAME_PATTERN } from '../service/names';
+import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { LIMITS } from './limits';
 
@@ -229,7 +229,11 @@ export const SetModelAccess = z
 export const CreateModel = z
   .strictObject({
     name: nameText('model'),
-    region: text(LIMITS.region).optional(),
+    region: text(LIMITS.region)
+      .superRefine(refusedBy((v) => (REGION_PATTERN.test(v) ? undefined : `invalid region "${v}"`)))
+      .regex(REGION_PATTERN)
+      .optional()
+      .meta({ description: 'An EC2 region, e.g. `us-east-1`; one EC2 does not offer is a 400.' }),
     constraints: ConstraintText.optional(),
     harvestMode: HarvestModeSchema.optional(),
     availabilitySets: z.boolean().optional(),

@@ -39,6 +39,14 @@ const CASES: Array<{
     message: 'invalid model name ""',
   },
   {
+    what: 'an empty region',
+    schema: CreateModel,
+    id: 'CreateModelRequest',
+    body: { name: 'demo', region: '' },
+    code: 'bad-request',
+    message: 'invalid region ""',
+  },
+  {
     what: 'an empty application name',
     schema: Deploy,
     id: 'DeployRequest',
@@ -138,7 +146,11 @@ describe('the OpenAPI document refuses what the server refuses (issue 29)', () =
   });
 
   it.each<[string, z.ZodType, unknown]>([
-    ['CreateModelRequest', CreateModel, { name: 'demo', constraints: 'mem=2G cores=2' }],
+    [
+      'CreateModelRequest',
+      CreateModel,
+      { name: 'demo', region: 'eu-west-1', constraints: 'mem=2G cores=2' },
+    ],
     ['DeployRequest', Deploy, { name: 'wordpress', base: 'ubuntu@22.04/stable', numUnits: 0 }],
     ['DeployRequest', Deploy, { name: 'web', base: 'Ubuntu@24.04', to: ['zone=us-east-1a'] }],
     ['AddMachinesRequest', AddMachines, { base: 'centos@7', placement: 'lxd:0', count: 1 }],
