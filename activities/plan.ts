@@ -102,10 +102,18 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
       break;
     }
   }
-  if (!chosen) {
-    const where = allowed.length > 0 ? allowed.join(', ') : 'no zone';
+  if (allowed.length === 0) {
+    // the zones asked for (placement, `zones` constraint) are none the region has: name them
+    const asked = [...(placementZone === undefined ? [] : [placementZone]), ...zonesConstraint];
+    const unknown = asked.filter((z) => !inputs.zones.includes(z));
+    const named = (unknown.length > 0 ? unknown : asked).map((z) => `"${z}"`).join(', ');
     throw new LaunchPlanError(
-      `no instance type matching constraints "${machine.constraints}" is offered in ${where} (region ${region})`,
+      `availability zone ${named} not valid: region ${region} has ${inputs.zones.join(', ') || 'no zones'}`,
+    );
+  }
+  if (!chosen) {
+    throw new LaunchPlanError(
+      `no instance type matching constraints "${machine.constraints}" is offered in ${allowed.join(', ')} (region ${region})`,
     );
   }
   const arch = chosen.arches[0] ?? DEFAULT_ARCH;

@@ -33,6 +33,25 @@ export class NotFoundError extends ApiError {
   }
 }
 
+/**
+ * A path the API has, with a method it does not: RFC 9110's 405, whose
+ * `Allow` header lists the path's methods.
+ */
+export class MethodNotAllowedError extends ApiError {
+  override readonly name = 'MethodNotAllowedError';
+  constructor(
+    method: string,
+    path: string,
+    readonly allow: readonly string[],
+  ) {
+    super(
+      405,
+      'method-not-allowed',
+      `method ${method} not allowed for ${path} (allowed: ${allow.join(', ')})`,
+    );
+  }
+}
+
 export class NotImplementedError extends ApiError {
   override readonly name = 'NotImplementedError';
   constructor(message: string) {

@@ -6,15 +6,21 @@ import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import type { SuccessResponse } from './operations';
-import { routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
+import { allowedMethods, routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
 import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
 import type { AuditEntry } from '../state/audit';
 import { BODY_TOO_LARGE, LIMITS } from './limits';
-import { IdempotencyKey, PATH_PARAMETERS, type PathParameterName } from './schemas';
+import {
+  IdempotencyKey,
+  PATH_PARAMETERS,
+  type PathParameterName,
+  type WholeIssueParams,
+} from './schemas';
 import {
   ApiError,
   BadRequestError,
   ForbiddenError,
+  MethodNotAllowedError,
   NotFoundError,
   NotImplementedError,
 } from './errors';
@@ -107,6 +113,10 @@ function json(status: number, body: unknown): APIGatewayProxyStructuredResultV2 
 }
 
 export function toErrorResponse(err: unknown): APIGatewayProxyStructuredResultV2 {
+  if (err instanceof MethodNotAllowedError) {
+    const response = errorResponse(err.status, err.code, err.message);
+    return { ...response, headers: { ...response.headers, allow: err.allow.join(', ') } };
+  }
   if (err instanceof ApiError) return errorResponse(err.status, err.code, err.message);
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
@@ -172,11 +182,15 @@ export function createHandler(
       }
       const operation = operations[event.routeKey];
       if (!operation) {
-        throw event.routeKey === '$default'
-          ? new NotFoundError(
-              `no route for ${event.requestContext?.http?.method ?? ''} ${event.rawPath}`,
-            )
-          : new NotImplementedError(`${event.routeKey} is not implemented yet`);
+        if (event.routeKey !== '$default') {
+          throw new NotImplementedError(`${event.routeKey} is not implemented yet`);
+        }
+        const method = event.requestContext?.http?.method ?? '';
+        // a path the API has, asked with a method it lacks: 405 naming those it has
+        const allow = allowedMethods(event.rawPath);
+        throw allow.length > 0
+          ? new MethodNotAllowedError(method, event.rawPath, allow)
+          : new NotFoundError(`no route for ${method} ${event.rawPath}`);
       }
       const request = (step: Step): ApiRequest => ({
         routeKey: event.routeKey,
@@ -406,6 +420,11 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown, what = 'field'
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (!issue) throw new BadRequestError('invalid request body');
+  // a domain rule's own refusal (functions/schemas.ts refusedBy): its text and code, as it is
+  if (issue.code === 'custom' && (issue.params as Partial<WholeIssueParams> | undefined)?.whole) {
+    const code = (issue.params as WholeIssueParams).code;
+    throw new ApiError(400, code, issue.message);
+  }
   if (issue.code === 'unrecognized_keys') {
     throw new BadRequestError(
       `unknown ${what}${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}`,

@@ -133,7 +133,7 @@ export function buildOpenApiDocument(version: string): OpenApiDocument {
       title: 'Machine provisioner API',
       version,
       description:
-        'Juju\'s provisioning model over EC2. JSON in and out; every request carries `Authorization: Bearer <token>`. Errors always answer `{ "error": { "code", "message" } }`.',
+        'Juju\'s provisioning model over EC2. JSON in and out; every request carries `Authorization: Bearer <token>`. Errors always answer `{ "error": { "code", "message" } }`. A path below asked with a method it does not list answers `405` `method-not-allowed` with an `Allow` header naming the methods it has; a path not below answers `404`.',
     },
     security: [{ bearer: [] }],
     paths,

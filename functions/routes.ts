@@ -180,31 +180,56 @@ export interface RouteMatch {
  * are URL-decoded, as API Gateway does, so `1%2Flxd%2F0` arrives as `1/lxd/0`.
  */
 export function matchRoute(method: string, rawPath: string): RouteMatch | undefined {
-  const segments = rawPath.replace(/\/+$/, '').split('/');
+  const segments = pathSegments(rawPath);
   for (const route of ROUTES) {
     if (route.method !== method) continue;
-    const template = route.path.split('/');
-    if (template.length !== segments.length) continue;
-    const params: Record<string, string> = {};
-    let ok = true;
-    for (let i = 0; i < template.length && ok; i++) {
-      const t = template[i] ?? '';
-      const s = segments[i] ?? '';
-      if (t.startsWith('{') && t.endsWith('}')) {
-        let value: string;
-        try {
-          value = decodeURIComponent(s);
-        } catch {
-          ok = false;
-          break;
-        }
-        if (value === '') ok = false;
-        params[t.slice(1, -1)] = value;
-      } else if (t !== s) {
-        ok = false;
-      }
-    }
-    if (ok) return { route, pathParameters: params };
+    const params = matchPath(route.path, segments);
+    if (params) return { route, pathParameters: params };
   }
   return undefined;
+}
+
+const METHOD_ORDER: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * The methods the table has for a concrete path (GET, POST, PUT, PATCH, DELETE order): empty
+ * for a path no route has (a 404), else what a `405`'s `Allow` header lists.
+ */
+export function allowedMethods(rawPath: string): HttpMethod[] {
+  const segments = pathSegments(rawPath);
+  const methods: HttpMethod[] = [];
+  for (const route of ROUTES) {
+    if (!methods.includes(route.method) && matchPath(route.path, segments)) {
+      methods.push(route.method);
+    }
+  }
+  return methods.sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
+}
+
+function pathSegments(rawPath: string): string[] {
+  return rawPath.replace(/\/+$/, '').split('/');
+}
+
+/** A route template's parameters for the path's segments, or undefined when it does not match. */
+function matchPath(path: string, segments: readonly string[]): Record<string, string> | undefined {
+  const template = path.split('/');
+  if (template.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < template.length; i++) {
+    const t = template[i] ?? '';
+    const s = segments[i] ?? '';
+    if (t.startsWith('{') && t.endsWith('}')) {
+      let value: string;
+      try {
+        value = decodeURIComponent(s);
+      } catch {
+        return undefined;
+      }
+      if (value === '') return undefined;
+      params[t.slice(1, -1)] = value;
+    } else if (t !== s) {
+      return undefined;
+    }
+  }
+  return params;
 }

@@ -9,8 +9,17 @@
  * No imports from service/: the services type their views with these.
  */
 import { z } from 'zod';
-import { CONTROLLER_LEVELS, INSTANCE_STATES, MODEL_LEVELS } from '../core';
-import { NAME_PATTERN } from '../service/names';
+import {
+  CONTROLLER_LEVELS,
+  CoreError,
+  INSTANCE_STATES,
+  KNOWN_OS,
+  MODEL_LEVELS,
+  RISKS,
+  parseConstraints,
+  parseRequestBase,
+} from '../core';
+import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { LIMITS } from './limits';
 
@@ -34,12 +43,93 @@ function list<T extends z.ZodType>(item: T, max: number) {
   return z.array(item).max(max, { error: `must have at most ${max} items` });
 }
 
-const NameText = text(LIMITS.name);
-const PlacementText = text(LIMITS.placement);
+/**
+ * A rule the server holds a body field to, stated twice in one schema: first
+ * as the check whose refusal is the answer (the domain's own text, Juju's
+ * where it has one, and its code: `params.whole`, see parseBody), then as a
+ * `pattern` the OpenAPI document carries, so a client or fuzzer sees the
+ * rule the server applies. The pattern is the rule or narrower, never wider:
+ * what the document calls valid the server accepts.
+ */
+export interface WholeIssueParams {
+  whole: true;
+  code: ErrorCode;
+}
 
-const ConstraintText = text(LIMITS.constraints).meta({
-  description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.',
+function refusedBy(check: (value: string) => string | undefined, code: ErrorCode = 'bad-request') {
+  return (value: string, ctx: z.core.$RefinementCtx<string>) => {
+    const message = check(value);
+    if (message !== undefined) {
+      ctx.addIssue({ code: 'custom', message, params: { whole: true, code } });
+    }
+  };
+}
+
+/** What a domain parser throws, as a refusal message (its CoreError's text), or undefined. */
+function coreRefusal(parse: (value: string) => unknown): (value: string) => string | undefined {
+  return (value) => {
+    try {
+      parse(value);
+      return undefined;
+    } catch (err) {
+      if (err instanceof CoreError) return err.message;
+      throw err;
+    }
+  };
+}
+
+/** Model, application and user names (API.md): the pattern, with the service's own refusal text. */
+function nameText(what: string) {
+  return text(LIMITS.name)
+    .superRefine(
+      refusedBy((v) => (NAME_PATTERN.test(v) ? undefined : `invalid ${what} name "${v}"`)),
+    )
+    .regex(NAME_PATTERN);
+}
+
+/** No control characters (C0, DEL): nothing a request records is meant to hold them. */
+// eslint-disable-next-line no-control-regex -- the rule is exactly "no control characters"
+const PRINTABLE = /^[^\x00-\x1f\x7f]*$/;
+
+const PlacementText = text(LIMITS.placement).regex(PRINTABLE, {
+  error: 'must not contain control characters',
 });
+
+const ConstraintText = text(LIMITS.constraints)
+  .superRefine(refusedBy(coreRefusal(parseConstraints), 'invalid-constraints'))
+  .regex(PRINTABLE, { error: 'must not contain control characters' })
+  .meta({
+    description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.',
+  });
+
+/**
+ * A base as a request may give it (core parseRequestBase): the document's
+ * pattern is the OS names Juju knows (in any case: Juju lowers it), a track of
+ * `[A-Za-z0-9._-]` and one of Juju's risks.
+ */
+const anyCase = (word: string) =>
+  [...word].map((c) => `[${c.toLowerCase()}${c.toUpperCase()}]`).join('');
+const BASE_PATTERN = new RegExp(
+  `^(?:${KNOWN_OS.map(anyCase).join('|')})@[A-Za-z0-9._-]+(?:/(?:${RISKS.join('|')}))?$`,
+);
+const BaseText = text(LIMITS.base)
+  .superRefine(refusedBy(coreRefusal(parseRequestBase)))
+  .regex(BASE_PATTERN);
+
+/** `app` or `app:endpoint`. */
+const ENDPOINT_PATTERN = new RegExp(
+  `${NAME_PATTERN.source.slice(0, -1)}(?::[\x21-\x7e]{1,${LIMITS.endpoint - 64}})?$`,
+);
+const EndpointText = text(LIMITS.endpoint)
+  .superRefine(
+    refusedBy((v) => {
+      const name = v.split(':')[0] ?? v;
+      return NAME_PATTERN.test(name)
+        ? undefined
+        : `invalid application name "${name.slice(0, 100)}"`;
+    }),
+  )
+  .regex(ENDPOINT_PATTERN);
 
 // ---------------------------------------------------------------- path, query and header parameters
 
@@ -116,7 +206,7 @@ export const AllAuditQuery = AuditQuery.extend({
 
 export const AddUser = z
   .strictObject({
-    name: NameText,
+    name: nameText('user'),
     // Cognito's own field format: 6 characters at least (its weakest policy), and
     // no whitespace at either end (its pattern `[\S]+.*[\S]+`)
     password: text(LIMITS.password)
@@ -138,8 +228,12 @@ export const SetModelAccess = z
 
 export const CreateModel = z
   .strictObject({
-    name: NameText,
-    region: text(LIMITS.region).optional(),
+    name: nameText('model'),
+    region: text(LIMITS.region)
+      .superRefine(refusedBy((v) => (REGION_PATTERN.test(v) ? undefined : `invalid region "${v}"`)))
+      .regex(REGION_PATTERN)
+      .optional()
+      .meta({ description: 'An EC2 region, e.g. `us-east-1`; one EC2 does not offer is a 400.' }),
     constraints: ConstraintText.optional(),
     harvestMode: HarvestModeSchema.optional(),
     availabilitySets: z.boolean().optional(),
@@ -163,8 +257,8 @@ export const SetConstraints = z
 
 export const Deploy = z
   .strictObject({
-    name: NameText,
-    base: text(LIMITS.base).meta({ description: 'e.g. `ubuntu@22.04`' }),
+    name: nameText('application'),
+    base: BaseText.meta({ description: 'e.g. `ubuntu@22.04`' }),
     charm: text(LIMITS.charm)
       .optional()
       .meta({ description: "Defaults to the application's name." }),
@@ -176,7 +270,20 @@ export const Deploy = z
   .meta({ id: 'DeployRequest' });
 
 export const Relate = z
-  .strictObject({ endpoints: list(text(LIMITS.endpoint), LIMITS.endpoints) })
+  .strictObject({
+    endpoints: z
+      .array(EndpointText)
+      .superRefine((list, ctx) => {
+        if (list.length !== LIMITS.endpoints)
+          ctx.addIssue({
+            code: 'custom',
+            message: `a relation needs exactly two endpoints, got ${list.length}`,
+            params: { whole: true, code: 'bad-request' },
+          });
+      })
+      .min(LIMITS.endpoints)
+      .max(LIMITS.endpoints),
+  })
   .meta({ id: 'RelateRequest' });
 
 export const AddUnits = z
@@ -189,7 +296,7 @@ export const AddUnits = z
 export const AddMachines = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
-    base: text(LIMITS.base).optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
+    base: BaseText.optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
     constraints: ConstraintText.optional(),
     placement: PlacementText.optional().meta({
       description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
@@ -419,6 +526,7 @@ export const ERROR_CODES = [
   'unauthorized',
   'forbidden',
   'not-found',
+  'method-not-allowed',
   'conflict',
   'idempotency-key-reused',
   'unavailable',

@@ -1,11 +1,12 @@
 import { checkUnitOnMachineBase } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
-import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
+import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
+import { checkOffered } from './offerings';
 import { checkSubordinateRoom } from './relation-limits';
 import { addSubordinateUnits, fanOutIncomplete } from './subordinates';
 import { requestStep, type ServiceContext } from './context';
@@ -83,6 +84,10 @@ export async function deploy(
     createdAt: ctx.now().toISOString(),
     version: 0,
   };
+  await checkOffered(ctx, modelRecord.region, { constraints });
+  // before any machine id is reserved: a refused deploy spends no number (Juju never skips
+  // one); a step, so a retry of a deploy that wrote its application goes on past it
+  await requestStep(ctx, 'nameFree', () => checkApplicationAbsent(ctx, model, input.name));
   if (fitsOneTransaction(numUnits, input.to ?? [])) {
     const units = await deployAtOnce(ctx, modelRecord, record, numUnits);
     return { application: applicationView(record), units };
@@ -107,6 +112,25 @@ export async function deploy(
     await undoDeploy(ctx, model, input.name, err);
     throw err;
   }
+}
+
+/**
+ * The application's name is free in the model. The deploy's own write still
+ * holds the name (`attribute_not_exists`); this only refuses the common case
+ * before anything, machine ids included, is spent on it.
+ */
+async function checkApplicationAbsent(
+  ctx: ServiceContext,
+  model: string,
+  name: string,
+): Promise<true> {
+  try {
+    await ctx.repo.getApplication(model, name);
+  } catch (err) {
+    if (err instanceof EntityNotFoundError) return true;
+    throw err;
+  }
+  throw new EntityConflictError(`application "${name}" already exists`);
 }
 
 /**

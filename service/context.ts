@@ -8,6 +8,7 @@ import { TASK_QUEUE } from '../temporal/search-attributes';
 import { AccessStore } from '../state/access';
 import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
+import { Ec2Offerings, type RegionOfferings } from './offerings';
 import { Ec2Regions, type RegionCheck } from './regions';
 import {
   TEMPORAL_CONNECT_TIMEOUT_MS,
@@ -22,6 +23,8 @@ export interface ServiceContext {
   defaultRegion: string;
   /** The regions EC2 offers; absent (tests), only a region's shape is checked. */
   regions?: RegionCheck;
+  /** The region's zones and instance types (service/offerings.ts); absent (tests), not checked. */
+  offerings?: RegionOfferings;
   /** EC2's state of an instance (reprovision); absent (tests), reprovision is refused. */
   instances?: InstanceLookup;
   now(): Date;
@@ -92,6 +95,7 @@ function sharedContext(): ServiceContext {
     ),
     defaultRegion: endpoints.region,
     regions: Ec2Regions.fromEndpoint(endpoints.region, endpoints.ec2Endpoint),
+    offerings: new Ec2Offerings(endpoints.ec2Endpoint),
     instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
     now: () => new Date(),
     log: logger,

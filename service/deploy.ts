@@ -29,8 +29,10 @@ export function fitsOneTransaction(numUnits: number, directives: readonly string
  * Writes an application, its unit counter and its units on new machines in
  * one transaction: the deploy is recorded whole or not at all, so a failed
  * write never leaves an application without its units (which a retry would
- * then find taken, 409). The machine ids are reserved first (a failed deploy
- * leaves a gap in the numbering, as Juju's does).
+ * then find taken, 409). The machine ids are reserved first, after every
+ * check that can refuse the deploy (deploy() in service/applications.ts), so
+ * a refused deploy spends no id; only a write that loses a race to another
+ * deploy of the same name leaves a gap.
  */
 export async function deployAtOnce(
   ctx: ServiceContext,

@@ -21,6 +21,7 @@ import {
   placementText,
   validateBase,
 } from './placement';
+import { checkOffered } from './offerings';
 import { isProvisioned, newMachine } from './records';
 import { isWorkflowServiceUnavailable } from './workflows';
 import {
@@ -67,6 +68,10 @@ export async function addMachines(
     throw new EntityConflictError('add-machine is not supported with availability-sets-enabled');
   }
   if (placement?.kind === 'zone') checkZoneInRegion(placement.zone, modelRecord.region);
+  await checkOffered(ctx, modelRecord.region, {
+    constraints: own.canonical,
+    zones: placement?.kind === 'zone' ? [placement.zone] : [],
+  });
   const constraints = collapseConstraints(modelRecord.constraints, own.canonical);
   const now = ctx.now().toISOString();
 

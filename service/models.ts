@@ -4,7 +4,7 @@ import type { ConstraintsView, ModelView } from '../functions/schemas';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { EntityConflictError } from '../state/errors';
-import { NAME_PATTERN } from './names';
+import { NAME_PATTERN, REGION_PATTERN } from './names';
 import { signalDead } from './removal';
 import {
   collectDead,
@@ -14,8 +14,6 @@ import {
 } from './removal-batches';
 import type { ServiceContext } from './context';
 import { firstGrantsItem } from '../state/access';
-
-const REGION_PATTERN = /^[a-z]{2}(-[a-z]+)+-\d+$/;
 
 export interface CreateModelInput {
   name: string;

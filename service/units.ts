@@ -27,6 +27,7 @@ import type { Regroup } from '../state/zone-counts';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { checkContainerBase, parseUnitPlacements, placementText } from './placement';
+import { checkOffered } from './offerings';
 import { newMachine, newUnit } from './records';
 
 /** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
@@ -147,8 +148,11 @@ export async function checkUnitPlacements(
     throw new PlacementError('unit placement is not supported with availability-sets-enabled');
   }
   const placements = parseUnitPlacements(directives).slice(0, count);
+  for (const p of placements) if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);
+  await checkOffered(ctx, model.region, {
+    zones: placements.flatMap((p) => (p.kind === 'zone' ? [p.zone] : [])),
+  });
   for (const p of placements) {
-    if (p.kind === 'zone') checkZoneInRegion(p.zone, model.region);
     if (p.kind === 'machine') {
       const target = await ctx.repo.getMachine(model.name, p.machineId);
       checkUnitMachineAssignment({

@@ -430,7 +430,8 @@ export class Repository {
   /**
    * Reserves `count` new machine ids from the model's counter. The counter
    * lives on the model item, so the increment also proves the model exists and
-   * is alive; ids are never reused (a failed request leaves a gap, not a reuse).
+   * is alive; ids are never reused. Callers reserve them after every check that can
+   * refuse the request, so a refusal leaves no gap (a lost race still may).
    */
   async allocateMachineIds(model: string, count: number): Promise<string[]> {
     if (count === 0) return [];

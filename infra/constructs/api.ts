@@ -34,8 +34,25 @@ export interface ProvisionerApiProps {
 /** EC2 calls of the models Lambda: model creation refuses a region EC2 does not offer. */
 export const MODELS_EC2_ACTIONS = ['ec2:DescribeRegions'] as const;
 
-/** EC2 calls of the machines Lambda: reprovision asks EC2 for the instance's state. */
-export const MACHINES_EC2_ACTIONS = ['ec2:DescribeInstances'] as const;
+/**
+ * EC2 calls of the machines Lambda: reprovision asks EC2 for the instance's
+ * state; add-machine refuses a zone the region lacks and an instance type it
+ * does not offer (service/offerings.ts).
+ */
+export const MACHINES_EC2_ACTIONS = [
+  'ec2:DescribeInstances',
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeInstanceTypeOfferings',
+] as const;
+
+/** EC2 calls of the applications Lambda: deploy refuses an unknown zone or instance type. */
+export const APPLICATIONS_EC2_ACTIONS = [
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeInstanceTypeOfferings',
+] as const;
+
+/** EC2 calls of the units Lambda: add-unit refuses a `zone=` the region lacks. */
+export const UNITS_EC2_ACTIONS = ['ec2:DescribeAvailabilityZones'] as const;
 
 /** The group whose Lambda also answers unmatched requests (an authenticated 404). */
 export const DEFAULT_ROUTE_GROUP: RouteGroup = 'models';
@@ -87,14 +104,24 @@ export class ProvisionerApi extends Construct {
       }
       if (group === 'machines') {
         // reprovision proceeds only when EC2 confirms the instance gone (service/instances.ts);
-        // DescribeInstances has no resource scoping
+        // add-machine checks zones and instance types (service/offerings.ts); none has resource scoping
         fn.addToRolePolicy(
           new PolicyStatement({ actions: [...MACHINES_EC2_ACTIONS], resources: ['*'] }),
         );
         acknowledge(
           fn,
           'IAM5[Resource::*]',
-          'ec2:DescribeInstances has no resource-level permissions; the statement grants that one read-only action',
+          'ec2:DescribeInstances, DescribeAvailabilityZones and DescribeInstanceTypeOfferings have no resource-level permissions; the statement grants those read-only actions',
+        );
+      }
+      if (group === 'applications' || group === 'units') {
+        // deploy and add-unit refuse an unknown zone or instance type up front (service/offerings.ts)
+        const actions = group === 'applications' ? APPLICATIONS_EC2_ACTIONS : UNITS_EC2_ACTIONS;
+        fn.addToRolePolicy(new PolicyStatement({ actions: [...actions], resources: ['*'] }));
+        acknowledge(
+          fn,
+          'IAM5[Resource::*]',
+          `${actions.join(', ')}: no resource-level permissions; the statement grants only these read-only actions`,
         );
       }
       props.apiTokenSecret.grantRead(fn);

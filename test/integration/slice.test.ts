@@ -58,6 +58,30 @@ describe('authentication', () => {
       error: { code: 'not-found', message: 'no route for GET /v1/nothing' },
     });
   });
+
+  it('answers a known path asked with a method it lacks with 405 and Allow', async () => {
+    const raw = (method: string, path: string, token: string | null = stack.token) =>
+      fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: token === null ? {} : { authorization: `Bearer ${token}` },
+      });
+    const put = await raw('PUT', '/v1/models');
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, POST');
+    expect(await put.json()).toEqual({
+      error: {
+        code: 'method-not-allowed',
+        message: 'method PUT not allowed for /v1/models (allowed: GET, POST)',
+      },
+    });
+    const patch = await raw('PATCH', '/v1/models/demo/machines/0');
+    expect([patch.status, patch.headers.get('allow')]).toEqual([405, 'GET, DELETE']);
+    // what the server answers is what the document allows (api-client's check)
+    expect((await api.call('DELETE', '/v1/openapi.json')).status).toBe(405);
+    // still a login first, and an unknown path still 404
+    expect((await raw('PUT', '/v1/models', null)).status).toBe(401);
+    expect((await api.call('PUT', '/v1/nothing')).status).toBe(404);
+  });
 });
 
 describe('models', () => {

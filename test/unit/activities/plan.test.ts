@@ -181,14 +181,28 @@ describe('buildLaunchPlan', () => {
   it('fails when no matching type is offered in the allowed zones', async () => {
     const err = await planError(
       buildLaunchPlan(
-        inputs({ constraints: 'zones=us-east-1e' }, { zonesOffering: () => Promise.resolve([]) }),
+        inputs({ constraints: 'zones=us-east-1b' }, { zonesOffering: () => Promise.resolve([]) }),
       ),
     );
     expect(err).toBeInstanceOf(LaunchPlanError);
     expect(err.message).toBe(
-      'no instance type matching constraints "zones=us-east-1e" is offered in no zone (region us-east-1)',
+      'no instance type matching constraints "zones=us-east-1b" is offered in us-east-1b (region us-east-1)',
     );
   });
+
+  it.each([
+    [{ placement: 'zone=us-east-1z' }, '"us-east-1z"'],
+    [{ constraints: 'zones=us-east-1y,us-east-1z' }, '"us-east-1y", "us-east-1z"'],
+  ])(
+    'names the zones the region lacks, never "offered in no zone" (%j)',
+    async (machine, named) => {
+      const err = await planError(buildLaunchPlan(inputs(machine)));
+      expect(err).toBeInstanceOf(LaunchPlanError);
+      expect(err.message).toBe(
+        `availability zone ${named} not valid: region us-east-1 has ${ZONES.join(', ')}`,
+      );
+    },
+  );
 });
 
 describe('price (issue 14)', () => {

@@ -137,6 +137,38 @@ describe('createHandler', () => {
     expect(res.statusCode).toBe(404);
     expect(body(res)).toEqual({ error: { code: 'not-found', message: 'no route for GET /v2/x' } });
   });
+
+  it.each([
+    ['PUT', '/v1/models', 'GET, POST'],
+    ['POST', '/v1/models/demo', 'GET, PATCH, DELETE'],
+    ['PATCH', '/v1/models/demo/machines/1%2Flxd%2F0', 'GET, DELETE'],
+    ['GET', '/v1/models/demo/machines/3/retry/', 'POST'],
+  ])('answers %s %s, a path the table has, with 405 and Allow: %s', async (method, path, allow) => {
+    const res = await echo(
+      event({ routeKey: '$default', rawPath: path, requestContext: { http: { method } } as never }),
+    );
+    expect(res.statusCode).toBe(405);
+    expect(res.headers).toEqual({ 'content-type': 'application/json', allow });
+    expect(body(res)).toEqual({
+      error: {
+        code: 'method-not-allowed',
+        message: `method ${method} not allowed for ${path} (allowed: ${allow})`,
+      },
+    });
+  });
+
+  it('answers 405 only after the token: without one it is 401, as every route', async () => {
+    const res = await echo(
+      event({
+        routeKey: '$default',
+        rawPath: '/v1/models',
+        headers: {},
+        requestContext: { http: { method: 'PUT' } } as never,
+      }),
+    );
+    expect(res.statusCode).toBe(401);
+    expect(res.headers).toEqual({ 'content-type': 'application/json' });
+  });
 });
 
 describe('parseBody', () => {
@@ -219,7 +251,7 @@ describe('request body limits', () => {
       'the endpoints',
       Relate,
       { endpoints: ['a', 'b', 'c'] },
-      'field "endpoints": must have at most 2 items',
+      'a relation needs exactly two endpoints, got 3',
     ],
   ])('refuses %s over its limit, naming field and limit', (_what, schema, input, message) => {
     expect(() => parseBody(schema as z.ZodType<unknown>, input)).toThrow(message);
@@ -229,9 +261,10 @@ describe('request body limits', () => {
     expect(() =>
       parseBody(Deploy, {
         name: long(LIMITS.name),
-        base: long(LIMITS.base),
+        // a base and constraints that parse (the document states their rules too)
+        base: `ubuntu@${long(LIMITS.base - 'ubuntu@'.length)}`,
         charm: long(LIMITS.charm),
-        constraints: long(LIMITS.constraints),
+        constraints: `tags=${long(LIMITS.constraints - 'tags='.length)}`,
         to: Array.from({ length: LIMITS.count }, () => long(LIMITS.placement)),
       }),
     ).not.toThrow();

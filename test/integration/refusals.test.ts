@@ -1,0 +1,124 @@
+import { apiClient, uniqueName } from './api-client';
+import { loadTestStack } from './stack';
+
+/**
+ * Issue 29: what Juju refuses at the request is refused at the request here
+ * too (an unknown zone, an unknown instance type, with Juju's wording), and a
+ * refused request writes nothing and spends no machine number, so the next
+ * machine gets the next id as in Juju.
+ */
+const stack = loadTestStack();
+const api = apiClient(stack);
+
+async function contents(model: string) {
+  const status = await api.get(`/v1/models/${model}/status`);
+  expect(status.status).toBe(200);
+  return {
+    machines: Object.keys(status.body.machines as object).sort(),
+    applications: Object.keys(status.body.applications as object).sort(),
+  };
+}
+
+describe('refused up front, nothing written, no machine number spent', () => {
+  let model: string;
+  beforeAll(async () => {
+    model = uniqueName('refuse');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+  });
+
+  it("the issue's sequence: refused deploys and add-machines leave no gap in the ids", async () => {
+    const first = await api.post(`/v1/models/${model}/applications`, {
+      name: 'wordpress',
+      base: 'ubuntu@22.04',
+    });
+    expect(first.status).toBe(201);
+    expect(first.body.units).toEqual([{ name: 'wordpress/0', machine: '0' }]);
+
+    const refusals: Array<[string, unknown, number, string, string]> = [
+      [
+        'applications',
+        { name: 'wordpress', base: 'ubuntu@22.04' },
+        409,
+        'conflict',
+        'application "wordpress" already exists',
+      ],
+      [
+        'applications',
+        { name: 'wordpress', base: 'ubuntu@22.04', numUnits: 3 },
+        409,
+        'conflict',
+        'application "wordpress" already exists',
+      ],
+      [
+        'machines',
+        { placement: 'zone=us-east-1z' },
+        400,
+        'invalid-placement',
+        'availability zone "us-east-1z" not valid',
+      ],
+      [
+        'machines',
+        { constraints: 'instance-type=z9.huge' },
+        400,
+        'invalid-constraints',
+        'invalid constraint value: instance-type=z9.huge',
+      ],
+      [
+        'applications',
+        { name: 'mysql', base: 'ubuntu@22.04', numUnits: 3, constraints: 'instance-type=z9.huge' },
+        400,
+        'invalid-constraints',
+        'invalid constraint value: instance-type=z9.huge',
+      ],
+      [
+        'applications',
+        { name: 'mysql', base: 'ubuntu@22.04', numUnits: 2, to: ['zone=us-east-1z'] },
+        400,
+        'invalid-placement',
+        'availability zone "us-east-1z" not valid',
+      ],
+      [
+        'applications/wordpress/units',
+        { count: 2, to: ['zone=us-east-1a', 'zone=us-east-1z'] },
+        400,
+        'invalid-placement',
+        'availability zone "us-east-1z" not valid',
+      ],
+    ];
+    for (const [path, body, status, code, message] of refusals) {
+      const res = await api.post(`/v1/models/${model}/${path}`, body);
+      expect({ path, body, status: res.status, answer: res.body }).toEqual({
+        path,
+        body,
+        status,
+        answer: { error: { code, message } },
+      });
+    }
+    // nothing of them was written
+    expect(await contents(model)).toEqual({ machines: ['0'], applications: ['wordpress'] });
+
+    // the next machine is 1, not 1 + the ids the refusals would have spent
+    const next = await api.post(`/v1/models/${model}/machines`, {});
+    expect(next.status).toBe(201);
+    expect(next.body).toEqual({ machines: [{ id: '1' }] });
+    // what the region does offer is accepted: a zone it has and a type it offers
+    const offered = await api.post(`/v1/models/${model}/machines`, {
+      placement: 'zone=us-east-1b',
+      constraints: 'instance-type=t3.micro',
+    });
+    expect(offered.status).toBe(201);
+    expect(offered.body).toEqual({ machines: [{ id: '2' }] });
+    const more = await api.post(`/v1/models/${model}/applications/wordpress/units`, { count: 2 });
+    expect(more.status).toBe(201);
+    expect(more.body).toEqual({
+      units: [
+        { name: 'wordpress/1', machine: '3' },
+        { name: 'wordpress/2', machine: '4' },
+      ],
+    });
+    expect(await contents(model)).toEqual({
+      machines: ['0', '1', '2', '3', '4'],
+      applications: ['wordpress'],
+    });
+  });
+});
