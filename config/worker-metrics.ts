@@ -1,8 +1,12 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { metricsNamespace, unitOf, WORKER_SERVICE, type MetricName, type Unit } from './metrics';
 
-/** Samples of one distribution kept per flush (EMF takes at most 100 values per metric). */
-export const MAX_SAMPLES = 100;
+/**
+ * Samples of one distribution kept per flush: EMF takes at most 100 values
+ * per metric, and Powertools publishes a record by itself when a metric
+ * reaches 100 (before this code has finished it).
+ */
+export const MAX_SAMPLES = 99;
 
 interface Series {
   name: string;

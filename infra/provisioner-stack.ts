@@ -13,6 +13,8 @@ import { SearchAttributes } from './constructs/search-attributes';
 import { StateTable } from './constructs/state-table';
 import { ProvisionerWorker } from './constructs/worker';
 import { acknowledge } from './nag';
+import { AppMetrics } from './constructs/app-metrics';
+import { namespaceFor } from '../config/metrics';
 
 export interface ProvisionerStackProps extends StackProps {
   config: EnvironmentConfig;
@@ -74,7 +76,10 @@ export class ProvisionerStack extends Stack {
       TEMPORAL_ADDRESS: config.temporal.address,
       TEMPORAL_NAMESPACE: config.temporal.namespace,
       TEMPORAL_API_KEY_SECRET_ARN: this.temporalApiKeySecret.secretArn,
+      // one CloudWatch namespace per environment for the EMF metrics (config/metrics.ts)
+      POWERTOOLS_METRICS_NAMESPACE: namespaceFor(config.name),
     };
+    const appMetrics = new AppMetrics(namespaceFor(config.name));
 
     const identity = new ProvisionerIdentity(this, 'Identity', {
       environmentName: config.name,
@@ -112,7 +117,12 @@ export class ProvisionerStack extends Stack {
     this.worker = new ProvisionerWorker(this, 'Worker', {
       settings: config.worker,
       table: this.table,
-      environment: { ...runtimeEnvironment, POWERTOOLS_SERVICE_NAME: 'provisioner-worker' },
+      environment: {
+        ...runtimeEnvironment,
+        POWERTOOLS_SERVICE_NAME: 'provisioner-worker',
+        // the SDK's metrics as EMF on stdout, with the worker's own (worker/telemetry.ts)
+        PROVISIONER_TEMPORAL_METRICS: 'emf',
+      },
       temporalApiKeySecret: this.temporalApiKeySecret,
       deployment,
       temporalPort: Number(config.temporal.address.split(':').pop()),
@@ -139,6 +149,7 @@ export class ProvisionerStack extends Stack {
       api: this.api.api,
       worker: this.worker,
       workerDesiredCount: config.worker.desiredCount,
+      appMetrics,
     });
 
     this.dashboard = new ProvisionerDashboard(this, 'Dashboard', {
@@ -150,6 +161,7 @@ export class ProvisionerStack extends Stack {
       table: this.table.table,
       api: this.api.api,
       worker: this.worker,
+      appMetrics,
     });
 
     new CfnOutput(this, 'ApiUrl', {
