@@ -53,7 +53,8 @@ export function observed(handler: Handler): Handler {
   return async (event, context) => {
     const started = performance.now();
     if (context) logger.addContext(context);
-    logger.appendKeys({ ...requestKeys(event) });
+    const keys = requestKeys(event);
+    logger.appendKeys({ ...keys });
     let status = 500;
     try {
       const response = await handler(event, context);
@@ -61,7 +62,7 @@ export function observed(handler: Handler): Handler {
       return response;
     } finally {
       try {
-        recordRequest(event.routeKey, status, performance.now() - started);
+        recordRequest(event.routeKey, status, performance.now() - started, keys.requestId);
       } catch (err) {
         logger.warn('request metrics not written', { error: String(err) });
       }

@@ -76,10 +76,10 @@ export class ProvisionerStack extends Stack {
       TEMPORAL_ADDRESS: config.temporal.address,
       TEMPORAL_NAMESPACE: config.temporal.namespace,
       TEMPORAL_API_KEY_SECRET_ARN: this.temporalApiKeySecret.secretArn,
-      // one CloudWatch namespace per environment for the EMF metrics (config/metrics.ts)
-      POWERTOOLS_METRICS_NAMESPACE: namespaceFor(config.name),
     };
-    const appMetrics = new AppMetrics(namespaceFor(config.name));
+    // one CloudWatch namespace per environment for the EMF metrics of the API and the worker
+    const metricsNamespace = namespaceFor(config.name);
+    const appMetrics = new AppMetrics(metricsNamespace);
 
     const identity = new ProvisionerIdentity(this, 'Identity', {
       environmentName: config.name,
@@ -96,6 +96,7 @@ export class ProvisionerStack extends Stack {
         PROVISIONER_API_TOKEN_SECRET_ARN: this.apiTokenSecret.secretArn,
         ...(config.adminTokenDisabled ? { PROVISIONER_ADMIN_TOKEN_DISABLED: 'true' } : {}),
         POWERTOOLS_SERVICE_NAME: 'provisioner-api',
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
       },
       apiTokenSecret: this.apiTokenSecret,
       temporalApiKeySecret: this.temporalApiKeySecret,
@@ -120,6 +121,7 @@ export class ProvisionerStack extends Stack {
       environment: {
         ...runtimeEnvironment,
         POWERTOOLS_SERVICE_NAME: 'provisioner-worker',
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
         // the SDK's metrics as EMF on stdout, with the worker's own (worker/telemetry.ts)
         PROVISIONER_TEMPORAL_METRICS: 'emf',
       },

@@ -121,6 +121,8 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler>): Se
         return;
       }
       const { event, group } = converted;
+      // as API Gateway's HTTP API does: the request's id, found again in its log lines and metrics
+      res.setHeader('apigw-requestid', event.requestContext.requestId);
       runAsComponent(`api:${group}`, () => handlers[group](event)).then(
         (result) => send(res, result),
         () => sendError(res, 500, 'internal', 'internal error'),

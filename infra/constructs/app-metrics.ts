@@ -1,13 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { MathExpression, Metric, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
-import {
-  API_SERVICE,
-  DIMENSION,
-  METRIC,
-  unitOf,
-  WORKER_SERVICE,
-  type MetricName,
-} from '../../config/metrics';
+import type { DIMENSION } from '../../config/metrics';
+import { API_SERVICE, METRIC, unitOf, WORKER_SERVICE, type MetricName } from '../../config/metrics';
 
 /**
  * The provisioner's own metrics (config/metrics.ts) as CloudWatch sees them

@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { launchFailed, launchSent } from '../../../activities/metrics';
+import { logger } from '../../../config/logger';
 import { recordRequest } from '../../../config/metrics';
 import { MAX_SAMPLES, WorkerMetrics } from '../../../config/worker-metrics';
 import { adminTokenGate } from '../../../functions/access';
@@ -190,9 +191,7 @@ describe('a request through the handler pipeline', () => {
     {
       'POST /v1/models/{model}/machines': (req) => {
         // an operation that logs (as service code does) with the request's keys attached
-        jest
-          .requireActual<typeof import('../../../config/logger')>('../../../config/logger')
-          .logger.warn('operation ran');
+        logger.warn('operation ran');
         return Promise.resolve({ status: 201, body: { ok: req.body !== undefined } });
       },
     },
@@ -242,8 +241,6 @@ describe('a request through the handler pipeline', () => {
   });
 
   it('clears the keys after the request: a line logged afterwards carries none of them', async () => {
-    const { logger } =
-      jest.requireActual<typeof import('../../../config/logger')>('../../../config/logger');
     const lines = await stdoutOf(async () => {
       await handler(event(`Bearer ${TOKEN}`));
       logger.warn('after');
