@@ -1,7 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
 import { MathExpression, Metric, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import type { DIMENSION } from '../../config/metrics';
-import { API_SERVICE, METRIC, unitOf, WORKER_SERVICE, type MetricName } from '../../config/metrics';
+import { API_SERVICE, METRIC, WORKER_SERVICE, type MetricName } from '../../config/metrics';
 
 /**
  * The provisioner's own metrics (config/metrics.ts) as CloudWatch sees them
@@ -27,8 +27,6 @@ export class AppMetrics {
       dimensionsMap: { service: this.service(name) },
       statistic,
       period,
-      label: statistic === 'Sum' ? name : `${name} ${statistic}`,
-      unit: unitOf(name) as never,
     });
   }
 
