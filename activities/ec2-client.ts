@@ -1,6 +1,7 @@
 import { EC2Client, type EC2ClientConfig } from '@aws-sdk/client-ec2';
 import { AdaptiveRetryStrategy } from '@smithy/core/retry';
 import { classifyError } from './ec2-errors';
+import { throttled } from './metrics';
 
 type Strategy = Pick<
   AdaptiveRetryStrategy,
@@ -35,6 +36,7 @@ export class Ec2RetryStrategy implements Strategy {
 
   refreshRetryTokenForRetry(token: StandardRetryToken, info: RetryErrorInfo): Promise<RetryToken> {
     const kind = classifyError(info.error);
+    if (kind === 'throttling') throttled();
     if (kind === 'zone' || kind === 'permanent') {
       // the middleware rethrows the call's own error when no retry token is given
       return Promise.reject(

@@ -13,6 +13,7 @@ import { TokenBucket } from './token-bucket';
 import type { ActivityDeps } from './deps';
 import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
 import { failure } from './failures';
+import { launchFailed, launchSent } from './metrics';
 import { rootDiskGiB } from './plan';
 import { launchTags, TAG_LAUNCH_BATCH } from './tags';
 import type { LaunchPlan, StartedInstance } from './types';
@@ -301,12 +302,14 @@ export class LaunchBatcher {
       const out = await ec2.send(runCommand(call, members.length));
       instances = out.Instances ?? [];
     } catch (err) {
+      launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
         this.memory.remember(call.region, call.instanceType, call.zone);
       return requests.map((r, i) => (marked[i] ? { ok: false, error: classified } : results[i]!));
     }
     const byIndex = byLaunchIndex(instances);
+    launchSent(members.length, Math.min(byIndex.size, members.length));
     if (byIndex.size < members.length) {
       this.memory.remember(call.region, call.instanceType, call.zone);
     }

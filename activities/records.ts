@@ -5,6 +5,8 @@ import type { Life, MachineRecord } from '../state/types';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from './ec2-errors';
+import { activityLog } from './log';
+import { machineInError } from './metrics';
 import { PlacementGroups } from './placement-groups';
 import type {
   LaunchPlan,
@@ -82,13 +84,10 @@ export function recordActivities(
       await new Promise((r) => setTimeout(r, GROUP_DELETE_PAUSE_MS));
     }
     if (outcome === 'in-use') {
-      console.warn(
-        JSON.stringify({
-          message: 'placement group still in use; left for a later removal',
-          model,
-          placementGroup: group.name,
-        }),
-      );
+      activityLog.warn('placement group still in use; left for a later removal', {
+        model,
+        placementGroup: group.name,
+      });
     }
   }
 
@@ -270,6 +269,7 @@ export function recordActivities(
     /** Final failure: status `error` with the cause, no instance id, no zone. */
     async recordError(input: MachineRef & { message: string }): Promise<void> {
       await orMachineGone(store.recordError(input.model, input.machineId, input.message));
+      machineInError();
     },
 
     /**
@@ -287,16 +287,13 @@ export function recordActivities(
         try {
           await deleteGroupIfEmpty(ref.model, group);
         } catch (err) {
-          console.warn(
-            JSON.stringify({
-              message: 'placement group not deleted; left for a later removal',
-              model: ref.model,
-              machineId: ref.machineId,
-              placementGroup: group.name,
-              code: ec2ErrorCode(err) ?? 'unknown',
-              error: err instanceof Error ? err.message : String(err),
-            }),
-          );
+          activityLog.warn('placement group not deleted; left for a later removal', {
+            model: ref.model,
+            machineId: ref.machineId,
+            placementGroup: group.name,
+            code: ec2ErrorCode(err) ?? 'unknown',
+            error: err instanceof Error ? err.message : String(err),
+          });
         }
       }
       return removed;

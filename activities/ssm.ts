@@ -20,6 +20,7 @@ import { FAILURE } from '../temporal/failures';
 import type { ActivityDeps } from './deps';
 import { failure, orMachineGone } from './failures';
 import type { MachineRef } from './types';
+import { machineInError } from './metrics';
 
 /** The container activities need these two beyond the usual deps. */
 export interface ContainerDeps {
@@ -245,6 +246,7 @@ export function ssmActivities(
       await orMachineGone(
         need().containers.recordError(input.model, input.machineId, input.message),
       );
+      machineInError();
     },
 
     /** Removes the Dead container; a dying host left empty goes Dead and its workflow is told. */

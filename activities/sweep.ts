@@ -23,6 +23,7 @@ import { deploymentListing, type DeploymentListing, type SharedListings } from '
 import { InstanceOwners } from './instance-owners';
 import { LIVE_STATES, instanceStates, instancesTaggedAnyState } from './tags';
 import type { SweepReport } from './types';
+import { activityLog } from './log';
 
 export interface SweptInstance {
   instanceId: string;
@@ -246,16 +247,12 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
    * sweep sees the same difference and tells it again.
    */
   function signalFailed(model: string, machineId: string, name: string, err: unknown): void {
-    console.warn(
-      JSON.stringify({
-        level: 'warn',
-        message: 'sweep: could not signal the machine workflow; the next sweep tries again',
-        model,
-        machineId,
-        signal: name,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-      }),
-    );
+    activityLog.warn('sweep: could not signal the machine workflow; the next sweep tries again', {
+      model,
+      machineId,
+      signal: name,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
   }
 
   /** Tells each machine's workflow what EC2 says of its instance; the workflow records it. */

@@ -5,6 +5,7 @@ import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
+import { observed, observedUser } from './observe';
 import type { SuccessResponse } from './operations';
 import { allowedMethods, routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
 import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
@@ -154,7 +155,7 @@ export function createHandler(
   gate: () => Gate = gateFromEnv,
   idempotency: () => IdempotencyStore = idempotencyFromEnv,
 ): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
-  return async (event) => {
+  return observed(async (event) => {
     let caller: Caller | undefined;
     /** The caller has no access to the route's model: nothing of theirs goes in its audit. */
     let hiddenModel = false;
@@ -164,6 +165,7 @@ export function createHandler(
       let modelAccess: ModelAccess | undefined;
       if (need.kind !== 'none') {
         caller = await gate().authenticate(header(event, 'authorization'));
+        observedUser(caller.user);
         if (need.kind === 'controller' && !controllerAtLeast(caller.access, need.level)) {
           throw new ForbiddenError();
         }
@@ -213,7 +215,7 @@ export function createHandler(
     }
     if (caller) await audit(gate(), caller, event, response, hiddenModel);
     return response;
-  };
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { isInstanceState } from '../core/liveness';
@@ -86,8 +87,20 @@ function cloudDeps(): InstanceEventDeps {
 }
 
 /** The EventBridge target: one state-change event per invocation. */
-export async function handler(event: unknown): Promise<InstanceEventOutcome> {
-  const outcome = await handleInstanceEvent(cloudDeps(), event);
-  logger.info('instance state change', { outcome });
-  return outcome;
+export async function handler(event: unknown, context?: Context): Promise<InstanceEventOutcome> {
+  if (context) logger.addContext(context);
+  const detail = (event as { detail?: { 'instance-id'?: unknown; state?: unknown } } | null)
+    ?.detail;
+  const instanceId = detail?.['instance-id'];
+  logger.appendKeys({
+    route: 'instance-state-change',
+    ...(typeof instanceId === 'string' ? { instanceId } : {}),
+  });
+  try {
+    const outcome = await handleInstanceEvent(cloudDeps(), event);
+    logger.info('instance state change', { outcome });
+    return outcome;
+  } finally {
+    logger.resetKeys();
+  }
 }

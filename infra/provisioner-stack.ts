@@ -13,6 +13,8 @@ import { SearchAttributes } from './constructs/search-attributes';
 import { StateTable } from './constructs/state-table';
 import { ProvisionerWorker } from './constructs/worker';
 import { acknowledge } from './nag';
+import { AppMetrics } from './constructs/app-metrics';
+import { namespaceFor } from '../config/metrics';
 
 export interface ProvisionerStackProps extends StackProps {
   config: EnvironmentConfig;
@@ -75,6 +77,9 @@ export class ProvisionerStack extends Stack {
       TEMPORAL_NAMESPACE: config.temporal.namespace,
       TEMPORAL_API_KEY_SECRET_ARN: this.temporalApiKeySecret.secretArn,
     };
+    // one CloudWatch namespace per environment for the EMF metrics of the API and the worker
+    const metricsNamespace = namespaceFor(config.name);
+    const appMetrics = new AppMetrics(metricsNamespace);
 
     const identity = new ProvisionerIdentity(this, 'Identity', {
       environmentName: config.name,
@@ -91,6 +96,7 @@ export class ProvisionerStack extends Stack {
         PROVISIONER_API_TOKEN_SECRET_ARN: this.apiTokenSecret.secretArn,
         ...(config.adminTokenDisabled ? { PROVISIONER_ADMIN_TOKEN_DISABLED: 'true' } : {}),
         POWERTOOLS_SERVICE_NAME: 'provisioner-api',
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
       },
       apiTokenSecret: this.apiTokenSecret,
       temporalApiKeySecret: this.temporalApiKeySecret,
@@ -112,7 +118,13 @@ export class ProvisionerStack extends Stack {
     this.worker = new ProvisionerWorker(this, 'Worker', {
       settings: config.worker,
       table: this.table,
-      environment: { ...runtimeEnvironment, POWERTOOLS_SERVICE_NAME: 'provisioner-worker' },
+      environment: {
+        ...runtimeEnvironment,
+        POWERTOOLS_SERVICE_NAME: 'provisioner-worker',
+        POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
+        // the SDK's metrics as EMF on stdout, with the worker's own (worker/telemetry.ts)
+        PROVISIONER_TEMPORAL_METRICS: 'emf',
+      },
       temporalApiKeySecret: this.temporalApiKeySecret,
       deployment,
       temporalPort: Number(config.temporal.address.split(':').pop()),
@@ -139,6 +151,7 @@ export class ProvisionerStack extends Stack {
       api: this.api.api,
       worker: this.worker,
       workerDesiredCount: config.worker.desiredCount,
+      appMetrics,
     });
 
     this.dashboard = new ProvisionerDashboard(this, 'Dashboard', {
@@ -150,6 +163,7 @@ export class ProvisionerStack extends Stack {
       table: this.table.table,
       api: this.api.api,
       worker: this.worker,
+      appMetrics,
     });
 
     new CfnOutput(this, 'ApiUrl', {

@@ -12,6 +12,8 @@ import { ContainerStore } from '../state/containers';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
+import { workerLogger } from './logging';
+import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
 
 /**
  * The Temporal worker: registers the machine and sweeper workflows and their
@@ -20,6 +22,8 @@ import { TASK_QUEUE } from '../temporal/search-attributes';
  * (tests run a private worker they can kill).
  */
 async function main(): Promise<void> {
+  // before any connection: the SDK's Runtime logs through the worker's logger and exports its metrics
+  const stopTelemetry = installTelemetry(workerLogger, temporalMetricsFromEnv());
   const endpoints = serviceEndpoints();
   const tuning = provisioningTuning();
   const taskQueue = optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE);
@@ -35,7 +39,10 @@ async function main(): Promise<void> {
   );
   // Warm the home region's catalogue and offerings in the background: the first machines plan from memory.
   void warmRegion(ec2ForRegion(endpoints.region)).catch((err: unknown) => {
-    console.warn(`could not warm ${endpoints.region}'s instance-type catalogue: ${String(err)}`);
+    workerLogger.warn('could not warm the instance-type catalogue', {
+      region: endpoints.region,
+      error: String(err),
+    });
   });
   const ddb = dynamoDbClient(endpoints);
   const repo = new Repository(ddb, endpoints.tableName);
@@ -63,7 +70,9 @@ async function main(): Promise<void> {
       store,
       ec2ForRegion,
       defaultRegion: endpoints.region,
-      prices: new InstancePrices(pricingClientFromEnv()),
+      prices: new InstancePrices(pricingClientFromEnv(), {
+        log: (line) => workerLogger.warn(line),
+      }),
       tuning,
       deployment: optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
       temporal,
@@ -79,6 +88,7 @@ async function main(): Promise<void> {
         }),
       ),
     }),
+    sinks: metricSinks(),
     shutdownGraceTime: '10 seconds',
     // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
     maxConcurrentActivityTaskExecutions: positiveIntEnv(
@@ -99,14 +109,17 @@ async function main(): Promise<void> {
     maxConcurrentWorkflowTaskPolls: 20,
   });
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
-  console.log(
-    `worker polling ${taskQueue} on ${endpoints.temporalAddress} (${endpoints.temporalNamespace})`,
-  );
+  workerLogger.info(`worker polling ${taskQueue}`, {
+    taskQueue,
+    temporalAddress: endpoints.temporalAddress,
+    namespace: endpoints.temporalNamespace,
+  });
   try {
     await worker.run();
   } finally {
     await clientConnection.close();
     await connection.close();
+    stopTelemetry();
   }
 }
 
@@ -118,14 +131,14 @@ async function startSweeper(temporal: Client, taskQueue: string): Promise<void> 
   try {
     await ensureSweeper(temporal, taskQueue);
     const removed = await removeLegacySweepSchedules(temporal);
-    if (removed.length > 0) console.log(`deleted ${removed.length} legacy sweep schedule(s)`);
+    if (removed.length > 0) workerLogger.info('deleted legacy sweep schedules', { removed });
   } catch (err) {
     // the API starts the sweeper too, when a model is created or machines are added
-    console.warn(`could not start the sweeper: ${String(err)}`);
+    workerLogger.warn('could not start the sweeper', { error: String(err) });
   }
 }
 
 main().catch((err: unknown) => {
-  console.error(err);
+  workerLogger.error('worker stopped', { error: err instanceof Error ? err : String(err) });
   process.exit(1);
 });

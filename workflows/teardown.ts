@@ -7,6 +7,7 @@ import { startAfresh } from './carry';
 import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, QUIET_BLOCKED_TEARDOWN, uses } from './patches';
 import { failureMessage, failureType, records, tearing } from './proxies';
 import { duration } from './summaries';
+import { metrics } from './metrics';
 
 /** Polls (about 5 minutes at 5 s) before an instance that will not terminate is reported. */
 const PATIENT_POLLS = 60;
@@ -70,6 +71,7 @@ async function sayBlocked(ctx: MachineContext, key: string, message: string): Pr
   const quiet = patched(QUIET_BLOCKED_TEARDOWN);
   if (quiet && ctx.blockedNote === key) return;
   log.warn('teardown blocked', { model: ctx.model, machineId: ctx.machineId, error: message });
+  metrics.teardownBlocked();
   if ((await note(ctx, message)) && quiet) ctx.blockedNote = key;
 }
 

@@ -12,7 +12,9 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import type { AppMetrics } from './app-metrics';
 import type { ProvisionerWorker } from './worker';
+import { METRIC } from '../../config/metrics';
 
 export interface ProvisionerAlarmsProps {
   alarmEmail?: string;
@@ -21,7 +23,12 @@ export interface ProvisionerAlarmsProps {
   api: HttpApi;
   worker: ProvisionerWorker;
   workerDesiredCount: number;
+  /** The provisioner's own EMF metrics (machines in error, 5xx by the handlers, EC2 throttling). */
+  appMetrics: AppMetrics;
 }
+
+/** Throttled EC2 calls in five minutes that say the worker is pushing EC2 too hard (retries absorb fewer). */
+export const THROTTLED_CALLS_THRESHOLD = 50;
 
 /** DynamoDB operations the repository issues, whose throttling is alarmed. */
 const TABLE_OPERATIONS = [
@@ -79,6 +86,23 @@ export class ProvisionerAlarms extends Construct {
       description: 'HTTP API: server errors',
       metric: props.api.metricServerError({ period: FIVE_MINUTES }),
       threshold: 5,
+    });
+
+    const app = props.appMetrics;
+    this.add('MachinesInError', {
+      description: 'Provisioner: machines put in status error (provisioning failed for good)',
+      metric: app.metric(METRIC.machinesInError, 'Sum', FIVE_MINUTES),
+      threshold: 1,
+    });
+    this.add('HandlerServerErrors', {
+      description: 'Provisioner API handlers: 5xx answers (EMF ServerErrors, all routes)',
+      metric: app.metric(METRIC.serverErrors, 'Sum', FIVE_MINUTES),
+      threshold: 5,
+    });
+    this.add('Ec2Throttling', {
+      description: `Worker: ${THROTTLED_CALLS_THRESHOLD} or more EC2 calls throttled in 5 minutes`,
+      metric: app.metric(METRIC.throttledCalls, 'Sum', FIVE_MINUTES),
+      threshold: THROTTLED_CALLS_THRESHOLD,
     });
 
     this.add('WorkerTasksBelowDesired', {

@@ -4,6 +4,8 @@ import { Dashboard, GraphWidget, type IMetric, TextWidget } from 'aws-cdk-lib/aw
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import { METRIC } from '../../config/metrics';
+import type { AppMetrics } from './app-metrics';
 import type { ProvisionerWorker } from './worker';
 
 export interface ProvisionerDashboardProps {
@@ -13,6 +15,7 @@ export interface ProvisionerDashboardProps {
   table: Table;
   api: HttpApi;
   worker: ProvisionerWorker;
+  appMetrics: AppMetrics;
 }
 
 const PERIOD = Duration.minutes(1);
@@ -93,6 +96,66 @@ export class ProvisionerDashboard extends Construct {
       new GraphWidget({
         title: 'Worker running tasks',
         left: [props.worker.metricRunningTaskCount()],
+        width: 12,
+      }),
+    );
+    const app = props.appMetrics;
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Handlers: requests by route',
+        left: [app.by(METRIC.requests, 'Route')],
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Handlers: 4xx and 5xx',
+        left: [app.metric(METRIC.clientErrors), app.metric(METRIC.serverErrors)],
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Handlers: latency by route (p99)',
+        left: [app.by(METRIC.latency, 'Route', 'p99')],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Launches, zone failovers, machines in error',
+        left: [
+          app.metric(METRIC.launches),
+          app.metric(METRIC.zoneFailovers),
+          app.metric(METRIC.machinesInError),
+          app.metric(METRIC.teardownBlocked),
+        ],
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Launch errors by EC2 code',
+        left: [app.by(METRIC.launchErrors, 'Code')],
+        width: 8,
+      }),
+      new GraphWidget({
+        title: 'Launch batch size; EC2 calls throttled',
+        left: [app.metric(METRIC.batchSize, 'Average'), app.metric(METRIC.batchSize, 'Maximum')],
+        right: [app.metric(METRIC.throttledCalls)],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
+        title: 'Temporal: schedule-to-start latency (p99)',
+        left: [
+          app.temporal('temporal_workflow_task_schedule_to_start_latency', 'p99'),
+          app.temporal('temporal_activity_schedule_to_start_latency', 'p99'),
+        ],
+        width: 12,
+      }),
+      new GraphWidget({
+        title: 'Temporal: failed requests, task slots available',
+        left: [
+          app.temporal('temporal_request_failure', 'Sum'),
+          app.temporal('temporal_long_request_failure', 'Sum'),
+        ],
+        right: [app.temporal('temporal_worker_task_slots_available', 'Minimum')],
         width: 12,
       }),
     );

@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Connection } from '@temporalio/client';
-import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import type { CloudFormationCustomResourceEvent, Context } from 'aws-lambda';
 import {
   cloudOpsRegistry,
   ensureSearchAttributes,
@@ -81,7 +81,10 @@ async function readSecret(secretId: string): Promise<string> {
 
 export async function handler(
   event: CloudFormationCustomResourceEvent,
+  context?: Context,
 ): Promise<{ PhysicalResourceId: string; Data?: Record<string, string> }> {
+  if (context) logger.addContext(context);
+  logger.appendKeys({ requestId: event.RequestId, route: event.RequestType });
   const props = parseProperties(event.ResourceProperties);
   const physicalId = `${props.namespace}/search-attributes`;
   if (event.RequestType === 'Delete') return { PhysicalResourceId: event.PhysicalResourceId };

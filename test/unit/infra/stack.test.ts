@@ -207,6 +207,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
         expect(Object.keys(vars).sort()).toEqual(
           [
             'NODE_OPTIONS',
+            'POWERTOOLS_METRICS_NAMESPACE',
             'POWERTOOLS_SERVICE_NAME',
             'PROVISIONER_API_TOKEN_SECRET_ARN',
             'PROVISIONER_TABLE',
@@ -892,8 +893,9 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
 
     it('sends every alarm to the alarm topic', () => {
       const topicRef = { Ref: logicalId(synth.stack.alarms.topic) };
-      // errors and throttles of each API Lambda and the state-change Lambda, table, API 5xx, worker
-      expect(alarms().length).toBe((ROUTE_GROUPS.length + 1) * 2 + 3);
+      // errors and throttles of each API Lambda and the state-change Lambda, table, API 5xx, worker,
+      // and the EMF ones: machines in error, handler 5xx, EC2 throttling (observability.test.ts)
+      expect(alarms().length).toBe((ROUTE_GROUPS.length + 1) * 2 + 3 + 3);
       for (const alarm of alarms()) {
         expect(alarm.Properties!.AlarmActions).toEqual([topicRef]);
       }

@@ -1,0 +1,255 @@
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import { launchFailed, launchSent } from '../../../activities/metrics';
+import { logger } from '../../../config/logger';
+import { recordRequest } from '../../../config/metrics';
+import { MAX_SAMPLES, WorkerMetrics } from '../../../config/worker-metrics';
+import { adminTokenGate } from '../../../functions/access';
+import { createHandler } from '../../../functions/http';
+import { addSdkUpdates, temporalMetricsFromEnv } from '../../../worker/telemetry';
+
+interface Emf {
+  _aws: {
+    Timestamp: number;
+    CloudWatchMetrics: Array<{
+      Namespace: string;
+      Dimensions: string[][];
+      Metrics: Array<{ Name: string; Unit: string }>;
+    }>;
+  };
+  [key: string]: unknown;
+}
+
+/** Every line written to stdout and stderr while `work` runs (Powertools writes metrics and logs there). */
+async function stdoutOf(work: () => unknown): Promise<string[]> {
+  const lines: string[] = [];
+  const capture = (chunk: unknown) => {
+    lines.push(...String(chunk).split('\n').filter(Boolean));
+    return true;
+  };
+  const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
+  const err = jest.spyOn(process.stderr, 'write').mockImplementation(capture);
+  try {
+    await work();
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+  return lines;
+}
+
+const emfOf = (lines: string[]): Emf[] =>
+  lines.map((l) => JSON.parse(l) as Emf).filter((r) => r._aws !== undefined);
+
+describe('API request metrics (Powertools EMF)', () => {
+  it('writes one record with Requests, Latency, ClientErrors and ServerErrors by route and service-wide', async () => {
+    const [record, ...rest] = emfOf(
+      await stdoutOf(() => recordRequest('POST /v1/models/{model}/machines', 503, 12.3456)),
+    );
+    expect(rest).toEqual([]);
+    const cw = record!._aws.CloudWatchMetrics[0]!;
+    expect(cw.Namespace).toBe('Provisioner/local');
+    expect(cw.Dimensions).toEqual([['service', 'Route'], ['service']]);
+    expect(cw.Metrics).toEqual([
+      { Name: 'Requests', Unit: 'Count' },
+      { Name: 'Latency', Unit: 'Milliseconds' },
+      { Name: 'ClientErrors', Unit: 'Count' },
+      { Name: 'ServerErrors', Unit: 'Count' },
+    ]);
+    expect(record).toMatchObject({
+      service: 'provisioner-api',
+      Route: 'POST /v1/models/{model}/machines',
+      Requests: 1,
+      Latency: 12.35,
+      ClientErrors: 0,
+      ServerErrors: 1,
+    });
+  });
+
+  it('counts a 4xx as a client error only', async () => {
+    const [record] = emfOf(await stdoutOf(() => recordRequest('GET /v1/models', 404, 1)));
+    expect(record).toMatchObject({ Route: 'GET /v1/models', ClientErrors: 1, ServerErrors: 0 });
+  });
+});
+
+describe('WorkerMetrics', () => {
+  const worker = () => new WorkerMetrics({ namespace: () => 'Provisioner/test' });
+
+  it('sums counters between flushes and writes one record per dimension set', async () => {
+    const m = worker();
+    m.count('Launches', 3);
+    m.count('Launches', 2);
+    m.count('MachinesInError');
+    m.count('LaunchErrors', 4, { Code: 'InsufficientInstanceCapacity' });
+    m.count('LaunchErrors', 1, { Code: 'UnauthorizedOperation' });
+    const records = emfOf(await stdoutOf(() => m.flush()));
+    expect(records).toHaveLength(3);
+    const plain = records.find((r) => r.Code === undefined)!;
+    expect(plain._aws.CloudWatchMetrics[0]).toMatchObject({
+      Namespace: 'Provisioner/test',
+      Dimensions: [['service']],
+      Metrics: [
+        { Name: 'Launches', Unit: 'Count' },
+        { Name: 'MachinesInError', Unit: 'Count' },
+      ],
+    });
+    expect(plain).toMatchObject({ service: 'provisioner-worker', Launches: 5, MachinesInError: 1 });
+    const byCode = Object.fromEntries(
+      records.filter((r) => r.Code !== undefined).map((r) => [r.Code, r.LaunchErrors]),
+    );
+    expect(byCode).toEqual({ InsufficientInstanceCapacity: 4, UnauthorizedOperation: 1 });
+    for (const r of records.filter((r) => r.Code !== undefined)) {
+      expect(r._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['service', 'Code'], ['service']]);
+    }
+    // flushed: nothing is written twice, and an idle interval writes nothing
+    expect(emfOf(await stdoutOf(() => m.flush()))).toEqual([]);
+  });
+
+  it('keeps a distribution as its values, at most MAX_SAMPLES of them', async () => {
+    const m = worker();
+    for (let i = 1; i <= 250; i++) m.observe('BatchSize', i);
+    const [record, ...rest] = emfOf(await stdoutOf(() => m.flush()));
+    expect(rest).toEqual([]);
+    const values = record!.BatchSize as number[];
+    expect(values).toHaveLength(MAX_SAMPLES);
+    expect(values.every((v) => Number.isInteger(v) && v >= 1 && v <= 250)).toBe(true);
+  });
+
+  it('counts a batch: launches served, its size, the unserved as capacity errors and failovers', async () => {
+    const m = worker();
+    launchSent(10, 7, m);
+    const failure = Object.assign(new Error('no capacity'), {
+      name: 'InsufficientInstanceCapacity',
+    });
+    launchFailed(failure, 5, m);
+    launchFailed(Object.assign(new Error('denied'), { name: 'UnauthorizedOperation' }), 2, m);
+    const records = emfOf(await stdoutOf(() => m.flush()));
+    const sum = (name: string, code?: string) =>
+      records
+        .filter((r) => r.Code === code && r[name] !== undefined)
+        .map((r) => r[name])
+        .flat()
+        .reduce((a: number, b) => a + Number(b), 0);
+    expect(sum('Launches')).toBe(7);
+    expect(sum('ZoneFailovers')).toBe(3 + 5);
+    expect(sum('LaunchErrors', 'InsufficientInstanceCapacity')).toBe(3 + 5);
+    expect(sum('LaunchErrors', 'UnauthorizedOperation')).toBe(2);
+    expect(records.find((r) => r.BatchSize !== undefined)!.BatchSize).toEqual([10, 5, 2]);
+  });
+
+  it("adds the Temporal SDK's drained updates: counters summed, histograms and gauges sampled", async () => {
+    const m = worker();
+    addSdkUpdates(
+      [
+        { metric: { name: 'temporal_request', kind: 'counter' }, value: 2 },
+        { metric: { name: 'temporal_request', kind: 'counter' }, value: 3 },
+        {
+          metric: {
+            name: 'temporal_workflow_task_schedule_to_start_latency',
+            kind: 'histogram',
+            unit: 'ms',
+          },
+          value: 42,
+        },
+      ],
+      m,
+    );
+    const records = emfOf(await stdoutOf(() => m.flush()));
+    expect(records.find((r) => r.temporal_request !== undefined)!.temporal_request).toBe(5);
+    const latency = records.find(
+      (r) => r.temporal_workflow_task_schedule_to_start_latency !== undefined,
+    )!;
+    expect(latency.temporal_workflow_task_schedule_to_start_latency).toBe(42);
+    expect(latency._aws.CloudWatchMetrics[0]!.Metrics).toEqual([
+      { Name: 'temporal_workflow_task_schedule_to_start_latency', Unit: 'Milliseconds' },
+    ]);
+  });
+});
+
+describe('temporalMetricsFromEnv', () => {
+  it.each([
+    [{}, { kind: 'emf' }],
+    [{ PROVISIONER_TEMPORAL_METRICS: 'off' }, { kind: 'off' }],
+    [
+      { PROVISIONER_TEMPORAL_METRICS: 'prometheus:127.0.0.1:9464' },
+      { kind: 'prometheus', bindAddress: '127.0.0.1:9464' },
+    ],
+  ])('reads %j', (env, mode) => {
+    expect(temporalMetricsFromEnv(env)).toEqual(mode);
+  });
+
+  it('names the variable and the forms it takes when the value is none of them', () => {
+    expect(() => temporalMetricsFromEnv({ PROVISIONER_TEMPORAL_METRICS: 'statsd' })).toThrow(
+      'environment variable PROVISIONER_TEMPORAL_METRICS: "statsd" is not emf, off or prometheus:<host>:<port>',
+    );
+  });
+});
+
+describe('a request through the handler pipeline', () => {
+  const TOKEN = 'tok-3f9a1c77e5d24b0c';
+  const PASSWORD = 'pw-correct-horse-battery';
+  const handler = createHandler(
+    {
+      'POST /v1/models/{model}/machines': (req) => {
+        // an operation that logs (as service code does) with the request's keys attached
+        logger.warn('operation ran');
+        return Promise.resolve({ status: 201, body: { ok: req.body !== undefined } });
+      },
+    },
+    () => adminTokenGate(() => Promise.resolve(TOKEN)),
+  );
+  const event = (authorization: string): APIGatewayProxyEventV2 => ({
+    version: '2.0',
+    routeKey: 'POST /v1/models/{model}/machines',
+    rawPath: '/v1/models/demo/machines',
+    rawQueryString: `password=${PASSWORD}`,
+    queryStringParameters: { password: PASSWORD },
+    headers: { authorization },
+    pathParameters: { model: 'demo' },
+    requestContext: {
+      requestId: 'req-123',
+      http: { method: 'POST', path: '/v1/models/demo/machines' },
+    } as APIGatewayProxyEventV2['requestContext'],
+    body: JSON.stringify({ password: PASSWORD, constraints: 'mem=4G' }),
+    isBase64Encoded: false,
+  });
+
+  it("logs with the request's id, route, model and user, and counts it; no line carries the token or a password", async () => {
+    const lines = await stdoutOf(async () => {
+      expect((await handler(event(`Bearer ${TOKEN}`))).statusCode).toBe(201);
+      expect((await handler(event('Bearer wrong-token-value'))).statusCode).toBe(401);
+      // an unhandled error's log line too
+    });
+    const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const logged = records.find((r) => r.message === 'operation ran')!;
+    expect(logged).toMatchObject({
+      level: 'WARN',
+      requestId: 'req-123',
+      route: 'POST /v1/models/{model}/machines',
+      model: 'demo',
+      user: 'admin',
+    });
+    const metrics = emfOf(lines);
+    expect(metrics.map((r) => [r.Route, r.Requests, r.ClientErrors])).toEqual([
+      ['POST /v1/models/{model}/machines', 1, 0],
+      ['POST /v1/models/{model}/machines', 1, 1],
+    ]);
+    for (const line of lines) {
+      expect(line).not.toContain(TOKEN);
+      expect(line).not.toContain('wrong-token-value');
+      expect(line).not.toContain(PASSWORD);
+    }
+  });
+
+  it('clears the keys after the request: a line logged afterwards carries none of them', async () => {
+    const lines = await stdoutOf(async () => {
+      await handler(event(`Bearer ${TOKEN}`));
+      logger.warn('after');
+    });
+    const after = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((r) => r.message === 'after')!;
+    expect(after.requestId).toBeUndefined();
+    expect(after.user).toBeUndefined();
+    expect(after.model).toBeUndefined();
+  });
+});

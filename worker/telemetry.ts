@@ -1,0 +1,102 @@
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { MetricsBuffer, Runtime, type InjectedSinks } from '@temporalio/worker';
+import { ConfigError, optionalEnv } from '../config/env';
+import type { Unit } from '../config/metrics';
+import { workerMetrics, type WorkerMetrics } from '../config/worker-metrics';
+import { teardownBlocked } from '../activities/metrics';
+import type { ProvisionerSinks } from '../workflows/metrics';
+import type { WorkerLogger } from './logging';
+
+/**
+ * Where the Temporal SDK's own metrics (task slots, schedule-to-start and
+ * poll latencies, workflow and activity outcomes, request failures) go:
+ * - `emf` (default, and the cloud's): buffered in the SDK, drained every
+ *   second into the worker's metrics and written as EMF with them, so
+ *   CloudWatch gets them from the task's log stream without a collector;
+ * - `prometheus:127.0.0.1:9464`: a Prometheus endpoint on that address
+ *   (`curl http://127.0.0.1:9464/metrics`), for reading them locally;
+ * - `off`.
+ */
+export type TemporalMetrics =
+  { kind: 'emf' } | { kind: 'prometheus'; bindAddress: string } | { kind: 'off' };
+
+export const TEMPORAL_METRICS_ENV = 'PROVISIONER_TEMPORAL_METRICS';
+
+export function temporalMetricsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalMetrics {
+  const text = optionalEnv('PROVISIONER_TEMPORAL_METRICS', 'emf', env).trim();
+  if (text === 'emf') return { kind: 'emf' };
+  if (text === 'off') return { kind: 'off' };
+  const match = /^prometheus:(.+:\d+)$/.exec(text);
+  if (match) return { kind: 'prometheus', bindAddress: match[1]! };
+  throw new ConfigError(
+    `environment variable ${TEMPORAL_METRICS_ENV}: "${text}" is not emf, off or prometheus:<host>:<port>`,
+  );
+}
+
+/** How often the worker writes its metrics as EMF. */
+export const FLUSH_INTERVAL_MS = 10_000;
+const DRAIN_INTERVAL_MS = 1_000;
+
+function unitOf(sdkUnit: string | undefined): Unit {
+  if (sdkUnit === 'ms') return MetricUnit.Milliseconds;
+  if (sdkUnit === 's') return MetricUnit.Seconds;
+  return MetricUnit.Count;
+}
+
+/** Adds drained SDK metric updates to the worker's metrics: counters summed, the rest sampled. */
+export function addSdkUpdates(
+  updates: Iterable<{ metric: { name: string; kind: string; unit?: string }; value: number }>,
+  into: WorkerMetrics = workerMetrics,
+): void {
+  for (const { metric, value } of updates) {
+    if (metric.kind === 'counter') into.add(metric.name, MetricUnit.Count, value);
+    else into.sample(metric.name, unitOf(metric.unit), value);
+  }
+}
+
+/**
+ * Installs the SDK's Runtime with the worker's logger and the chosen metrics
+ * exporter, and starts the worker's periodic EMF flush. Must run before the
+ * first connection is made.
+ */
+export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): () => void {
+  let buffer: MetricsBuffer | undefined;
+  if (mode.kind === 'emf') buffer = new MetricsBuffer({ maxBufferSize: 100_000 });
+  Runtime.install({
+    logger,
+    telemetryOptions: {
+      logging: { forward: {}, filter: 'WARN' },
+      ...(buffer ? { metrics: { buffer } } : {}),
+      ...(mode.kind === 'prometheus'
+        ? { metrics: { prometheus: { bindAddress: mode.bindAddress } } }
+        : {}),
+    },
+  });
+  let drainer: NodeJS.Timeout | undefined;
+  if (buffer) {
+    const drain = () => {
+      try {
+        addSdkUpdates(buffer.retrieveUpdates());
+      } catch (err) {
+        logger.warn('could not read the Temporal SDK metrics', { error: String(err) });
+      }
+    };
+    drainer = setInterval(drain, DRAIN_INTERVAL_MS);
+    drainer.unref();
+  }
+  workerMetrics.start(FLUSH_INTERVAL_MS);
+  return () => {
+    if (drainer) clearInterval(drainer);
+    if (buffer) addSdkUpdates(buffer.retrieveUpdates());
+    workerMetrics.stop();
+  };
+}
+
+/** The workflows' metric sink (workflows/metrics.ts), never called during replay. */
+export function metricSinks(): InjectedSinks<ProvisionerSinks> {
+  return {
+    metrics: {
+      teardownBlocked: { fn: () => teardownBlocked(), callDuringReplay: false },
+    },
+  };
+}
