@@ -18,7 +18,7 @@ import { buildLaunchPlan, LaunchPlanError } from './plan';
 import type { LaunchPlan, MachineRef, StartedInstance } from './types';
 
 /** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
-async function findSubnet(
+export async function findSubnet(
   ec2: EC2Client,
   idOrCidr: string,
 ): Promise<{ subnetId: string; zone: string } | undefined> {

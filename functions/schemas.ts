@@ -9,6 +9,7 @@
  * No imports from service/: the services type their views with these.
  */
 import { z } from 'zod';
+import { DryRunFlag } from './plan-schemas';
 import { CONTROLLER_LEVELS, INSTANCE_STATES, MODEL_LEVELS } from '../core';
 import { NAME_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
@@ -172,6 +173,7 @@ export const Deploy = z
     numUnits: z.number().int().min(0).max(LIMITS.count).optional(),
     to: list(PlacementText, LIMITS.count).optional(),
     subordinate: z.boolean().optional(),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'DeployRequest' });
 
@@ -183,6 +185,7 @@ export const AddUnits = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
     to: list(PlacementText, LIMITS.count).optional(),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddUnitsRequest' });
 
@@ -194,6 +197,7 @@ export const AddMachines = z
     placement: PlacementText.optional().meta({
       description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
     }),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddMachinesRequest' });
 
