@@ -37,6 +37,23 @@ export const MODELS_EC2_ACTIONS = ['ec2:DescribeRegions'] as const;
 /** EC2 calls of the machines Lambda: reprovision asks EC2 for the instance's state. */
 export const MACHINES_EC2_ACTIONS = ['ec2:DescribeInstances'] as const;
 
+/**
+ * Reads of the Lambdas that answer plans (`"dryRun": true`, service/plans.ts):
+ * zones and their states, the instance-type catalogue and offerings, a
+ * `subnet=` placement's subnet, and on-demand prices, as the worker reads
+ * them. None has resource-level permissions; none changes anything.
+ */
+export const PLAN_READ_ACTIONS = [
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeInstanceTypes',
+  'ec2:DescribeInstanceTypeOfferings',
+  'ec2:DescribeSubnets',
+  'pricing:GetProducts',
+] as const;
+
+/** The route groups whose routes take `dryRun` (deploy, add-unit, add-machine). */
+export const PLAN_GROUPS: readonly RouteGroup[] = ['applications', 'units', 'machines'];
+
 /** The group whose Lambda also answers unmatched requests (an authenticated 404). */
 export const DEFAULT_ROUTE_GROUP: RouteGroup = 'models';
 
@@ -95,6 +112,16 @@ export class ProvisionerApi extends Construct {
           fn,
           'IAM5[Resource::*]',
           'ec2:DescribeInstances has no resource-level permissions; the statement grants that one read-only action',
+        );
+      }
+      if (PLAN_GROUPS.includes(group)) {
+        fn.addToRolePolicy(
+          new PolicyStatement({ actions: [...PLAN_READ_ACTIONS], resources: ['*'] }),
+        );
+        acknowledge(
+          fn,
+          'IAM5[Resource::*]',
+          'plans read zones, instance types, offerings, subnets and prices: Describe* and pricing:GetProducts have no resource-level permissions; every action granted is read-only',
         );
       }
       props.apiTokenSecret.grantRead(fn);
