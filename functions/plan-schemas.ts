@@ -14,12 +14,9 @@ export const DryRunFlag = z.boolean().meta({
 
 export const PlannedMachine = z
   .object({
-    id: z
-      .string()
-      .nullable()
-      .meta({
-        description: "The existing machine's id where a unit would go onto one; null: new.",
-      }),
+    id: z.string().nullable().meta({
+      description: "The existing machine's id where a unit would go onto one; null: new.",
+    }),
     units: z.array(z.string()),
     base: z.string(),
     constraints: z.string().meta({ description: 'Collapsed, canonical.' }),
@@ -52,13 +49,9 @@ export const Plan = z
       .min(0)
       .nullable()
       .meta({ description: 'pricePerHour × 730, to cents.' }),
-    estimatedSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .meta({
-        description: 'Until the last planned machine is launched, under the launch budget.',
-      }),
+    estimatedSeconds: z.number().int().min(0).meta({
+      description: 'Until the last planned machine is launched, under the launch budget.',
+    }),
     notes: z.array(z.string()).meta({ description: 'What the plan could not know, and waits.' }),
   })
   .meta({ id: 'Plan' });
