@@ -59,8 +59,11 @@ export function launchBudgetFromEnv(env: NodeJS.ProcessEnv = process.env): Launc
   };
 }
 
-/** How long one EC2 read of a plan may take: a plan answers well inside the API's 29 s. */
-const EC2_READ_TIMEOUT_MS = 8_000;
+/**
+ * How long one EC2 read of a plan may take. The first plan of a container
+ * pages the region's whole catalogue (1,400 types); later ones read the cache.
+ */
+const EC2_READ_TIMEOUT_MS = 20_000;
 
 /** The sources of the API process (one per Lambda container or local API server). */
 export function ec2PlanSources(
@@ -73,7 +76,7 @@ export function ec2PlanSources(
         region,
         endpoint: ec2Endpoint,
         credentials: localCredentialsFor(ec2Endpoint),
-        maxAttempts: 3,
+        maxAttempts: 2,
         requestHandler: {
           connectionTimeout: EC2_READ_TIMEOUT_MS,
           requestTimeout: EC2_READ_TIMEOUT_MS,
