@@ -85,8 +85,10 @@ export function ec2PlanSources(
       }),
   );
   const prices = new InstancePrices(pricingClientFromEnv(env), {
-    // a plan waits less for a price list than a launch does: it says when it has none
-    timeoutMs: 10_000,
+    // a plan waits less for a price list than a launch does (the API answers within 29 s),
+    // says when it has none, and asks again soon after
+    timeoutMs: 25_000,
+    failureTtlMs: 30_000,
     log: () => undefined,
   });
   return {
