@@ -40,7 +40,7 @@ function planKey(
 }
 
 /** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
-async function findSubnet(
+export async function findSubnet(
   ec2: EC2Client,
   idOrCidr: string,
 ): Promise<{ subnetId: string; zone: string } | undefined> {

@@ -4,6 +4,7 @@ import {
   matchingInstanceTypes,
   parseConstraints,
   parsePlacement,
+  type Constraints,
   type InstanceTypeInfo,
 } from '../core';
 import type { MachineRecord, ModelRecord } from '../state/types';
@@ -52,11 +53,73 @@ export function priced<T extends InstanceTypeInfo>(
   });
 }
 
+/** What the instance-type choice needs: the same for a launch and for a plan (service/plans.ts). */
+export interface TypeChoiceInputs {
+  region: string;
+  /** The machine's constraints, parsed. */
+  constraints: Constraints;
+  /** The machine's constraints as text (for the error). */
+  constraintsText: string;
+  /** The zone a `zone=` placement (or a `subnet=` placement's subnet) allows, if any. */
+  placementZone?: string;
+  catalogue: readonly InstanceTypeInfo[];
+  prices?: ReadonlyMap<string, number>;
+  /** The region's zone names. */
+  zones: readonly string[];
+  zonesOffering(instanceType: string, zones: readonly string[]): Promise<string[]>;
+}
+
 /**
- * Decides what a machine is launched as: the cheapest, least wasteful type
- * that satisfies its constraints (core's matching) and is offered in at least
- * one zone the machine may use, and its image (the `image-id` constraint, or
- * the newest Canonical image for its base and the type's arch). Throws
+ * The instance type a machine is launched as: the cheapest, least wasteful
+ * type that satisfies its constraints (core's matching, by price then waste)
+ * and is offered in at least one zone the machine may use (its `zones`
+ * constraint and placement). Throws LaunchPlanError with the message the
+ * machine's status shows.
+ */
+export async function chooseInstanceType(
+  inputs: TypeChoiceInputs,
+): Promise<{ chosen: InstanceTypeInfo; zonesConstraint: string[] }> {
+  const { region, constraints, placementZone } = inputs;
+  let candidates: InstanceTypeInfo[];
+  try {
+    candidates = matchingInstanceTypes(
+      region,
+      priced(inputs.catalogue, inputs.prices),
+      constraints,
+    );
+  } catch (err) {
+    if (err instanceof CoreError) throw new LaunchPlanError(err.message);
+    throw err;
+  }
+  const zonesConstraint = [...(constraints.zones ?? [])];
+  const allowed = inputs.zones.filter(
+    (z) =>
+      (zonesConstraint.length === 0 || zonesConstraint.includes(z)) &&
+      (placementZone === undefined || z === placementZone),
+  );
+  if (allowed.length === 0) {
+    // the zones asked for (placement, `zones` constraint) are none the region has: name them
+    const asked = [...(placementZone === undefined ? [] : [placementZone]), ...zonesConstraint];
+    const unknown = asked.filter((z) => !inputs.zones.includes(z));
+    const named = (unknown.length > 0 ? unknown : asked).map((z) => `"${z}"`).join(', ');
+    throw new LaunchPlanError(
+      `availability zone ${named} not valid: region ${region} has ${inputs.zones.join(', ') || 'no zones'}`,
+    );
+  }
+  for (const candidate of candidates) {
+    if ((await inputs.zonesOffering(candidate.name, allowed)).length > 0) {
+      return { chosen: candidate, zonesConstraint };
+    }
+  }
+  throw new LaunchPlanError(
+    `no instance type matching constraints "${inputs.constraintsText}" is offered in ${allowed.join(', ')} (region ${region})`,
+  );
+}
+
+/**
+ * Decides what a machine is launched as: its instance type
+ * (chooseInstanceType) and its image (the `image-id` constraint, or the
+ * newest Canonical image for its base and the type's arch). Throws
  * LaunchPlanError with the message the machine's status shows.
  */
 export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
@@ -65,18 +128,12 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
   let placementZone: string | undefined;
   let subnetPlacement: string | undefined;
   let subnetId: string | undefined;
-  let constraints;
-  let candidates: InstanceTypeInfo[];
+  let constraints: Constraints;
   try {
     constraints = parseConstraints(machine.constraints);
     const placement = machine.placement ? parsePlacement(machine.placement) : undefined;
     if (placement?.kind === 'zone') placementZone = placement.zone;
     if (placement?.kind === 'subnet') subnetPlacement = placement.subnet;
-    candidates = matchingInstanceTypes(
-      region,
-      priced(inputs.catalogue, inputs.prices),
-      constraints,
-    );
   } catch (err) {
     if (err instanceof CoreError) throw new LaunchPlanError(err.message);
     throw err;
@@ -89,33 +146,16 @@ export async function buildLaunchPlan(inputs: PlanInputs): Promise<LaunchPlan> {
     subnetId = subnet.subnetId;
     placementZone = subnet.zone;
   }
-  const zonesConstraint = [...(constraints.zones ?? [])];
-  const allowed = inputs.zones.filter(
-    (z) =>
-      (zonesConstraint.length === 0 || zonesConstraint.includes(z)) &&
-      (placementZone === undefined || z === placementZone),
-  );
-  let chosen: InstanceTypeInfo | undefined;
-  for (const candidate of candidates) {
-    if ((await inputs.zonesOffering(candidate.name, allowed)).length > 0) {
-      chosen = candidate;
-      break;
-    }
-  }
-  if (allowed.length === 0) {
-    // the zones asked for (placement, `zones` constraint) are none the region has: name them
-    const asked = [...(placementZone === undefined ? [] : [placementZone]), ...zonesConstraint];
-    const unknown = asked.filter((z) => !inputs.zones.includes(z));
-    const named = (unknown.length > 0 ? unknown : asked).map((z) => `"${z}"`).join(', ');
-    throw new LaunchPlanError(
-      `availability zone ${named} not valid: region ${region} has ${inputs.zones.join(', ') || 'no zones'}`,
-    );
-  }
-  if (!chosen) {
-    throw new LaunchPlanError(
-      `no instance type matching constraints "${machine.constraints}" is offered in ${allowed.join(', ')} (region ${region})`,
-    );
-  }
+  const { chosen, zonesConstraint } = await chooseInstanceType({
+    region,
+    constraints,
+    constraintsText: machine.constraints,
+    ...(placementZone !== undefined ? { placementZone } : {}),
+    catalogue: inputs.catalogue,
+    ...(inputs.prices ? { prices: inputs.prices } : {}),
+    zones: inputs.zones,
+    zonesOffering: (type, zones) => inputs.zonesOffering(type, zones),
+  });
   const arch = chosen.arches[0] ?? DEFAULT_ARCH;
   let imageId = constraints.imageId;
   if (!imageId) {

@@ -249,5 +249,12 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
     sections.push(columns(['Unit', 'Workload', 'Agent', 'Machine', 'Message'], unitRows));
 
   if (machineIds.length) sections.push(formatMachineTable(Object.values(status.machines), c));
+  const cost = status.model.pricePerHour;
+  if (cost !== undefined) {
+    // the model's running machines, at the on-demand prices their types were chosen at
+    sections.push(
+      `Cost of running machines: ${formatPrice(cost)}/h, $${(Math.round(cost * 730 * 100) / 100).toFixed(2)}/month`,
+    );
+  }
   return `${sections.join('\n\n')}\n`;
 }

@@ -3,6 +3,7 @@ import {
   destroyApplication,
   getApplication,
   getApplicationConstraints,
+  planDeploy,
   relate,
   setApplicationConstraints,
 } from '../service/applications';
@@ -12,14 +13,14 @@ import { Deploy, Relate, SetConstraints } from './schemas';
 
 export const handler = createHandler(
   groupOperations('applications', {
-    'POST /v1/models/{model}/applications': async (req) => ({
-      status: 201,
-      body: await deploy(
-        serviceContext(req.step, req.caller?.user),
-        param(req, 'model'),
-        parseBody(Deploy, req.body),
-      ),
-    }),
+    'POST /v1/models/{model}/applications': async (req) => {
+      const { dryRun, ...input } = parseBody(Deploy, req.body);
+      const ctx = serviceContext(req.step, req.caller?.user);
+      if (dryRun === true) {
+        return { status: 200, body: { plan: await planDeploy(ctx, param(req, 'model'), input) } };
+      }
+      return { status: 201, body: await deploy(ctx, param(req, 'model'), input) };
+    },
     'GET /v1/models/{model}/applications/{app}': async (req) => ({
       status: 200,
       body: await getApplication(

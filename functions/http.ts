@@ -6,7 +6,7 @@ import { serviceEndpoints } from '../config/env';
 import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import { observed, observedUser } from './observe';
-import type { SuccessResponse } from './operations';
+import { OPERATIONS, type OperationSpec, type SuccessResponse } from './operations';
 import { allowedMethods, routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
 import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
 import type { AuditEntry } from '../state/audit';
@@ -143,6 +143,22 @@ function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
   }
 }
 
+/** Whether the request asks a route that plans (OPERATIONS' `plan`) for its plan only. */
+function isDryRun(event: APIGatewayProxyEventV2): boolean {
+  const spec: OperationSpec | undefined = (OPERATIONS as Record<string, OperationSpec>)[
+    event.routeKey
+  ];
+  if (spec?.plan === undefined) return false;
+  try {
+    const body = parseJsonBody(event);
+    return (
+      typeof body === 'object' && body !== null && (body as { dryRun?: unknown }).dryRun === true
+    );
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Builds a Lambda handler for one route group: who is calling and whether
  * the route's access (functions/routes.ts) allows it first, then JSON
@@ -160,6 +176,8 @@ export function createHandler(
     /** The caller has no access to the route's model: nothing of theirs goes in its audit. */
     let hiddenModel = false;
     let response: APIGatewayProxyStructuredResultV2;
+    /** A plan (`"dryRun": true` on a route that takes it): it changes nothing, so it is not audited. */
+    let dryRun = false;
     try {
       const need = routeAccess(event.routeKey);
       let modelAccess: ModelAccess | undefined;
@@ -204,7 +222,9 @@ export function createHandler(
         step,
       });
       const key = idempotencyKey(event);
-      if (key === undefined) {
+      dryRun = isDryRun(event);
+      // a plan is a read: nothing of it is kept for a retry (a replay would answer a stale plan)
+      if (key === undefined || dryRun) {
         const result = await operation(request(runStep));
         response = json(result.status, result.body);
       } else {
@@ -213,7 +233,9 @@ export function createHandler(
     } catch (err) {
       response = toErrorResponse(err);
     }
-    if (caller) await audit(gate(), caller, event, response, hiddenModel);
+    if (caller && !(dryRun && response.statusCode !== 403)) {
+      await audit(gate(), caller, event, response, hiddenModel);
+    }
     return response;
   });
 }

@@ -1,5 +1,10 @@
 import { serviceContext } from '../service/context';
-import { addMachines, reprovisionMachine, retryMachine } from '../service/machines';
+import {
+  addMachines,
+  planAddMachines,
+  reprovisionMachine,
+  retryMachine,
+} from '../service/machines';
 import { destroyMachine } from '../service/removal';
 import { getMachine } from '../service/status';
 import { BadRequestError } from './errors';
@@ -18,11 +23,15 @@ function forceFlag(query: Record<string, string>): boolean {
 export const handler = createHandler(
   groupOperations('machines', {
     'POST /v1/models/{model}/machines': async (req) => {
-      const machines = await addMachines(
-        serviceContext(req.step, req.caller?.user),
-        param(req, 'model'),
-        parseBody(AddMachines, req.body),
-      );
+      const { dryRun, ...input } = parseBody(AddMachines, req.body);
+      const ctx = serviceContext(req.step, req.caller?.user);
+      if (dryRun === true) {
+        return {
+          status: 200,
+          body: { plan: await planAddMachines(ctx, param(req, 'model'), input) },
+        };
+      }
+      const machines = await addMachines(ctx, param(req, 'model'), input);
       return { status: 201, body: { machines } };
     },
     'GET /v1/models/{model}/machines/{id}': async (req) => ({

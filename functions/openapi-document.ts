@@ -103,6 +103,12 @@ function operation(
           content: { 'application/json': { schema: success.schema } },
         }
       : { description: success.description };
+  if (spec.plan) {
+    responses[`${spec.plan.status}`] = {
+      description: spec.plan.description,
+      content: { 'application/json': { schema: spec.plan.schema } },
+    };
+  }
   for (const [status, codes] of errorCodes(method, access, spec)) {
     const [first, ...rest] = codes;
     if (first === undefined) continue;

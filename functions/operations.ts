@@ -44,6 +44,7 @@ import {
   UpdateModel,
   type ErrorCode,
 } from './schemas';
+import { PlanAnswer } from './plan-schemas';
 
 type Codes = readonly [ErrorCode, ...ErrorCode[]];
 
@@ -60,7 +61,18 @@ export interface OperationSpec {
     | { status: 202 | 204; description: string };
   /** Codes this route answers beyond the common ones. */
   errors: Partial<Record<RouteErrorStatus, Codes>>;
+  /** With `"dryRun": true` in the body: the plan's answer instead (API.md "Plans (dry run)"). */
+  plan?: { status: 200; description: string; schema: z.ZodType };
 }
+
+/** The plan answer of deploy, add-unit and add-machine with `"dryRun": true`. */
+const planned = {
+  status: 200,
+  description:
+    'With `"dryRun": true`: what the request would launch (zones, instance types, prices) and ' +
+    'when; nothing written.',
+  schema: PlanAnswer,
+} as const;
 
 const accepted = (description: string) => ({ status: 202, description }) as const;
 
@@ -128,6 +140,7 @@ export const OPERATIONS = {
       description: 'The application and its units.',
       schema: DeployAnswer,
     },
+    plan: planned,
     errors: {
       400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
@@ -173,6 +186,7 @@ export const OPERATIONS = {
     summary: 'Add units',
     body: AddUnits,
     success: { status: 201, description: 'The new units.', schema: UnitsAnswer },
+    plan: planned,
     errors: {
       400: ['bad-request', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
@@ -190,6 +204,7 @@ export const OPERATIONS = {
     summary: 'Add machines',
     body: AddMachines,
     success: { status: 201, description: 'The new machines.', schema: MachinesAnswer },
+    plan: planned,
     errors: {
       400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
@@ -314,12 +329,21 @@ export const OPERATIONS = {
 } as const satisfies Record<RouteKey, OperationSpec>;
 
 /** What a route's handler answers on success, typed by its schema. */
-export type SuccessResponse<K extends RouteKey> = (typeof OPERATIONS)[K]['success'] extends infer S
-  ? S extends { status: infer N; schema: infer Z extends z.ZodType }
-    ? { status: N; body: z.input<Z> }
-    : S extends { status: infer N }
-      ? { status: N; body?: undefined }
-      : never
+export type SuccessResponse<K extends RouteKey> =
+  | ((typeof OPERATIONS)[K]['success'] extends infer S
+      ? S extends { status: infer N; schema: infer Z extends z.ZodType }
+        ? { status: N; body: z.input<Z> }
+        : S extends { status: infer N }
+          ? { status: N; body?: undefined }
+          : never
+      : never)
+  | PlanResponse<K>;
+
+/** A route's plan answer, when it takes `dryRun`. */
+type PlanResponse<K extends RouteKey> = (typeof OPERATIONS)[K] extends {
+  plan: { status: infer N extends number; schema: infer Z extends z.ZodType };
+}
+  ? { status: N; body: z.input<Z> }
   : never;
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

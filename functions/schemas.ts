@@ -9,6 +9,7 @@
  * No imports from service/: the services type their views with these.
  */
 import { z } from 'zod';
+import { DryRunFlag } from './plan-schemas';
 import {
   CONTROLLER_LEVELS,
   CoreError,
@@ -266,6 +267,7 @@ export const Deploy = z
     numUnits: z.number().int().min(0).max(LIMITS.count).optional(),
     to: list(PlacementText, LIMITS.count).optional(),
     subordinate: z.boolean().optional(),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'DeployRequest' });
 
@@ -290,6 +292,7 @@ export const AddUnits = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
     to: list(PlacementText, LIMITS.count).optional(),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddUnitsRequest' });
 
@@ -301,6 +304,7 @@ export const AddMachines = z
     placement: PlacementText.optional().meta({
       description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
     }),
+    dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddMachinesRequest' });
 

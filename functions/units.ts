@@ -1,6 +1,6 @@
 import { serviceContext } from '../service/context';
 import { removeUnit } from '../service/unit-removal';
-import { addUnits } from '../service/units';
+import { addUnits, planAddUnits } from '../service/units';
 import { createHandler, groupOperations, param, parseBody } from './http';
 import { AddUnits } from './schemas';
 
@@ -8,6 +8,16 @@ export const handler = createHandler(
   groupOperations('units', {
     'POST /v1/models/{model}/applications/{app}/units': async (req) => {
       const body = parseBody(AddUnits, req.body);
+      if (body.dryRun === true) {
+        const plan = await planAddUnits(
+          serviceContext(req.step, req.caller?.user),
+          param(req, 'model'),
+          param(req, 'app'),
+          body.count ?? 1,
+          body.to ?? [],
+        );
+        return { status: 200, body: { plan } };
+      }
       const units = await addUnits(
         serviceContext(req.step, req.caller?.user),
         param(req, 'model'),

@@ -3,8 +3,11 @@ import { InvalidRequestError, isRefusal } from './errors';
 import type { ApplicationView, ConstraintsView } from '../functions/schemas';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem } from '../state/repository';
-import type { ApplicationRecord } from '../state/types';
-import { canonicalConstraints, constraintsView } from './constraints';
+import type { ApplicationRecord, ModelRecord } from '../state/types';
+import type { Placement } from '../core';
+import type { PlanView } from '../functions/plan-schemas';
+import { buildPlan } from './plans';
+import { canonicalConstraints, collapseConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
 import { checkOffered } from './offerings';
 import { checkSubordinateRoom } from './relation-limits';
@@ -20,7 +23,13 @@ import {
   removeApplicationContents,
   removeInBackground,
 } from './removal-batches';
-import { addUnits, checkUnitPlacements, guardModelAndApp, type PlacedUnit } from './units';
+import {
+  addUnits,
+  checkUnitPlacements,
+  guardModelAndApp,
+  unitPlanEntries,
+  type PlacedUnit,
+} from './units';
 
 export interface DeployInput {
   name: string;
@@ -48,15 +57,24 @@ export function applicationView(a: ApplicationRecord): ApplicationView {
 
 export const SUBORDINATE_CONSTRAINTS = 'constraints do not apply to subordinate applications';
 
+/** What deploy decided before it writes anything (the same for its plan). */
+export interface DeployDecision {
+  modelRecord: ModelRecord;
+  record: ApplicationRecord;
+  numUnits: number;
+  placements: Placement[];
+}
+
 /**
- * deploy: the application and its constraints are recorded before its first
- * unit is added, so every unit collapses the constraints as they are then.
+ * deploy's decision: the name, base, constraints, unit count and placement
+ * checked as a real deploy checks them before it records anything, and the
+ * application record it would write.
  */
-export async function deploy(
+export async function decideDeploy(
   ctx: ServiceContext,
   model: string,
   input: DeployInput,
-): Promise<{ application: ApplicationView; units: PlacedUnit[] }> {
+): Promise<DeployDecision> {
   if (!NAME_PATTERN.test(input.name))
     throw new InvalidRequestError(`invalid application name "${input.name}"`);
   const base = validateBase(input.base);
@@ -72,7 +90,13 @@ export async function deploy(
     throw new InvalidRequestError('subordinate application cannot have placement directives');
   const modelRecord = await ctx.repo.getLiveModel(model);
   // refuse bad placement before anything is recorded
-  await checkUnitPlacements(ctx, modelRecord, { name: input.name, base }, numUnits, input.to ?? []);
+  const placements = await checkUnitPlacements(
+    ctx,
+    modelRecord,
+    { name: input.name, base },
+    numUnits,
+    input.to ?? [],
+  );
   const record: ApplicationRecord = {
     model,
     name: input.name,
@@ -85,6 +109,46 @@ export async function deploy(
     version: 0,
   };
   await checkOffered(ctx, modelRecord.region, { constraints });
+  return { modelRecord, record, numUnits, placements };
+}
+
+/**
+ * deploy with `"dryRun": true`: the same decision as a plan; nothing
+ * written. A name taken answers what the real deploy's write answers.
+ */
+export async function planDeploy(
+  ctx: ServiceContext,
+  model: string,
+  input: DeployInput,
+): Promise<PlanView> {
+  const { modelRecord, record, numUnits, placements } = await decideDeploy(ctx, model, input);
+  const taken = await ctx.repo.getApplication(model, input.name).then(
+    () => true,
+    (err: unknown) => {
+      if (err instanceof EntityNotFoundError) return false;
+      throw err;
+    },
+  );
+  if (taken) throw new EntityConflictError(`application "${input.name}" already exists`);
+  const entries = await unitPlanEntries(ctx, modelRecord, record, {
+    firstNumber: 0,
+    count: numUnits,
+    placements,
+    constraints: collapseConstraints(modelRecord.constraints, record.constraints),
+  });
+  return buildPlan(ctx, modelRecord, entries);
+}
+
+/**
+ * deploy: the application and its constraints are recorded before its first
+ * unit is added, so every unit collapses the constraints as they are then.
+ */
+export async function deploy(
+  ctx: ServiceContext,
+  model: string,
+  input: DeployInput,
+): Promise<{ application: ApplicationView; units: PlacedUnit[] }> {
+  const { modelRecord, record, numUnits } = await decideDeploy(ctx, model, input);
   // before any machine id is reserved: a refused deploy spends no number (Juju never skips
   // one); a step, so a retry of a deploy that wrote its application goes on past it
   await requestStep(ctx, 'nameFree', () => checkApplicationAbsent(ctx, model, input.name));

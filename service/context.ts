@@ -10,6 +10,7 @@ import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Offerings, type RegionOfferings } from './offerings';
 import { Ec2Regions, type RegionCheck } from './regions';
+import { ec2PlanSources, type PlanSources } from './plan-sources';
 import {
   TEMPORAL_CONNECT_TIMEOUT_MS,
   TemporalMachineWorkflows,
@@ -39,6 +40,8 @@ export interface ServiceContext {
   user?: string;
   /** Model grants (state/access.ts); absent (tests), models are created without grants. */
   access?: AccessStore;
+  /** EC2's zones, catalogue and prices for plans (dry runs); absent (tests), plans say so. */
+  planSources?: PlanSources;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */
@@ -97,6 +100,7 @@ function sharedContext(): ServiceContext {
     regions: Ec2Regions.fromEndpoint(endpoints.region, endpoints.ec2Endpoint),
     offerings: new Ec2Offerings(endpoints.ec2Endpoint),
     instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
+    planSources: ec2PlanSources(endpoints.ec2Endpoint),
     now: () => new Date(),
     log: logger,
   };

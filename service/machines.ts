@@ -12,7 +12,10 @@ import {
   retryOnConcurrentChange,
 } from '../state/errors';
 import { machineItem, machineKey, machineWriteChunks } from '../state/repository';
-import type { MachineRecord } from '../state/types';
+import type { MachineRecord, ModelRecord } from '../state/types';
+import type { Placement } from '../core';
+import type { PlanView } from '../functions/plan-schemas';
+import { buildPlan, type PlanEntry } from './plans';
 import { collapseConstraints, validateConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import {
@@ -42,18 +45,27 @@ export interface AddMachinesInput {
   placement?: string;
 }
 
+/** What add-machine decided before it writes anything (the same for its plan). */
+export interface AddMachinesDecision {
+  count: number;
+  base: string;
+  placement: Placement | undefined;
+  /** The model's constraints with the request's on top. */
+  constraints: string;
+  /** `lxd:N`: the host, alive, of a base its containers can run on. */
+  host?: MachineRecord;
+}
+
 /**
- * add-machine: records `count` machines (all or nothing), then starts one
- * workflow per provisioned machine. A machine added on its own takes the
- * model's constraints with its own on top. `lxd:N` adds a container to
- * machine N, `lxd` a new machine with a container; manual (`ssh:`) machines
- * are recorded running and never launched.
+ * add-machine's decision: count, constraints, placement and base checked as
+ * the real request checks them before it writes, the model alive and not in
+ * availability-set mode, and for `lxd:N` the host.
  */
-export async function addMachines(
+export async function decideAddMachines(
   ctx: ServiceContext,
   model: string,
   input: AddMachinesInput,
-): Promise<{ id: string }[]> {
+): Promise<AddMachinesDecision & { modelRecord: ModelRecord }> {
   const count = input.count ?? 1;
   if (!Number.isInteger(count) || count < 1 || count > MAX_MACHINES) {
     throw new InvalidRequestError(
@@ -73,14 +85,81 @@ export async function addMachines(
     zones: placement?.kind === 'zone' ? [placement.zone] : [],
   });
   const constraints = collapseConstraints(modelRecord.constraints, own.canonical);
+  let host: MachineRecord | undefined;
+  if (placement?.kind === 'container') {
+    if (placement.machineId !== undefined) {
+      checkContainerHost(placement.machineId);
+      host = await ctx.repo.getMachine(model, placement.machineId);
+      checkContainerBase(base, host.base);
+    } else {
+      checkContainerBase(base);
+    }
+  }
+  return { count, base, placement, constraints, modelRecord, ...(host ? { host } : {}) };
+}
+
+/** add-machine with `"dryRun": true`: the same decision as a plan; nothing written. */
+export async function planAddMachines(
+  ctx: ServiceContext,
+  model: string,
+  input: AddMachinesInput,
+): Promise<PlanView> {
+  const { count, base, placement, constraints, modelRecord, host } = await decideAddMachines(
+    ctx,
+    model,
+    input,
+  );
+  if (host !== undefined && host.life !== 'alive') {
+    throw new EntityConflictError(`machine ${host.id} is being destroyed`);
+  }
+  const entries: PlanEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    const units: string[] = [];
+    if (placement?.kind === 'container') {
+      if (host === undefined)
+        entries.push({ kind: 'launch', units, base, constraints, applications: [] });
+      entries.push({ kind: 'container', units, base, constraints, ...(host ? { host } : {}) });
+    } else if (placement?.kind === 'ssh') {
+      entries.push({ kind: 'manual', units, base, constraints });
+    } else {
+      entries.push({
+        kind: 'launch',
+        units,
+        base,
+        constraints,
+        ...(placement !== undefined ? { placement } : {}),
+        applications: [],
+      });
+    }
+  }
+  return buildPlan(ctx, modelRecord, entries);
+}
+
+/**
+ * add-machine: records `count` machines (all or nothing), then starts one
+ * workflow per provisioned machine. A machine added on its own takes the
+ * model's constraints with its own on top. `lxd:N` adds a container to
+ * machine N, `lxd` a new machine with a container; manual (`ssh:`) machines
+ * are recorded running and never launched.
+ */
+export async function addMachines(
+  ctx: ServiceContext,
+  model: string,
+  input: AddMachinesInput,
+): Promise<{ id: string }[]> {
+  const {
+    count,
+    base,
+    placement,
+    constraints,
+    host: checkedHost,
+  } = await decideAddMachines(ctx, model, input);
   const now = ctx.now().toISOString();
 
   if (placement?.kind === 'container') {
     if (placement.machineId !== undefined) {
       const hostId = placement.machineId;
-      checkContainerHost(hostId);
-      const host = await ctx.repo.getMachine(model, hostId);
-      checkContainerBase(base, host.base);
+      const host = checkedHost!;
       // a step: a retried request with the same Idempotency-Key records the same containers
       const ids = await requestStep(ctx, 'containerIds', async () => {
         if (host.life !== 'alive')
@@ -111,7 +190,6 @@ export async function addMachines(
       await startWorkflows(ctx, model, ids);
       return ids.map((id) => ({ id }));
     }
-    checkContainerBase(base);
     const hosts = await requestStep(ctx, 'machineIds', () =>
       ctx.repo.allocateMachineIds(model, count),
     );

@@ -29,6 +29,8 @@ import { requestStep, type ServiceContext } from './context';
 import { checkContainerBase, parseUnitPlacements, placementText } from './placement';
 import { checkOffered } from './offerings';
 import { newMachine, newUnit } from './records';
+import { buildPlan, type PlanEntry } from './plans';
+import type { PlanView } from '../functions/plan-schemas';
 
 /** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
 export type PlacedUnit = PlacedUnitView;
@@ -182,6 +184,115 @@ export function checkContainerHost(hostId: string): void {
   }
 }
 
+/** What add-unit decided before it writes anything (the same for its plan). */
+export interface AddUnitsDecision {
+  model: ModelRecord;
+  app: ApplicationRecord;
+  count: number;
+  placements: Placement[];
+  /** The units' constraints: the application's over the model's. */
+  constraints: string;
+}
+
+/**
+ * add-unit's decision: every check a real request makes before it writes
+ * (count, model and application alive, not subordinate, placement, the
+ * related subordinates' bases) and the collapsed constraints. Undefined when
+ * there is nothing to add (count 0).
+ */
+export async function decideAddUnits(
+  ctx: ServiceContext,
+  modelName: string,
+  appName: string,
+  count: number,
+  directives: readonly string[] = [],
+): Promise<AddUnitsDecision | undefined> {
+  if (!Number.isInteger(count) || count < 0 || count > MAX_UNITS) {
+    throw new InvalidRequestError(
+      `count must be an integer from 0 to ${MAX_UNITS}, got ${String(count)}`,
+    );
+  }
+  const model = await ctx.repo.getLiveModel(modelName);
+  const app = await ctx.repo.getApplication(modelName, appName);
+  checkAlive(app);
+  if (app.subordinate)
+    throw new EntityConflictError(`cannot add units to subordinate application "${appName}"`);
+  if (count === 0) return undefined;
+  const placements = await checkUnitPlacements(ctx, model, app, count, directives);
+  for (const sub of await relatedSubordinates(ctx, modelName, appName))
+    checkUnitOnMachineBase(sub.base, app.base);
+  const constraints = collapseConstraints(model.constraints, app.constraints);
+  return { model, app, count, placements, constraints };
+}
+
+/**
+ * The machines `count` units of an application get, one placement directive
+ * each (the rest on new machines), as addUnits writes them: a new machine
+ * per unit (zone=/subnet= kept), an existing machine (`N`), a container on
+ * an existing host (`lxd:N`) or on a new bare host (`lxd`).
+ */
+export async function unitPlanEntries(
+  ctx: ServiceContext,
+  model: ModelRecord,
+  app: Pick<ApplicationRecord, 'name' | 'base'>,
+  args: {
+    firstNumber: number;
+    count: number;
+    placements: readonly Placement[];
+    constraints: string;
+  },
+): Promise<PlanEntry[]> {
+  const entries: PlanEntry[] = [];
+  const { constraints } = args;
+  for (let i = 0; i < args.count; i++) {
+    const p = args.placements[i];
+    const units = [`${app.name}/${args.firstNumber + i}`];
+    if (p?.kind === 'machine') {
+      entries.push({
+        kind: 'existing',
+        machine: await ctx.repo.getMachine(model.name, p.machineId),
+        units,
+      });
+    } else if (p?.kind === 'container' && p.machineId !== undefined) {
+      const host = await ctx.repo.getMachine(model.name, p.machineId);
+      entries.push({ kind: 'container', units, base: app.base, constraints, host });
+    } else if (p?.kind === 'container') {
+      // the new host carries no unit of its own: it counts with the bare machines
+      entries.push({ kind: 'launch', units: [], base: app.base, constraints, applications: [] });
+      entries.push({ kind: 'container', units, base: app.base, constraints });
+    } else {
+      entries.push({
+        kind: 'launch',
+        units,
+        base: app.base,
+        constraints,
+        ...(p !== undefined ? { placement: p } : {}),
+        applications: [app.name],
+      });
+    }
+  }
+  return entries;
+}
+
+/** add-unit with `"dryRun": true`: the same decision, returned as a plan; nothing written. */
+export async function planAddUnits(
+  ctx: ServiceContext,
+  modelName: string,
+  appName: string,
+  count: number,
+  directives: readonly string[] = [],
+): Promise<PlanView> {
+  const decided = await decideAddUnits(ctx, modelName, appName, count, directives);
+  if (decided === undefined) return buildPlan(ctx, await ctx.repo.getLiveModel(modelName), []);
+  const { model, app, placements, constraints } = decided;
+  const firstNumber = await ctx.repo.nextUnitNumber(modelName, appName);
+  return buildPlan(
+    ctx,
+    model,
+    await unitPlanEntries(ctx, model, app, { firstNumber, count, placements, constraints }),
+  );
+}
+
 /**
  * deploy and add-unit: `count` principal units of `app`, one placement
  * directive each (the rest get new machines; extra directives are ignored, as
@@ -197,22 +308,9 @@ export async function addUnits(
   count: number,
   directives: readonly string[] = [],
 ): Promise<PlacedUnit[]> {
-  if (!Number.isInteger(count) || count < 0 || count > MAX_UNITS) {
-    throw new InvalidRequestError(
-      `count must be an integer from 0 to ${MAX_UNITS}, got ${String(count)}`,
-    );
-  }
-  const model = await ctx.repo.getLiveModel(modelName);
-  const app = await ctx.repo.getApplication(modelName, appName);
-  checkAlive(app);
-  if (app.subordinate)
-    throw new EntityConflictError(`cannot add units to subordinate application "${appName}"`);
-  if (count === 0) return [];
-  const placements = await checkUnitPlacements(ctx, model, app, count, directives);
-  for (const sub of await relatedSubordinates(ctx, modelName, appName))
-    checkUnitOnMachineBase(sub.base, app.base);
-
-  const constraints = collapseConstraints(model.constraints, app.constraints);
+  const decided = await decideAddUnits(ctx, modelName, appName, count, directives);
+  if (decided === undefined) return [];
+  const { model, app, placements, constraints } = decided;
   const numbers = await requestStep(ctx, 'unitNumbers', () =>
     ctx.repo.allocateUnitNumbers(modelName, appName, count),
   );

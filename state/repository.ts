@@ -418,6 +418,11 @@ export class Repository {
     return new ProvisioningStore(this.client, this.tableName).removeModelIfDyingAndEmpty(name);
   }
 
+  /** The distribution groups' zone (and partition) counts, as the next zone claims would see them. */
+  groupCounts(model: string, groups: readonly string[]) {
+    return new ZoneCountStore(this.client, this.tableName).groupCounts(model, groups);
+  }
+
   /**
    * What a change of the machine's applications must write with it so its
    * zone counts follow (ZoneCountStore.regroup): merge `machine` into the
@@ -449,6 +454,20 @@ export class Repository {
       throw new EntityConflictError(`application "${app}" is being destroyed`);
     });
     return Array.from({ length: count }, (_, i) => next - count + i);
+  }
+
+  /** The number the application's next unit gets (a read: plans name units with it). */
+  async nextUnitNumber(model: string, app: string): Promise<number> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: appKey(model, app),
+        ConsistentRead: true,
+        ProjectionExpression: 'nextUnit',
+      }),
+    );
+    const next: unknown = out.Item?.nextUnit;
+    return typeof next === 'number' ? next : 0;
   }
 
   /** Per-container counters live on the host machine item: `nextContainer`. */

@@ -190,6 +190,19 @@ export class ZoneCountStore {
     return Object.fromEntries(Object.entries(counts).filter(([, n]) => n > 0));
   }
 
+  /**
+   * The groups' counts by zone and by `<zone>#<partition>` (strongly
+   * consistent, one BatchGetItem per 100 groups): what the next claims of
+   * these groups would see. A read only: plans (service/plans.ts) use it.
+   */
+  async groupCounts(
+    model: string,
+    groups: readonly string[],
+  ): Promise<Map<string, { counts: ZoneCounts; partitions: PartitionCounts }>> {
+    const read = await this.readCounters(model, [...new Set(groups)]);
+    return new Map([...read].map(([g, c]) => [g, { counts: c.counts, partitions: c.partitions }]));
+  }
+
   /** Claims a zone for each request, in order; each settles on its own. */
   async claim(model: string, requests: readonly ClaimRequest[]): Promise<ClaimResult[]> {
     const results = new Map<number, ClaimResult>();

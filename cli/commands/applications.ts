@@ -3,6 +3,7 @@ import { segment } from '../client';
 import type { Session } from '../context';
 import { CliError, UsageError } from '../errors';
 import { naturalCompare } from '../status';
+import { printPlan, withDryRun, type DryRunOpts, type Plan } from '../plan';
 import type { ConstraintsAnswer, Status, UnitRef } from '../types';
 import { constraintsOutput } from './models';
 import {
@@ -31,7 +32,7 @@ export function charmName(charm: string): string {
 const UNIT_NAME = /^([a-z][a-z0-9-]*)\/(\d+)$/;
 
 export function registerApplicationCommands(program: Command, session: Session): void {
-  withWait(
+  const deployCmd = withWait(
     withModel(
       program
         .command('deploy')
@@ -48,12 +49,14 @@ export function registerApplicationCommands(program: Command, session: Session):
         )
         .option('--subordinate', 'deploy as a subordinate application (no units until related)'),
     ),
-  ).action(
+  );
+  withDryRun(deployCmd).action(
     async (
       charm: string,
       name: string | undefined,
       opts: ModelOpts &
-        WaitOpts & {
+        WaitOpts &
+        DryRunOpts & {
           base?: string;
           constraints?: string;
           numUnits: number;
@@ -75,6 +78,16 @@ export function registerApplicationCommands(program: Command, session: Session):
         body.numUnits = 0;
       } else body.numUnits = opts.numUnits;
       if (opts.to) body.to = opts.to;
+      if (opts.dryRun) {
+        const planned = await session
+          .client()
+          .request<{ plan: Plan }>('POST', `/v1/models/${segment(model)}/applications`, {
+            ...body,
+            dryRun: true,
+          });
+        printPlan(session, opts.format, planned.plan);
+        return;
+      }
       const answer = await session
         .client()
         .request<{ units: UnitRef[] }>('POST', `/v1/models/${segment(model)}/applications`, body);
@@ -88,7 +101,7 @@ export function registerApplicationCommands(program: Command, session: Session):
     },
   );
 
-  withWait(
+  const addUnitCmd = withWait(
     withModel(
       program
         .command('add-unit')
@@ -97,15 +110,27 @@ export function registerApplicationCommands(program: Command, session: Session):
         .option('-n, --num-units <n>', 'number of units to add', count(1), 1)
         .option('--to <placement>', 'placement directives, comma-separated', placements),
     ),
-  ).action(
-    async (app: string, opts: ModelOpts & WaitOpts & { numUnits: number; to?: string[] }) => {
+  );
+  withDryRun(addUnitCmd).action(
+    async (
+      app: string,
+      opts: ModelOpts & WaitOpts & DryRunOpts & { numUnits: number; to?: string[] },
+    ) => {
       const timeoutMs = waitTimeout(opts);
       const model = session.model(opts.model);
       const body: Record<string, unknown> = { count: opts.numUnits };
       if (opts.to) body.to = opts.to;
+      const path = `/v1/models/${segment(model)}/applications/${segment(app)}/units`;
+      if (opts.dryRun) {
+        const planned = await session
+          .client()
+          .request<{ plan: Plan }>('POST', path, { ...body, dryRun: true });
+        printPlan(session, opts.format, planned.plan);
+        return;
+      }
       const answer = await session.client().request<{
         units: UnitRef[];
-      }>('POST', `/v1/models/${segment(model)}/applications/${segment(app)}/units`, body);
+      }>('POST', path, body);
       for (const u of answer.units) session.info(`added unit ${u.name} to machine ${u.machine}\n`);
       await maybeWait(
         session,

@@ -1,3 +1,4 @@
+import { printPlan, withDryRun, type DryRunOpts, type Plan } from '../plan';
 import type { Command } from 'commander';
 import { segment } from '../client';
 import type { Session } from '../context';
@@ -55,7 +56,7 @@ async function eachMachine(
 }
 
 export function registerMachineCommands(program: Command, session: Session): void {
-  withWait(
+  const addMachineCmd = withWait(
     withModel(
       program
         .command('add-machine')
@@ -65,10 +66,11 @@ export function registerMachineCommands(program: Command, session: Session): voi
         .option('--base <base>', 'the base for the new machine (default: ubuntu@24.04)')
         .option('--constraints <constraints>', 'machine constraints, e.g. "mem=4G cores=2"'),
     ),
-  ).action(
+  );
+  withDryRun(addMachineCmd).action(
     async (
       placement: string | undefined,
-      opts: ModelOpts & WaitOpts & { n: number; base?: string; constraints?: string },
+      opts: ModelOpts & WaitOpts & DryRunOpts & { n: number; base?: string; constraints?: string },
     ) => {
       const timeoutMs = waitTimeout(opts);
       const model = session.model(opts.model);
@@ -77,6 +79,13 @@ export function registerMachineCommands(program: Command, session: Session): voi
       if (opts.base !== undefined) body.base = opts.base;
       if (opts.constraints !== undefined) body.constraints = opts.constraints;
       if (placement !== undefined) body.placement = placement;
+      if (opts.dryRun) {
+        const planned = await session.client().request<{
+          plan: Plan;
+        }>('POST', `/v1/models/${segment(model)}/machines`, { ...body, dryRun: true });
+        printPlan(session, opts.format, planned.plan);
+        return;
+      }
       const { machines } = await session
         .client()
         .request<{ machines: { id: string }[] }>(

@@ -54,6 +54,23 @@ export const APPLICATIONS_EC2_ACTIONS = [
 /** EC2 calls of the units Lambda: add-unit refuses a `zone=` the region lacks. */
 export const UNITS_EC2_ACTIONS = ['ec2:DescribeAvailabilityZones'] as const;
 
+/**
+ * Reads of the Lambdas that answer plans (`"dryRun": true`, service/plans.ts):
+ * zones and their states, the instance-type catalogue and offerings, a
+ * `subnet=` placement's subnet, and on-demand prices, as the worker reads
+ * them. None has resource-level permissions; none changes anything.
+ */
+export const PLAN_READ_ACTIONS = [
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeInstanceTypes',
+  'ec2:DescribeInstanceTypeOfferings',
+  'ec2:DescribeSubnets',
+  'pricing:GetProducts',
+] as const;
+
+/** The route groups whose routes take `dryRun` (deploy, add-unit, add-machine). */
+export const PLAN_GROUPS: readonly RouteGroup[] = ['applications', 'units', 'machines'];
+
 /** The group whose Lambda also answers unmatched requests (an authenticated 404). */
 export const DEFAULT_ROUTE_GROUP: RouteGroup = 'models';
 
@@ -122,6 +139,16 @@ export class ProvisionerApi extends Construct {
           fn,
           'IAM5[Resource::*]',
           `${actions.join(', ')}: no resource-level permissions; the statement grants only these read-only actions`,
+        );
+      }
+      if (PLAN_GROUPS.includes(group)) {
+        fn.addToRolePolicy(
+          new PolicyStatement({ actions: [...PLAN_READ_ACTIONS], resources: ['*'] }),
+        );
+        acknowledge(
+          fn,
+          'IAM5[Resource::*]',
+          'plans read zones, instance types, offerings, subnets and prices: Describe* and pricing:GetProducts have no resource-level permissions; every action granted is read-only',
         );
       }
       props.apiTokenSecret.grantRead(fn);

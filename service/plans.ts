@@ -1,0 +1,323 @@
+import { chooseInstanceType, LaunchPlanError } from '../activities/plan';
+import { PARTITION_COUNT, leastPopulousPartition, placementGroupName } from '../core/partitions';
+import {
+  NoSuitableZoneError,
+  orderZones,
+  parseConstraints,
+  type AvailabilityZone,
+  type InstanceTypeInfo,
+  type Placement,
+} from '../core';
+import { estimateLaunch } from '../core/launch-estimate';
+import type { PlanView, PlannedMachineView } from '../functions/plan-schemas';
+import {
+  countedGroups,
+  partitionKey,
+  type PartitionCounts,
+  type ZoneCounts,
+} from '../state/zone-counts';
+import type { MachineRecord, ModelRecord } from '../state/types';
+import type { ServiceContext } from './context';
+import { launchBudgetFromEnv } from './plan-sources';
+
+/** Hours in a month, as AWS's own price pages count them. */
+export const HOURS_PER_MONTH = 730;
+
+/**
+ * One machine a request would add or use, as its decision made it (the same
+ * decision the real request writes: service/deploy.ts, units.ts, machines.ts).
+ */
+export type PlanEntry =
+  | {
+      /** A new machine the provisioner launches (a top-level machine). */
+      kind: 'launch';
+      units: string[];
+      base: string;
+      /** Collapsed constraints, canonical. */
+      constraints: string;
+      placement?: Placement;
+      /** Its distribution groups: the applications of its units ([] for a bare machine). */
+      applications: string[];
+    }
+  | { kind: 'existing'; machine: MachineRecord; units: string[] }
+  | {
+      /** A new container: on an existing host, or on the launch entry just before it. */
+      kind: 'container';
+      units: string[];
+      base: string;
+      constraints: string;
+      host?: MachineRecord;
+    }
+  | { kind: 'manual'; units: string[]; base: string; constraints: string };
+
+const roundPrice = (usd: number) => Math.round(usd * 1e6) / 1e6;
+const roundCents = (usd: number) => Math.round(usd * 100) / 100;
+
+interface TypeChoice {
+  type?: InstanceTypeInfo;
+  zonesConstraint: string[];
+  placementZone?: string;
+  error?: string;
+}
+
+/**
+ * Turns a request's decision into its plan (API.md "Plans (dry run)"):
+ * each new machine's instance type and price as the launch chooses them
+ * (activities/plan.ts chooseInstanceType, the same catalogue, offerings and
+ * price list), its zone as the zone claims would give it now (core's
+ * orderZones over the healthy zones offering the type, counting the model's
+ * machines by distribution group from the same counters the claims read,
+ * one machine after the other), and in availability-set mode its placement
+ * group and partition. Reads only.
+ */
+export async function buildPlan(
+  ctx: ServiceContext,
+  model: ModelRecord,
+  entries: readonly PlanEntry[],
+): Promise<PlanView> {
+  const notes: string[] = [];
+  const sources = ctx.planSources;
+  const launches = entries.filter((e) => e.kind === 'launch');
+  let zones: AvailabilityZone[] = [];
+  let catalogue: readonly InstanceTypeInfo[] = [];
+  let prices: ReadonlyMap<string, number> = new Map();
+  let ec2Known = false;
+  if (launches.length > 0) {
+    if (!sources) {
+      notes.push('EC2 cannot be asked here: zones, instance types and prices are not known');
+    } else {
+      try {
+        [zones, catalogue, prices] = await Promise.all([
+          sources.zones(model.region),
+          sources.catalogue(model.region),
+          sources.prices(model.region),
+        ]);
+        ec2Known = true;
+      } catch (err) {
+        notes.push(
+          `EC2 could not be asked (${err instanceof Error ? err.name : String(err)}): ` +
+            'zones, instance types and prices are not known',
+        );
+      }
+      if (ec2Known && prices.size === 0) {
+        notes.push(
+          'the price list cannot be reached: prices are unknown, and instance types are ' +
+            'chosen by size alone, as a launch now would',
+        );
+      }
+    }
+  }
+
+  // one type choice per distinct constraints and placement (a 1,000-machine plan makes one)
+  const choices = new Map<string, Promise<TypeChoice>>();
+  const chooseFor = (e: Extract<PlanEntry, { kind: 'launch' }>): Promise<TypeChoice> => {
+    const key = JSON.stringify([e.constraints, e.placement ?? null]);
+    let choice = choices.get(key);
+    if (!choice) {
+      choice = typeFor(ctx, model, e, catalogue, prices, zones);
+      choices.set(key, choice);
+    }
+    return choice;
+  };
+
+  const groups = [...new Set(launches.flatMap((e) => countedGroups(e.applications)))];
+  const counters: Map<string, { counts: ZoneCounts; partitions: PartitionCounts }> =
+    ec2Known && groups.length > 0
+      ? await ctx.repo.groupCounts(model.name, groups)
+      : new Map<string, { counts: ZoneCounts; partitions: PartitionCounts }>();
+  const working = new Map<
+    string,
+    { counts: Record<string, number>; partitions: Record<string, number> }
+  >(
+    groups.map((g) => {
+      const c = counters.get(g);
+      return [g, { counts: { ...(c?.counts ?? {}) }, partitions: { ...(c?.partitions ?? {}) } }];
+    }),
+  );
+
+  const machines: PlannedMachineView[] = [];
+  const batches = new Map<string, number>();
+  let total = 0;
+  let totalKnown = true;
+  let lastLaunched: PlannedMachineView | undefined;
+  for (const entry of entries) {
+    if (entry.kind === 'existing') {
+      const m = entry.machine;
+      machines.push({
+        id: m.id,
+        units: entry.units,
+        base: m.base,
+        constraints: m.constraints,
+        zone: m.zone ?? null,
+        instanceType: m.instanceType ?? null,
+        pricePerHour: m.pricePerHour ?? null,
+        ...(m.placementGroup !== undefined ? { placementGroup: m.placementGroup } : {}),
+        ...(m.partition !== undefined ? { partition: m.partition } : {}),
+      });
+      notes.push(`machine ${m.id} exists: its cost is not added to the totals`);
+      continue;
+    }
+    if (entry.kind === 'container' || entry.kind === 'manual') {
+      const zone =
+        entry.kind === 'container' ? (entry.host?.zone ?? lastLaunched?.zone ?? null) : null;
+      machines.push({
+        id: null,
+        units: entry.units,
+        base: entry.base,
+        constraints: entry.constraints,
+        zone,
+        instanceType: null,
+        pricePerHour: 0,
+      });
+      continue;
+    }
+    const choice = ec2Known ? await chooseFor(entry) : undefined;
+    if (choice?.error !== undefined) notes.push(choice.error);
+    const type = choice?.type;
+    let zone: string | null = null;
+    let partition: number | undefined;
+    const mine = countedGroups(entry.applications);
+    if (type && choice) {
+      const offering = new Set(
+        await sources!.zonesOffering(
+          model.region,
+          type.name,
+          zones.map((z) => z.name),
+        ),
+      );
+      const population: Record<string, number> = {};
+      for (const g of mine) {
+        for (const [z, n] of Object.entries(working.get(g)?.counts ?? {})) {
+          population[z] = (population[z] ?? 0) + n;
+        }
+      }
+      try {
+        zone =
+          orderZones({
+            machineId: 'planned',
+            zones: zones.filter((z) => offering.has(z.name)),
+            population,
+            zonesConstraint: choice.zonesConstraint,
+            ...(choice.placementZone !== undefined ? { placementZone: choice.placementZone } : {}),
+          })[0] ?? null;
+      } catch (err) {
+        if (!(err instanceof NoSuitableZoneError)) throw err;
+        notes.push(
+          `no healthy zone offers ${type.name} for constraints "${entry.constraints}": ` +
+            'the machine would wait for one, then go to error',
+        );
+      }
+      if (zone !== null) {
+        if (model.availabilitySets && model.uid) {
+          const inZone: Record<number, number> = {};
+          for (const g of mine) {
+            const parts = working.get(g)?.partitions ?? {};
+            for (let p = 1; p <= PARTITION_COUNT; p++) {
+              inZone[p] = (inZone[p] ?? 0) + (parts[partitionKey(zone, p)] ?? 0);
+            }
+          }
+          partition = leastPopulousPartition(inZone, PARTITION_COUNT);
+        }
+        for (const g of mine) {
+          const w = working.get(g)!;
+          w.counts[zone] = (w.counts[zone] ?? 0) + 1;
+          if (partition !== undefined) {
+            const k = partitionKey(zone, partition);
+            w.partitions[k] = (w.partitions[k] ?? 0) + 1;
+          }
+        }
+      }
+    }
+    const price = type?.cost ?? null;
+    if (price === null) totalKnown = false;
+    else total += price;
+    const group =
+      model.availabilitySets && model.uid && entry.applications.length > 0
+        ? placementGroupName(model.uid, [...entry.applications].sort()[0]!)
+        : undefined;
+    const planned: PlannedMachineView = {
+      id: null,
+      units: entry.units,
+      base: entry.base,
+      constraints: entry.constraints,
+      zone,
+      instanceType: type?.name ?? null,
+      pricePerHour: price,
+      ...(group !== undefined ? { placementGroup: group } : {}),
+      ...(group !== undefined && partition !== undefined ? { partition } : {}),
+    };
+    machines.push(planned);
+    lastLaunched = planned;
+    // the worker batches launches of one spec and zone into one RunInstances
+    const batch = JSON.stringify([
+      zone,
+      type?.name ?? null,
+      entry.base,
+      group ?? null,
+      partition ?? null,
+    ]);
+    batches.set(batch, (batches.get(batch) ?? 0) + 1);
+  }
+
+  const estimate = estimateLaunch([...batches.values()], sources?.budget ?? launchBudgetFromEnv());
+  if (launches.length > 0) {
+    notes.push(
+      "a zone's spare capacity is not known: a zone short of capacity moves a machine to the next one at launch",
+      "launches already under way (this model's or others') are not counted in the estimate",
+    );
+  }
+  notes.push(...estimate.notes);
+  const pricePerHour = totalKnown ? roundPrice(total) : null;
+  return {
+    machines,
+    pricePerHour,
+    pricePerMonth: pricePerHour === null ? null : roundCents(pricePerHour * HOURS_PER_MONTH),
+    estimatedSeconds: estimate.seconds,
+    notes: [...new Set(notes)],
+  };
+}
+
+async function typeFor(
+  ctx: ServiceContext,
+  model: ModelRecord,
+  entry: Extract<PlanEntry, { kind: 'launch' }>,
+  catalogue: readonly InstanceTypeInfo[],
+  prices: ReadonlyMap<string, number>,
+  zones: readonly AvailabilityZone[],
+): Promise<TypeChoice> {
+  const sources = ctx.planSources!;
+  let placementZone: string | undefined;
+  if (entry.placement?.kind === 'zone') placementZone = entry.placement.zone;
+  if (entry.placement?.kind === 'subnet') {
+    const subnet = await sources.findSubnet(model.region, entry.placement.subnet);
+    if (!subnet) {
+      return {
+        zonesConstraint: [],
+        error: `unable to find subnet "${entry.placement.subnet}" in region ${model.region}`,
+      };
+    }
+    placementZone = subnet.zone;
+  }
+  const constraints = parseConstraints(entry.constraints);
+  try {
+    const { chosen, zonesConstraint } = await chooseInstanceType({
+      region: model.region,
+      constraints,
+      constraintsText: entry.constraints,
+      ...(placementZone !== undefined ? { placementZone } : {}),
+      catalogue,
+      ...(prices.size > 0 ? { prices } : {}),
+      zones: zones.map((z) => z.name),
+      zonesOffering: (type, names) => sources.zonesOffering(model.region, type, names),
+    });
+    return {
+      type: chosen,
+      zonesConstraint,
+      ...(placementZone !== undefined ? { placementZone } : {}),
+    };
+  } catch (err) {
+    if (!(err instanceof LaunchPlanError)) throw err;
+    // the real request records the machine, which then goes to error with this message
+    return { zonesConstraint: [], error: `${err.message}: the machine would go to error` };
+  }
+}
