@@ -10,6 +10,7 @@ import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
 import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from './tags';
 import { TokenBucket } from './token-bucket';
+import type { ProvisioningTuning } from '../config/env';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 
@@ -17,22 +18,41 @@ import type { MachineRef } from './types';
 export const MAX_IDS_PER_CALL = 1000;
 
 /**
- * How teardown's EC2 calls are paced (README "Teardown at scale"): each
- * region's calls wait for a token of the worker's own bucket before they go,
- * EC2's published buckets (TerminateInstances 100 at once then 5 a second;
- * DescribeInstances 100 then 20, shared with the account's other describes,
- * so half of it here). A batch waiting for a token keeps growing.
+ * How teardown's EC2 calls are paced by default (README "Teardown at
+ * scale"): each region's calls wait for a token of the worker's own bucket
+ * before they go, EC2's published buckets (TerminateInstances 100 at once
+ * then 5 a second; DescribeInstances 100 then 20, shared with the account's
+ * other describes, so half of it here). A batch waiting for a token keeps
+ * growing. `PROVISIONER_TEARDOWN_{TERMINATE,DESCRIBE}_{BURST,RATE}` set them
+ * (config/env.ts: `teardownPacing`).
  */
 export const TEARDOWN_PACING = {
   terminate: { burst: 100, perSecond: 5 },
   describe: { burst: 50, perSecond: 10 },
 } as const;
 
+type Pacing = Record<keyof typeof TEARDOWN_PACING, { burst: number; perSecond: number }>;
+
+/** The teardown buckets a worker's tuning sets (the defaults where it says nothing). */
+export function teardownPacing(tuning: Partial<ProvisioningTuning> | undefined): Pacing {
+  return {
+    terminate: {
+      burst: tuning?.teardownTerminateBurst ?? TEARDOWN_PACING.terminate.burst,
+      perSecond: tuning?.teardownTerminateRatePerSecond ?? TEARDOWN_PACING.terminate.perSecond,
+    },
+    describe: {
+      burst: tuning?.teardownDescribeBurst ?? TEARDOWN_PACING.describe.burst,
+      perSecond: tuning?.teardownDescribeRatePerSecond ?? TEARDOWN_PACING.describe.perSecond,
+    },
+  };
+}
+
 /** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
   /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
   search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
   // machines reach this step spread over their other teardown steps: a wider window, fewer calls
+  // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
   terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
@@ -190,11 +210,14 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const owners = (): InstanceOwners => given ?? (made ??= new InstanceOwners(deps.store.batches));
   const buckets = new Map<string, TokenBucket>();
   const knownGone = new Map<string, Set<string>>();
+  // test harnesses build deps without a tuning
+  const tuning = deps.tuning as ProvisioningTuning | undefined;
+  const pacing = teardownPacing(tuning);
   function bucket(kind: keyof typeof TEARDOWN_PACING, region: string): TokenBucket {
     const key = `${kind}/${region}`;
     let b = buckets.get(key);
     if (!b) {
-      const pace = TEARDOWN_PACING[kind];
+      const pace = pacing[kind];
       b = new TokenBucket(pace.burst, pace.perSecond);
       buckets.set(key, b);
     }
@@ -257,7 +280,11 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   );
 
   const terminations = new Coalescer<TerminateRequest, void>(
-    WINDOWS.terminate,
+    {
+      ...WINDOWS.terminate,
+      idleMs: tuning?.teardownBatchIdleMs ?? WINDOWS.terminate.idleMs,
+      maxMs: tuning?.teardownBatchMaxMs ?? WINDOWS.terminate.maxMs,
+    },
     async (region, requests) => {
       const ec2 = ec2Of(region);
       const ids = [...new Set(requests.flatMap((r) => r.instanceIds))];
