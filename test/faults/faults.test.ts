@@ -375,26 +375,38 @@ describe('fault suite', () => {
     const before = await proxyStats();
     const requested = Date.now();
     expect((await api.call('DELETE', `/v1/models/${model}`)).status).toBe(202);
-    // Three kills: the first 1-3 s after the request (machines mid-search, mid-terminate
-    // or mid-poll: the terminate window alone holds a batch 1-5 s), each next one
-    // 2-15 s after the restart, while machines are still being torn down.
+    // Three kills: the first 1-3 s after the request (every machine Dead and mid-search:
+    // the search window alone holds a batch 0.5-3 s); the second as soon as EC2 shows
+    // instances shutting down (terminated, not yet polled or removed); the third 2-10 s on.
     const atKill: string[] = [];
     let machinesAtFirstKill = -1;
-    for (let kill = 0; kill < 3; kill++) {
-      await sleep(kill === 0 ? 1000 + Math.random() * 2000 : 2000 + Math.random() * 13_000);
+    const kill = async () => {
       const exists = await modelExists(model);
       const left = exists ? (await machinesOf(model)).length : 0;
       const live = (await liveInstancesOf(model)).length;
       if (machinesAtFirstKill < 0) machinesAtFirstKill = left;
       atKill.push(`${live}/${left}`);
-      if (!exists) break;
-      await stack.restart('worker', 'SIGKILL');
+      if (exists) await stack.restart('worker', 'SIGKILL');
+      return exists;
+    };
+    await sleep(1000 + Math.random() * 2000);
+    if (await kill()) {
+      await eventually(
+        async () => (await modelExists(model)) && (await liveInstancesOf(model)).length,
+        (live) => live === false || live < instanceIds.length,
+        SETTLE_MS,
+        250,
+      );
+      if (await kill()) {
+        await sleep(2000 + Math.random() * 8000);
+        await kill();
+      }
     }
     const goneAfter = await expectTornDown(model, instanceIds, requested);
     const delta = statsDelta(before, await proxyStats());
     figure(
-      `${model}: 40 machines torn down with the worker SIGKILLed ${atKill.length} times ` +
-        `(live instances/machines left at each kill: ${atKill.join(', ')}); model gone after ` +
+      `${model}: 40 machines torn down with the worker SIGKILLed up to 3 times ` +
+        `(live instances/machines left at each: ${atKill.join(', ')}); model gone after ` +
         `${(goneAfter / 1000).toFixed(1)} s, EC2 calls ${JSON.stringify(delta.calls)}`,
     );
     // the first kill met the teardown under way
