@@ -24,7 +24,7 @@ export const MAX_IDS_PER_CALL = 1000;
  * then 5 a second; DescribeInstances 100 then 20, shared with the account's
  * other describes, so half of it here). A batch waiting for a token keeps
  * growing. `PROVISIONER_TEARDOWN_{TERMINATE,DESCRIBE}_{BURST,RATE}` set them
- * (config/env.ts: `teardownPacing`).
+ * (config/env.ts; `teardownPacing` below reads them).
  */
 export const TEARDOWN_PACING = {
   terminate: { burst: 100, perSecond: 5 },
