@@ -1,7 +1,9 @@
 import { EC2Client, type EC2ClientConfig } from '@aws-sdk/client-ec2';
 import { AdaptiveRetryStrategy } from '@smithy/core/retry';
+import { provisioningTuning, type ProvisioningTuning } from '../config/env';
 import { classifyError } from './ec2-errors';
 import { throttled } from './metrics';
+import { teardownPacing } from './teardown';
 
 type Strategy = Pick<
   AdaptiveRetryStrategy,
@@ -51,7 +53,40 @@ export class Ec2RetryStrategy implements Strategy {
   }
 }
 
-/** An EC2 client for the worker: adaptive rate limiting and retries, capacity errors never retried. */
-export function workerEc2Client(config: EC2ClientConfig): EC2Client {
-  return new EC2Client({ ...config, retryStrategy: new Ec2RetryStrategy() });
+/** Sockets for the EC2 calls no bucket paces (planning's lookups, the sweep's listings, groups). */
+export const UNPACED_EC2_SOCKETS = 32;
+
+/**
+ * Sockets of a region's EC2 client: as many as the worker's buckets let be
+ * sent at once (the launch burst, teardown's TerminateInstances and
+ * DescribeInstances bursts) plus UNPACED_EC2_SOCKETS, 187 by default. A
+ * call that has its pacing token is then never queued for a socket (the
+ * SDK's default is 50: issue 30 saw 950 teardown calls queued behind them,
+ * their activities' timeouts burning while they waited).
+ */
+export function ec2MaxSockets(tuning: Partial<ProvisioningTuning>): number {
+  const teardown = teardownPacing(tuning);
+  return (
+    (tuning.launchBurst ?? 5) +
+    teardown.terminate.burst +
+    teardown.describe.burst +
+    UNPACED_EC2_SOCKETS
+  );
+}
+
+/**
+ * An EC2 client for the worker: adaptive rate limiting and retries, capacity
+ * errors never retried, sockets sized by `ec2MaxSockets` (the worker's
+ * tuning from the environment unless given).
+ */
+export function workerEc2Client(
+  config: EC2ClientConfig,
+  tuning: Partial<ProvisioningTuning> = provisioningTuning(),
+): EC2Client {
+  const agent = { keepAlive: true, maxSockets: ec2MaxSockets(tuning) };
+  return new EC2Client({
+    requestHandler: { httpAgent: agent, httpsAgent: agent },
+    ...config,
+    retryStrategy: new Ec2RetryStrategy(),
+  });
 }

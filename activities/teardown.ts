@@ -1,5 +1,8 @@
 import { TerminateInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
-import { batches as chunks } from '../core/liveness';
+import { Context } from '@temporalio/activity';
+import { batches as chunks, observedState } from '../core/liveness';
+import { EntityNotFoundError } from '../state/errors';
+import { machineOfWorkflowId } from '../temporal/search-attributes';
 import { Coalescer, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
 import { classifyError, ec2ErrorCode } from './ec2-errors';
@@ -7,28 +10,49 @@ import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
 import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from './tags';
 import { TokenBucket } from './token-bucket';
+import type { ProvisioningTuning } from '../config/env';
+import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 
 /** EC2 takes up to this many ids in one TerminateInstances (a describe's filter takes 200: MAX_FILTER_VALUES). */
 export const MAX_IDS_PER_CALL = 1000;
 
 /**
- * How teardown's EC2 calls are paced (README "Teardown at scale"): each
- * region's calls wait for a token of the worker's own bucket before they go,
- * EC2's published buckets (TerminateInstances 100 at once then 5 a second;
- * DescribeInstances 100 then 20, shared with the account's other describes,
- * so half of it here). A batch waiting for a token keeps growing.
+ * How teardown's EC2 calls are paced by default (README "Teardown at
+ * scale"): each region's calls wait for a token of the worker's own bucket
+ * before they go, EC2's published buckets (TerminateInstances 100 at once
+ * then 5 a second; DescribeInstances 100 then 20, shared with the account's
+ * other describes, so half of it here). A batch waiting for a token keeps
+ * growing. `PROVISIONER_TEARDOWN_{TERMINATE,DESCRIBE}_{BURST,RATE}` set them
+ * (config/env.ts; `teardownPacing` below reads them).
  */
 export const TEARDOWN_PACING = {
   terminate: { burst: 100, perSecond: 5 },
   describe: { burst: 50, perSecond: 10 },
 } as const;
 
+type Pacing = Record<keyof typeof TEARDOWN_PACING, { burst: number; perSecond: number }>;
+
+/** The teardown buckets a worker's tuning sets (the defaults where it says nothing). */
+export function teardownPacing(tuning: Partial<ProvisioningTuning> | undefined): Pacing {
+  return {
+    terminate: {
+      burst: tuning?.teardownTerminateBurst ?? TEARDOWN_PACING.terminate.burst,
+      perSecond: tuning?.teardownTerminateRatePerSecond ?? TEARDOWN_PACING.terminate.perSecond,
+    },
+    describe: {
+      burst: tuning?.teardownDescribeBurst ?? TEARDOWN_PACING.describe.burst,
+      perSecond: tuning?.teardownDescribeRatePerSecond ?? TEARDOWN_PACING.describe.perSecond,
+    },
+  };
+}
+
 /** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
   /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
   search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
   // machines reach this step spread over their other teardown steps: a wider window, fewer calls
+  // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
   terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
@@ -47,6 +71,23 @@ interface SearchRequest extends MachineRef {
 interface TerminateRequest {
   instanceIds: string[];
   fresh: readonly string[];
+  /** The machine whose workflow asks (its record says when its instance was recorded). */
+  caller?: MachineRef;
+}
+
+/** The machine whose workflow runs the calling activity, or undefined outside one. */
+function callingMachine(): MachineRef | undefined {
+  try {
+    const workflowId = Context.current().info.workflowExecution?.workflowId;
+    return workflowId === undefined ? undefined : machineOfWorkflowId(workflowId);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Why a termination is retried: EC2 does not know an instance launched moments ago. */
+export function notListedYetMessage(instanceId: string): string {
+  return `instance ${instanceId} was just launched and EC2 does not list it yet; retrying`;
 }
 
 /** The ids named in an EC2 message ("The instance IDs 'i-1, i-2' do not exist"). */
@@ -169,11 +210,14 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const owners = (): InstanceOwners => given ?? (made ??= new InstanceOwners(deps.store.batches));
   const buckets = new Map<string, TokenBucket>();
   const knownGone = new Map<string, Set<string>>();
+  // test harnesses build deps without a tuning
+  const tuning = deps.tuning as ProvisioningTuning | undefined;
+  const pacing = teardownPacing(tuning);
   function bucket(kind: keyof typeof TEARDOWN_PACING, region: string): TokenBucket {
     const key = `${kind}/${region}`;
     let b = buckets.get(key);
     if (!b) {
-      const pace = TEARDOWN_PACING[kind];
+      const pace = pacing[kind];
       b = new TokenBucket(pace.burst, pace.perSecond);
       buckets.set(key, b);
     }
@@ -188,6 +232,30 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     return set;
   }
   const ec2Of = (region: string): EC2Client => deps.ec2ForRegion(region).ec2;
+
+  /**
+   * Whether EC2's not knowing `instanceId` says nothing yet: the caller's
+   * machine records it as its instance, and recorded it moments ago (the
+   * rule liveness decides with, core/liveness.ts `observedState`: a
+   * `pending` instance recorded less than UNLISTED_GRACE_MS ago). Past that
+   * window, or when the machine records another instance or is gone, an id
+   * EC2 does not know is gone. Asked only for an id EC2 refused as unknown.
+   */
+  async function recordedMomentsAgo(
+    caller: MachineRef | undefined,
+    instanceId: string,
+  ): Promise<boolean> {
+    if (!caller) return false;
+    let machine: MachineRecord;
+    try {
+      machine = await deps.repo.getMachine(caller.model, caller.machineId);
+    } catch (err) {
+      if (err instanceof EntityNotFoundError) return false;
+      throw err;
+    }
+    if (machine.instanceId !== instanceId) return false;
+    return observedState(machine, undefined, deps.now?.() ?? Date.now()) === undefined;
+  }
 
   // one tag search of a model answers every machine of it that asked before it began
   const searches = new Coalescer<SearchRequest, string[]>(
@@ -212,7 +280,11 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   );
 
   const terminations = new Coalescer<TerminateRequest, void>(
-    WINDOWS.terminate,
+    {
+      ...WINDOWS.terminate,
+      idleMs: tuning?.teardownBatchIdleMs ?? WINDOWS.terminate.idleMs,
+      maxMs: tuning?.teardownBatchMaxMs ?? WINDOWS.terminate.maxMs,
+    },
     async (region, requests) => {
       const ec2 = ec2Of(region);
       const ids = [...new Set(requests.flatMap((r) => r.instanceIds))];
@@ -239,26 +311,29 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
         );
         for (const [id, o] of each) outcome.set(id, o);
       }
-      return requests.map((r): Settled<void> => {
-        for (const id of r.instanceIds) {
-          const o = outcome.get(id);
-          if (o === 'missing') {
-            // EC2 lists a new instance only after a few seconds: this run's own launch is
-            // retried (the activity's backoff), never skipped; any other unknown id is gone
-            if (r.fresh.includes(id)) {
-              return {
-                ok: false,
-                error: new Error(
-                  `instance ${id} was just launched and EC2 does not list it yet; retrying`,
-                ),
-              };
+      return Promise.all(
+        requests.map(async (r): Promise<Settled<void>> => {
+          for (const id of r.instanceIds) {
+            const o = outcome.get(id);
+            if (o === 'missing') {
+              // EC2 lists a new instance only after a few seconds: this run's own launch, or
+              // the machine's instance recorded moments ago, is retried (the activity's
+              // backoff), never skipped; any other unknown id is gone
+              try {
+                if (r.fresh.includes(id) || (await recordedMomentsAgo(r.caller, id))) {
+                  return { ok: false, error: new Error(notListedYetMessage(id)) };
+                }
+              } catch (err) {
+                // the record cannot be read: not counted gone on a guess
+                return { ok: false, error: err };
+              }
+            } else if (o !== undefined) {
+              return { ok: false, error: o.error };
             }
-          } else if (o !== undefined) {
-            return { ok: false, error: o.error };
           }
-        }
-        return { ok: true, value: undefined };
-      });
+          return { ok: true, value: undefined };
+        }),
+      );
     },
     (region) => bucket('terminate', region).take(),
   );
@@ -307,10 +382,11 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     /**
      * Asks EC2 to terminate instances, together with other machines' (see
      * `terminateEach`; terminating a terminated instance is a no-op). An id
-     * EC2 does not know is gone, unless this run launched it: EC2 lists a new
-     * instance only after a few seconds, so a fresh id it does not know yet
-     * is retried (with the activity's backoff), never skipped, and never left
-     * running.
+     * EC2 does not know is gone, unless it is new: EC2 lists a new instance
+     * only after a few seconds, so an id this run launched (`fresh`), or the
+     * calling machine's instance recorded moments ago (`recordedMomentsAgo`),
+     * that EC2 does not know yet is retried (with the activity's backoff),
+     * never skipped, and never left running.
      */
     async terminateInstances(input: {
       region: string;
@@ -322,6 +398,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
         terminations.submit(input.region, {
           instanceIds: input.instanceIds,
           fresh: input.fresh ?? [],
+          caller: callingMachine(),
         }),
       );
     },

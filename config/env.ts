@@ -107,6 +107,19 @@ export interface ProvisioningTuning {
   containerOnlineTimeoutMs?: number;
   /** History events a blocked teardown's run holds before it continues as new. */
   blockedHistoryEvents?: number;
+  /**
+   * Teardown's own TerminateInstances bucket per region: calls at once, then
+   * per second (EC2's published bucket: 100, 5). README "Teardown at scale".
+   */
+  teardownTerminateBurst?: number;
+  teardownTerminateRatePerSecond?: number;
+  /** Teardown's DescribeInstances bucket per region (half of EC2's non-mutating 100, 20: 50, 10). */
+  teardownDescribeBurst?: number;
+  teardownDescribeRatePerSecond?: number;
+  /** Termination coalescing: a batch goes out this long after its latest request… */
+  teardownBatchIdleMs?: number;
+  /** …and at most this long after its first. */
+  teardownBatchMaxMs?: number;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -126,6 +139,16 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),
     containerOnlineTimeoutMs: durationEnv('PROVISIONER_CONTAINER_ONLINE_TIMEOUT', '10m', env),
     blockedHistoryEvents: positiveIntEnv('PROVISIONER_BLOCKED_HISTORY', 2_000, env),
+    teardownTerminateBurst: positiveIntEnv('PROVISIONER_TEARDOWN_TERMINATE_BURST', 100, env),
+    teardownTerminateRatePerSecond: positiveNumberEnv(
+      'PROVISIONER_TEARDOWN_TERMINATE_RATE',
+      5,
+      env,
+    ),
+    teardownDescribeBurst: positiveIntEnv('PROVISIONER_TEARDOWN_DESCRIBE_BURST', 50, env),
+    teardownDescribeRatePerSecond: positiveNumberEnv('PROVISIONER_TEARDOWN_DESCRIBE_RATE', 10, env),
+    teardownBatchIdleMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_IDLE', '1s', env),
+    teardownBatchMaxMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_MAX', '5s', env),
   };
 }
 

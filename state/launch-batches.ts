@@ -11,8 +11,15 @@ import { documentClient } from './table';
 /** A launch batch's item key, in its model's partition. */
 export const launchBatchSk = (id: string): string => `#LAUNCH#${id}`;
 
-/** How long a batch record is kept (DynamoDB TTL): far past any activity retry. */
-const BATCH_TTL_SECONDS = 7 * 24 * 3600;
+/**
+ * How long an `abandoned` batch's record is kept (DynamoDB TTL): far past
+ * any retry of its members' activities. A `sent` batch's record has no TTL:
+ * it is the only link from an instance no machine records yet to the
+ * machine it was launched for (activities/instance-owners.ts: teardown, the
+ * sweeper's strays), so it must last while its members do; it is deleted
+ * with its model (`removeModelIfDyingAndEmpty` removes the model's `#`-items).
+ */
+export const ABANDONED_BATCH_TTL_SECONDS = 7 * 24 * 3600;
 
 /** Everything needed to repeat a batch's RunInstances exactly (same token, same parameters). */
 export interface LaunchBatchCall {
@@ -123,7 +130,7 @@ export class LaunchBatchStore {
             members: batch.members,
             call: batch.call,
             createdAt: new Date().toISOString(),
-            expiresAt: Math.floor(Date.now() / 1000) + BATCH_TTL_SECONDS,
+            // no expiresAt: kept while the model is (see ABANDONED_BATCH_TTL_SECONDS)
           },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
@@ -137,23 +144,47 @@ export class LaunchBatchStore {
 
   /**
    * The members of a batch that went out, in launch order; undefined when no
-   * batch of that id was sent (abandoned, never written, or expired). A read
-   * only: unlike `settle`, it never abandons a batch.
+   * batch of that id was sent (abandoned or never written). A read only,
+   * unlike `settle` it never abandons a batch, except that a sent record
+   * written with a TTL (by versions before sent batches were kept) loses it.
    */
   async members(model: string, batchId: string): Promise<string[] | undefined> {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { pk: modelPk(model), sk: launchBatchSk(batchId) },
-        ProjectionExpression: '#state, #members',
-        ExpressionAttributeNames: { '#state': 'state', '#members': 'members' },
+        ProjectionExpression: '#state, #members, #expiresAt',
+        ExpressionAttributeNames: {
+          '#state': 'state',
+          '#members': 'members',
+          '#expiresAt': 'expiresAt',
+        },
         // written just before its RunInstances: an instance listed a moment later finds it
         ConsistentRead: true,
       }),
     );
     const item = out.Item;
     if (!item || item.state !== 'sent' || !Array.isArray(item.members)) return undefined;
+    if (item.expiresAt !== undefined) await this.keep(model, batchId);
     return item.members as string[];
+  }
+
+  /** Takes the TTL off a sent batch's record (best effort: the next read tries again). */
+  private async keep(model: string, batchId: string): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: launchBatchSk(batchId) },
+          UpdateExpression: 'REMOVE #expiresAt',
+          ConditionExpression: '#state = :sent',
+          ExpressionAttributeNames: { '#expiresAt': 'expiresAt', '#state': 'state' },
+          ExpressionAttributeValues: { ':sent': 'sent' },
+        }),
+      );
+    } catch {
+      // the members were read; keeping the record is for later reads
+    }
   }
 
   /**
@@ -190,7 +221,7 @@ export class LaunchBatchStore {
               state: 'abandoned',
               members: [],
               createdAt: new Date().toISOString(),
-              expiresAt: Math.floor(Date.now() / 1000) + BATCH_TTL_SECONDS,
+              expiresAt: Math.floor(Date.now() / 1000) + ABANDONED_BATCH_TTL_SECONDS,
             },
             ConditionExpression: 'attribute_not_exists(pk)',
           }),

@@ -31,6 +31,17 @@ export function machineWorkflowId(model: string, machineId: string): string {
   return `machine:${model}:${machineId}`;
 }
 
+/**
+ * The machine a machine workflow id names (the inverse of `machineWorkflowId`;
+ * a model's name holds no ':'), or undefined for another workflow's id.
+ */
+export function machineOfWorkflowId(
+  workflowId: string,
+): { model: string; machineId: string } | undefined {
+  const m = /^machine:([^:]+):(.+)$/.exec(workflowId);
+  return m ? { model: m[1]!, machineId: m[2]! } : undefined;
+}
+
 /** Workflow type names, as clients start them. */
 export const MACHINE_WORKFLOW_TYPE = 'machine';
 /** Machine workflows begun before the `machine` type (workflows/patches.ts); still served. */

@@ -148,6 +148,75 @@ async function liveInstancesOf(model: string): Promise<Instance[]> {
   return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
 }
 
+/** Every instance of the model, in any state (terminated ones too), from moto itself. */
+async function allInstancesOf(model: string): Promise<Instance[]> {
+  const all: Instance[] = [];
+  let token: string | undefined;
+  do {
+    const out = await moto.send(
+      new DescribeInstancesCommand({
+        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }],
+        MaxResults: 1000,
+        NextToken: token,
+      }),
+    );
+    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
+    token = out.NextToken;
+  } while (token);
+  return all;
+}
+
+/** Whether the API still knows the model (a destroyed one is gone once its last machine is). */
+async function modelExists(model: string): Promise<boolean> {
+  const res = await api.get(`/v1/models/${model}`);
+  if (res.status !== 200 && res.status !== 404) throw new Error(`model ${model}: ${res.status}`);
+  return res.status === 200;
+}
+
+/**
+ * A model of `count` machines, each running with exactly one instance: the
+ * machines' instance ids.
+ */
+async function runningModel(
+  prefix: string,
+  count: number,
+): Promise<{ model: string; instanceIds: string[] }> {
+  const model = await createModel(prefix);
+  const started = Date.now();
+  const ids = await addMachines(model, count);
+  await expectExactlyOneInstanceEach(model, ids, started);
+  const instanceIds = (await machinesOf(model)).map((m) => m.instanceId!);
+  return { model, instanceIds };
+}
+
+/**
+ * Waits until the destroyed model is gone, then checks what it leaves in
+ * EC2: every instance it ever had is terminated, and they are exactly the
+ * machines' (nothing launched during the teardown, nothing left behind).
+ */
+async function expectTornDown(model: string, instanceIds: string[], requested: number) {
+  await eventually(
+    () => modelExists(model),
+    (exists) => !exists,
+    SETTLE_MS,
+    1000,
+  );
+  const goneAfter = Date.now() - requested;
+  const instances = await allInstancesOf(model);
+  expect(instances.map((i) => i.InstanceId).sort()).toEqual([...instanceIds].sort());
+  // moto moves a terminated instance through shutting-down on the next describe
+  const settled = await eventually(
+    () => allInstancesOf(model),
+    (list) => list.every((i) => i.State?.Name === 'terminated'),
+    60_000,
+    1000,
+  );
+  expect(settled.filter((i) => i.State?.Name !== 'terminated').map((i) => i.InstanceId)).toEqual(
+    [],
+  );
+  return goneAfter;
+}
+
 async function createModel(prefix: string): Promise<string> {
   const name = uniqueName(prefix);
   const res = await api.post('/v1/models', { name });
@@ -299,6 +368,79 @@ describe('fault suite', () => {
     );
     expect(runningAtKill).toBeLessThan(ids.length);
     await expectExactlyOneInstanceEach(model, ids, started);
+  });
+
+  it('teardown of 40 machines while the worker is SIGKILLed and restarted mid-teardown', async () => {
+    const { model, instanceIds } = await runningModel('tdkill', 40);
+    const before = await proxyStats();
+    const requested = Date.now();
+    expect((await api.call('DELETE', `/v1/models/${model}`)).status).toBe(202);
+    // Three kills: the first 1-3 s after the request (every machine Dead and mid-search:
+    // the search window alone holds a batch 0.5-3 s); the second as soon as EC2 shows
+    // instances shutting down (terminated, not yet polled or removed); the third 2-10 s on.
+    const atKill: string[] = [];
+    let machinesAtFirstKill = -1;
+    const kill = async () => {
+      const exists = await modelExists(model);
+      const left = exists ? (await machinesOf(model)).length : 0;
+      const live = (await liveInstancesOf(model)).length;
+      if (machinesAtFirstKill < 0) machinesAtFirstKill = left;
+      atKill.push(`${live}/${left}`);
+      if (exists) await stack.restart('worker', 'SIGKILL');
+      return exists;
+    };
+    await sleep(1000 + Math.random() * 2000);
+    if (await kill()) {
+      await eventually(
+        async () => (await modelExists(model)) && (await liveInstancesOf(model)).length,
+        (live) => live === false || live < instanceIds.length,
+        SETTLE_MS,
+        250,
+      );
+      if (await kill()) {
+        await sleep(2000 + Math.random() * 8000);
+        await kill();
+      }
+    }
+    const goneAfter = await expectTornDown(model, instanceIds, requested);
+    const delta = statsDelta(before, await proxyStats());
+    figure(
+      `${model}: 40 machines torn down with the worker SIGKILLed up to 3 times ` +
+        `(live instances/machines left at each: ${atKill.join(', ')}); model gone after ` +
+        `${(goneAfter / 1000).toFixed(1)} s, EC2 calls ${JSON.stringify(delta.calls)}`,
+    );
+    // the first kill met the teardown under way
+    expect(machinesAtFirstKill).toBeGreaterThan(0);
+    // nothing was launched for the model while it went away
+    expect(delta.calls.RunInstances ?? 0).toBe(0);
+  });
+
+  it('teardown of 20 machines while EC2 answers 503 Unavailable for 30 s', async () => {
+    const { model, instanceIds } = await runningModel('tdunavail', 20);
+    const before = await proxyStats();
+    const requested = Date.now();
+    expect((await api.call('DELETE', `/v1/models/${model}`)).status).toBe(202);
+    await sleep(500);
+    await admin('PUT', '/_admin/faults', { unavailable: true });
+    let machinesAtFault = -1;
+    try {
+      machinesAtFault = (await machinesOf(model)).length;
+      await sleep(30_000);
+    } finally {
+      await admin('DELETE', '/_admin/faults');
+    }
+    const during = statsDelta(before, await proxyStats());
+    const liveWhenBack = (await liveInstancesOf(model)).length;
+    const goneAfter = await expectTornDown(model, instanceIds, requested);
+    figure(
+      `${model}: EC2 unavailable for 30 s from 0.5 s after the destroy (${machinesAtFault} of 20 ` +
+        `machines left); ${during.injected.Unavailable ?? 0} calls answered 503 ` +
+        `(${JSON.stringify(during.calls)}); ${liveWhenBack} live instances when it came back; ` +
+        `model gone after ${(goneAfter / 1000).toFixed(1)} s`,
+    );
+    // the outage met the teardown: machines left, and their EC2 calls refused
+    expect(machinesAtFault).toBeGreaterThan(0);
+    expect(during.injected.Unavailable ?? 0).toBeGreaterThan(0);
   });
 
   it('every machine workflow history replays against the current code', async () => {

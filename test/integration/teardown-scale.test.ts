@@ -1,4 +1,5 @@
 import { DescribeInstancesCommand, type Instance } from '@aws-sdk/client-ec2';
+import { loadavg } from 'node:os';
 import { TAG_MODEL } from '../../activities/tags';
 import { EC2_REQUEST_LIMITS } from '../../bench/proxy-admin';
 import { Repository } from '../../state/repository';
@@ -124,4 +125,74 @@ describe('destroying a 300-machine model under EC2’s limits', () => {
     // costs more (0.47-0.55 with two stacks at once and a narrower terminate window)
     expect(total / MACHINES).toBeLessThan(0.1);
   }, 1_200_000);
+});
+
+/**
+ * Issue 30's `remove-application` case at a smaller N (the bench's figure is
+ * 500 of 1,000): 150 units of one application removed from a 300-machine
+ * model. The removed units' machines go Dying, then Dead, and are torn down
+ * together as a destroyed model's are; the other application's 150 machines
+ * and instances are untouched, and the model stays.
+ */
+describe('removing an application of 150 units from a 300-machine model under EC2’s limits', () => {
+  const UNITS = 150;
+
+  it('terminates exactly its machines’ instances, in few EC2 calls per machine', async () => {
+    const model = uniqueName('apps');
+    expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+    for (const name of ['gone', 'stays']) {
+      const res = await api.post(`/v1/models/${model}/applications`, {
+        name,
+        base: 'ubuntu@22.04',
+        numUnits: UNITS,
+      });
+      expect(res.status).toBe(201);
+    }
+    const launched = await eventually(
+      () => repo.listMachines(model),
+      (ms) => ms.length === 2 * UNITS && ms.every((m) => m.instanceId),
+      900_000,
+      2_000,
+    );
+    const of = (app: string) => launched.filter((m) => m.applications.includes(app));
+    const removed = new Set(of('gone').map((m) => m.instanceId!));
+    const kept = new Set(of('stays').map((m) => m.instanceId!));
+    expect([removed.size, kept.size]).toEqual([UNITS, UNITS]);
+
+    await admin('DELETE', '/_admin/stats');
+    const started = Date.now();
+    expect((await api.call('DELETE', `/v1/models/${model}/applications/gone`)).status).toBe(202);
+    const left = await eventually(
+      () => repo.listMachines(model),
+      (ms) => ms.length === UNITS,
+      600_000,
+      1_000,
+    );
+    const goneAfter = (Date.now() - started) / 1000;
+    const stats = await admin<Stats>('GET', '/_admin/stats');
+    expect(new Set(left.map((m) => m.instanceId))).toEqual(kept);
+    expect(left.every((m) => m.life === 'alive' && m.status === 'running')).toBe(true);
+    const instances = await instancesOf(model);
+    const state = new Map(instances.map((i) => [i.InstanceId!, i.State?.Name]));
+    expect([...removed].filter((id) => state.get(id) !== 'terminated')).toEqual([]);
+    expect([...kept].filter((id) => state.get(id) !== 'running')).toEqual([]);
+    // nothing else was launched for the model meanwhile
+    expect(instances).toHaveLength(2 * UNITS);
+    expect((await api.get(`/v1/models/${model}`)).status).toBe(200);
+    const total = Object.values(stats.calls).reduce((a, b) => a + b, 0);
+    process.stderr.write(
+      `[teardown-scale] remove-application of ${UNITS} units in a ${2 * UNITS}-machine model: ` +
+        `its machines gone after ${goneAfter.toFixed(1)} s; EC2 calls ${total} ` +
+        `(${(total / UNITS).toFixed(3)} per removed machine) ${JSON.stringify(stats.calls)}, ` +
+        `throttled ${stats.throttled}; load average ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}\n`,
+    );
+    expect(stats.calls.CreateTags ?? 0).toBe(0);
+    expect(stats.calls.RunInstances ?? 0).toBe(0);
+    expect(stats.throttled).toBe(0);
+    // the stack's 5 s sweeper lists the deployment's instances meanwhile, and counts here
+    expect(total / UNITS).toBeLessThan(0.2);
+    expect((await api.call('DELETE', `/v1/models/${model}`)).status).toBe(202);
+  }, 1_800_000);
 });

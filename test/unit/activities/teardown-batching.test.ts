@@ -1,8 +1,12 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
 import { InstanceOwners } from '../../../activities/instance-owners';
 import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
 import { idsNamedIn, teardownActivities, terminateEach } from '../../../activities/teardown';
+import { UNLISTED_GRACE_MS } from '../../../core/liveness';
+import { EntityNotFoundError } from '../../../state/errors';
+import type { MachineRecord } from '../../../state/types';
 
 /** An EC2 error as the SDK raises it. */
 function ec2Error(code: string, message: string): Error {
@@ -166,6 +170,11 @@ function harness(input: {
   instances: Instance[];
   unknown?: string[];
   members?: Record<string, string[]>;
+  /** Machine records of the model `big` by id (what `repo.getMachine` answers). */
+  machines?: Record<string, Partial<MachineRecord>>;
+  /** What every `repo.getMachine` fails with, when given. */
+  machineReadError?: Error;
+  now?: number;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -219,12 +228,24 @@ function harness(input: {
       return Promise.resolve(input.members?.[batchId]);
     },
   });
+  const machineReads: string[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2 }),
     deployment: 'test',
     store: {},
+    repo: {
+      getMachine: (model: string, id: string) => {
+        machineReads.push(`${model}/${id}`);
+        if (input.machineReadError) return Promise.reject(input.machineReadError);
+        const m = model === 'big' ? input.machines?.[id] : undefined;
+        return m
+          ? Promise.resolve({ id, model, ...m })
+          : Promise.reject(new EntityNotFoundError(`machine ${id} not found`));
+      },
+    },
+    ...(input.now !== undefined ? { now: () => input.now } : {}),
   } as unknown as ActivityDeps;
-  return { activities: teardownActivities(deps, owners), calls, reads };
+  return { activities: teardownActivities(deps, owners), calls, reads, machineReads };
 }
 
 function launched(id: string, batch: string, index: number): Instance {
@@ -292,6 +313,72 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       new Error('instance i-f1 was just launched and EC2 does not list it yet; retrying'),
     );
     expect(calls.map((c) => c.ids)).toEqual([['i-a1', 'i-f1', 'i-01d'], ['i-a1']]);
+  });
+
+  it('retries an unknown recorded id its machine recorded moments ago (eventual consistency); an old one is gone', async () => {
+    const now = Date.parse('2026-11-25T12:00:00.000Z');
+    const ago = (ms: number): string => new Date(now - ms).toISOString();
+    const { activities, calls, machineReads } = harness({
+      instances: [],
+      unknown: ['i-0a', 'i-0b', 'i-0c', 'i-0d', 'i-0e'],
+      now,
+      machines: {
+        // recorded a minute ago, not yet seen by liveness: EC2 may not list it yet
+        '1': { instanceId: 'i-0a', instanceStatus: 'pending', instanceRecordedAt: ago(60_000) },
+        // recorded past the grace window: gone
+        '2': {
+          instanceId: 'i-0b',
+          instanceStatus: 'pending',
+          instanceRecordedAt: ago(UNLISTED_GRACE_MS + 1_000),
+        },
+        // liveness saw it listed: EC2 knew it, so its not knowing it now means gone
+        '3': { instanceId: 'i-0c', instanceStatus: 'running', instanceRecordedAt: ago(60_000) },
+        // records another instance: the unknown id is not its recorded one
+        '4': { instanceId: 'i-0f', instanceStatus: 'pending', instanceRecordedAt: ago(60_000) },
+      },
+    });
+    /** Runs the activity as machine `machineId`'s workflow would. */
+    const asMachine = (machineId: string, instanceId: string): Promise<void> =>
+      new MockActivityEnvironment({
+        workflowExecution: { workflowId: `machine:big:${machineId}`, runId: `run-${machineId}` },
+      }).run(() =>
+        activities.terminateInstances({ region: 'us-east-1', instanceIds: [instanceId] }),
+      );
+    const results = await Promise.allSettled([
+      asMachine('1', 'i-0a'),
+      asMachine('2', 'i-0b'),
+      asMachine('3', 'i-0c'),
+      asMachine('4', 'i-0d'),
+      // its machine is gone already: nothing records the id
+      asMachine('5', 'i-0e'),
+    ]);
+    expect(results.map((r) => r.status)).toEqual([
+      'rejected',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+      'fulfilled',
+    ]);
+    expect((results[0] as PromiseRejectedResult).reason).toEqual(
+      new Error('instance i-0a was just launched and EC2 does not list it yet; retrying'),
+    );
+    // one TerminateInstances for all five; a record read only for an id EC2 refused as unknown
+    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([['TerminateInstances', 5]]);
+    expect(machineReads.sort()).toEqual(['big/1', 'big/2', 'big/3', 'big/4', 'big/5']);
+  });
+
+  it('does not count an unknown id gone when its machine’s record cannot be read', async () => {
+    const unreadable = new Error('DynamoDB is unreachable');
+    const { activities, calls } = harness({
+      instances: [],
+      unknown: ['i-0a'],
+      machineReadError: unreadable,
+    });
+    const out = new MockActivityEnvironment({
+      workflowExecution: { workflowId: 'machine:big:1', runId: 'run-1' },
+    }).run(() => activities.terminateInstances({ region: 'us-east-1', instanceIds: ['i-0a'] }));
+    await expect(out).rejects.toBe(unreadable);
+    expect(calls.map((c) => c.action)).toEqual(['TerminateInstances']);
   });
 
   it('finds every machine’s unrecorded instances with one tag search of the model, mapped by launch batch', async () => {

@@ -53,6 +53,13 @@ describe('worker tuning', () => {
       containerPollMs: 5000,
       containerOnlineTimeoutMs: 600_000,
       blockedHistoryEvents: 2000,
+      // EC2's published TerminateInstances bucket; half its DescribeInstances one
+      teardownTerminateBurst: 100,
+      teardownTerminateRatePerSecond: 5,
+      teardownDescribeBurst: 50,
+      teardownDescribeRatePerSecond: 10,
+      teardownBatchIdleMs: 1000,
+      teardownBatchMaxMs: 5000,
     });
   });
 
@@ -74,6 +81,12 @@ describe('worker tuning', () => {
         PROVISIONER_CONTAINER_POLL: '500ms',
         PROVISIONER_CONTAINER_ONLINE_TIMEOUT: '1m',
         PROVISIONER_BLOCKED_HISTORY: '60',
+        PROVISIONER_TEARDOWN_TERMINATE_BURST: '20',
+        PROVISIONER_TEARDOWN_TERMINATE_RATE: '1.5',
+        PROVISIONER_TEARDOWN_DESCRIBE_BURST: '10',
+        PROVISIONER_TEARDOWN_DESCRIBE_RATE: '4',
+        PROVISIONER_TEARDOWN_BATCH_IDLE: '200ms',
+        PROVISIONER_TEARDOWN_BATCH_MAX: '2s',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -92,6 +105,12 @@ describe('worker tuning', () => {
       containerPollMs: 500,
       containerOnlineTimeoutMs: 60_000,
       blockedHistoryEvents: 60,
+      teardownTerminateBurst: 20,
+      teardownTerminateRatePerSecond: 1.5,
+      teardownDescribeBurst: 10,
+      teardownDescribeRatePerSecond: 4,
+      teardownBatchIdleMs: 200,
+      teardownBatchMaxMs: 2000,
     });
   });
 
