@@ -1,3 +1,4 @@
+import type { Logger } from '@aws-lambda-powertools/logger';
 import {
   DescribeAvailabilityZonesCommand,
   DescribeInstanceTypeOfferingsCommand,
@@ -5,7 +6,6 @@ import {
 } from '@aws-sdk/client-ec2';
 import { ConstraintsError, PlacementError, parseConstraints } from '../core';
 import { localCredentialsFor } from '../config/clients';
-import type { ServiceContext } from './context';
 
 /**
  * What a region offers, as a request is checked against it before anything
@@ -127,7 +127,11 @@ export function invalidZoneMessage(zone: string): string {
  * requests the worker would carry out once it is back.
  */
 export async function checkOffered(
-  ctx: ServiceContext,
+  /** The request's ServiceContext (named by shape: context.ts builds an Ec2Offerings). */
+  ctx: {
+    offerings?: RegionOfferings;
+    log: Pick<Logger, 'warn'>;
+  },
   region: string,
   what: { constraints?: string; zones?: readonly string[] },
 ): Promise<void> {
