@@ -3,11 +3,10 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { segment } from '../client';
 import type { Session } from '../context';
-import { ApiError, CliError, UsageError } from '../errors';
+import { CliError, UsageError } from '../errors';
 import { machineAddress } from '../machine-columns';
 import { filterStatus, formatMachineTable, naturalCompare, unitView } from '../status';
-import type { Application, Machine, Model, ModelUser, Status } from '../types';
-import { modelConfigValues } from './model-config';
+import type { Application, Machine, Status } from '../types';
 import { printStructured, withFormat, withModel, type Format, type ModelOpts } from './common';
 
 const UNIT_NAME = /^[a-z][a-z0-9-]*\/\d+$/;
@@ -28,59 +27,6 @@ export function versionLine(
 ): string {
   const archName = arch === 'x64' ? 'amd64' : arch;
   return `${version}-${platform}-${archName}`;
-}
-
-/** Who may do what on the model, or undefined when the caller may not see it. */
-async function modelUsers(session: Session, model: string): Promise<ModelUser[] | undefined> {
-  try {
-    return (
-      await session.client().get<{ users: ModelUser[] }>(`/v1/models/${segment(model)}/access`)
-    ).users;
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 403) return undefined;
-    throw err;
-  }
-}
-
-/** `show-model`'s mapping for one model: Juju's keys where it has them. */
-export function showModelValue(
-  model: Model,
-  status: Status | undefined,
-  users: ModelUser[] | undefined,
-): Record<string, unknown> {
-  const machines = status
-    ? Object.fromEntries(
-        Object.values(status.machines)
-          .filter((m) => !m.id.includes('/'))
-          .map((m) => [m.id, m.hardware?.cores !== undefined ? { cores: m.hardware.cores } : {}]),
-      )
-    : undefined;
-  const units = status
-    ? Object.values(status.applications).reduce((n, a) => n + Object.keys(a.units).length, 0)
-    : undefined;
-  return {
-    name: model.name,
-    'short-name': model.name,
-    type: 'ec2',
-    cloud: 'aws',
-    region: model.region,
-    constraints: model.constraints,
-    ...(model.createdAt ? { created: model.createdAt } : {}),
-    config: Object.fromEntries(
-      Object.entries(modelConfigValues(model)).map(([k, v]) => [k, v.value]),
-    ),
-    ...(users
-      ? {
-          users: Object.fromEntries(
-            [...users]
-              .sort((a, b) => naturalCompare(a.user, b.user))
-              .map((u) => [u.user, { access: u.access }]),
-          ),
-        }
-      : {}),
-    ...(machines ? { machines } : {}),
-    ...(units !== undefined ? { units } : {}),
-  };
 }
 
 /** `show-unit`'s mapping for one unit, from the model's status. */
@@ -141,22 +87,6 @@ export function registerShowCommands(program: Command, session: Session): void {
     session.out(
       `${formatMachineTable(machines, session.colours(opts.color), { now: session.ctx.now() })}\n`,
     );
-  });
-
-  withFormat(
-    program
-      .command('show-model')
-      .description('Shows information about the current or specified model.')
-      .argument('[model]', 'the model (default: the current model)'),
-    ['yaml', 'json'],
-    'yaml',
-  ).action(async (name: string | undefined, opts: { format: Format }) => {
-    const model = session.model(name);
-    const client = session.client();
-    const record = await client.get<Model>(`/v1/models/${segment(model)}`);
-    const status = await client.get<Status>(`/v1/models/${segment(model)}/status`);
-    const users = await modelUsers(session, model);
-    printStructured(session, opts.format, { [model]: showModelValue(record, status, users) });
   });
 
   withFormat(

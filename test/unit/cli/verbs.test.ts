@@ -11,7 +11,7 @@ import { formatMachineTable, formatStatusTabular } from '../../../cli/status';
 import type { Machine, Model, Status } from '../../../cli/types';
 import { failureLine, fitWords } from '../../../cli/wait';
 import { sampleStatus } from './fixtures';
-import { runCli, type Recorded } from './harness';
+import { runCli } from './harness';
 
 const NOW = new Date('2026-11-22T10:20:30Z');
 
@@ -309,44 +309,6 @@ describe('new verbs', () => {
         constraints: 'mem=2048M',
         created: '2026-11-22T09:00:00.000Z',
         units: ['wordpress/0', 'wordpress/1', 'wordpress/2'],
-      },
-    });
-  });
-
-  it('show-model: region, config, users and machines; no users section when access is refused', async () => {
-    const model: Model = {
-      name: 'demo',
-      region: 'us-east-1',
-      constraints: 'mem=2048M',
-      harvestMode: 'destroyed',
-      availabilitySets: false,
-      reprovisionLost: true,
-      createdAt: '2026-11-22T09:00:00.000Z',
-    };
-    const answer = (req: Recorded) => {
-      if (req.path === '/v1/models/demo') return model;
-      if (req.path.endsWith('/access')) return { users: [{ user: 'admin', access: 'admin' }] };
-      return status();
-    };
-    const h = await runCli(['show-model'], answer);
-    expect(h.code).toBe(0);
-    expect(parse(h.stdout)).toEqual({
-      demo: {
-        name: 'demo',
-        'short-name': 'demo',
-        type: 'ec2',
-        cloud: 'aws',
-        region: 'us-east-1',
-        constraints: 'mem=2048M',
-        created: '2026-11-22T09:00:00.000Z',
-        config: {
-          'availability-sets-enabled': false,
-          'provisioner-harvest-mode': 'destroyed',
-          'reprovision-lost': true,
-        },
-        users: { admin: { access: 'admin' } },
-        machines: { '0': { cores: 2 }, '1': {}, '2': {} },
-        units: 6,
       },
     });
   });
