@@ -180,13 +180,14 @@ describe('provisioner CLI against the local stack', () => {
     ]);
     // the Public address column fills in once a sweep has listed the instances
     const units = sections[2]!.split('\n').map((l) => l.replace(/ +\d+\.\d+\.\d+\.\d+$/, ''));
+    // a subordinate is indented two spaces: its row starts with an empty cell here
     expect(units.map((l) => l.trimEnd().split(/ {2,}/))).toEqual([
       ['Unit', 'Workload', 'Agent', 'Machine', 'Public address', 'Message'],
       ['mysql/0', 'active', 'idle', '0/lxd/0'],
       ['wordpress/0', 'active', 'idle', '0'],
-      ['  telegraf/0', 'active', 'idle'],
+      ['', 'telegraf/0', 'active', 'idle'],
       ['wordpress/1', 'active', 'idle', '1'],
-      ['  telegraf/1', 'active', 'idle'],
+      ['', 'telegraf/1', 'active', 'idle'],
     ]);
     const machines = sections[3]!.split('\n');
     expect(machines[0]).toMatch(/^Machine +State +Address +Inst id +Inst type +Base +AZ +Message$/);
