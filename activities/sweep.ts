@@ -18,6 +18,7 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
+import { addressChanges } from './addresses';
 import type { ActivityDeps } from './deps';
 import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
 import { InstanceOwners } from './instance-owners';
@@ -41,6 +42,8 @@ export interface SweptMachine {
   instanceRecordedAt?: string;
   updatedAt?: string;
   manual?: boolean;
+  privateAddress?: string;
+  publicAddress?: string;
 }
 
 /**
@@ -268,6 +271,34 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     }
   }
 
+  /**
+   * The addresses EC2 lists for the model's instances, written where they
+   * changed (once per instance, mostly). Best effort: a failed write is said
+   * and the next sweep writes it again; it never fails the sweep.
+   */
+  async function recordAddresses(
+    model: string,
+    machines: readonly SweptMachine[],
+    listed: Parameters<typeof addressChanges>[1],
+  ): Promise<void> {
+    for (const c of addressChanges(watched(machines), listed)) {
+      try {
+        await deps.store.recordAddresses(model, c.machineId, c.instanceId, c);
+      } catch (err) {
+        console.warn(
+          JSON.stringify({
+            level: 'warn',
+            message: 'sweep: could not record the instance addresses; the next sweep tries again',
+            model,
+            machineId: c.machineId,
+            instanceId: c.instanceId,
+            error: errorText(err),
+          }),
+        );
+      }
+    }
+  }
+
   /** `reprovisionLost`: machines whose instance this sweep saw gone get a new one (capped). */
   async function reprovisionLost(
     model: string,
@@ -381,6 +412,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       now(),
     );
     await signalChanges(model, changes);
+    if (listing) await recordAddresses(model, machines, listing.tagged(model, record.uid));
     return { machines, strays, reprovisioned, changes };
   }
 

@@ -3,7 +3,10 @@ import { registerApplicationCommands } from './commands/applications';
 import { registerIdentityCommands } from './commands/identity';
 import { registerLoginCommands } from './commands/login';
 import { registerMachineCommands } from './commands/machines';
+import { registerModelConfigCommand } from './commands/model-config';
 import { registerModelCommands } from './commands/models';
+import { cliVersion, registerShowCommands, versionLine } from './commands/show';
+import { registerStatusLogCommand } from './commands/status-log';
 import { registerStatusCommand } from './commands/status';
 import { processContext, Session, type Context } from './context';
 import { CliError } from './errors';
@@ -14,6 +17,7 @@ export function buildProgram(session: Session): Command {
       "Juju's verbs for the machine provisioner's HTTPS API: models, applications, units, machines and their status; users, access and audit.",
     )
     .showSuggestionAfterError(true)
+    .version(versionLine(cliVersion()), '--version', 'print the CLI version (as "version" does)')
     .exitOverride()
     .configureOutput({
       writeOut: (s) => session.ctx.stdout.write(s),
@@ -24,6 +28,9 @@ export function buildProgram(session: Session): Command {
   registerApplicationCommands(program, session);
   registerMachineCommands(program, session);
   registerStatusCommand(program, session);
+  registerShowCommands(program, session);
+  registerModelConfigCommand(program, session);
+  registerStatusLogCommand(program, session);
   registerLoginCommands(program, session);
   registerIdentityCommands(program, session);
   for (const cmd of program.commands) {

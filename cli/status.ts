@@ -1,4 +1,5 @@
 import { paintStatus, type Colours } from './colour';
+import { instanceIdCell, machineAddress, machineMessage } from './machine-columns';
 import { columns } from './table';
 import type { Machine, Status, Unit } from './types';
 
@@ -79,7 +80,7 @@ export function filterStatus(status: Status, filters: string[]): Status {
 }
 
 /** Juju's two-level view of a unit: workload and agent, with a message. */
-function unitView(unit: Unit, machine: Machine | undefined) {
+export function unitView(unit: Unit, machine: Machine | undefined) {
   if (machine?.status === 'down')
     return { workload: 'unknown', agent: 'lost', message: `machine ${unit.machine} is down` };
   switch (unit.status) {
@@ -121,11 +122,6 @@ function applicationView(
   return { status: units.length ? 'active' : 'unknown', message: '', deployed };
 }
 
-/** The Message column for a machine: its message, else EC2's state of its instance. */
-function machineMessage(m: Machine): string {
-  return m.message || m.instanceStatus || '';
-}
-
 /** `15:04:05Z`, Juju's status timestamp. */
 function timestamp(now: Date): string {
   return `${now.toISOString().slice(11, 19)}Z`;
@@ -148,11 +144,11 @@ export function formatPrice(usd: number): string {
 export function formatMachineTable(
   machines: Machine[],
   c: Colours,
-  opts: { price?: boolean } = {},
+  opts: { price?: boolean; now?: Date } = {},
 ): string {
   const sorted = [...machines].sort((a, b) => machineIdCompare(a.id, b.id));
   const price = opts.price === true && sorted.some((m) => m.pricePerHour !== undefined);
-  const header = ['Machine', 'State', 'Inst id', 'Inst type', 'Base', 'AZ'];
+  const header = ['Machine', 'State', 'Address', 'Inst id', 'Inst type', 'Base', 'AZ'];
   if (price) header.push('Cost/h');
   header.push('Message');
   return columns(
@@ -161,13 +157,14 @@ export function formatMachineTable(
       const row = [
         m.id,
         paintStatus(c, m.status),
-        m.instanceId ?? '',
+        machineAddress(m),
+        instanceIdCell(m),
         m.instanceType ?? '',
         m.base,
         m.zone ?? '',
       ];
       if (price) row.push(m.pricePerHour === undefined ? '' : formatPrice(m.pricePerHour));
-      row.push(machineMessage(m));
+      row.push(machineMessage(m, opts.now));
       return row;
     }),
   );
@@ -231,11 +228,13 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
   const subordinateNames = new Set([...allUnits.values()].flatMap((u) => u.subordinates));
   const addUnitRow = (name: string, unit: Unit, level: number) => {
     const view = unitView(unit, status.machines[unit.machine]);
+    const machine = status.machines[unit.machine];
     unitRows.push([
       `${' '.repeat(level * 2)}${name}`,
       paintStatus(c, view.workload),
       paintStatus(c, view.agent),
       level === 0 ? unit.machine : '',
+      machine ? machineAddress(machine) : '',
       view.message,
     ]);
     for (const sub of [...unit.subordinates].sort(naturalCompare)) {
@@ -246,9 +245,12 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
   for (const name of [...allUnits.keys()].sort(naturalCompare))
     if (!subordinateNames.has(name)) addUnitRow(name, allUnits.get(name)!, 0);
   if (unitRows.length)
-    sections.push(columns(['Unit', 'Workload', 'Agent', 'Machine', 'Message'], unitRows));
+    sections.push(
+      columns(['Unit', 'Workload', 'Agent', 'Machine', 'Public address', 'Message'], unitRows),
+    );
 
-  if (machineIds.length) sections.push(formatMachineTable(Object.values(status.machines), c));
+  if (machineIds.length)
+    sections.push(formatMachineTable(Object.values(status.machines), c, { now: opts.now }));
   const cost = status.model.pricePerHour;
   if (cost !== undefined) {
     // the model's running machines, at the on-demand prices their types were chosen at

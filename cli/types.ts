@@ -43,6 +43,14 @@ export interface Machine {
   placementGroup?: string;
   partition?: number;
   pricePerHour?: number;
+  /** When `instanceStatus` was recorded (absent from an API before issue 29). */
+  instanceStatusAt?: string;
+  privateAddress?: string;
+  publicAddress?: string;
+  /** A manual machine's `ssh:[user@]host`. */
+  placement?: string;
+  createdAt?: string;
+  updatedAt?: string;
 }
 
 export interface Unit {
@@ -50,6 +58,17 @@ export interface Unit {
   life: string;
   status: string;
   subordinates: string[];
+}
+
+/** `GET …/applications/{app}`. */
+export interface Application {
+  name: string;
+  charm: string;
+  base: string;
+  constraints: string;
+  subordinate: boolean;
+  life: string;
+  createdAt?: string;
 }
 
 export interface ApplicationStatus {

@@ -5,10 +5,13 @@ import { formatDuration } from './duration';
 import { CliError } from './errors';
 import type { Machine, Status } from './types';
 
+/** The progress bar with its leading and trailing space. */
+const BAR_COLUMNS = 22;
+
 export interface WaitOptions {
   timeoutMs: number;
   /** Where progress goes (stderr); a terminal gets one live line, anything else plain lines. */
-  out: NodeJS.WriteStream | { write(text: string): unknown; isTTY?: boolean };
+  out: NodeJS.WriteStream | { write(text: string): unknown; isTTY?: boolean; columns?: number };
   pollMs?: number;
   /**
    * Machines just asked to retry, with the error they had: the API answers
@@ -63,14 +66,62 @@ export function progressLine(p: Progress): string {
   return `machines ${p.running + p.error}/${p.total} settled: ${counts}`;
 }
 
+/**
+ * `text` cut to at most `width` characters at a word boundary, with `…` when
+ * anything was left out: a terminal's progress line is never cut mid-word.
+ */
+export function fitWords(text: string, width: number): string {
+  if (text.length <= width) return text;
+  if (width <= 1) return '';
+  const room = text.slice(0, width - 1);
+  const space = room.lastIndexOf(' ');
+  return `${(space > 0 ? room.slice(0, space) : room).replace(/[\s,;:|(]+$/, '')}…`;
+}
+
+/** The terminal's width; cli-progress assumes 200 columns when the stream does not say. */
+function terminalWidth(out: { columns?: number }): number {
+  return out.columns ?? 200;
+}
+
+const FAILED_ZONE = /in zone "([^"]+)", retrying with new availability zone/;
+
+/** Zones each machine was seen failing in while waiting, from its failover messages. */
+export function noteFailedZones(
+  ids: readonly string[],
+  status: Status,
+  seen: Map<string, string[]>,
+): void {
+  for (const id of ids) {
+    const zone = FAILED_ZONE.exec(status.machines[id]?.message ?? '')?.[1];
+    if (zone === undefined) continue;
+    const zones = seen.get(id) ?? [];
+    if (!zones.includes(zone)) zones.push(zone);
+    seen.set(id, zones);
+  }
+}
+
 /** Containers are recorded, never provisioned here, so waiting for one would never end. */
 export function waitable(ids: string[]): string[] {
   return [...new Set(ids)].filter((id) => !id.includes('/'));
 }
 
-function failureLine(id: string, m: Machine | undefined): string {
+/**
+ * A failed machine's line. When it was seen failing in more than one zone,
+ * the line says every zone it tried failed and names those seen (the error
+ * itself names only the last zone's failure).
+ */
+export function failureLine(
+  id: string,
+  m: Machine | undefined,
+  failedZones: string[] = [],
+): string {
   if (!m) return `machine ${id} was removed`;
-  return `machine ${id} ${m.status}: ${m.message || m.instanceStatus || 'no message'}`;
+  const message = m.message || m.instanceStatus || 'no message';
+  if (m.status === 'error' && failedZones.length > 1) {
+    const zones = [...failedZones].sort().join(', ');
+    return `machine ${id} ${m.status}: every zone tried failed (${zones}); the last: ${message}`;
+  }
+  return `machine ${id} ${m.status}: ${message}`;
 }
 
 /**
@@ -118,13 +169,14 @@ export async function waitForMachines(
     ? new SingleBar({
         stream: opts.out as NodeJS.WriteStream,
         format: ' {bar} {line}{failover}',
-        barsize: 20,
+        barsize: BAR_COLUMNS - 2,
         hideCursor: true,
         clearOnComplete: false,
         linewrap: false,
       })
     : undefined;
   const retried = new Map(opts.retried ?? []);
+  const failedZones = new Map<string, string[]>();
   let last = '';
   let lastFailover = '';
   let progress: Progress = {
@@ -135,7 +187,10 @@ export async function waitForMachines(
     error: 0,
     failover: '',
   };
-  bar?.start(ids.length, 0, { line: progressLine(progress), failover: '' });
+  bar?.start(ids.length, 0, {
+    line: fitWords(progressLine(progress), terminalWidth(opts.out) - BAR_COLUMNS - 1),
+    failover: '',
+  });
   // the bar hides the cursor: give it back when the wait is interrupted
   const interrupted = () => {
     bar?.stop();
@@ -149,11 +204,14 @@ export async function waitForMachines(
       // a retry not yet taken up shows as pending here, in the count and in a timeout alike
       const seen = withRetriesPending(status, retried);
       progress = tally(ids, seen, progress.failover);
+      noteFailedZones(ids, status, failedZones);
       const line = progressLine(progress);
       if (bar) {
+        // the bar and its margins take 22 columns; the rest is cut between words
+        const width = terminalWidth(opts.out) - BAR_COLUMNS - 1;
         bar.update(progress.running + progress.error, {
-          line,
-          failover: progress.failover ? ` | ${progress.failover}` : '',
+          line: fitWords(`${line}${progress.failover ? ` | ${progress.failover}` : ''}`, width),
+          failover: '',
         });
       } else {
         if (line !== last) opts.out.write(`${line}\n`);
@@ -186,7 +244,7 @@ export async function waitForMachines(
   }
   const failures = ids
     .filter((id) => status.machines[id]?.status !== 'running')
-    .map((id) => failureLine(id, status.machines[id]));
+    .map((id) => failureLine(id, status.machines[id], failedZones.get(id)));
   throw new CliError(
     `${progress.error} of ${progress.total} machines failed to start:\n${failures.map((f) => `  ${f}`).join('\n')}`,
   );

@@ -419,6 +419,19 @@ export const Machine = z
       .meta({ description: 'USD on-demand price per hour its type was chosen at.' }),
     units: z.array(z.string()),
     containers: z.array(z.string()),
+    // what `status` shows besides the state (issue 29); all optional
+    instanceStatusAt: Timestamp.optional().meta({
+      description:
+        'When `instanceStatus` was recorded: at launch, or when the sweep or an EC2 event saw it change.',
+    }),
+    privateAddress: z.string().optional().meta({ description: "The instance's private IPv4." }),
+    publicAddress: z.string().optional().meta({ description: "The instance's public IPv4." }),
+    placement: z
+      .string()
+      .optional()
+      .meta({ description: 'A manual machine: its `ssh:[user@]host` directive.' }),
+    createdAt: Timestamp.optional(),
+    updatedAt: Timestamp.optional().meta({ description: "The machine's last recorded change." }),
   })
   .meta({ id: 'Machine' });
 export type MachineView = z.infer<typeof Machine>;

@@ -49,6 +49,26 @@ export function machineView(m: MachineRecord): MachineView {
     ...(m.partition !== undefined ? { partition: m.partition } : {}),
     units: [...m.principals].sort(compareUnitNames),
     containers: [...m.containers].sort(compareMachineIds),
+    ...machineTimesAndAddresses(m),
+  };
+}
+
+/**
+ * What `juju status` shows besides the state: how old the instance state is,
+ * the instance's addresses (only while it records the instance they belong
+ * to), what a manual machine is, and when the machine was added and last
+ * changed.
+ */
+function machineTimesAndAddresses(m: MachineRecord): Partial<MachineView> {
+  return {
+    ...(m.instanceId && m.instanceStatus && m.instanceStatusAt
+      ? { instanceStatusAt: m.instanceStatusAt }
+      : {}),
+    ...(m.instanceId && m.privateAddress ? { privateAddress: m.privateAddress } : {}),
+    ...(m.instanceId && m.publicAddress ? { publicAddress: m.publicAddress } : {}),
+    ...(m.manual && m.placement ? { placement: m.placement } : {}),
+    ...(m.createdAt ? { createdAt: m.createdAt } : {}),
+    ...(m.updatedAt ? { updatedAt: m.updatedAt } : {}),
   };
 }
 

@@ -160,11 +160,12 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
             '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, ' +
-            '#instanceStatus = :pending, #recordedAt = :now, #updatedAt = :now' +
+            '#instanceStatus = :pending, #recordedAt = :now, #statusAt = :now, #updatedAt = :now' +
             (run.pricePerHour !== undefined ? ', #price = :price' : '') +
             (run.placementGroup !== undefined ? ', #group = :group' : '') +
             (run.partition !== undefined ? ', #partition = :partition' : '') +
-            ' REMOVE #zoneClaim' +
+            // a new instance: the addresses of one before it are not its own
+            ' REMOVE #zoneClaim, #private, #public' +
             (run.pricePerHour === undefined ? ', #price' : '') +
             (run.placementGroup === undefined ? ', #group' : '') +
             (run.partition === undefined ? ', #partition' : ''),
@@ -182,6 +183,9 @@ export class ProvisioningStore {
             '#hardware': 'hardware',
             '#instanceStatus': 'instanceStatus',
             '#recordedAt': 'instanceRecordedAt',
+            '#statusAt': 'instanceStatusAt',
+            '#private': 'privateAddress',
+            '#public': 'publicAddress',
             '#updatedAt': 'updatedAt',
             '#zoneClaim': 'zoneClaim',
           },
@@ -359,7 +363,15 @@ export class ProvisioningStore {
     Array<
       Pick<
         MachineRecord,
-        'id' | 'life' | 'status' | 'instanceId' | 'manual' | 'instanceStatus' | 'instanceRecordedAt'
+        | 'id'
+        | 'life'
+        | 'status'
+        | 'instanceId'
+        | 'manual'
+        | 'instanceStatus'
+        | 'instanceRecordedAt'
+        | 'privateAddress'
+        | 'publicAddress'
       > &
         Partial<Pick<MachineRecord, 'updatedAt'>>
     >
@@ -369,8 +381,11 @@ export class ProvisioningStore {
       KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
       ExpressionAttributeValues: { ':pk': modelPk(model), ':prefix': MACHINE_SK_PREFIX },
       ProjectionExpression:
-        '#id, #life, #status, #instanceId, #manual, #instanceStatus, #recordedAt, #updatedAt',
+        '#id, #life, #status, #instanceId, #manual, #instanceStatus, #recordedAt, #updatedAt, ' +
+        '#private, #public',
       ExpressionAttributeNames: {
+        '#private': 'privateAddress',
+        '#public': 'publicAddress',
         '#recordedAt': 'instanceRecordedAt',
         '#updatedAt': 'updatedAt',
         '#instanceStatus': 'instanceStatus',
@@ -393,7 +408,64 @@ export class ProvisioningStore {
         ? { instanceRecordedAt: i.instanceRecordedAt }
         : {}),
       ...(typeof i.updatedAt === 'string' ? { updatedAt: i.updatedAt } : {}),
+      ...(typeof i.privateAddress === 'string' ? { privateAddress: i.privateAddress } : {}),
+      ...(typeof i.publicAddress === 'string' ? { publicAddress: i.publicAddress } : {}),
     }));
+  }
+
+  /**
+   * Records the IP addresses EC2 lists for the machine's instance, only while
+   * the machine still records that instance (a reprovisioned machine never
+   * gets its old instance's addresses). An address EC2 no longer lists (a
+   * stopped instance's public IP) is removed. False when the write did not
+   * apply.
+   */
+  async recordAddresses(
+    model: string,
+    machineId: string,
+    instanceId: string,
+    addresses: { privateAddress?: string; publicAddress?: string },
+  ): Promise<boolean> {
+    const set: string[] = [];
+    const remove: string[] = [];
+    const values: Record<string, unknown> = { ':instanceId': instanceId };
+    for (const [field, name] of [
+      ['privateAddress', '#private'],
+      ['publicAddress', '#public'],
+    ] as const) {
+      const value = addresses[field];
+      if (value === undefined) remove.push(name);
+      else {
+        set.push(`${name} = :${field}`);
+        values[`:${field}`] = value;
+      }
+    }
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression: [
+            set.length ? `SET ${set.join(', ')}` : '',
+            remove.length ? `REMOVE ${remove.join(', ')}` : '',
+          ]
+            .filter(Boolean)
+            .join(' '),
+          ConditionExpression: '#instanceId = :instanceId',
+          // each address is either set or removed: both names are always used
+          ExpressionAttributeNames: {
+            '#instanceId': 'instanceId',
+            '#private': 'privateAddress',
+            '#public': 'publicAddress',
+          },
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
   }
 
   /**
@@ -423,7 +495,7 @@ export class ProvisioningStore {
           Key: key,
           UpdateExpression:
             'SET #instanceStatus = :state, #status = :status, #message = :message, ' +
-            '#updatedAt = :now',
+            '#statusAt = :now, #updatedAt = :now',
           ReturnValues: 'ALL_NEW',
           ConditionExpression:
             '#instanceId = :instanceId AND #life = :alive AND #status IN (:running, :down)',
@@ -433,6 +505,7 @@ export class ProvisioningStore {
             '#status': 'status',
             '#message': 'message',
             '#life': 'life',
+            '#statusAt': 'instanceStatusAt',
             '#updatedAt': 'updatedAt',
           },
           ExpressionAttributeValues: {
@@ -457,12 +530,13 @@ export class ProvisioningStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: key,
-          UpdateExpression: 'SET #instanceStatus = :state, #updatedAt = :now',
+          UpdateExpression: 'SET #instanceStatus = :state, #statusAt = :now, #updatedAt = :now',
           ReturnValues: 'ALL_NEW',
           ConditionExpression: '#instanceId = :instanceId',
           ExpressionAttributeNames: {
             '#instanceStatus': 'instanceStatus',
             '#instanceId': 'instanceId',
+            '#statusAt': 'instanceStatusAt',
             '#updatedAt': 'updatedAt',
           },
           ExpressionAttributeValues: { ':state': state, ':instanceId': instanceId, ':now': now },
@@ -501,7 +575,7 @@ export class ProvisioningStore {
           UpdateExpression:
             'SET #status = :pending, #message = :empty, #updatedAt = :now ' +
             'REMOVE #instanceId, #imageId, #zone, #instanceType, #hardware, #instanceStatus, ' +
-            '#price, #placementGroup, #partition, #recordedAt',
+            '#price, #placementGroup, #partition, #recordedAt, #statusAt, #private, #public',
           ConditionExpression: '#instanceId = :instanceId AND #life = :alive',
           ExpressionAttributeNames: {
             '#status': 'status',
@@ -517,6 +591,9 @@ export class ProvisioningStore {
             '#placementGroup': 'placementGroup',
             '#partition': 'partition',
             '#recordedAt': 'instanceRecordedAt',
+            '#statusAt': 'instanceStatusAt',
+            '#private': 'privateAddress',
+            '#public': 'publicAddress',
             '#life': 'life',
           },
           ExpressionAttributeValues: {

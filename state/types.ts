@@ -110,6 +110,11 @@ export interface MachineRecord {
   instanceStatus?: InstanceState;
   /** When `instanceId` was recorded (ISO): how long EC2 not listing it says nothing (core/liveness.ts). */
   instanceRecordedAt?: string;
+  /** When `instanceStatus` was written (ISO): the launch's `pending`, or the sweep or event that saw it change. */
+  instanceStatusAt?: string;
+  /** The instance's private and public IPv4 addresses as EC2 last listed them (the sweep records them). */
+  privateAddress?: string;
+  publicAddress?: string;
   /** Availability-set mode: the partition placement group and partition the instance is in. */
   placementGroup?: string;
   partition?: number;

@@ -1,10 +1,10 @@
 import type { Command } from 'commander';
 import { segment } from '../client';
 import type { Session } from '../context';
-import { CliError, UsageError } from '../errors';
+import { ApiError, CliError, UsageError } from '../errors';
 import { naturalCompare } from '../status';
 import { printPlan, withDryRun, type DryRunOpts, type Plan } from '../plan';
-import type { ConstraintsAnswer, Status, UnitRef } from '../types';
+import type { ConstraintsAnswer, Machine, Status, UnitRef } from '../types';
 import { constraintsOutput } from './models';
 import {
   constraintArgs,
@@ -30,6 +30,32 @@ export function charmName(charm: string): string {
 }
 
 const UNIT_NAME = /^([a-z][a-z0-9-]*)\/(\d+)$/;
+
+/**
+ * The unit's machine, when removing the unit made it Dying or Dead (or
+ * removed it already): it was alive before, and is not now.
+ */
+async function machineGoing(
+  session: Session,
+  model: string,
+  before: Status | undefined,
+  app: string,
+  unit: string,
+): Promise<string | undefined> {
+  const id = before?.applications[app]?.units[unit]?.machine;
+  if (id === undefined || before?.machines[id]?.life !== 'alive') return undefined;
+  try {
+    const now = await session
+      .client()
+      .get<Machine>(`/v1/models/${segment(model)}/machines/${segment(id)}`);
+    return now.life === 'alive' ? undefined : id;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return id;
+    // the unit is removed either way: not knowing about its machine is no failure
+    if (err instanceof CliError) return undefined;
+    throw err;
+  }
+}
 
 export function registerApplicationCommands(program: Command, session: Session): void {
   const deployCmd = withWait(
@@ -148,6 +174,14 @@ export function registerApplicationCommands(program: Command, session: Session):
       .argument('<unit...>', 'units to remove, e.g. wordpress/1'),
   ).action(async (units: string[], opts: ModelOpts) => {
     const model = session.model(opts.model);
+    // which machine each unit is on, to say when the machine goes with it (Juju's "- will remove machine N")
+    const before = await session
+      .client()
+      .get<Status>(`/v1/models/${segment(model)}/status`)
+      .catch((err: unknown) => {
+        if (err instanceof CliError) return undefined;
+        throw err;
+      });
     let failed = 0;
     for (const unit of units) {
       const match = UNIT_NAME.exec(unit);
@@ -164,6 +198,8 @@ export function registerApplicationCommands(program: Command, session: Session):
             `/v1/models/${segment(model)}/units/${segment(match[1]!)}/${match[2]!}`,
           );
         session.info(`will remove unit ${unit}\n`);
+        const machine = await machineGoing(session, model, before, match[1]!, unit);
+        if (machine !== undefined) session.info(`- will remove machine ${machine}\n`);
       } catch (err) {
         if (!(err instanceof CliError) || units.length === 1) throw err;
         session.info(`ERROR removing unit ${unit} failed: ${err.message}\n`);

@@ -5,8 +5,8 @@ import type { Session } from '../context';
 import { parseDuration } from '../duration';
 import { ApiError, CliError, UsageError } from '../errors';
 import { ask } from '../prompt';
+import { modelsTable, modelSummaries } from '../model-summary';
 import { naturalCompare } from '../status';
-import { columns } from '../table';
 import type { ConstraintsAnswer, Model, Status } from '../types';
 import {
   constraintArgs,
@@ -130,7 +130,7 @@ export function registerModelCommands(program: Command, session: Session): void 
     );
 
   withFormat(
-    program.command('models').description('Lists models.'),
+    program.command('models').alias('list-models').description('Lists models.'),
     ['tabular', 'json', 'yaml'],
     'tabular',
   ).action(async (opts: { format: Format }) => {
@@ -148,17 +148,8 @@ export function registerModelCommands(program: Command, session: Session): void 
       return;
     }
     const sorted = [...models].sort((a, b) => naturalCompare(a.name, b.name));
-    session.out(
-      `${columns(
-        ['Model', 'Cloud/Region', 'Constraints', 'Created'],
-        sorted.map((m) => [
-          m.name === current ? `${m.name}*` : m.name,
-          `aws/${m.region}`,
-          m.constraints,
-          m.createdAt ?? '',
-        ]),
-      )}\n`,
-    );
+    const summaries = await modelSummaries(session, sorted);
+    session.out(`${modelsTable(sorted, summaries, current, session.ctx.now())}\n`);
   });
 
   program

@@ -28,8 +28,13 @@ export class Terminal {
     return exec('tmux', ['-S', this.socket, ...args], { timeout: 30_000 });
   }
 
-  /** Starts `argv` in `cwd` with exactly `env` (plus TERM), in a 200×50 terminal. */
-  async start(argv: string[], env: Record<string, string>, cwd: string): Promise<void> {
+  /** Starts `argv` in `cwd` with exactly `env` (plus TERM), in a 200×50 terminal (or `columns` wide). */
+  async start(
+    argv: string[],
+    env: Record<string, string>,
+    cwd: string,
+    columns = 200,
+  ): Promise<void> {
     const vars = Object.entries({ ...env, TERM: 'xterm' }).map(([k, v]) => `${k}=${shellQuote(v)}`);
     const command = `cd ${shellQuote(cwd)} && env -i ${vars.join(' ')} ${argv
       .map(shellQuote)
@@ -40,7 +45,7 @@ export class Terminal {
       '-s',
       this.session,
       '-x',
-      '200',
+      String(columns),
       '-y',
       '50',
       'sh',

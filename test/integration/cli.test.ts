@@ -74,10 +74,14 @@ describe('provisioner CLI against the local stack', () => {
     expect(sw).toEqual({ code: 0, stdout: `${model}\n`, stderr: '' });
     const models = await cli(['models']);
     expect(models.code).toBe(0);
-    expect(models.stdout).toMatch(new RegExp(`^Model +Cloud/Region +Constraints +Created\\n`));
     expect(models.stdout).toMatch(
-      new RegExp(`^${model}\\* +aws/us-east-1 +mem=1024M +\\d{4}-`, 'm'),
+      /^Model +Cloud\/Region +Constraints +Machines +Units +Access +Created +Last change\n/,
     );
+    // humanised, never a raw ISO time; the admin token is a superuser: admin on every model
+    expect(models.stdout).toMatch(
+      new RegExp(`^${model}\\* +aws/us-east-1 +mem=1024M +0 +0 +admin +just now +just now$`, 'm'),
+    );
+    expect(models.stdout).not.toMatch(/\d{4}-\d\d-\d\dT/);
     const again = await cli(['add-model', model]);
     expect(again).toEqual({
       code: 1,
@@ -174,21 +178,24 @@ describe('provisioner CLI against the local stack', () => {
       'telegraf   active      2  telegraf   ubuntu@22.04',
       'wordpress  active      2  wordpress  ubuntu@22.04',
     ]);
-    expect(sections[2]!.split('\n')).toEqual([
-      'Unit          Workload  Agent  Machine  Message',
-      'mysql/0       active    idle   0/lxd/0',
-      'wordpress/0   active    idle   0',
-      '  telegraf/0  active    idle',
-      'wordpress/1   active    idle   1',
-      '  telegraf/1  active    idle',
+    // the Public address column fills in once a sweep has listed the instances
+    const units = sections[2]!.split('\n').map((l) => l.replace(/ +\d+\.\d+\.\d+\.\d+$/, ''));
+    // a subordinate is indented two spaces: its row starts with an empty cell here
+    expect(units.map((l) => l.trimEnd().split(/ {2,}/))).toEqual([
+      ['Unit', 'Workload', 'Agent', 'Machine', 'Public address', 'Message'],
+      ['mysql/0', 'active', 'idle', '0/lxd/0'],
+      ['wordpress/0', 'active', 'idle', '0'],
+      ['', 'telegraf/0', 'active', 'idle'],
+      ['wordpress/1', 'active', 'idle', '1'],
+      ['', 'telegraf/1', 'active', 'idle'],
     ]);
     const machines = sections[3]!.split('\n');
-    expect(machines[0]).toMatch(/^Machine +State +Inst id +Inst type +Base +AZ +Message$/);
+    expect(machines[0]).toMatch(/^Machine +State +Address +Inst id +Inst type +Base +AZ +Message$/);
     expect(machines[1]).toMatch(
-      /^0 +running +i-[0-9a-f]+ +[a-z0-9]+\.[a-z0-9]+ +ubuntu@22\.04 +us-east-1[a-f]/,
+      /^0 +running +(\d+\.\d+\.\d+\.\d+ +)?i-[0-9a-f]+ +[a-z0-9]+\.[a-z0-9]+ +ubuntu@22\.04 +us-east-1[a-f]/,
     );
     expect(machines[2]).toMatch(/^0\/lxd\/0 +running +ubuntu@22\.04 +us-east-1[a-f] *$/);
-    expect(machines[3]).toMatch(/^1 +running +i-[0-9a-f]+ /);
+    expect(machines[3]).toMatch(/^1 +running +(\d+\.\d+\.\d+\.\d+ +)?i-[0-9a-f]+ /);
   });
 
   it('status filters, --format yaml and json, and colour only when forced', async () => {
@@ -244,11 +251,11 @@ describe('provisioner CLI against the local stack', () => {
     const json = JSON.parse((await cli(['show-machine', '0/lxd/0', '--format', 'json'])).stdout);
     expect(json.machines['0/lxd/0'].status).toBe('running');
     const table = await cli(['show-machine', '1', '--format', 'tabular']);
-    expect(table.stdout).toMatch(/^Machine +State +Inst id/);
+    expect(table.stdout).toMatch(/^Machine +State +Address +Inst id/);
     // the stack prices instance types: a running machine shows what it was chosen at
     const priced = await cli(['show-machine', '0', '--format', 'tabular']);
     expect(priced.stdout).toMatch(
-      /^Machine +State +Inst id +Inst type +Base +AZ +Cost\/h +Message\n0 +running .* \$\d+\.\d{4}/,
+      /^Machine +State +Address +Inst id +Inst type +Base +AZ +Cost\/h +Message\n0 +running .* \$\d+\.\d{4}/,
     );
     expect(await cli(['show-machine', '99'])).toEqual({
       code: 1,
@@ -283,10 +290,11 @@ describe('provisioner CLI against the local stack', () => {
     expect(add.code).toBe(0);
     expect(add.stderr.split('\n')[0]).toBe('added unit wordpress/2 to machine 2');
     expect(add.stderr).toContain('1 machine running (2)');
+    // machine 2 was made for the unit: it goes with it, and Juju says so
     expect(await cli(['remove-unit', 'wordpress/2'])).toEqual({
       code: 0,
       stdout: '',
-      stderr: 'will remove unit wordpress/2\n',
+      stderr: 'will remove unit wordpress/2\n- will remove machine 2\n',
     });
     expect(await cli(['remove-unit', 'wordpress/9'])).toEqual({
       code: 1,

@@ -22,19 +22,19 @@ describe('status, tabular', () => {
         'telegraf   waiting    1/2  telegraf   ubuntu@22.04  waiting for machine',
         'wordpress  error      1/3  wordpress  ubuntu@22.04  machine 1 failed to start',
         '',
-        'Unit          Workload  Agent       Machine  Message',
-        'mysql/0       waiting   allocating  0/lxd/0  waiting for machine',
+        'Unit          Workload  Agent       Machine  Public address  Message',
+        'mysql/0       waiting   allocating  0/lxd/0                  waiting for machine',
         'wordpress/0   active    idle        0',
         '  telegraf/0  active    idle',
-        'wordpress/1   waiting   error       1        machine 1 failed to start',
-        'wordpress/2   waiting   allocating  2        waiting for machine',
-        '  telegraf/1  waiting   allocating           waiting for machine',
+        'wordpress/1   waiting   error       1                        machine 1 failed to start',
+        'wordpress/2   waiting   allocating  2                        waiting for machine',
+        '  telegraf/1  waiting   allocating                           waiting for machine',
         '',
-        'Machine  State       Inst id              Inst type  Base          AZ          Message',
-        '0        running     i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  running',
-        '0/lxd/0  pending                                     ubuntu@22.04              containers are recorded, not provisioned, by this provisioner',
-        '1        error                                       ubuntu@22.04              failed to start machine 1 (InsufficientInstanceCapacity: no capacity in us-east-1b)',
-        '2        allocating                                  ubuntu@22.04              starting in zone "us-east-1c" (attempt 1 of 10)',
+        'Machine  State       Address  Inst id              Inst type  Base          AZ          Message',
+        '0        running              i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  running',
+        '0/lxd/0  pending                                              ubuntu@22.04              containers are recorded, not provisioned, by this provisioner',
+        '1        error                                                ubuntu@22.04              failed to start machine 1 (InsufficientInstanceCapacity: no capacity in us-east-1b)',
+        '2        allocating                                           ubuntu@22.04              starting in zone "us-east-1c" (attempt 1 of 10)',
         '',
       ].join('\n'),
     );
@@ -55,11 +55,13 @@ describe('status, tabular', () => {
       'demo   aws/us-east-1  mem=2048M    10:20:30Z  $0.0208',
     ]);
     expect(text).toContain(
-      '0        down     i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  instance "i-0a1b2c3d4e5f60001" is terminated',
+      '0        down              i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  instance "i-0a1b2c3d4e5f60001" is terminated',
     );
     // a unit on a down machine is lost, and its application no longer fully deployed
     expect(text).toContain('wordpress  error      0/1  wordpress  ubuntu@22.04  machine 0 is down');
-    expect(text).toContain('wordpress/0   unknown   lost        0        machine 0 is down');
+    expect(text).toContain(
+      'wordpress/0   unknown   lost        0                        machine 0 is down',
+    );
   });
 
   it('shows the instance state in Message when the machine has no message', () => {
@@ -139,9 +141,9 @@ describe('machine table (show-machine --format tabular)', () => {
     // given out of order: the table sorts by id
     const machines = [all['0/lxd/0']!, all['0']!];
     expect(formatMachineTable(machines, colours(false), { price: true }).split('\n')).toEqual([
-      'Machine  State    Inst id              Inst type  Base          AZ          Cost/h   Message',
-      '0        running  i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  $0.0187  running',
-      '0/lxd/0  pending                                  ubuntu@22.04                       containers are recorded, not provisioned, by this provisioner',
+      'Machine  State    Address  Inst id              Inst type  Base          AZ          Cost/h   Message',
+      '0        running           i-0a1b2c3d4e5f60001  t3.small   ubuntu@22.04  us-east-1a  $0.0187  running',
+      '0/lxd/0  pending                                           ubuntu@22.04                       containers are recorded, not provisioned, by this provisioner',
     ]);
   });
 
