@@ -381,8 +381,17 @@ describe('fault suite', () => {
     const atKill: string[] = [];
     let machinesAtFirstKill = -1;
     const kill = async () => {
-      const exists = await modelExists(model);
-      const left = exists ? (await machinesOf(model)).length : 0;
+      let exists = await modelExists(model);
+      let left = 0;
+      if (exists) {
+        // the model may be removed between the two reads: that is the teardown finishing
+        const res = await api.get<{ machines: Record<string, MachineView> }>(
+          `/v1/models/${model}/status`,
+        );
+        if (res.status === 404) exists = false;
+        else if (res.status !== 200) throw new Error(`status of ${model}: ${res.status}`);
+        else left = Object.keys(res.body.machines).length;
+      }
       const live = (await liveInstancesOf(model)).length;
       if (machinesAtFirstKill < 0) machinesAtFirstKill = left;
       atKill.push(`${live}/${left}`);
