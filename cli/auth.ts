@@ -30,9 +30,13 @@ export interface IdentityProvider {
   passwordAuth(pool: PoolInfo, user: string, password: string): Promise<PoolTokens>;
   refresh(pool: PoolInfo, refreshToken: string): Promise<PoolTokens>;
   /**
-   * Revokes a refresh token (and the access tokens issued with it) at the
-   * pool. Resolves once the pool has done it, or when the pool says the
-   * token was no longer valid anyway; rejects with a CliError saying why not.
+   * Revokes a refresh token at the pool: no new access token is issued with
+   * it. Access tokens already issued are not made invalid at this API (it
+   * checks their signature and expiry, not revocation); the CLI forgets its
+   * own. Resolves once the pool has revoked the token, or when the pool says
+   * the token itself was no longer valid (revoked or expired); rejects with a
+   * CliError saying why not for anything else, a NotAuthorizedException about
+   * the app client included.
    */
   revoke(pool: PoolInfo, refreshToken: string): Promise<void>;
 }
@@ -165,13 +169,31 @@ export function classifyPoolError(pool: PoolInfo, err: unknown, flow: 'password'
 }
 
 /**
+ * A NotAuthorizedException's message that says the token itself is not
+ * valid (revoked, expired, malformed), not that the client may not ask.
+ */
+const TOKEN_NOT_VALID =
+  /\b(refresh )?token\b[^.]*\b(revoked|invalid|expired|not valid)\b|\binvalid (refresh )?token\b/i;
+
+/**
  * Why the pool did not revoke a refresh token, as one clause for the logout
- * line; undefined: the token is no longer valid anyway (already revoked, the
- * user signed out everywhere or removed), which is what logout wanted.
+ * line; undefined: the pool says the token is no longer valid anyway
+ * (already revoked, the user signed out everywhere or removed), which is
+ * what logout wanted. A NotAuthorizedException for any other reason (an app
+ * client that needs a secret, say) did not revoke it, and says so.
  */
 export function revokeFailure(pool: PoolInfo, err: unknown): string | undefined {
   const name = errorName(err);
-  if (name === 'NotAuthorizedException') return undefined;
+  if (name === 'NotAuthorizedException') {
+    const message = err instanceof Error ? err.message : '';
+    if (TOKEN_NOT_VALID.test(message)) return undefined;
+    // the pool's words, clipped, with anything token-like blanked
+    const said = message
+      .replace(/[A-Za-z0-9_\-.=+/]{40,}/g, '***')
+      .slice(0, 200)
+      .trim();
+    return `the user pool at ${poolWhere(pool)} refused (${name}${said ? `: ${said}` : ''})`;
+  }
   if (name === 'UnsupportedOperationException')
     return `the app client "${pool.clientId}" does not allow token revocation`;
   if (name === 'TimeoutError' || name === 'AbortError')

@@ -27,8 +27,13 @@ import { NAME_PATTERN } from './names';
 export interface UserPool {
   /** Creates the user with a permanent password; resolves to the user's `sub`. */
   createUser(name: string, password: string): Promise<string | undefined>;
-  /** A user the pool has (made elsewhere, e.g. in the console): their `sub`; undefined: no such user. */
-  findUser(name: string): Promise<{ sub?: string } | undefined>;
+  /**
+   * A user the pool has (made elsewhere, e.g. in the console): their
+   * `username` as the pool spells it and their `sub`; undefined: no such
+   * user. The pool may find a user by an alias (`preferred_username`, email,
+   * `sub`) or by the name in another case; only `username` says who it is.
+   */
+  findUser(name: string): Promise<{ username?: string; sub?: string } | undefined>;
   /** Revokes the user's refresh tokens, then deletes the user; a user not in the pool is `false`. */
   removeUser(name: string): Promise<boolean>;
 }
@@ -91,13 +96,16 @@ export class CognitoUserPool implements UserPool {
     return sub;
   }
 
-  async findUser(name: string): Promise<{ sub?: string } | undefined> {
+  async findUser(name: string): Promise<{ username?: string; sub?: string } | undefined> {
     try {
       const out = await this.client.send(
         new AdminGetUserCommand({ UserPoolId: this.userPoolId, Username: name }),
       );
       const sub = out.UserAttributes?.find((a) => a.Name === 'sub')?.Value;
-      return sub ? { sub } : {};
+      return {
+        ...(out.Username !== undefined ? { username: out.Username } : {}),
+        ...(sub ? { sub } : {}),
+      };
     } catch (err) {
       if (err instanceof UserNotFoundException) return undefined;
       throw unavailable(err);
@@ -213,10 +221,18 @@ export async function removeUser(ctx: IdentityContext, name: string): Promise<vo
  * A user a grant may name: one the provisioner has a record of, or one the
  * pool has that it has not met yet (made in the console, or in an existing
  * pool given by config), who is adopted here: recorded with `login`, the
- * access every pool user has (API.md), and the pool's `sub`. A user neither
+ * access every pool user has (API.md), and the pool's `sub`. The pool's
+ * user must be named exactly `name` (the pool also finds users by an alias
+ * or in another case, whose tokens carry another name). A user neither
  * knows is `404`. A removal cut off half way (its tombstone not finished) is
  * not undone by a grant: that user stays unknown until the removal is
  * repeated.
+ *
+ * The writes hold only while the state read first still holds: the old
+ * grants of a removed name are dropped only while its tombstone is the one
+ * read, and the record replaces only that (no item, or that tombstone). A
+ * removal or another user of the name that came meanwhile wins: the state is
+ * read again, and the grant goes on only if it is now a live user.
  */
 async function requireKnownUser(ctx: IdentityContext, name: string): Promise<void> {
   checkUserName(name);
@@ -227,22 +243,32 @@ async function requireKnownUser(ctx: IdentityContext, name: string): Promise<voi
   if (name === ADMIN_USER || !ctx.pool) throw notFound;
   if (state.kind === 'removed' && !state.finished) throw notFound;
   const found = await ctx.pool.findUser(name);
-  if (!found) throw notFound;
+  if (!found || found.username !== name) throw notFound;
+  const settled = async (): Promise<void> => {
+    if ((await ctx.access.getUser(name)).kind !== 'user') throw notFound;
+  };
   // a user of a removed one's name starts with none of their grants (as addUser)
   if (state.kind === 'removed') {
     const models = (await ctx.repo.listModels()).map((m) => m.name);
-    await ctx.access.dropGrantsOf(name, models);
+    const dropped = await ctx.access.dropGrantsOf(name, models, {
+      whileRemovedAt: state.removedAt,
+    });
+    if (!dropped) return settled();
   }
   try {
-    await ctx.access.createUser({
-      name,
-      access: 'login',
-      ...(found.sub ? { sub: found.sub } : {}),
-      createdAt: ctx.now().toISOString(),
-    });
+    await ctx.access.createUser(
+      {
+        name,
+        access: 'login',
+        ...(found.sub ? { sub: found.sub } : {}),
+        createdAt: ctx.now().toISOString(),
+      },
+      { replacing: state.kind === 'unknown' ? 'nothing' : { removedAt: state.removedAt } },
+    );
   } catch (err) {
-    // adopted meanwhile by a concurrent grant: the record is there, which is all this needs
+    // something was written meanwhile: an adoption by a concurrent grant is fine, a removal is not
     if (!(err instanceof EntityConflictError)) throw err;
+    await settled();
   }
 }
 

@@ -110,8 +110,27 @@ export class AccessStore {
     return { kind: 'user', user: toUser(item) };
   }
 
-  /** Records a new user (a tombstone of an earlier one of that name is replaced); a live user of that name is a conflict. */
-  async createUser(user: UserRecord): Promise<void> {
+  /**
+   * Records a new user (a tombstone of an earlier one of that name is
+   * replaced); a live user of that name is a conflict. With `replacing`, only
+   * the state the caller read is replaced: `'nothing'`, no item at all; a
+   * `removedAt`, that finished tombstone and no other (a removal written
+   * since the read is never overwritten). Anything else is a conflict.
+   */
+  async createUser(
+    user: UserRecord,
+    options: { replacing?: 'nothing' | { removedAt: string } } = {},
+  ): Promise<void> {
+    const { replacing } = options;
+    const condition =
+      replacing === undefined
+        ? { ConditionExpression: 'attribute_not_exists(pk) OR attribute_exists(removedAt)' }
+        : replacing === 'nothing'
+          ? { ConditionExpression: 'attribute_not_exists(pk)' }
+          : {
+              ConditionExpression: 'removedAt = :seen AND attribute_exists(expiresAt)',
+              ExpressionAttributeValues: { ':seen': replacing.removedAt },
+            };
     try {
       await this.doc.send(
         new PutCommand({
@@ -124,7 +143,7 @@ export class AccessStore {
             gsi1sk: user.name,
             ...user,
           },
-          ConditionExpression: 'attribute_not_exists(pk) OR attribute_exists(removedAt)',
+          ...condition,
         }),
       );
     } catch (err) {
@@ -315,38 +334,77 @@ export class AccessStore {
     });
   }
 
-  /** Drops every grant of a removed user, model by model (an admin-only, rare walk). */
-  async dropGrantsOf(user: string, models: readonly string[]): Promise<void> {
+  /**
+   * Drops every grant of a removed user, model by model (an admin-only, rare
+   * walk). With `whileRemovedAt`, each drop is written only while the user's
+   * item is still that tombstone (checked in the same transaction): once a
+   * new user of the name is recorded, their grants are theirs, and the walk
+   * stops and resolves to `false`. Otherwise it resolves to `true`.
+   */
+  async dropGrantsOf(
+    user: string,
+    models: readonly string[],
+    options: { whileRemovedAt?: string } = {},
+  ): Promise<boolean> {
     const grants = await this.grantsOf(models);
     for (const [model, g] of grants) {
       if (g.users[user] === undefined) continue;
-      await retryOnConcurrentChange(async () => {
+      const dropped = await retryOnConcurrentChange(async () => {
         const current = await this.modelGrants(model);
-        if (current.users[user] === undefined) return;
+        if (current.users[user] === undefined) return true;
         const users = { ...current.users };
         delete users[user];
+        const put = {
+          TableName: this.tableName,
+          Item: {
+            pk: modelPk(model),
+            sk: ACCESS_SK,
+            type: 'model-access',
+            users,
+            version: current.version + 1,
+          },
+          ConditionExpression: 'version = :version',
+          ExpressionAttributeValues: { ':version': current.version },
+        };
+        if (options.whileRemovedAt !== undefined) {
+          try {
+            await this.doc.send(
+              new TransactWriteCommand({
+                TransactItems: [
+                  {
+                    ConditionCheck: {
+                      TableName: this.tableName,
+                      Key: { pk: userPk(user), sk: USER_SK },
+                      ConditionExpression: 'removedAt = :seen',
+                      ExpressionAttributeValues: { ':seen': options.whileRemovedAt },
+                    },
+                  },
+                  { Put: put },
+                ],
+              }),
+            );
+          } catch (err) {
+            if (err instanceof TransactionCanceledException) {
+              const [userCheck] = err.CancellationReasons ?? [];
+              if (userCheck?.Code === 'ConditionalCheckFailed') return false;
+              throw new ConcurrentChangeError('model grants changed meanwhile');
+            }
+            throw err;
+          }
+          return true;
+        }
         try {
-          await this.doc.send(
-            new PutCommand({
-              TableName: this.tableName,
-              Item: {
-                pk: modelPk(model),
-                sk: ACCESS_SK,
-                type: 'model-access',
-                users,
-                version: current.version + 1,
-              },
-              ConditionExpression: 'version = :version',
-              ExpressionAttributeValues: { ':version': current.version },
-            }),
-          );
+          await this.doc.send(new PutCommand(put));
         } catch (err) {
           if (err instanceof ConditionalCheckFailedException)
             throw new ConcurrentChangeError('model grants changed meanwhile');
           throw err;
         }
+        return true;
       });
+      if (!dropped) return false;
     }
+    return true;
   }
 
   /** Removes a model's grants item (only when the model itself is gone). */

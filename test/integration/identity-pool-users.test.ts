@@ -4,6 +4,7 @@ import {
   AdminSetUserPasswordCommand,
 } from '@aws-sdk/client-cognito-identity-provider';
 import { AccessStore } from '../../state/access';
+import { EntityConflictError } from '../../state/errors';
 import { apiClient, uniqueName } from './api-client';
 import { cognitoClientFor, logIn, PASSWORD } from './identity-support';
 import { dynamoClientFor, loadTestStack } from './stack';
@@ -40,17 +41,27 @@ describe('users made in the pool, not through the provisioner', () => {
   const model = uniqueName('adopt');
   const carol = uniqueName('carol');
   const dave = uniqueName('dave');
+  const erin = uniqueName('erin');
+  const other = uniqueName('adopt');
   const ddb = dynamoClientFor(stack);
   const access = new AccessStore(ddb, stack.tableName);
 
   beforeAll(async () => {
     expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    expect((await admin.post('/v1/models', { name: other })).status).toBe(201);
     await createInPool(carol);
     await createInPool(dave);
   }, 60_000);
 
   afterAll(async () => {
     await admin.delete(`/v1/models/${model}`);
+    await admin.delete(`/v1/models/${other}`);
+    // the local stack's pool outlives this run: leave none of these users in it
+    for (const name of [carol, dave, erin]) {
+      await cognito
+        .send(new AdminDeleteUserCommand({ UserPoolId: stack.userPoolId, Username: name }))
+        .catch(() => undefined);
+    }
     cognito.destroy();
     ddb.destroy();
   });
@@ -122,9 +133,12 @@ describe('users made in the pool, not through the provisioner', () => {
   });
 
   it('a user removed by the provisioner is not adopted back while the pool still has them', async () => {
-    // a removal cut off after its tombstone (the pool still has the user): the grant must not undo it
-    const erin = uniqueName('erin');
+    // the old erin, adopted by a grant
     await createInPool(erin);
+    expect(
+      (await admin.put(`/v1/models/${model}/access/${erin}`, { access: 'write' })).status,
+    ).toBe(200);
+    // a removal cut off after its tombstone (the pool still has the user): the grant must not undo it
     await access.removeUser(erin, new Date(), { expires: false });
     expect(await admin.put(`/v1/models/${model}/access/${erin}`, { access: 'read' })).toEqual({
       status: 404,
@@ -133,13 +147,55 @@ describe('users made in the pool, not through the provisioner', () => {
     expect((await access.getUser(erin)).kind).toBe('removed');
     // repeating the removal finishes it; a user of that name made in the pool again is adopted afresh
     expect((await admin.delete(`/v1/users/${erin}`)).status).toBe(204);
+    // a grant of the old erin the removal did not see (as on a model she made while it ran)
+    await access.changeModelAccess(other, erin, 'admin');
     await createInPool(erin);
     expect(await admin.put(`/v1/models/${model}/access/${erin}`, { access: 'read' })).toEqual({
       status: 200,
       body: { user: erin, access: 'read' },
     });
+    // the new erin has her own grant and none of the old erin's
+    expect((await admin.get(`/v1/models/${model}/access`)).body.users).toEqual(
+      expect.arrayContaining([{ user: erin, access: 'read' }]),
+    );
+    expect((await access.modelGrants(other)).users[erin]).toBeUndefined();
     await cognito.send(
       new AdminDeleteUserCommand({ UserPoolId: stack.userPoolId, Username: erin }),
     );
+  });
+
+  it('the store writes an adoption only over the state read: a tombstone written since wins', async () => {
+    const frank = uniqueName('frank');
+    const record = { name: frank, access: 'login' as const, createdAt: new Date().toISOString() };
+    // read: no item; a removal's tombstone came meanwhile
+    await access.removeUser(frank, new Date(), { expires: true });
+    await expect(access.createUser(record, { replacing: 'nothing' })).rejects.toBeInstanceOf(
+      EntityConflictError,
+    );
+    const first = await access.getUser(frank);
+    if (first.kind !== 'removed') throw new Error(`expected a tombstone, not ${first.kind}`);
+    // read: that tombstone; a newer one (cut off) came meanwhile
+    await access.removeUser(frank, new Date(Date.parse(first.removedAt) + 1000), {
+      expires: false,
+    });
+    await access.changeModelAccess(other, frank, 'read');
+    expect(await access.dropGrantsOf(frank, [other], { whileRemovedAt: first.removedAt })).toBe(
+      false,
+    );
+    expect((await access.modelGrants(other)).users[frank]).toBe('read');
+    await expect(
+      access.createUser(record, { replacing: { removedAt: first.removedAt } }),
+    ).rejects.toBeInstanceOf(EntityConflictError);
+    expect((await access.getUser(frank)).kind).toBe('removed');
+    // the tombstone read, still current and finished: dropped and replaced
+    await access.removeUser(frank, new Date(Date.parse(first.removedAt) + 2000), { expires: true });
+    const current = await access.getUser(frank);
+    if (current.kind !== 'removed') throw new Error(`expected a tombstone, not ${current.kind}`);
+    expect(await access.dropGrantsOf(frank, [other], { whileRemovedAt: current.removedAt })).toBe(
+      true,
+    );
+    expect((await access.modelGrants(other)).users[frank]).toBeUndefined();
+    await access.createUser(record, { replacing: { removedAt: current.removedAt } });
+    expect((await access.getUser(frank)).kind).toBe('user');
   });
 });

@@ -201,6 +201,9 @@ describe('identity, access and audit', () => {
     };
     const poolKey = jwks.keys[0]!;
     expect(poolKey.kid).toMatch(/\S/);
+    // moto's own signing key: the forgeries signed with it and the positive control need it
+    const motoKey = motoPrivateJwk()!;
+    expect(motoKey).toBeDefined();
     const whoami = async (token: string) => apiClient(stack, token).get('/v1/whoami');
 
     // alg none: no signature, or any bytes where it would be
@@ -235,18 +238,14 @@ describe('identity, access and audit', () => {
         .sign(privateKey)
         .toString('base64url');
       unauthorized(await whoami(`${data}.${signature}`));
-      const motoKey = motoPrivateJwk();
-      if (motoKey) unauthorized(await whoami(`${data}.${rs256(data, motoKey)}`));
+      unauthorized(await whoami(`${data}.${rs256(data, motoKey)}`));
     }
     // the same claims under the pool's kid and key are accepted: the refusals above are the forgeries'
-    const motoKey = motoPrivateJwk();
-    if (motoKey) {
-      const data = `${b64url({ kid: poolKey.kid, alg: 'RS256', typ: 'JWT' })}.${b64url(claims)}`;
-      expect((await whoami(`${data}.${rs256(data, motoKey)}`)).body).toEqual({
-        user: alice,
-        access: 'login',
-      });
-    }
+    const data = `${b64url({ kid: poolKey.kid, alg: 'RS256', typ: 'JWT' })}.${b64url(claims)}`;
+    expect((await whoami(`${data}.${rs256(data, motoKey)}`)).body).toEqual({
+      user: alice,
+      access: 'login',
+    });
   });
 
   it('a user with add-model creates a model and is its admin; others see nothing until granted', async () => {

@@ -280,10 +280,10 @@ describe('logout revokes the refresh token at the pool (Cognito RevokeToken)', (
     seen.length = 0;
   });
 
-  const cognitoError = (type: string) => ({
+  const cognitoError = (type: string, message = 'no') => ({
     status: 400,
     type: 'application/x-amz-json-1.1',
-    body: JSON.stringify({ __type: type, message: 'no' }),
+    body: JSON.stringify({ __type: type, message }),
   });
 
   it('sends the refresh token with the app client id, unsigned; resolves when the pool revoked it', async () => {
@@ -299,11 +299,31 @@ describe('logout revokes the refresh token at the pool (Cognito RevokeToken)', (
     ]);
   });
 
-  it('a token the pool says is no longer valid counts as revoked', async () => {
-    answer = cognitoError('NotAuthorizedException');
-    await expect(
-      cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1'),
-    ).resolves.toBeUndefined();
+  it.each(['Refresh Token has been revoked', 'Invalid Refresh Token', 'Invalid token'])(
+    'a token the pool says is no longer valid counts as revoked (NotAuthorizedException: %s)',
+    async (message) => {
+      answer = cognitoError('NotAuthorizedException', message);
+      await expect(
+        cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1'),
+      ).resolves.toBeUndefined();
+    },
+  );
+
+  it('a NotAuthorizedException about anything but the token is not counted as revoked', async () => {
+    answer = cognitoError(
+      'NotAuthorizedException',
+      'Client client-1 is configured for secret but secret was not received',
+    );
+    await expect(cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1')).rejects.toThrow(
+      `the user pool at ${endpoint} refused (NotAuthorizedException: Client client-1 is configured for secret but secret was not received)`,
+    );
+    // a message quoting something token-like never reaches the line
+    const tokenish = 'eyJ'.padEnd(60, 'a');
+    answer = cognitoError('NotAuthorizedException', `Unable to verify secret hash ${tokenish}`);
+    const refused = cognitoProvider().revoke({ ...pool, endpoint }, 'refresh-1');
+    await expect(refused).rejects.toThrow(
+      `the user pool at ${endpoint} refused (NotAuthorizedException: Unable to verify secret hash ***)`,
+    );
   });
 
   it('says why not: revocation off for the client, an answer that is not Cognito’s (moto has no RevokeToken), no pool there', async () => {
