@@ -135,7 +135,8 @@ export class ProvisionerStack extends Stack {
 
     this.instanceEvents = new InstanceEvents(this, 'InstanceEvents', {
       table: this.table,
-      environment: runtimeEnvironment,
+      // its bundle takes in the metrics catalogue: its metrics go to the environment's namespace
+      environment: { ...runtimeEnvironment, POWERTOOLS_METRICS_NAMESPACE: metricsNamespace },
       temporalApiKeySecret: this.temporalApiKeySecret,
       deployment,
       logRetention: config.logRetention,

@@ -78,6 +78,16 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
   PROVISIONER_BLOCKED_HISTORY: API_DEFAULT,
   PROVISIONER_MAX_CONCURRENT_ACTIVITIES: API_DEFAULT,
   PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: API_DEFAULT,
+  PROVISIONER_TEARDOWN_TERMINATE_BURST: API_DEFAULT,
+  PROVISIONER_TEARDOWN_TERMINATE_RATE: API_DEFAULT,
+  PROVISIONER_TEARDOWN_DESCRIBE_BURST: API_DEFAULT,
+  PROVISIONER_TEARDOWN_DESCRIBE_RATE: API_DEFAULT,
+  PROVISIONER_TEARDOWN_BATCH_IDLE: API_DEFAULT,
+  PROVISIONER_TEARDOWN_BATCH_MAX: API_DEFAULT,
+  PROVISIONER_LAUNCH_INSTANCE_BURST:
+    'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
+  PROVISIONER_LAUNCH_INSTANCE_RATE:
+    'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
   PROVISIONER_SWEEPER:
     'on by default, as the cloud wants; only tests that run a second worker turn it off',
   PRICING_REGION:
