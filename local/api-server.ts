@@ -23,9 +23,23 @@ export interface ApiDispatch {
   route(
     method: string,
     rawPath: string,
-  ): { routeKey: string; pathParameters?: Record<string, string>; target: string };
+  ): {
+    routeKey: string;
+    pathParameters?: Record<string, string>;
+    target: string;
+    /** The path the event carries, if not the request's (API Gateway's HTTP API decodes it). */
+    rawPath?: string;
+  };
   /** Resolves with what the integration answers (an error already turned into API Gateway's answer). */
   invoke(target: string, event: APIGatewayProxyEventV2): Promise<unknown>;
+  /**
+   * The largest body the front end passes on (default: the handlers' own
+   * 512 KiB, answered here as they would). The shipped path passes what API
+   * Gateway passes, so the bundles' own check is what refuses a large body.
+   */
+  maxBodyBytes?: number;
+  /** The answer to a body over `maxBodyBytes` (default: the handlers' 400). */
+  bodyTooLarge?: unknown;
 }
 
 /** The sources path: each route group's handler, imported (local/api-server-main.ts). */
@@ -130,7 +144,7 @@ export function toApiGatewayEvent(
   const event: APIGatewayProxyEventV2 = {
     version: '2.0',
     routeKey: key,
-    rawPath: url.pathname,
+    rawPath: route.rawPath ?? url.pathname,
     rawQueryString: url.search.replace(/^\?/, ''),
     ...(cookies.length > 0 ? { cookies } : {}),
     headers,
@@ -146,7 +160,7 @@ export function toApiGatewayEvent(
       domainPrefix: (headers.host ?? 'localhost').split('.')[0]!,
       http: {
         method,
-        path: url.pathname,
+        path: route.rawPath ?? url.pathname,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp,
         userAgent: headers['user-agent'] ?? '',
@@ -227,15 +241,17 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler> | Ap
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
+    const maxBody = dispatch.maxBodyBytes ?? MAX_BODY_BYTES;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) tooLarge = true;
+      if (size > maxBody) tooLarge = true;
       else chunks.push(chunk);
     });
     req.on('end', () => {
       if (tooLarge) {
         // 400 as the handlers answer it (API.md lists no 413); the body is not read into memory
-        sendError(res, 400, 'bad-request', BODY_TOO_LARGE);
+        if (dispatch.bodyTooLarge !== undefined) send(res, dispatch.bodyTooLarge);
+        else sendError(res, 400, 'bad-request', BODY_TOO_LARGE);
         return;
       }
       let converted: ReturnType<typeof toApiGatewayEvent>;

@@ -47,7 +47,28 @@ interface CompiledRoute {
   target: string;
 }
 
-/** Routes a request as API Gateway does with the template's route keys; unmatched: `$default`. */
+/**
+ * The path as API Gateway's HTTP API routes it and hands it on as `rawPath`:
+ * percent-decoded once, before it is split into segments, so an encoded slash
+ * (`%2F`) separates segments like `/` (live captures: an HTTP API answers
+ * `/a%2Fb` through `$default` with `rawPath` `/a/b`). Undefined when the
+ * escapes are malformed.
+ */
+export function gatewayPath(rawPath: string): string | undefined {
+  try {
+    return decodeURIComponent(rawPath);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Routes a request as API Gateway does with the template's route keys;
+ * unmatched: `$default`. The path is decoded before it is split (see
+ * gatewayPath), and each path parameter once more (`a%252Fb` routes as one
+ * segment and arrives as `a/b`); a segment that does not decode again is
+ * passed as it is.
+ */
 export function templateRouter(routes: ShippedRoute[]): ApiDispatch['route'] {
   const compiled: CompiledRoute[] = [];
   let fallback: string | undefined;
@@ -66,9 +87,18 @@ export function templateRouter(routes: ShippedRoute[]): ApiDispatch['route'] {
       target: r.functionLogicalId,
     });
   }
+  // Literal segments beat parameters; a count is enough for today's routes, where no two
+  // routes of one method and length differ in which segment is literal.
   compiled.sort((a, b) => b.literals - a.literals);
-  return (method, rawPath) => {
-    const segments = rawPath.replace(/\/+$/, '').split('/');
+  return (method, requestPath) => {
+    const decoded = gatewayPath(requestPath);
+    const rawPath = decoded ?? requestPath;
+    const unmatched = () => {
+      if (!fallback) throw new Error(`no route for ${method} ${requestPath} and no $default route`);
+      return { routeKey: '$default', target: fallback, rawPath };
+    };
+    if (decoded === undefined) return unmatched();
+    const segments = decoded.replace(/\/+$/, '').split('/');
     for (const route of compiled) {
       if (route.method !== method && route.method !== 'ANY') continue;
       if (route.segments.length !== segments.length) continue;
@@ -77,17 +107,14 @@ export function templateRouter(routes: ShippedRoute[]): ApiDispatch['route'] {
         const s = segments[i] ?? '';
         if (!t.startsWith('{')) return t === s;
         if (s === '') return false;
-        try {
-          params[t.slice(1, -1)] = decodeURIComponent(s);
-          return true;
-        } catch {
-          return false;
-        }
+        params[t.slice(1, -1)] = gatewayPath(s) ?? s;
+        return true;
       });
-      if (ok) return { routeKey: route.routeKey, pathParameters: params, target: route.target };
+      if (ok) {
+        return { routeKey: route.routeKey, pathParameters: params, target: route.target, rawPath };
+      }
     }
-    if (!fallback) throw new Error(`no route for ${method} ${rawPath} and no $default route`);
-    return { routeKey: '$default', target: fallback };
+    return unmatched();
   };
 }
 
@@ -105,65 +132,199 @@ export function compileLambdaHost(outFile: string): string {
   return outFile;
 }
 
-/** One function's process; invocations go over IPC, answers come back by id. */
+/** The HTTP API's integration timeout: at most 30 s, whatever the function's own Timeout. */
+export const INTEGRATION_TIMEOUT_SECONDS = 30;
+
+/**
+ * What API Gateway answers when the integration does not answer within the
+ * HTTP API's 30 s (a function whose Timeout is longer): 503.
+ */
+export const INTEGRATION_TIMEOUT = {
+  statusCode: 503,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ message: 'Service Unavailable' }),
+};
+
+/** Lambda's synchronous invocation limit, for the event and for the result (6 MB). */
+export const LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
+/** API Gateway HTTP API's maximum request payload (10 MB); beyond it the gateway answers 413. */
+export const HTTP_API_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/** What API Gateway answers a body over its payload limit itself, before any integration. */
+export const REQUEST_TOO_LARGE = {
+  statusCode: 413,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ message: 'Request Entity Too Large' }),
+};
+
+/**
+ * How much longer than the template's Timeout an invocation may take here
+ * before it is timed out (`PROVISIONER_LAMBDA_TIMEOUT_FACTOR`, default 2): the
+ * local machine is shared and slower than a Lambda sandbox, so a request that
+ * would be close to the limit in the cloud is not failed here by load alone.
+ */
+export const LAMBDA_TIMEOUT_FACTOR_ENV = 'PROVISIONER_LAMBDA_TIMEOUT_FACTOR';
+
+export type InvokeOutcome =
+  ResultMessage | { kind: 'timeout'; id: number; after: 'function' | 'integration' };
+
+/**
+ * One function's process; invocations go over IPC, answers come back by id.
+ * Like the Lambda service, it starts the process again for the next
+ * invocation when it has exited (a crash, an unhandled rejection) or has been
+ * killed because an invocation ran past the function's Timeout; the
+ * invocations that were in flight then fail (`Runtime.ExitError`,
+ * `Sandbox.Timedout`). Unlike Lambda, one process takes concurrent
+ * invocations, so a timeout or a crash fails all of them.
+ */
 export class LambdaProcess {
-  private readonly child: ChildProcess;
+  private child: ChildProcess | undefined;
   private nextId = 1;
-  private readonly pending = new Map<number, (message: ResultMessage) => void>();
+  private readonly pending = new Map<number, (message: InvokeOutcome) => void>();
+  private stopped = false;
+  /** How many processes have been started (1 until one exits and the next invocation restarts it). */
+  starts = 0;
 
   constructor(
     readonly name: string,
-    hostScript: string,
-    assetDir: string,
-    env: Record<string, string>,
-    log: (line: string) => void,
+    private readonly hostScript: string,
+    private readonly assetDir: string,
+    private readonly env: Record<string, string>,
+    private readonly log: (line: string) => void,
+    /** The template's Timeout for this function, in seconds. */
+    private readonly timeoutSeconds = 30,
+    /** Multiplies every timeout here (see LAMBDA_TIMEOUT_FACTOR_ENV). */
+    private readonly timeoutFactor = 1,
   ) {
-    this.child = fork(hostScript, [], {
-      cwd: assetDir,
-      env,
+    this.spawn();
+  }
+
+  private spawn(): ChildProcess {
+    const { name, log } = this;
+    this.starts += 1;
+    const child = fork(this.hostScript, [], {
+      cwd: this.assetDir,
+      env: this.env,
       execArgv: [],
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
+    this.child = child;
     const prefix = (chunk: Buffer) => {
       for (const line of chunk.toString('utf8').split('\n')) if (line) log(`[${name}] ${line}`);
     };
-    this.child.stdout?.on('data', prefix);
-    this.child.stderr?.on('data', prefix);
-    this.child.on('message', (message: ResultMessage) => {
-      const done = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      done?.(message);
-    });
-    this.child.on('exit', (code, signal) => {
+    child.stdout?.on('data', prefix);
+    child.stderr?.on('data', prefix);
+    // a failed fork or a send racing the channel's close: logged, never thrown at the server
+    child.on('error', (err) => log(`[${name}] process error: ${err.message}`));
+    child.on('message', (message: ResultMessage) => this.settle(message));
+    child.on('exit', (code, signal) => {
       log(`[${name}] exited (${code ?? signal})`);
-      for (const [id, done] of this.pending) {
-        done({ kind: 'error', id, errorType: 'Runtime.ExitError', errorMessage: 'exited' });
+      if (this.child !== child) return;
+      this.child = undefined;
+      for (const id of [...this.pending.keys()]) {
+        this.settle({ kind: 'error', id, errorType: 'Runtime.ExitError', errorMessage: 'exited' });
       }
-      this.pending.clear();
     });
+    return child;
   }
 
-  invoke(event: APIGatewayProxyEventV2): Promise<ResultMessage> {
+  private settle(outcome: InvokeOutcome): void {
+    const done = this.pending.get(outcome.id);
+    this.pending.delete(outcome.id);
+    done?.(outcome);
+  }
+
+  invoke(event: APIGatewayProxyEventV2): Promise<InvokeOutcome> {
     const id = this.nextId++;
     return new Promise((resolve) => {
-      this.pending.set(id, resolve);
+      if (this.stopped) {
+        resolve({ kind: 'error', id, errorType: 'Runtime.ExitError', errorMessage: 'stopped' });
+        return;
+      }
+      const child = this.child?.connected ? this.child : this.spawn();
+      // the function's own Timeout ends it first (Sandbox.Timedout, a 500) unless the
+      // HTTP API's integration timeout is shorter (a 503)
+      const functionFirst = this.timeoutSeconds < INTEGRATION_TIMEOUT_SECONDS;
+      const limitMs =
+        Math.min(this.timeoutSeconds, INTEGRATION_TIMEOUT_SECONDS) * 1000 * this.timeoutFactor;
+      const timer = setTimeout(() => {
+        if (!this.pending.has(id)) return;
+        this.log(`[${this.name}] ${id}: timed out after ${limitMs} ms`);
+        this.settle({ kind: 'timeout', id, after: functionFirst ? 'function' : 'integration' });
+        // Lambda ends a sandbox whose invocation timed out; the next invocation starts another
+        if (functionFirst && this.child === child) {
+          this.child = undefined;
+          child.kill('SIGKILL');
+        }
+      }, limitMs);
+      this.pending.set(id, (outcome) => {
+        clearTimeout(timer);
+        resolve(outcome);
+      });
       const message: InvokeMessage = {
         kind: 'invoke',
         id,
         event: event as unknown as Record<string, unknown>,
       };
-      if (!this.child.connected) {
-        this.pending.delete(id);
-        resolve({ kind: 'error', id, errorType: 'Runtime.ExitError', errorMessage: 'not running' });
-        return;
+      try {
+        child.send(message, (err) => {
+          if (err) {
+            this.settle({
+              kind: 'error',
+              id,
+              errorType: 'Runtime.ExitError',
+              errorMessage: 'not running',
+            });
+          }
+        });
+      } catch {
+        this.settle({
+          kind: 'error',
+          id,
+          errorType: 'Runtime.ExitError',
+          errorMessage: 'not running',
+        });
       }
-      this.child.send(message);
     });
   }
 
   stop(): void {
-    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    this.stopped = true;
+    const child = this.child;
+    this.child = undefined;
+    if (child && child.exitCode === null) child.kill('SIGTERM');
+    for (const id of [...this.pending.keys()]) {
+      this.settle({ kind: 'error', id, errorType: 'Runtime.ExitError', errorMessage: 'stopped' });
+    }
   }
+}
+
+/** The byte size of a value as Lambda measures a payload: its JSON. */
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value ?? null) ?? 'null', 'utf8');
+}
+
+/**
+ * What API Gateway answers for one invocation's outcome: the function's result
+ * (if within Lambda's 6 MB), 500 for an error, a crash, an oversized result or
+ * the function's own timeout, 503 when the HTTP API's integration timeout
+ * comes first.
+ */
+export function gatewayAnswer(
+  outcome: InvokeOutcome,
+  log: (line: string) => void = () => {},
+): unknown {
+  if (outcome.kind === 'timeout') {
+    return outcome.after === 'integration' ? INTEGRATION_TIMEOUT : INTEGRATION_FAILURE;
+  }
+  if (outcome.kind === 'error') return INTEGRATION_FAILURE;
+  const size = jsonBytes(outcome.result);
+  if (size > LAMBDA_PAYLOAD_BYTES) {
+    log(`response payload of ${size} bytes exceeds Lambda's ${LAMBDA_PAYLOAD_BYTES}`);
+    return INTEGRATION_FAILURE;
+  }
+  return outcome.result;
 }
 
 /** The shipped API's dispatch: the template's routes, each function's bundle in its own process. */
@@ -171,19 +332,40 @@ export function shippedDispatch(
   plan: ShippedApiPlan,
   hostScript: string,
   log: (line: string) => void,
+  timeoutFactor = Number(process.env[LAMBDA_TIMEOUT_FACTOR_ENV] ?? '2') || 2,
 ): ApiDispatch & { stop(): void } {
   const processes = new Map<string, LambdaProcess>();
   for (const [id, fn] of Object.entries(plan.functions)) {
-    processes.set(id, new LambdaProcess(fn.name, hostScript, fn.assetDir, fn.environment, log));
+    processes.set(
+      id,
+      new LambdaProcess(
+        fn.name,
+        hostScript,
+        fn.assetDir,
+        fn.environment,
+        log,
+        fn.timeoutSeconds,
+        timeoutFactor,
+      ),
+    );
   }
   const route = templateRouter(plan.routes);
   return {
     route,
+    maxBodyBytes: HTTP_API_MAX_BODY_BYTES,
+    bodyTooLarge: REQUEST_TOO_LARGE,
     async invoke(target, event) {
       const fn = processes.get(target);
       if (!fn) return INTEGRATION_FAILURE;
-      const answer = await fn.invoke(event);
-      return answer.kind === 'result' ? answer.result : INTEGRATION_FAILURE;
+      // Lambda refuses an event over 6 MB (a body near API Gateway's 10 MB, or base64's third more)
+      const size = jsonBytes(event);
+      if (size > LAMBDA_PAYLOAD_BYTES) {
+        log(
+          `[${fn.name}] request payload of ${size} bytes exceeds Lambda's ${LAMBDA_PAYLOAD_BYTES}`,
+        );
+        return INTEGRATION_FAILURE;
+      }
+      return gatewayAnswer(await fn.invoke(event), (line) => log(`[${fn.name}] ${line}`));
     },
     stop() {
       for (const p of processes.values()) p.stop();

@@ -7,7 +7,9 @@
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import { join, resolve } from 'node:path';
+import { buildSync } from 'esbuild';
 
 export const PROJECT_ROOT = resolve(__dirname, '..');
 
@@ -277,10 +279,65 @@ export function buildWorker(worker: ShippedWorker, workDir: string): string {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   mkdirSync(out, { recursive: true });
+  const pkg = JSON.parse(readFileSync(join(out, 'package.json'), 'utf8')) as PackageJson;
+  const dev = devDependenciesReached(out, WORKER_ENTRIES, pkg);
+  if (dev.length > 0) {
+    throw new Error(
+      `the worker imports ${dev.join(', ')}, only a devDependency: the image (npm ci --omit=dev) does not have it`,
+    );
+  }
   if (!existsSync(join(out, 'node_modules')))
     symlinkSync(nodeModules, join(out, 'node_modules'), 'dir');
   rmSync(context, { recursive: true, force: true });
   return out;
+}
+
+interface PackageJson {
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+
+/** Where the worker's code starts: its CMD, and the workflows it hands Temporal's bundler. */
+const WORKER_ENTRIES = ['worker/main.js', 'workflows/index.js'];
+
+/** `@scope/name/sub` → `@scope/name`; `name/sub` → `name`. */
+function packageOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+}
+
+/**
+ * The devDependencies the built worker's code imports, following its imports
+ * from `entries` (esbuild's metafile; packages are not entered): the checkout's
+ * node_modules has them, the image (`npm ci --omit=dev`) does not, so the task
+ * would crash-loop with MODULE_NOT_FOUND. A package's own dependencies are not
+ * followed, and a require with a computed name is not seen.
+ */
+export function devDependenciesReached(
+  appDir: string,
+  entries: string[],
+  pkg: PackageJson,
+): string[] {
+  const result = buildSync({
+    entryPoints: entries.map((e) => join(appDir, e)),
+    bundle: true,
+    write: false,
+    metafile: true,
+    platform: 'node',
+    format: 'cjs',
+    packages: 'external',
+    outdir: join(appDir, '.deps-check'),
+    logLevel: 'silent',
+  });
+  const reached = new Set<string>();
+  for (const input of Object.values(result.metafile.inputs)) {
+    for (const imp of input.imports) {
+      if (imp.external && !isBuiltin(imp.path)) reached.add(packageOf(imp.path));
+    }
+  }
+  return [...reached]
+    .filter((name) => name in (pkg.devDependencies ?? {}) && !(name in (pkg.dependencies ?? {})))
+    .sort();
 }
 
 /** The worker image's command (the Dockerfile's CMD), run in `buildWorker`'s directory. */

@@ -24,7 +24,11 @@ import {
   type ShippedAssembly,
   type Substitutions,
 } from './shipped';
-import { SHIPPED_API_PLAN_ENV, type ShippedApiPlan } from './shipped-api';
+import {
+  LAMBDA_TIMEOUT_FACTOR_ENV,
+  SHIPPED_API_PLAN_ENV,
+  type ShippedApiPlan,
+} from './shipped-api';
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
 import type { StackInfo } from './stack-info';
 import { ensureToolchain } from './toolchain';
@@ -423,6 +427,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
             ...baseProcessEnv(),
             PROVISIONER_API_PORT: String(ports.api),
             [SHIPPED_API_PLAN_ENV]: planFile,
+            ...(process.env[LAMBDA_TIMEOUT_FACTOR_ENV]
+              ? { [LAMBDA_TIMEOUT_FACTOR_ENV]: process.env[LAMBDA_TIMEOUT_FACTOR_ENV] }
+              : {}),
           },
           logFile: join(logs, 'api.log'),
         }),

@@ -65,9 +65,15 @@ const API_FUNCTIONS = [
 (shipped ? describe : describe.skip)('shipped artifacts (PROVISIONER_ARTIFACTS=shipped)', () => {
   const auth = { Authorization: `Bearer ${stack.token}` };
 
-  it('runs each API function from its cdk.out bundle, configured only by the template', () => {
+  it('runs each API function from its cdk.out bundle, configured only by the template', async () => {
     expect(existsSync(join(stack.cdkOut!, 'manifest.json'))).toBe(true);
-    const inits = recorded(stack.lambdaEventsFile!).filter((r) => r.init !== undefined);
+    // the stack's health check warms one function; the others may still be starting (load)
+    const initsNow = () => recorded(stack.lambdaEventsFile!).filter((r) => r.init !== undefined);
+    const deadline = Date.now() + 180_000;
+    while (initsNow().length < API_FUNCTIONS.length && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const inits = initsNow();
     expect(inits.map((r) => r.functionName).sort()).toEqual([...API_FUNCTIONS].sort());
     for (const init of inits) {
       expect({ fn: init.functionName, init: init.init, handler: init.handler }).toEqual({
@@ -86,7 +92,7 @@ const API_FUNCTIONS = [
     for (const file of ['worker/main.js', 'worker/main.js.map', 'workflows/index.js']) {
       expect(existsSync(join(stack.workerApp!, file))).toBe(true);
     }
-  });
+  }, 240_000);
 
   it('hands a bundle a form post with cookies as payload 2.0: base64 body, cookies, route, request context', async () => {
     const name = `shipped-${randomBytes(3).toString('hex')}`;

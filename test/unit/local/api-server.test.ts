@@ -6,6 +6,7 @@ import {
   type LambdaHandler,
 } from '../../../local/api-server';
 import { ROUTE_GROUPS, type RouteGroup } from '../../../functions/routes';
+import { REQUEST_TOO_LARGE } from '../../../local/shipped-api';
 
 describe('local API server', () => {
   const seen: Array<{ group: RouteGroup; event: APIGatewayProxyEventV2 }> = [];
@@ -215,4 +216,47 @@ describe('local API server', () => {
     expect(responses()).toBe(2);
     socket.destroy();
   }, 20_000);
+});
+
+describe('local API server with a dispatch that sets its own body limit (the shipped path)', () => {
+  const bodies: number[] = [];
+  const server = createApiServer({
+    route: () => ({ routeKey: '$default', target: 'Fn' }),
+    invoke: (_target, event) => {
+      bodies.push((event.body ?? '').length);
+      return Promise.resolve({ statusCode: 200, body: 'ok' });
+    },
+    maxBodyBytes: 1024 * 1024,
+    bodyTooLarge: REQUEST_TOO_LARGE,
+  });
+  let base = '';
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('passes a body over the handlers’ 512 KiB to the function, so its own check answers', async () => {
+    const res = await fetch(`${base}/v1/models`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(600 * 1024),
+    });
+    expect(res.status).toBe(200);
+    expect(bodies).toEqual([600 * 1024]);
+  });
+
+  it('answers a body over its limit as API Gateway does (413), without invoking the function', async () => {
+    bodies.length = 0;
+    const res = await fetch(`${base}/v1/models`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(1024 * 1024 + 1),
+    });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ message: 'Request Entity Too Large' });
+    expect(bodies).toEqual([]);
+  });
 });

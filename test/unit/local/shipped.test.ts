@@ -12,13 +12,36 @@ describe('shipped artifacts: routing by the template', () => {
     { routeKey: 'GET /v1/{anything}', functionLogicalId: 'Wrong' },
   ]);
 
-  it('picks the route key, decoded path parameters and the function of the matching route', () => {
+  it('picks the route key, path parameters and the function of the matching route', () => {
+    expect(route('DELETE', '/v1/models/demo/machines/7')).toEqual({
+      routeKey: 'DELETE /v1/models/{model}/machines/{id}',
+      pathParameters: { model: 'demo', id: '7' },
+      target: 'Machines',
+      rawPath: '/v1/models/demo/machines/7',
+    });
+    expect(route('GET', '/v1/models/demo/status')).toMatchObject({ target: 'Status' });
+  });
+
+  it('decodes the path before splitting it, as the HTTP API does: %2F separates segments', () => {
+    // the cloud answers this through $default (404): a container id must not be sent as 0%2Flxd%2F1
     expect(route('DELETE', '/v1/models/demo/machines/0%2Flxd%2F1')).toEqual({
+      routeKey: '$default',
+      target: 'Models',
+      rawPath: '/v1/models/demo/machines/0/lxd/1',
+    });
+    // doubly encoded, the id is one segment when routed and arrives decoded
+    expect(route('DELETE', '/v1/models/demo/machines/0%252Flxd%252F1')).toEqual({
       routeKey: 'DELETE /v1/models/{model}/machines/{id}',
       pathParameters: { model: 'demo', id: '0/lxd/1' },
       target: 'Machines',
+      rawPath: '/v1/models/demo/machines/0%2Flxd%2F1',
     });
-    expect(route('GET', '/v1/models/demo/status')).toMatchObject({ target: 'Status' });
+    expect(route('GET', '/v1/models/d%65mo/status')).toEqual({
+      routeKey: 'GET /v1/models/{model}/status',
+      pathParameters: { model: 'demo' },
+      target: 'Status',
+      rawPath: '/v1/models/demo/status',
+    });
   });
 
   it('prefers a literal segment to a parameter, as API Gateway does', () => {
@@ -26,13 +49,21 @@ describe('shipped artifacts: routing by the template', () => {
       routeKey: 'GET /v1/audit',
       pathParameters: {},
       target: 'Identity',
+      rawPath: '/v1/audit',
     });
   });
 
   it('sends another method, an unknown path or a malformed escape to $default', () => {
-    expect(route('POST', '/v1/models/demo')).toEqual({ routeKey: '$default', target: 'Models' });
-    expect(route('GET', '/v2/x/y')).toEqual({ routeKey: '$default', target: 'Models' });
-    expect(route('GET', '/v1/models/%E0%A4%A')).toEqual({ routeKey: '$default', target: 'Models' });
+    expect(route('POST', '/v1/models/demo')).toMatchObject({
+      routeKey: '$default',
+      target: 'Models',
+    });
+    expect(route('GET', '/v2/x/y')).toMatchObject({ routeKey: '$default', target: 'Models' });
+    expect(route('GET', '/v1/models/%E0%A4%A')).toEqual({
+      routeKey: '$default',
+      target: 'Models',
+      rawPath: '/v1/models/%E0%A4%A',
+    });
   });
 });
 
