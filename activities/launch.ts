@@ -325,7 +325,9 @@ export function launchActivities(
  * the retried launch finds what its batch launched. Each heartbeat that
  * reaches Temporal is a billed action, so none is sent at the start: the
  * first after HEARTBEAT_EVERY_MS (well inside the shortest heartbeat timeout
- * given, 15 s), then one as often; most launches are answered before it.
+ * given, 15 s); most launches are answered before it. Later calls are
+ * throttled by the SDK to one per 0.8 × the heartbeat timeout (every 12 s
+ * for a 15 s timeout, 24 s for 30 s), so fewer reach Temporal than are made.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   let context: Context | undefined;
