@@ -1,5 +1,5 @@
 import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -213,10 +213,19 @@ async function launchingOn(pid: number, model: string, ids: readonly string[]): 
   for (let i = 0; i < ids.length; i += 20) {
     const slice = ids.slice(i, i + 20);
     const described = await Promise.all(
-      slice.map((id) => temporal.workflow.getHandle(machineWorkflowId(model, id)).describe()),
+      slice.map((id) =>
+        temporal.workflow
+          .getHandle(machineWorkflowId(model, id))
+          .describe()
+          // the bulk starter may not have started this one yet
+          .catch((err: unknown) => {
+            if (err instanceof WorkflowNotFoundError) return undefined;
+            throw err;
+          }),
+      ),
     );
     described.forEach((d, j) => {
-      const running = (d.raw.pendingActivities ?? []).some(
+      const running = (d?.raw.pendingActivities ?? []).some(
         (a) =>
           a.activityType?.name === 'startInstance' &&
           Number(a.state) === 2 && // PENDING_ACTIVITY_STATE_STARTED
