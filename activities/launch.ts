@@ -106,9 +106,12 @@ export function launchActivities(
   const claims = claimCoalescer(store);
   const launches = new LaunchBatcher(deps, memory);
   const modelReads = new SingleFlight<ModelRecord>();
+  // A plan is cached as its promise from the moment it starts being built, so a burst of
+  // machines alike (the cold start of a big request) waits on one build instead of each
+  // matching the catalogue itself; a build that fails is dropped, so the next call retries.
   const plans = new Map<
     string,
-    { plan: LaunchPlan; catalogue: unknown; prices: unknown; at: number }
+    { plan: Promise<LaunchPlan>; catalogue: unknown; prices: unknown; at: number }
   >();
 
   /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
@@ -138,12 +141,21 @@ export function launchActivities(
       reused.prices === prices &&
       Date.now() - reused.at < PLAN_REUSE_MS
     ) {
-      return { ...reused.plan, applications: [...(machine.applications ?? [])] };
+      // each machine gets a copy of its own: no caller can change another machine's plan
+      const plan = await reused.plan;
+      return { ...structuredClone(plan), applications: [...(machine.applications ?? [])] };
     }
-    const plan = await buildPlan(model, machine, catalogue, zones, prices, regional);
+    const building = buildPlan(model, machine, catalogue, zones, prices, regional);
+    const entry = { plan: building, catalogue, prices, at: Date.now() };
     if (plans.size >= 1000) plans.clear();
-    plans.set(key, { plan, catalogue, prices, at: Date.now() });
-    return plan;
+    plans.set(key, entry);
+    try {
+      return structuredClone(await building);
+    } catch (err) {
+      // not cached: a plan error (or a transient lookup failure) is asked afresh next time
+      if (plans.get(key) === entry) plans.delete(key);
+      throw err;
+    }
   }
 
   async function buildPlan(
@@ -313,7 +325,9 @@ export function launchActivities(
  * the retried launch finds what its batch launched. Each heartbeat that
  * reaches Temporal is a billed action, so none is sent at the start: the
  * first after HEARTBEAT_EVERY_MS (well inside the shortest heartbeat timeout
- * given, 15 s), then one as often; most launches are answered before it.
+ * given, 15 s); most launches are answered before it. Later calls are
+ * throttled by the SDK to one per 0.8 × the heartbeat timeout (every 12 s
+ * for a 15 s timeout, 24 s for 30 s), so fewer reach Temporal than are made.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   let context: Context | undefined;

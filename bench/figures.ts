@@ -81,8 +81,10 @@ export interface ProvisionerResult {
   throttled: number;
   capacity?: CapacityUse;
   temporal?: TemporalUse;
-  /** Worker's peak resident set (VmHWM), bytes. */
+  /** The workers' peak resident set (VmHWM), bytes: the largest of them. */
   workerPeakRssBytes?: number;
+  /** Each worker process's peak resident set, bytes, by its name. */
+  workerPeakRssBytesByWorker?: Record<string, number>;
   /** CPU per process over the launch phase. */
   cpu?: CpuUse;
   /** The Temporal server's own `action` metric over the launch phase (heartbeats included), when it has one. */
@@ -188,6 +190,18 @@ export function derive(result: SizeResult): DerivedFigures {
   };
 }
 
+/**
+ * Temporal actions per machine as Cloud bills them: the larger of the
+ * history count (no heartbeats) and the server's action metric (heartbeats
+ * included); the history count alone when the server had no metric.
+ */
+export function billedActionsPerMachine(d: DerivedFigures): number | undefined {
+  const counts = [d.actionsPerMachine, d.serverActionsPerMachine].filter(
+    (v): v is number => v !== undefined,
+  );
+  return counts.length === 0 ? undefined : Math.max(...counts);
+}
+
 /** CPU seconds of every worker process of the run. */
 export function workerCpuSeconds(cpu: CpuUse): number {
   return sum(
@@ -285,9 +299,11 @@ export function checkScaleOutTargets(result: SizeResult): TargetCheck[] {
       (v) => v <= t.workerCpuMsPerMachine,
       1,
     ),
+    // Temporal Cloud bills heartbeats too: the history count leaves them out, the
+    // server's action metric has them, so the verdict takes the larger of the two
     check(
-      `Temporal actions per machine ≤ ${t.actionsPerMachine}`,
-      d.actionsPerMachine,
+      `Temporal actions per machine ≤ ${t.actionsPerMachine} (heartbeats included)`,
+      billedActionsPerMachine(d),
       (v) => v <= t.actionsPerMachine,
       1,
     ),

@@ -100,13 +100,25 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
 /**
  * The sum of a counter's samples in Prometheus text exposition
  * (`name{labels} value`, or `name_total`); undefined when it has none.
+ * With `labels`, only the series that carry each of them with that value
+ * (e.g. `{ namespace: 'default' }`: one namespace's actions, not the
+ * system namespace's).
  */
-export function sumMetric(text: string, name: string): number | undefined {
+export function sumMetric(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number | undefined {
   let total: number | undefined;
   for (const line of text.split('\n')) {
     if (line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
     if (!m || (m[1] !== name && m[1] !== `${name}_total`)) continue;
+    const has = new Map<string, string>();
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_]\w*)="((?:[^"\\]|\\.)*)"/g)) {
+      has.set(l[1]!, l[2]!);
+    }
+    if (Object.entries(labels).some(([k, v]) => has.get(k) !== v)) continue;
     const v = Number(m[3]);
     if (Number.isFinite(v)) total = (total ?? 0) + v;
   }

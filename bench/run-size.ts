@@ -349,7 +349,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   await resetStats(info.ec2Endpoint);
   let ownDescribes = 0;
   let ownThrottled = 0;
-  const actionsBefore = await serverActions(ctx.metricsUrl);
+  const actionsBefore = await serverActions(ctx.metricsUrl, info.temporalNamespace);
   const cpuBefore = processCpu(ctx.stack);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
 
@@ -434,7 +434,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
         .map((x) => [x.name, x.child.pid!]),
     ),
   };
-  const actionsAfter = await serverActions(ctx.metricsUrl);
+  const actionsAfter = await serverActions(ctx.metricsUrl, info.temporalNamespace);
   if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
   if (actionsBefore !== undefined && actionsAfter !== undefined) {
     p.serverActions = actionsAfter - actionsBefore;
@@ -451,7 +451,17 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   }
   p.ec2Calls = calls;
   p.throttled = stats.throttled - ownThrottled;
-  p.workerPeakRssBytes = peakRss(ctx.stack.processes.find((x) => x.name === 'worker')?.child.pid);
+  // every worker's (with --workers K there are K): the figure is the largest
+  const rss = Object.fromEntries(
+    ctx.stack.processes
+      .filter((x) => isWorker(x.name))
+      .map((x) => [x.name, peakRss(x.child.pid)] as const)
+      .filter((e): e is readonly [string, number] => e[1] !== undefined),
+  );
+  if (Object.keys(rss).length > 0) {
+    p.workerPeakRssBytesByWorker = rss;
+    p.workerPeakRssBytes = Math.max(...Object.values(rss));
+  }
 
   await sleep(1500); // the last metrics flush
   p.capacity = capacitySince(capacityBefore, [...workerTotals(ctx), readTotals(ctx.metrics.api)]);
@@ -515,14 +525,15 @@ function processCpu(stack: RunningStack): Record<string, number | undefined> {
 }
 
 /**
- * The Temporal server's `action` counter (Prometheus text), summed over its
- * series: what the server itself counts as billable actions. Undefined when
- * it has no such metric or cannot be read.
+ * The Temporal server's `action` counter (Prometheus text), summed over the
+ * series of the provisioner's namespace (the system namespace's own actions
+ * left out): what the server itself counts as billable actions, heartbeats
+ * included. Undefined when it has no such metric or cannot be read.
  */
-async function serverActions(url: string): Promise<number | undefined> {
+async function serverActions(url: string, namespace: string): Promise<number | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
-    return sumMetric(await res.text(), 'action');
+    return sumMetric(await res.text(), 'action', { namespace });
   } catch {
     return undefined;
   }

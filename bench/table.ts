@@ -45,6 +45,14 @@ function cpuNames(results: readonly SizeResult[]): string[] {
   return [...names].sort((a, b) => Number(isWorker(b)) - Number(isWorker(a)) || a.localeCompare(b));
 }
 
+/** The workers whose peak RSS was read, when there are several. */
+function rssNames(results: readonly SizeResult[]): string[] {
+  const names = new Set(
+    results.flatMap((r) => Object.keys(r.provisioner?.workerPeakRssBytesByWorker ?? {})),
+  );
+  return names.size > 1 ? [...names].sort() : [];
+}
+
 function workerNames(results: readonly SizeResult[]): string[] {
   const names = new Set(results.flatMap((r) => Object.keys(r.provisioner?.cpu?.workerPids ?? {})));
   return names.size > 1 ? [...names].sort() : [];
@@ -95,7 +103,9 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('strays', (i) => num(p[i]?.strays)),
     row('DynamoDB RCU per machine', (i) => num(d[i]?.readUnitsPerMachine)),
     row('DynamoDB WCU per machine', (i) => num(d[i]?.writeUnitsPerMachine)),
-    row('Temporal actions per machine', (i) => num(d[i]?.actionsPerMachine, 1)),
+    row('Temporal actions per machine (history, no heartbeats)', (i) =>
+      num(d[i]?.actionsPerMachine, 1),
+    ),
     row('  history events per machine', (i) => num(d[i]?.eventsPerMachine, 1)),
     row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),
     row('  activity tasks per machine', (i) => num(d[i]?.activityTasksPerMachine, 1)),
@@ -103,10 +113,13 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('  as counted before (each local activity one)', (i) =>
       num(d[i]?.actionsEachMarkerPerMachine, 1),
     ),
-    row("  Temporal server's action metric per machine", (i) =>
+    row("  Temporal server's action metric per machine (heartbeats included)", (i) =>
       num(d[i]?.serverActionsPerMachine, 1),
     ),
-    row('worker peak RSS', (i) => mib(p[i]?.workerPeakRssBytes)),
+    row('worker peak RSS (the largest worker)', (i) => mib(p[i]?.workerPeakRssBytes)),
+    ...rssNames(results).map((name) =>
+      row(`  peak RSS ${name}`, (i) => mib(p[i]?.workerPeakRssBytesByWorker?.[name])),
+    ),
     row('worker CPU per machine (all workers)', (i) =>
       d[i]?.workerCpuMsPerMachine === undefined ? '—' : `${num(d[i].workerCpuMsPerMachine, 1)} ms`,
     ),

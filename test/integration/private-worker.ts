@@ -21,7 +21,8 @@ export interface PrivateWorkerOptions {
  * Starts a worker process of a test file's own, on the stack's DynamoDB and
  * Temporal, polling a task queue no other worker polls; resolves once it
  * polls. Files that set EC2 faults or stop workers use one, so what they do
- * never reaches the shared worker's machines. Stop it in `afterAll`.
+ * never reaches the shared worker's machines. Stop it in `afterAll`; a worker
+ * that does not poll in time is stopped here and the call rejects.
  */
 export async function startPrivateWorker(
   stack: StackInfo,
@@ -56,11 +57,17 @@ export async function startPrivateWorker(
     },
   });
   // a busy machine takes its time to compile and start a worker: a generous bound
-  await eventually(
-    () => Promise.resolve(existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8') : ''),
-    (log) => log.includes(`worker polling ${opts.taskQueue}`),
-    90_000,
-    200,
-  );
+  try {
+    await eventually(
+      () => Promise.resolve(existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8') : ''),
+      (log) => log.includes(`worker polling ${opts.taskQueue}`),
+      90_000,
+      200,
+    );
+  } catch (err) {
+    // the caller never gets the process: stop it here, or it outlives the test run
+    await proc.stop();
+    throw err;
+  }
   return proc;
 }

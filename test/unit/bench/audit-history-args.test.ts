@@ -120,6 +120,19 @@ describe('sumMetric', () => {
     expect(sumMetric('action_total 4\n', 'action')).toBe(4);
     expect(sumMetric('service_requests 9\n', 'action')).toBeUndefined();
   });
+
+  it("sums only the series with the labels asked for (one namespace's actions)", () => {
+    const text = [
+      'action{namespace="default",operation="StartWorkflowExecution"} 3',
+      'action{operation="RecordActivityTaskHeartbeat",namespace="default"} 2',
+      'action{namespace="temporal-system",operation="StartWorkflowExecution"} 40',
+      'action{operation="PollWorkflowTaskQueue"} 7',
+    ].join('\n');
+    expect(sumMetric(text, 'action', { namespace: 'default' })).toBe(5);
+    expect(sumMetric(text, 'action', { namespace: 'temporal-system' })).toBe(40);
+    expect(sumMetric(text, 'action', { namespace: 'other' })).toBeUndefined();
+    expect(sumMetric(text, 'action')).toBe(52);
+  });
 });
 
 describe('parseStat', () => {

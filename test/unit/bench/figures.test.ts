@@ -169,6 +169,33 @@ describe('targets', () => {
 });
 
 describe("issue 26's targets", () => {
+  it("judges actions by the larger of the history count and the server's metric (heartbeats)", () => {
+    const temporal = {
+      workflows: 1000,
+      events: 15_000,
+      actions: 4_500,
+      workflowTasks: 2_000,
+      activityTasks: 1_000,
+      activityRetries: 0,
+    };
+    const actions = (serverActions?: number) =>
+      checkScaleOutTargets(
+        sized(1000, { temporal, ...(serverActions === undefined ? {} : { serverActions }) }),
+      ).find((c) => c.target.startsWith('Temporal actions'));
+    // the heartbeats the history leaves out push it past the target
+    expect(actions(6_200)).toEqual({
+      target: 'Temporal actions per machine ≤ 5 (heartbeats included)',
+      measured: '6.2',
+      verdict: 'FAIL',
+    });
+    expect(actions(4_800)?.measured).toBe('4.8');
+    expect(actions(4_800)?.verdict).toBe('pass');
+    // a server metric below the history count (it missed some): the history's figure
+    expect(actions(3_000)?.measured).toBe('4.5');
+    // no server metric: the history's figure alone
+    expect(actions(undefined)?.measured).toBe('4.5');
+  });
+
   it('passes worker CPU, actions, time and units within bounds, and fails each past it', () => {
     const good = sized(1000, {
       cpu: { seconds: { worker: 6, 'worker-2': 3, temporal: 30 }, wallMs: 50_000 },
@@ -194,6 +221,11 @@ describe("issue 26's targets", () => {
       duplicates: 1,
     });
     const verdicts = Object.fromEntries(checkScaleOutTargets(bad).map((c) => [c.target, c]));
+    expect(verdicts['Temporal actions per machine ≤ 5 (heartbeats included)']).toEqual({
+      target: 'Temporal actions per machine ≤ 5 (heartbeats included)',
+      measured: '12',
+      verdict: 'FAIL',
+    });
     expect(verdicts['worker CPU per machine ≤ 10 ms']).toEqual({
       target: 'worker CPU per machine ≤ 10 ms',
       measured: '45',

@@ -82,8 +82,40 @@ describe('the printed tables', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^launched ÷ floor\s+60\s+—$/));
     expect(lines).toContainEqual(expect.stringMatching(/^ {2}RunInstances\s+3 \(300\)\s+—$/));
     expect(lines).toContainEqual(expect.stringMatching(/^DynamoDB RCU per machine\s+15\s+—$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^Temporal actions per machine\s+30\s+—$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^worker peak RSS\s+256 MiB\s+—$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^Temporal actions per machine \(history, no heartbeats\)\s+30\s+—$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^worker peak RSS \(the largest worker\)\s+256 MiB\s+—$/),
+    );
+    // one worker: no row per worker
+    expect(lines.filter((l) => l.startsWith('  peak RSS'))).toEqual([]);
+  });
+
+  it("shows each worker's peak RSS when there are several, and the server's actions beside the history's", () => {
+    const two: SizeResult = {
+      ...result,
+      provisioner: {
+        ...result.provisioner!,
+        serverActions: 3500,
+        workerPeakRssBytes: 300 * 1024 * 1024,
+        workerPeakRssBytesByWorker: {
+          worker: 300 * 1024 * 1024,
+          'worker-2': 200 * 1024 * 1024,
+        },
+      },
+    };
+    const lines = figuresTable([two]).split('\n');
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^worker peak RSS \(the largest worker\)\s+300 MiB$/),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}peak RSS worker\s+300 MiB$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}peak RSS worker-2\s+200 MiB$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^ {2}Temporal server's action metric per machine \(heartbeats included\)\s+35$/,
+      ),
+    );
   });
 
   it('shows each target with its figure and verdict', () => {
