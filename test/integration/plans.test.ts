@@ -176,6 +176,7 @@ describe('a plan, then the real request: the same machines', () => {
       const model = await newModel('planregroup');
       const made = await api.post(`/v1/models/${model}/machines`, {
         placement: 'zone=us-east-1a',
+        base: 'ubuntu@22.04',
       });
       expect(made.status).toBe(201);
       const bare = made.body.machines[0].id as string;
