@@ -120,7 +120,56 @@ export async function buildPlan(
     return choice;
   };
 
-  const groups = [...new Set(launches.flatMap((e) => countedGroups(e.applications)))];
+  // A unit placed `--to N` moves machine N into its application's distribution
+  // group before any new machine of the request claims a zone (the real request
+  // regroups it in the unit's own write: ZoneCountStore.regroup), so the plan
+  // moves it first too: +1 in its zone for the groups it joins, -1 for those it leaves.
+  const moves: { zone: string; partition?: number; joined: string[]; left: string[] }[] = [];
+  const now = new Map<string, string[]>();
+  for (const entry of entries) {
+    if (entry.kind !== 'existing') continue;
+    const m = entry.machine;
+    if (!m.zone) continue;
+    const apps = entry.units.map((u) => u.slice(0, u.lastIndexOf('/')));
+    const before = now.get(m.id) ?? m.applications;
+    const after = [...new Set([...before, ...apps])];
+    now.set(m.id, after);
+    const have = countedGroups(before);
+    const want = countedGroups(after);
+    const joined = want.filter((g) => !have.includes(g));
+    const left = have.filter((g) => !want.includes(g));
+    if (joined.length > 0 || left.length > 0) {
+      moves.push({
+        zone: m.zone,
+        ...(m.partition !== undefined ? { partition: m.partition } : {}),
+        joined,
+        left,
+      });
+    }
+  }
+  // The new machines of one request claim their zones as their workflows reach
+  // the claim, in no fixed order: an unplaced machine claiming before a `zone=`
+  // or `subnet=` one of its group does not count that one (the plan counts them
+  // in request order). Say so rather than state those zones as fact.
+  const pinned = new Set<string>();
+  const free = new Set<string>();
+  for (const e of launches) {
+    const placed = e.placement?.kind === 'zone' || e.placement?.kind === 'subnet';
+    for (const g of countedGroups(e.applications)) (placed ? pinned : free).add(g);
+  }
+  const mixed = [...free].filter((g) => pinned.has(g));
+  for (const g of mixed) {
+    const whose = g === '' ? 'bare machines' : `machines of ${g}`;
+    notes.push(
+      `new ${whose} placed with zone= or subnet= and unplaced ones claim their zones in ` +
+        'no fixed order: the unplaced ones may get other zones than planned',
+    );
+  }
+  const launchGroups = launches.flatMap((e) => countedGroups(e.applications));
+  const groups =
+    launchGroups.length > 0
+      ? [...new Set([...launchGroups, ...moves.flatMap((mv) => [...mv.joined, ...mv.left])])]
+      : [];
   const counters: Map<string, { counts: ZoneCounts; partitions: PartitionCounts }> =
     ec2Known && groups.length > 0
       ? await ctx.repo.groupCounts(model.name, groups)
@@ -134,6 +183,23 @@ export async function buildPlan(
       return [g, { counts: { ...(c?.counts ?? {}) }, partitions: { ...(c?.partitions ?? {}) } }];
     }),
   );
+
+  for (const mv of moves) {
+    for (const [list, by] of [
+      [mv.joined, 1],
+      [mv.left, -1],
+    ] as const) {
+      for (const g of list) {
+        const w = working.get(g);
+        if (!w) continue;
+        w.counts[mv.zone] = Math.max(0, (w.counts[mv.zone] ?? 0) + by);
+        if (mv.partition !== undefined) {
+          const k = partitionKey(mv.zone, mv.partition);
+          w.partitions[k] = Math.max(0, (w.partitions[k] ?? 0) + by);
+        }
+      }
+    }
+  }
 
   const machines: PlannedMachineView[] = [];
   const batches = new Map<string, number>();
@@ -178,13 +244,17 @@ export async function buildPlan(
     let partition: number | undefined;
     const mine = countedGroups(entry.applications);
     if (type && choice) {
-      const offering = new Set(
-        await sources!.zonesOffering(
+      let offered: string[] | undefined;
+      try {
+        offered = await sources!.zonesOffering(
           model.region,
           type.name,
           zones.map((z) => z.name),
-        ),
-      );
+        );
+      } catch (err) {
+        notes.push(ec2ReadNote(err, `the zones offering ${type.name}`));
+      }
+      const offering = new Set(offered ?? []);
       const population: Record<string, number> = {};
       for (const g of mine) {
         for (const [z, n] of Object.entries(working.get(g)?.counts ?? {})) {
@@ -202,10 +272,12 @@ export async function buildPlan(
           })[0] ?? null;
       } catch (err) {
         if (!(err instanceof NoSuitableZoneError)) throw err;
-        notes.push(
-          `no healthy zone offers ${type.name} for constraints "${entry.constraints}": ` +
-            'the machine would wait for one, then go to error',
-        );
+        // the offerings could not be read: that is the note already, not a zone without the type
+        if (offered !== undefined)
+          notes.push(
+            `no healthy zone offers ${type.name} for constraints "${entry.constraints}": ` +
+              'the machine would wait for one, then go to error',
+          );
       }
       if (zone !== null) {
         if (model.availabilitySets && model.uid) {
@@ -277,6 +349,12 @@ export async function buildPlan(
   };
 }
 
+/** A note for an EC2 read that failed: what the plan therefore does not know. */
+function ec2ReadNote(err: unknown, what: string): string {
+  const name = err instanceof Error ? err.name : String(err);
+  return `EC2 could not be asked (${name}): ${what} of this machine are not known`;
+}
+
 async function typeFor(
   ctx: ServiceContext,
   model: ModelRecord,
@@ -289,7 +367,12 @@ async function typeFor(
   let placementZone: string | undefined;
   if (entry.placement?.kind === 'zone') placementZone = entry.placement.zone;
   if (entry.placement?.kind === 'subnet') {
-    const subnet = await sources.findSubnet(model.region, entry.placement.subnet);
+    let subnet: { subnetId: string; zone: string } | undefined;
+    try {
+      subnet = await sources.findSubnet(model.region, entry.placement.subnet);
+    } catch (err) {
+      return { zonesConstraint: [], error: ec2ReadNote(err, 'the subnet, zone and instance type') };
+    }
     if (!subnet) {
       return {
         zonesConstraint: [],
@@ -316,7 +399,10 @@ async function typeFor(
       ...(placementZone !== undefined ? { placementZone } : {}),
     };
   } catch (err) {
-    if (!(err instanceof LaunchPlanError)) throw err;
+    if (!(err instanceof LaunchPlanError)) {
+      // a read of EC2 failed (throttled, timed out): a plan that says so, never a 500
+      return { zonesConstraint: [], error: ec2ReadNote(err, 'the instance type and zone') };
+    }
     // the real request records the machine, which then goes to error with this message
     return { zonesConstraint: [], error: `${err.message}: the machine would go to error` };
   }

@@ -159,9 +159,50 @@ describe('a plan, then the real request: the same machines', () => {
         q.machines[2].instanceType,
         q.machines[2].pricePerHour,
       ]);
-      // KNOWN GAP: the two new machines claim their zones together, in either order, so the
-      // unplaced one may claim before the zone= one is counted (plan: after it)
+      // the two new machines claim their zones in either order, so the unplaced one may claim
+      // before the zone= one is counted (the plan counts it after): the plan says so
+      expect(q.notes).toContain(
+        'new machines of web placed with zone= or subnet= and unplaced ones claim their zones ' +
+          'in no fixed order: the unplaced ones may get other zones than planned',
+      );
       expect([q.machines[2].zone, q.machines[0].zone]).toContain(t.machines[fresh[1]].zone);
+    },
+    SLOW + 60_000,
+  );
+
+  it(
+    'add-unit --to a bare machine: the machine counts in the application before new ones claim',
+    async () => {
+      const model = await newModel('planregroup');
+      const made = await api.post(`/v1/models/${model}/machines`, {
+        placement: 'zone=us-east-1a',
+        base: 'ubuntu@22.04',
+      });
+      expect(made.status).toBe(201);
+      const bare = made.body.machines[0].id as string;
+      await running(model, [bare]);
+      const deployed = await api.post(`/v1/models/${model}/applications`, {
+        name: 'web',
+        base: 'ubuntu@22.04',
+        numUnits: 0,
+      });
+      expect(deployed.status).toBe(201);
+
+      const body = { count: 2, to: [bare] };
+      const q = await plan(`/v1/models/${model}/applications/web/units`, body);
+      expect(q.machines.map((m: any) => [m.id, m.units])).toEqual([
+        [bare, ['web/0']],
+        [null, ['web/1']],
+      ]);
+      expect(q.machines[0].zone).toBe('us-east-1a');
+      // the bare machine now counts in web's us-east-1a: the new one goes elsewhere
+      expect(q.machines[1].zone).toBe('us-east-1b');
+      const added = await api.post(`/v1/models/${model}/applications/web/units`, body);
+      expect(added.status).toBe(201);
+      expect(added.body.units[0].machine).toBe(bare);
+      const fresh = added.body.units[1].machine as string;
+      const t = await running(model, [fresh]);
+      expect(launchedKey(t.machines[fresh])).toBe(launchedKey(q.machines[1]));
     },
     SLOW + 60_000,
   );
@@ -474,4 +515,33 @@ describe('a plan for 1,000 machines', () => {
     // nothing was written: the model still has no machine
     expect((await status(model)).machines).toEqual({});
   }, 300_000);
+});
+
+describe('an EC2 read that fails', () => {
+  it('gives a plan that says what it could not know, never a 500', async () => {
+    const model = await newModel('planec2fail');
+    const faults = `${stack.ec2Endpoint}/_admin/faults`;
+    const put = await fetch(faults, {
+      method: 'PUT',
+      body: JSON.stringify({ errors: { describeSubnets: 'UnauthorizedOperation' } }),
+    });
+    expect(put.status).toBe(200);
+    try {
+      const res = await api.post(`/v1/models/${model}/machines`, {
+        placement: 'subnet=subnet-0abc1234',
+        dryRun: true,
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.plan.machines).toEqual([
+        expect.objectContaining({ id: null, zone: null, instanceType: null, pricePerHour: null }),
+      ]);
+      expect(res.body.plan.pricePerHour).toBeNull();
+      expect(res.body.plan.notes).toContain(
+        'EC2 could not be asked (UnauthorizedOperation): the subnet, zone and instance type ' +
+          'of this machine are not known',
+      );
+    } finally {
+      expect((await fetch(faults, { method: 'DELETE' })).status).toBe(200);
+    }
+  });
 });

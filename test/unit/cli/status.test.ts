@@ -64,6 +64,15 @@ describe('status, tabular', () => {
     );
   });
 
+  it('ends with the cost of the running machines per hour and per month (x 730, to cents)', () => {
+    const status = sampleStatus();
+    status.model.pricePerHour = 0.0208;
+    const text = formatStatusTabular(status, plain);
+    expect(text.endsWith('\n\nCost of running machines: $0.0208/h, $15.18/month\n')).toBe(true);
+    // no price known: no footer
+    expect(formatStatusTabular(sampleStatus(), plain)).not.toContain('Cost of running machines');
+  });
+
   it('shows the instance state in Message when the machine has no message', () => {
     const status = sampleStatus();
     status.machines['0']!.instanceStatus = 'stopping';
