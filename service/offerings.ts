@@ -16,33 +16,58 @@ import { localCredentialsFor } from '../config/clients';
  */
 export interface RegionOfferings {
   /** The region's availability zones (not Local or Wavelength zones), whatever their state. */
-  zones(region: string): Promise<ReadonlySet<string>>;
+  zones(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>>;
   /** Instance types offered anywhere in the region. */
-  instanceTypes(region: string): Promise<ReadonlySet<string>>;
+  instanceTypes(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>>;
 }
 
 /** Zones and offered types change rarely: one read per region and hour per container. */
-const OFFERINGS_TTL_MS = 60 * 60 * 1000;
-/** A request waits this long at most for EC2's answer (the check is skipped past it). */
-const OFFERINGS_TIMEOUT_MS = 4_000;
+export const OFFERINGS_TTL_MS = 60 * 60 * 1000;
+/**
+ * A failed or timed-out read is remembered this long: during an EC2 outage a
+ * request pays the deadline once a minute per container, not every time.
+ */
+export const OFFERINGS_FAILURE_TTL_MS = 60 * 1000;
+/**
+ * The whole up-front check (every read it needs, in parallel, one attempt
+ * each) waits this long at most; past it the request goes on unchecked. Far
+ * below the 29 s an API Gateway request may take.
+ */
+export const OFFERINGS_DEADLINE_MS = 2_500;
 
 interface Cached {
-  at: number;
+  /** When the entry stops answering. */
+  until: number;
   value: Promise<ReadonlySet<string>>;
 }
 
+/** The one EC2 call the offerings make (an EC2Client's `send`). */
+export type OfferingsSend = (
+  command: DescribeAvailabilityZonesCommand | DescribeInstanceTypeOfferingsCommand,
+  options: { abortSignal?: AbortSignal },
+) => Promise<{
+  AvailabilityZones?: Array<{ ZoneName?: string; ZoneType?: string }>;
+  InstanceTypeOfferings?: Array<{ InstanceType?: string }>;
+  NextToken?: string;
+}>;
+
 export class Ec2Offerings implements RegionOfferings {
-  private readonly clients = new Map<string, EC2Client>();
+  private readonly clients = new Map<string, OfferingsSend>();
   private readonly cache = new Map<string, Cached>();
 
   constructor(
     private readonly endpoint: string | undefined,
     private readonly now: () => number = Date.now,
+    /** The EC2 call for a region (tests stub it); an EC2Client with one attempt by default. */
+    private readonly sendFor: (region: string) => OfferingsSend = (region) =>
+      this.defaultSend(region),
   ) {}
 
-  zones(region: string): Promise<ReadonlySet<string>> {
+  zones(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>> {
     return this.cached(`zones:${region}`, async () => {
-      const out = await this.client(region).send(new DescribeAvailabilityZonesCommand({}));
+      const out = await this.send(region)(new DescribeAvailabilityZonesCommand({}), {
+        abortSignal: signal,
+      });
       return new Set(
         (out.AvailabilityZones ?? []).flatMap((z) =>
           z.ZoneName && (z.ZoneType === undefined || z.ZoneType === 'availability-zone')
@@ -53,18 +78,19 @@ export class Ec2Offerings implements RegionOfferings {
     });
   }
 
-  instanceTypes(region: string): Promise<ReadonlySet<string>> {
+  instanceTypes(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>> {
     return this.cached(`types:${region}`, async () => {
       const names = new Set<string>();
       let token: string | undefined;
       do {
-        const out = await this.client(region).send(
+        const out = await this.send(region)(
           new DescribeInstanceTypeOfferingsCommand({
             LocationType: 'region',
             Filters: [{ Name: 'location', Values: [region] }],
             MaxResults: 1000,
             NextToken: token,
           }),
+          { abortSignal: signal },
         );
         for (const o of out.InstanceTypeOfferings ?? [])
           if (o.InstanceType) names.add(o.InstanceType);
@@ -79,33 +105,41 @@ export class Ec2Offerings implements RegionOfferings {
     read: () => Promise<ReadonlySet<string>>,
   ): Promise<ReadonlySet<string>> {
     const hit = this.cache.get(key);
-    if (hit && this.now() - hit.at < OFFERINGS_TTL_MS) return hit.value;
-    const entry: Cached = { at: this.now(), value: read() };
+    if (hit && this.now() < hit.until) return hit.value;
+    const entry: Cached = { until: this.now() + OFFERINGS_TTL_MS, value: read() };
     this.cache.set(key, entry);
-    // a failed read is not remembered
+    // a failed read is remembered for a minute, then asked again
     entry.value.catch(() => {
-      if (this.cache.get(key) === entry) this.cache.delete(key);
+      entry.until = this.now() + OFFERINGS_FAILURE_TTL_MS;
     });
     return entry.value;
   }
 
-  private client(region: string): EC2Client {
-    let client = this.clients.get(region);
-    if (!client) {
-      client = new EC2Client({
-        region,
-        endpoint: this.endpoint,
-        credentials: localCredentialsFor(this.endpoint),
-        maxAttempts: 2,
-        requestHandler: {
-          connectionTimeout: OFFERINGS_TIMEOUT_MS,
-          requestTimeout: OFFERINGS_TIMEOUT_MS,
-          throwOnRequestTimeout: true,
-        },
-      });
-      this.clients.set(region, client);
+  private send(region: string): OfferingsSend {
+    let send = this.clients.get(region);
+    if (!send) {
+      send = this.sendFor(region);
+      this.clients.set(region, send);
     }
-    return client;
+    return send;
+  }
+
+  private defaultSend(region: string): OfferingsSend {
+    const client = new EC2Client({
+      region,
+      endpoint: this.endpoint,
+      credentials: localCredentialsFor(this.endpoint),
+      maxAttempts: 1,
+      requestHandler: {
+        connectionTimeout: OFFERINGS_DEADLINE_MS,
+        requestTimeout: OFFERINGS_DEADLINE_MS,
+        throwOnRequestTimeout: true,
+      },
+    });
+    return (command, options) =>
+      command instanceof DescribeAvailabilityZonesCommand
+        ? client.send(command, options)
+        : client.send(command, options);
   }
 }
 
@@ -134,18 +168,34 @@ export async function checkOffered(
   },
   region: string,
   what: { constraints?: string; zones?: readonly string[] },
+  deadlineMs: number = OFFERINGS_DEADLINE_MS,
 ): Promise<void> {
   const offerings = ctx.offerings;
   if (!offerings) return;
   const instanceType = what.constraints ? parseConstraints(what.constraints).instanceType : '';
   const zones = what.zones ?? [];
   if (!instanceType && zones.length === 0) return;
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      reject(new OfferingsTimeout());
+    }, deadlineMs);
+  });
   try {
-    if (instanceType && !(await offerings.instanceTypes(region)).has(instanceType)) {
+    // both reads at once, under one deadline
+    const [types, known] = await Promise.race([
+      Promise.all([
+        instanceType ? offerings.instanceTypes(region, controller.signal) : undefined,
+        zones.length > 0 ? offerings.zones(region, controller.signal) : undefined,
+      ]),
+      deadline,
+    ]);
+    if (types && instanceType && !types.has(instanceType)) {
       throw new ConstraintsError(invalidInstanceTypeMessage(instanceType));
     }
-    if (zones.length > 0) {
-      const known = await offerings.zones(region);
+    if (known) {
       const unknown = zones.find((z) => !known.has(z));
       if (unknown !== undefined) throw new PlacementError(invalidZoneMessage(unknown));
     }
@@ -155,5 +205,12 @@ export async function checkOffered(
       region,
       error: err instanceof Error ? err.name : String(err),
     });
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+/** The up-front check's deadline passed before EC2 answered. */
+class OfferingsTimeout extends Error {
+  override name = 'OfferingsTimeout';
 }

@@ -419,27 +419,44 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       }
     });
 
-    it('gives the API Lambdas no EC2 access but DescribeRegions (models) and DescribeInstances (machines)', () => {
-      const apiRoles = new Set(
-        ROUTE_GROUPS.map((g) => logicalId(synth.stack.api.functions.get(g)!.role!)),
+    it('gives each API Lambda exactly its EC2 and Price List reads: regions (models); instances, zones, offerings and the plan reads (machines); zones, offerings and the plan reads (applications, units); none elsewhere', () => {
+      const planReads = [
+        'ec2:DescribeAvailabilityZones',
+        'ec2:DescribeInstanceTypeOfferings',
+        'ec2:DescribeInstanceTypes',
+        'ec2:DescribeSubnets',
+        'pricing:GetProducts',
+      ];
+      const expected: Partial<Record<RouteGroup, string[]>> = {
+        models: ['ec2:DescribeRegions'],
+        machines: ['ec2:DescribeInstances', ...planReads],
+        applications: planReads,
+        units: planReads,
+      };
+      const roleGroup = new Map(
+        ROUTE_GROUPS.map((g) => [logicalId(synth.stack.api.functions.get(g)!.role!), g] as const),
       );
+      const granted = new Map<RouteGroup, Set<string>>();
       for (const [, policy] of Object.entries(
         resourcesOfType(synth.template, 'AWS::IAM::Policy'),
       )) {
         const roles = (policy.Properties!.Roles as Array<{ Ref: string }>).map((r) => r.Ref);
-        if (!roles.some((r) => apiRoles.has(r))) continue;
         const actions = (
           policy.Properties!.PolicyDocument as { Statement: PolicyStatementJson[] }
         ).Statement.flatMap((s) => asList(s.Action));
-        const modelsRole = logicalId(synth.stack.api.functions.get('models')!.role!);
-        const machinesRole = logicalId(synth.stack.api.functions.get('machines')!.role!);
-        expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual(
-          roles.includes(modelsRole)
-            ? ['ec2:DescribeRegions']
-            : roles.includes(machinesRole)
-              ? ['ec2:DescribeInstances']
-              : [],
-        );
+        for (const role of roles) {
+          const group = roleGroup.get(role);
+          if (!group) continue;
+          const set = granted.get(group) ?? new Set<string>();
+          for (const a of actions) if (a.startsWith('ec2:') || a.startsWith('pricing:')) set.add(a);
+          granted.set(group, set);
+        }
+      }
+      for (const group of ROUTE_GROUPS) {
+        expect({ group, actions: [...(granted.get(group) ?? [])].sort() }).toEqual({
+          group,
+          actions: [...(expected[group] ?? [])].sort(),
+        });
       }
     });
   });
