@@ -515,6 +515,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       expect(Object.keys(vars).sort()).toEqual(
         [
           'NODE_OPTIONS',
+          'POWERTOOLS_METRICS_NAMESPACE',
           'POWERTOOLS_SERVICE_NAME',
           'PROVISIONER_DEPLOYMENT',
           'PROVISIONER_TABLE',
@@ -528,6 +529,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
         PROVISIONER_DEPLOYMENT: deploymentId(config),
         TEMPORAL_ADDRESS: config.temporal.address,
         TEMPORAL_NAMESPACE: config.temporal.namespace,
+        POWERTOOLS_METRICS_NAMESPACE: `Provisioner/${config.name}`,
       });
       expect(JSON.stringify(vars.TEMPORAL_API_KEY_SECRET_ARN)).toContain(
         `:secret:${config.temporal.apiKeySecretName}`,
