@@ -169,6 +169,15 @@ describe('--wait output', () => {
       'machine 3 error: InsufficientInstanceCapacity: no capacity in us-east-1f',
     );
     expect(failureLine('3', undefined)).toBe('machine 3 was removed');
+    // the machine's own error names the zones it tried: used as it is, not the polling guess
+    const own = machine({
+      status: 'error',
+      message:
+        'every zone tried failed (us-east-1a, us-east-1b, us-east-1c); the last: InsufficientInstanceCapacity: no capacity in us-east-1c',
+    });
+    expect(failureLine('3', own, ['us-east-1b', 'us-east-1c'])).toBe(
+      'machine 3 error: every zone tried failed (us-east-1a, us-east-1b, us-east-1c); the last: InsufficientInstanceCapacity: no capacity in us-east-1c',
+    );
   });
 });
 
