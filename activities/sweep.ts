@@ -18,7 +18,7 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
-import { addressChanges } from './addresses';
+import { addressChanges, type AddressChange } from './addresses';
 import type { ActivityDeps } from './deps';
 import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
 import { InstanceOwners } from './instance-owners';
@@ -142,6 +142,10 @@ export function harvestsStrays(mode: string): boolean {
 }
 
 /** The per-model sweep: stray instances, and machines whose workflow has gone. */
+/** Address writes one model's sweep makes at once, and at most per sweep (the next sweep writes the rest). */
+export const ADDRESS_WRITE_CONCURRENCY = 4;
+export const ADDRESS_WRITES_PER_SWEEP = 200;
+
 export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const now = deps.now ?? Date.now;
   const owners = given ?? new InstanceOwners(deps.store.batches);
@@ -272,30 +276,36 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
   }
 
   /**
-   * The addresses EC2 lists for the model's instances, written where they
-   * changed (once per instance, mostly). Best effort: a failed write is said
-   * and the next sweep writes it again; it never fails the sweep.
+   * The addresses EC2 lists for the model's instances, written only where they
+   * changed (once per instance, mostly), after the workflows are reconciled,
+   * ADDRESS_WRITE_CONCURRENCY at a time and at most ADDRESS_WRITES_PER_SWEEP
+   * per sweep (the next sweep writes the rest). Best effort: a failed write
+   * is said and the next sweep writes it again; it never fails the sweep.
    */
-  async function recordAddresses(
-    model: string,
-    machines: readonly SweptMachine[],
-    listed: Parameters<typeof addressChanges>[1],
-  ): Promise<void> {
-    for (const c of addressChanges(watched(machines), listed)) {
-      try {
-        await deps.store.recordAddresses(model, c.machineId, c.instanceId, c);
-      } catch (err) {
-        console.warn(
-          JSON.stringify({
-            level: 'warn',
-            message: 'sweep: could not record the instance addresses; the next sweep tries again',
-            model,
-            machineId: c.machineId,
-            instanceId: c.instanceId,
-            error: errorText(err),
-          }),
-        );
-      }
+  async function recordAddresses(model: string, changes: readonly AddressChange[]): Promise<void> {
+    const queue = changes.slice(0, ADDRESS_WRITES_PER_SWEEP);
+    const writer = async (): Promise<void> => {
+      for (let c = queue.shift(); c !== undefined; c = queue.shift()) await recordOne(model, c);
+    };
+    await Promise.all(
+      Array.from({ length: Math.min(ADDRESS_WRITE_CONCURRENCY, queue.length) }, writer),
+    );
+  }
+
+  async function recordOne(model: string, c: AddressChange): Promise<void> {
+    try {
+      await deps.store.recordAddresses(model, c.machineId, c.instanceId, c);
+    } catch (err) {
+      console.warn(
+        JSON.stringify({
+          level: 'warn',
+          message: 'sweep: could not record the instance addresses; the next sweep tries again',
+          model,
+          machineId: c.machineId,
+          instanceId: c.instanceId,
+          error: errorText(err),
+        }),
+      );
     }
   }
 
@@ -347,6 +357,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     strays: string[];
     reprovisioned: string[];
     changes: InstanceChange[];
+    addresses: AddressChange[];
   }> {
     let strays: string[] = [];
     const { ec2 } = deps.ec2ForRegion(record.region);
@@ -412,8 +423,11 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       now(),
     );
     await signalChanges(model, changes);
-    if (listing) await recordAddresses(model, machines, listing.tagged(model, record.uid));
-    return { machines, strays, reprovisioned, changes };
+    // written by the caller after reconciling, so restarting a missing workflow never waits on them
+    const addresses = listing
+      ? addressChanges(watched(machines), listing.tagged(model, record.uid))
+      : [];
+    return { machines, strays, reprovisioned, changes, addresses };
   }
 
   return {
@@ -452,6 +466,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         throw new Error(`${errorText(ec2Failure)}${outcome}`, { cause: ec2Failure });
       }
       const restarted = await reconcile(model, watchedNow.machines);
+      await recordAddresses(model, watchedNow.addresses);
       const { strays, reprovisioned, changes } = watchedNow;
       return {
         model,

@@ -83,6 +83,7 @@ function terminalWidth(out: { columns?: number }): number {
   return out.columns ?? 200;
 }
 
+const EVERY_ZONE = 'every zone tried failed (';
 const FAILED_ZONE = /in zone "([^"]+)", retrying with new availability zone/;
 
 /** Zones each machine was seen failing in while waiting, from its failover messages. */
@@ -106,9 +107,10 @@ export function waitable(ids: string[]): string[] {
 }
 
 /**
- * A failed machine's line. When it was seen failing in more than one zone,
- * the line says every zone it tried failed and names those seen (the error
- * itself names only the last zone's failure).
+ * A failed machine's line. The machine's own error names every zone it tried
+ * when more than one failed (the workflow records it so). Only for a machine
+ * whose error does not (recorded before that), the zones seen failing while
+ * polling are named instead: a guess, since a poll may miss a quick failover.
  */
 export function failureLine(
   id: string,
@@ -117,7 +119,7 @@ export function failureLine(
 ): string {
   if (!m) return `machine ${id} was removed`;
   const message = m.message || m.instanceStatus || 'no message';
-  if (m.status === 'error' && failedZones.length > 1) {
+  if (m.status === 'error' && failedZones.length > 1 && !message.startsWith(EVERY_ZONE)) {
     const zones = [...failedZones].sort().join(', ');
     return `machine ${id} ${m.status}: every zone tried failed (${zones}); the last: ${message}`;
   }

@@ -35,6 +35,16 @@ export function zoneFailoverMessage(machineId: string, zone: string, cause: stri
   return `failed to start machine ${machineId} in zone "${zone}", retrying with new availability zone: ${cause}`;
 }
 
+/**
+ * The cause when an attempt ends because every zone left failed: names the
+ * zones in the order they were tried, then the last zone's error. With one
+ * zone (or none) the cause is that zone's error as it is.
+ */
+export function everyZoneFailedMessage(zones: readonly string[], lastCause: string): string {
+  if (zones.length < 2) return lastCause;
+  return `every zone tried failed (${zones.join(', ')}); the last: ${lastCause}`;
+}
+
 /** After an attempt is spent (every zone failed, or a zone-independent error): Juju's wording. */
 export function attemptFailedMessage(
   machineId: string,

@@ -20,6 +20,7 @@ import {
 import { FAILURE } from '../temporal/failures';
 import {
   attemptFailedMessage,
+  everyZoneFailedMessage,
   recordFailedMessage,
   recordFailedUnterminatedMessage,
   unterminatedMessage,
@@ -196,7 +197,9 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         }
         if (type !== FAILURE.noSuitableZone) throw err;
         // no zone left: after zone failures the last of them is the cause; with none, this is
+        // (and with more than one, the cause names every zone tried, so status and the CLI say so)
         if (state.failedZones.length === 0) lastError = failureMessage(err);
+        else lastError = everyZoneFailedMessage(state.failedZones, lastError);
         break;
       }
       state.zone = zone;

@@ -222,7 +222,9 @@ export function registerMachineCommands(program: Command, session: Session): voi
       );
     }
     if (opts.format === 'tabular') {
-      session.out(`${formatMachineTable(machines, session.colours(), { price: true })}\n`);
+      session.out(
+        `${formatMachineTable(machines, session.colours(), { price: true, now: session.ctx.now() })}\n`,
+      );
       return;
     }
     printStructured(session, opts.format, {

@@ -5,7 +5,7 @@ import { segment } from '../client';
 import type { Session } from '../context';
 import { CliError, UsageError } from '../errors';
 import { machineAddress } from '../machine-columns';
-import { filterStatus, formatMachineTable, naturalCompare, unitView } from '../status';
+import { formatMachineTable, naturalCompare, unitView } from '../status';
 import type { Application, Machine, Status } from '../types';
 import { printStructured, withFormat, withModel, type Format, type ModelOpts } from './common';
 
@@ -133,10 +133,8 @@ export function registerShowCommands(program: Command, session: Session): void {
   ).action(async (units: string[], opts: ModelOpts & { format: Format }) => {
     for (const u of units) if (!UNIT_NAME.test(u)) throw new UsageError(`invalid unit name "${u}"`);
     const model = session.model(opts.model);
-    const status = filterStatus(
-      await session.client().get<Status>(`/v1/models/${segment(model)}/status`),
-      units,
-    );
+    // unfiltered: a subordinate asked for alone still finds its principal
+    const status = await session.client().get<Status>(`/v1/models/${segment(model)}/status`);
     printStructured(
       session,
       opts.format,

@@ -93,11 +93,14 @@ export function machineStatusLog(machine: Machine, audit: AuditEntry[]): StatusL
     .map(({ r }) => r);
 }
 
+/** Go's short month names, as Juju prints them (ICU's en-GB gives `Sept`). */
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
 /** `2026-11-25T17:03:04.123Z` → `25 Nov 2026 17:03:04Z`, Juju's status-log time. */
 export function statusLogTime(iso: string): string {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return iso;
-  const month = d.toLocaleString('en-GB', { month: 'short', timeZone: 'UTC' });
+  const month = MONTHS[d.getUTCMonth()];
   const day = String(d.getUTCDate()).padStart(2, '0');
   return `${day} ${month} ${d.getUTCFullYear()} ${d.toISOString().slice(11, 19)}Z`;
 }

@@ -40,9 +40,21 @@ async function typed(
   return t.finished(opts.timeoutMs ?? 120_000);
 }
 
+/** Set once destroy-model has ended well; until then afterAll destroys the model. */
+let destroyed = false;
+
 afterAll(async () => {
-  for (const t of terminals) await t.close();
-});
+  try {
+    // a step that failed earlier must not leave the model's machines in the shared stack
+    if (!destroyed) {
+      await typed(['destroy-model', model, '-y', '--timeout', '3m'], { timeoutMs: 240_000 }).catch(
+        () => undefined,
+      );
+    }
+  } finally {
+    for (const t of terminals) await t.close();
+  }
+}, 300_000);
 
 describe('the verbs a Juju user types, at a terminal', () => {
   it('version and --version print the same version line', async () => {
@@ -207,5 +219,6 @@ describe('the verbs a Juju user types, at a terminal', () => {
     expect(
       (await typed(['destroy-model', model, '-y', '--timeout', '3m'], { timeoutMs: 240_000 })).code,
     ).toBe(0);
+    destroyed = true;
   });
 });

@@ -305,13 +305,14 @@ describe('zone failover', () => {
     expect(messages).toContainEqual(
       expect.stringMatching(
         new RegExp(
-          `^failed to start machine ${id!} \\(${capacity}\\), retrying in 500ms \\([12] more attempts\\)$`,
+          `^failed to start machine ${id!} \\(every zone tried failed \\(us-east-1a, us-east-1b\\); the last: ${capacity}\\), retrying in 500ms \\([12] more attempts\\)$`,
         ),
       ),
     );
     expect(messages.every((m) => /^(starting in zone|failed to start machine)/.test(m))).toBe(true);
+    // the error names every zone tried, then the last zone's EC2 error
     expect(failed.message).toMatch(
-      /^InsufficientInstanceCapacity: We currently do not have sufficient \S+ capacity in the Availability Zone you requested \(us-east-1[ab]\)/,
+      /^every zone tried failed \((us-east-1a, us-east-1b|us-east-1b, us-east-1a)\); the last: InsufficientInstanceCapacity: We currently do not have sufficient \S+ capacity in the Availability Zone you requested \(us-east-1[ab]\)/,
     );
     expect(failed.instanceId).toBeUndefined();
     expect(failed.zone).toBeUndefined();

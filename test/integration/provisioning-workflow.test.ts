@@ -243,7 +243,12 @@ describe('machine workflow decisions', () => {
       },
       {
         status: 'allocating',
-        message: attemptFailedMessage('0', cause('us-east-1b'), 100, 2),
+        message: attemptFailedMessage(
+          '0',
+          `every zone tried failed (us-east-1a, us-east-1b); the last: ${cause('us-east-1b')}`,
+          100,
+          2,
+        ),
       },
       { status: 'allocating', message: startingMessage('us-east-1a', 2, 3) },
       {
@@ -273,7 +278,8 @@ describe('machine workflow decisions', () => {
     expect(world.launches).toHaveLength(4);
     expect(world.statuses.at(-1)).toEqual({
       status: 'error',
-      message: 'InsufficientInstanceCapacity: none in us-east-1b',
+      message:
+        'every zone tried failed (us-east-1a, us-east-1b); the last: InsufficientInstanceCapacity: none in us-east-1b',
     });
     expect(world.statuses.filter((s) => s.message.includes('more attempts'))).toHaveLength(1);
     expect(world.releases).toBe(2);

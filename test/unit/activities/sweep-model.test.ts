@@ -1,7 +1,12 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import type { ActivityDeps } from '../../../activities/deps';
 import { SharedListings } from '../../../activities/instance-listing';
-import { sweepActivities, type SweptMachine } from '../../../activities/sweep';
+import {
+  ADDRESS_WRITE_CONCURRENCY,
+  ADDRESS_WRITES_PER_SWEEP,
+  sweepActivities,
+  type SweptMachine,
+} from '../../../activities/sweep';
 import { TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
 import { provisioningTuning } from '../../../config/env';
 import { machineWorkflowId } from '../../../temporal/search-attributes';
@@ -31,6 +36,8 @@ function harness(input: {
   reprovisionLost?: boolean;
   /** A Temporal client (the sweep's signals and workflow listing); none by default. */
   temporal?: unknown;
+  /** Store methods besides `machines` (writes); none by default. */
+  store?: Record<string, unknown>;
 }) {
   const byIdCalls: string[][] = [];
   // a real client (EC2's paginators want one) whose calls never leave the process
@@ -68,7 +75,7 @@ function harness(input: {
           reprovisionLost: input.reprovisionLost ?? false,
         }),
     },
-    store: { machines: () => Promise.resolve(input.machines) },
+    store: { machines: () => Promise.resolve(input.machines), ...input.store },
     ec2ForRegion: () => ({ ec2 }),
     tuning: provisioningTuning({}),
     deployment: 'test',
@@ -173,6 +180,47 @@ function fakeTemporal(fail: boolean | ((workflowId: string) => boolean) = false)
   };
   return { temporal, signals };
 }
+
+describe('sweepModel recording addresses', () => {
+  it('writes only changed addresses, a few at a time, at most a capped number per sweep', async () => {
+    const n = ADDRESS_WRITES_PER_SWEEP + 50;
+    const machines: SweptMachine[] = Array.from({ length: n + 1 }, (_, k) => ({
+      id: String(k),
+      life: 'alive',
+      status: 'running',
+      instanceId: `i-${k}`,
+      instanceStatus: 'running',
+      // the last one already has the addresses EC2 lists
+      ...(k === n ? { privateAddress: '10.0.0.1', publicAddress: '54.0.0.1' } : {}),
+    }));
+    const listed = machines.map((m) => ({
+      ...instance(m.instanceId!, 'running'),
+      PrivateIpAddress: '10.0.0.1',
+      PublicIpAddress: '54.0.0.1',
+    }));
+    const written: string[] = [];
+    let inFlight = 0;
+    let most = 0;
+    const h = harness({
+      machines,
+      listed,
+      byId: [],
+      store: {
+        recordAddresses: async (_model: string, machineId: string) => {
+          inFlight++;
+          most = Math.max(most, inFlight);
+          await new Promise((r) => setTimeout(r, 1));
+          inFlight--;
+          written.push(machineId);
+        },
+      },
+    });
+    await h.sweep();
+    expect(written).toHaveLength(ADDRESS_WRITES_PER_SWEEP);
+    expect(written).not.toContain(String(n));
+    expect(most).toBe(ADDRESS_WRITE_CONCURRENCY);
+  });
+});
 
 describe('sweepModel reprovisioning lost machines', () => {
   // the harness's repository and store can only read: any write would throw

@@ -252,6 +252,19 @@ describe('verbs map to API requests', () => {
     );
   });
 
+  it('show-machine --format tabular shows how long a moving instance state has lasted, as status does', async () => {
+    const machine = {
+      ...sampleStatus().machines['0']!,
+      status: 'pending',
+      message: '',
+      instanceStatus: 'pending',
+      // the harness's clock is 2026-11-22T10:20:30Z
+      instanceStatusAt: '2026-11-22T10:18:30Z',
+    };
+    const h = await runCli(['show-machine', '0', '--format', 'tabular'], () => machine);
+    expect(h.stdout).toMatch(/\n0 +pending .* pending \(2m ago\)\n$/);
+  });
+
   it('status --format json is the (filtered) API status', async () => {
     const h = await runCli(['status', '--format', 'json', 'wordpress/1'], () => sampleStatus());
     const parsed = JSON.parse(h.stdout);

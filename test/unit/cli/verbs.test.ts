@@ -169,6 +169,15 @@ describe('--wait output', () => {
       'machine 3 error: InsufficientInstanceCapacity: no capacity in us-east-1f',
     );
     expect(failureLine('3', undefined)).toBe('machine 3 was removed');
+    // the machine's own error names the zones it tried: used as it is, not the polling guess
+    const own = machine({
+      status: 'error',
+      message:
+        'every zone tried failed (us-east-1a, us-east-1b, us-east-1c); the last: InsufficientInstanceCapacity: no capacity in us-east-1c',
+    });
+    expect(failureLine('3', own, ['us-east-1b', 'us-east-1c'])).toBe(
+      'machine 3 error: every zone tried failed (us-east-1a, us-east-1b, us-east-1c); the last: InsufficientInstanceCapacity: no capacity in us-east-1c',
+    );
   });
 });
 
@@ -275,6 +284,10 @@ describe('new verbs', () => {
         subordinates: [],
       },
     });
+    // a subordinate asked for alone keeps its principal
+    const alone = await runCli(['show-unit', 'telegraf/0'], () => status());
+    expect(alone.code).toBe(0);
+    expect(parse(alone.stdout)).toMatchObject({ 'telegraf/0': { principal: 'wordpress/0' } });
     expect(await runCli(['show-unit', 'wordpress/9'], () => status())).toMatchObject({
       code: 1,
       stderr: 'ERROR unit "wordpress/9" not found\n',
@@ -452,6 +465,13 @@ describe('show-status-log', () => {
       { time: '2026-11-22T10:09:00.000Z', type: 'juju-machine', status: 'error', message: 'boom' },
     ]);
     expect(statusLogTime('2026-11-22T10:05:00.000Z')).toBe('22 Nov 2026 10:05:00Z');
+    // Juju's (Go's) month names, never ICU's `Sept`
+    expect(statusLogTime('2026-09-05T01:02:03.000Z')).toBe('05 Sep 2026 01:02:03Z');
+    expect(
+      Array.from({ length: 12 }, (_, i) =>
+        statusLogTime(new Date(Date.UTC(2026, i, 1)).toISOString()).slice(3, 6),
+      ).join(' '),
+    ).toBe('Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec');
   });
 
   it('a unit shows its machine\u2019s log; without audit access the requests are left out and it says so', async () => {

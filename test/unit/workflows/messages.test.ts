@@ -8,6 +8,7 @@ import {
 import { blockedRetryMs } from '../../../workflows/teardown';
 import {
   attemptFailedMessage,
+  everyZoneFailedMessage,
   goDuration,
   recordFailedMessage,
   startingMessage,
@@ -56,6 +57,18 @@ describe('status messages', () => {
     );
     expect(attemptFailedMessage('0/lxd/1', 'boom', 500, 1)).toBe(
       'failed to start machine 0/lxd/1 (boom), retrying in 500ms (1 more attempts)',
+    );
+  });
+
+  it('names every zone tried, in order, when more than one failed; else the cause as it is', () => {
+    expect(everyZoneFailedMessage(['us-east-1c', 'us-east-1a', 'us-east-1b'], cause)).toBe(
+      `every zone tried failed (us-east-1c, us-east-1a, us-east-1b); the last: ${cause}`,
+    );
+    expect(everyZoneFailedMessage(['us-east-1a'], cause)).toBe(cause);
+    expect(everyZoneFailedMessage([], cause)).toBe(cause);
+    // inside a spent attempt's message, as the workflow records it
+    expect(attemptFailedMessage('3', everyZoneFailedMessage(['a', 'b'], 'boom'), 500, 1)).toBe(
+      'failed to start machine 3 (every zone tried failed (a, b); the last: boom), retrying in 500ms (1 more attempts)',
     );
   });
 
