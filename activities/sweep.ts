@@ -296,15 +296,14 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     try {
       await deps.store.recordAddresses(model, c.machineId, c.instanceId, c);
     } catch (err) {
-      console.warn(
-        JSON.stringify({
-          level: 'warn',
-          message: 'sweep: could not record the instance addresses; the next sweep tries again',
+      activityLog.warn(
+        'sweep: could not record the instance addresses; the next sweep tries again',
+        {
           model,
           machineId: c.machineId,
           instanceId: c.instanceId,
           error: errorText(err),
-        }),
+        },
       );
     }
   }
