@@ -165,7 +165,9 @@ describe('provisioner CLI against the local stack', () => {
     expect(status.code).toBe(0);
     expect(status.stdout).not.toContain('\x1b');
     const sections = status.stdout.trimEnd().split('\n\n');
-    expect(sections).toHaveLength(4);
+    // Model, App, Unit, Machine, and the model's cost footer (the stack prices its types)
+    expect(sections).toHaveLength(5);
+    expect(sections[4]).toMatch(/^Cost of running machines: \$\d+\.\d{4}\/h, \$\d+\.\d{2}\/month$/);
     expect(sections[0]).toMatch(
       new RegExp(
         // the stack prices instance types, so the running machines' cost per hour shows too
