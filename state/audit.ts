@@ -102,6 +102,10 @@ export class AuditStore {
     where: { keyName: string; sortName: string; value: string; index?: string },
   ): Promise<AuditPage> {
     let start = decodeCursor(query.cursor, where.keyName, where.sortName, where.value);
+    // a cursor older than `since` (a page of an earlier query, `since` raised
+    // since): DynamoDB refuses a start key outside the key condition. Reading
+    // newest first, nothing at or after `since` lies past it: the listing ends.
+    if (start && query.since && String(start[where.sortName]) < query.since) return { entries: [] };
     const entries: AuditEntry[] = [];
     let more = false;
     do {

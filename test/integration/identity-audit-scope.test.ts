@@ -83,4 +83,40 @@ describe('a model’s audit is that model’s', () => {
       200,
     );
   }, 120_000);
+
+  it('a cursor older than `since` ends the listing (200, no entries), never a 500', async () => {
+    const model = uniqueName('since');
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    for (const constraints of ['mem=2G', 'mem=4G']) {
+      expect((await admin.put(`/v1/models/${model}/constraints`, { constraints })).status).toBe(
+        200,
+      );
+    }
+    // a real cursor from a one-entry page, then `since` raised past it
+    const first = await admin.get(`/v1/audit?limit=1`);
+    expect(first.status).toBe(200);
+    expect(typeof first.body.cursor).toBe('string');
+    const modelFirst = await admin.get(`/v1/models/${model}/audit?limit=1`);
+    expect(typeof modelFirst.body.cursor).toBe('string');
+    const later = encodeURIComponent(new Date(Date.now() + 60_000).toISOString());
+    const cursor = (c: string) => encodeURIComponent(c);
+    expect(await admin.get(`/v1/audit?cursor=${cursor(first.body.cursor)}&since=${later}`)).toEqual(
+      { status: 200, body: { entries: [] } },
+    );
+    expect(
+      await admin.get(
+        `/v1/models/${model}/audit?cursor=${cursor(modelFirst.body.cursor)}&since=${later}`,
+      ),
+    ).toEqual({ status: 200, body: { entries: [] } });
+    // with `since` before the cursor, the next page is read as usual
+    const earlier = encodeURIComponent(new Date(Date.now() - 3_600_000).toISOString());
+    const next = await admin.get(
+      `/v1/models/${model}/audit?cursor=${cursor(modelFirst.body.cursor)}&since=${earlier}`,
+    );
+    expect(next.status).toBe(200);
+    expect(next.body.entries.map((e: any) => `${e.method} ${e.status}`)).toEqual([
+      'PUT 200',
+      'POST 201',
+    ]);
+  }, 120_000);
 });
