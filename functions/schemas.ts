@@ -23,6 +23,7 @@ import {
 import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
 import { HARVEST_MODES, type HarvestMode } from '../state/types';
 import { LIMITS } from './limits';
+import { constraintsPattern, placementPattern } from './grammar';
 
 // ---------------------------------------------------------------- values
 
@@ -96,12 +97,38 @@ const PlacementText = text(LIMITS.placement).regex(PRINTABLE, {
   error: 'must not contain control characters',
 });
 
-const ConstraintText = text(LIMITS.constraints)
-  .superRefine(refusedBy(coreRefusal(parseConstraints), 'invalid-constraints'))
-  .regex(PRINTABLE, { error: 'must not contain control characters' })
-  .meta({
-    description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.',
-  });
+/** A unit's placement (deploy and add-unit `to`): the grammar as the document's pattern. */
+const UnitPlacementText = PlacementText.meta({
+  pattern: placementPattern('unit'),
+  description:
+    'An existing machine or container (`3`, `0/lxd/1`; one that does not exist is a 404), a new ' +
+    'container (`lxd`, `lxd:3`), a zone (`zone=us-east-1a`: one of the model’s region) or a subnet. ' +
+    'A unit goes onto a machine of its own base (400 base-mismatch otherwise).',
+});
+
+/**
+ * Juju constraints. The server parses them (Juju's grammar, core
+ * parseConstraints) and checks them against EC2's validator and the model's
+ * region; the document's `pattern` (functions/grammar.ts) states the grammar
+ * in Juju's canonical key order, and the description says what it cannot.
+ */
+function constraintText(options: { container?: boolean } = {}) {
+  return text(LIMITS.constraints)
+    .superRefine(refusedBy(coreRefusal(parseConstraints), 'invalid-constraints'))
+    .regex(PRINTABLE, { error: 'must not contain control characters' })
+    .meta({
+      pattern: constraintsPattern(options),
+      description:
+        'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form. Space-separated ' +
+        '`key=value` items, each key at most once, in any order (the pattern lists them in the ' +
+        'canonical order). Checked at the request against the model’s region: every `zones` ' +
+        'entry must be one of its availability zones (400 `availability zone "…" not valid`) and ' +
+        '`instance-type` one it offers (400 `invalid constraint value: instance-type=…`).' +
+        (options.container === false ? ' No `container` key when adding a machine.' : ''),
+    });
+}
+
+const ConstraintText = constraintText();
 
 /**
  * A base as a request may give it (core parseRequestBase): the document's
@@ -179,6 +206,16 @@ export const ForceQuery = z.object({
     .meta({ description: 'Also remove the machine’s units and containers; empty means true.' }),
 });
 
+/** A pattern for the whole numbers 1 to `max`, a three-digit bound (the audit page's). */
+function upTo(max: number): string {
+  if (!Number.isInteger(max) || max < 100 || max > 999) throw new Error(`upTo(${max})`);
+  const [h, t, u] = [...String(max)].map(Number) as [number, number, number];
+  const hundreds = [h > 1 ? `[1-${h - 1}][0-9]{2}` : '', t > 0 ? `${h}[0-${t - 1}][0-9]` : '']
+    .concat(`${h}${t}[0-${u}]`)
+    .filter(Boolean);
+  return `^(?:[1-9][0-9]?|${hundreds.join('|')})$`;
+}
+
 const AuditLimit = z
   .string()
   .regex(/^[1-9][0-9]{0,2}$/, { error: `must be a whole number from 1 to ${LIMITS.auditPage}` })
@@ -186,7 +223,11 @@ const AuditLimit = z
     error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
   })
   .optional()
-  .meta({ description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).` });
+  .meta({
+    description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).`,
+    // the regex and the bound above as one pattern (the document's, for 1 to 500)
+    pattern: upTo(LIMITS.auditPage),
+  });
 
 export const AuditQuery = z.strictObject({
   since: z.iso
@@ -194,9 +235,11 @@ export const AuditQuery = z.strictObject({
     .optional()
     .meta({ description: 'Only entries at or after this time (RFC 3339).' }),
   limit: AuditLimit,
-  cursor: text(LIMITS.cursor)
-    .optional()
-    .meta({ description: 'The `cursor` of the previous page.' }),
+  cursor: text(LIMITS.cursor).optional().meta({
+    pattern: '^[A-Za-z0-9_-]+$',
+    description:
+      'The `cursor` of the previous page: an opaque token only the server makes; any other is `400 invalid cursor`.',
+  }),
 });
 
 export const AllAuditQuery = AuditQuery.extend({
@@ -265,8 +308,11 @@ export const Deploy = z
       .meta({ description: "Defaults to the application's name." }),
     constraints: ConstraintText.optional(),
     numUnits: z.number().int().min(0).max(LIMITS.count).optional(),
-    to: list(PlacementText, LIMITS.count).optional(),
-    subordinate: z.boolean().optional(),
+    to: list(UnitPlacementText, LIMITS.count).optional(),
+    subordinate: z.boolean().optional().meta({
+      description:
+        'A subordinate is deployed with no units, no `to` and no constraints (400 or 409 otherwise).',
+    }),
     dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'DeployRequest' });
@@ -284,14 +330,21 @@ export const Relate = z
           });
       })
       .min(LIMITS.endpoints)
-      .max(LIMITS.endpoints),
+      .max(LIMITS.endpoints)
+      .meta({
+        uniqueItems: true,
+        description:
+          'Two endpoints, `app` or `app:endpoint`, of two different applications (relating an ' +
+          'application to itself is a 400: a rule across the two items the schema states only for ' +
+          'identical ones).',
+      }),
   })
   .meta({ id: 'RelateRequest' });
 
 export const AddUnits = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
-    to: list(PlacementText, LIMITS.count).optional(),
+    to: list(UnitPlacementText, LIMITS.count).optional(),
     dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddUnitsRequest' });
@@ -300,9 +353,13 @@ export const AddMachines = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
     base: BaseText.optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
-    constraints: ConstraintText.optional(),
+    constraints: constraintText({ container: false }).optional(),
     placement: PlacementText.optional().meta({
-      description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
+      pattern: `^$|${placementPattern('machine')}`,
+      description:
+        '`lxd:N`, `lxd`, `zone=…` (one of the model’s region), `subnet=…`, `ssh:[user@]host`. ' +
+        'With a directive other than `lxd`, `count` must be 1 (400 `cannot use -n when ' +
+        'specifying a placement directive`): a rule across two fields the schema does not state.',
     }),
     dryRun: DryRunFlag.optional(),
   })
