@@ -252,10 +252,11 @@ export async function setApplicationConstraints(
   app: string,
   text: string,
 ): Promise<ConstraintsView> {
-  await ctx.repo.getModel(model);
+  const modelRecord = await ctx.repo.getModel(model);
   const record = await ctx.repo.getApplication(model, app);
   if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
   const view = constraintsView(text);
+  await checkOffered(ctx, modelRecord.region, { constraints: view.constraints });
   const tx = ctx.repo.transaction();
   tx.update(appKey(model, app), 'SET #c = :c', {
     condition: 'life = :alive AND subordinate = :false',

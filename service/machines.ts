@@ -284,6 +284,7 @@ export async function retryMachine(
   const machine = await ctx.repo.getMachine(model, id);
   if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
+    await checkOffered(ctx, modelRecord.region, { constraints: replacement });
     const tx = ctx.repo.transaction();
     tx.update(
       machineKey(model, id),

@@ -14,6 +14,7 @@ import {
 } from './removal-batches';
 import type { ServiceContext } from './context';
 import { firstGrantsItem } from '../state/access';
+import { checkOffered } from './offerings';
 
 export interface CreateModelInput {
   name: string;
@@ -57,11 +58,13 @@ export async function createModel(
   if (ctx.regions && !(await ctx.regions.offered()).has(region)) {
     throw new InvalidRequestError(`region "${region}" not found`);
   }
+  const constraints = canonicalConstraints(input.constraints ?? '');
+  await checkOffered(ctx, region, { constraints });
   const record: ModelRecord = {
     name: input.name,
     uid: randomUUID(),
     region,
-    constraints: canonicalConstraints(input.constraints ?? ''),
+    constraints,
     harvestMode: input.harvestMode ?? 'destroyed',
     availabilitySets: input.availabilitySets ?? false,
     reprovisionLost: input.reprovisionLost ?? false,
@@ -132,6 +135,10 @@ export async function setModelConstraints(
   text: string,
 ): Promise<ConstraintsView> {
   const view = constraintsView(text);
+  // the region's zones and offered types, before anything is written
+  await checkOffered(ctx, (await ctx.repo.getModel(name)).region, {
+    constraints: view.constraints,
+  });
   await ctx.repo.setModelConstraints(name, view.constraints);
   return view;
 }
