@@ -257,7 +257,9 @@ export const AddUser = z
       .min(6, { error: 'must be at least 6 characters' })
       .refine((p) => p.trim() === p, { error: 'must not begin or end with whitespace' })
       .meta({
-        description: 'Set as the user’s permanent password in the pool; never stored or logged.',
+        pattern: '^\\S(?:[\\s\\S]*\\S)?$',
+        description:
+          'Set as the user’s permanent password in the pool; never stored or logged. The pool’s own password policy applies too (400 with its reason).',
       }),
   })
   .meta({ id: 'AddUserRequest' });
@@ -384,7 +386,34 @@ export const Model = z
   .meta({ id: 'Model' });
 export type ModelView = z.infer<typeof Model>;
 
-export const ModelList = z.object({ models: z.array(Model) }).meta({ id: 'ModelList' });
+/** What `GET /v1/models?summary=true` adds to each model: Juju's `models` columns in one request. */
+export const ModelSummary = z
+  .object({
+    machines: z.number().int().min(0),
+    units: z.number().int().min(0),
+    lastChange: Timestamp.meta({
+      description: "The latest of the model's creation and its machines' last recorded changes.",
+    }),
+    access: z.enum(MODEL_LEVELS).optional().meta({
+      description: "The caller's access to the model (`admin` for a superuser).",
+    }),
+  })
+  .meta({ id: 'ModelSummary' });
+export type ModelSummaryView = z.infer<typeof ModelSummary>;
+
+export const ModelListEntry = Model.extend({
+  summary: ModelSummary.optional().meta({ description: 'Only with `?summary=true`.' }),
+}).meta({ id: 'ModelListEntry' });
+export type ModelListEntryView = z.infer<typeof ModelListEntry>;
+
+export const ModelList = z.object({ models: z.array(ModelListEntry) }).meta({ id: 'ModelList' });
+
+export const ModelsQuery = z.strictObject({
+  summary: z.enum(['true', 'false', '']).optional().meta({
+    description:
+      "Also each model's machine and unit counts, last change and the caller's access; empty means true.",
+  }),
+});
 
 export const ConstraintsAnswer = z
   .object({
