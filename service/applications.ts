@@ -1,11 +1,10 @@
 import { checkUnitOnMachineBase } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
-import type { ApplicationView, ConstraintsView } from '../functions/schemas';
+import type { ApplicationView, ConstraintsView, PlanView } from './views';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
 import { appItem, appKey, relationItem } from '../state/repository';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import type { Placement } from '../core';
-import type { PlanView } from '../functions/plan-schemas';
 import { buildPlan } from './plans';
 import { canonicalConstraints, collapseConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';

@@ -6,7 +6,7 @@ import {
 } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
 import { undoUnits, type RecordedUnit } from './unit-undo';
-import type { PlacedUnitView } from '../functions/schemas';
+import type { PlacedUnitView, PlanView } from './views';
 import {
   ConcurrentChangeError,
   ContendedError,
@@ -30,7 +30,6 @@ import { checkContainerBase, parseUnitPlacements, placementText } from './placem
 import { checkOffered } from './offerings';
 import { newMachine, newUnit } from './records';
 import { buildPlan, type PlanEntry } from './plans';
-import type { PlanView } from '../functions/plan-schemas';
 
 /** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
 export type PlacedUnit = PlacedUnitView;
