@@ -22,6 +22,7 @@ import {
 } from '../core';
 import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
 import { Application, HarvestModeSchema, Model, PlacedUnit, Timestamp } from '../service/views';
+import { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 import { LIMITS } from './limits';
 
 // ---------------------------------------------------------------- values
@@ -401,22 +402,9 @@ export const OpenApiDocument = z
 
 // ---------------------------------------------------------------- errors
 
-/** Every `code` the API answers with (API.md §1 and docs/api.md). */
-export const ERROR_CODES = [
-  'bad-request',
-  'invalid-constraints',
-  'invalid-placement',
-  'base-mismatch',
-  'unauthorized',
-  'forbidden',
-  'not-found',
-  'method-not-allowed',
-  'conflict',
-  'idempotency-key-reused',
-  'unavailable',
-  'internal',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+// Every `code` the API answers with (API.md §1 and docs/api.md), each with its status: one
+// table, core/error-codes.ts.
+export { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 
 /** The contract's error body, whatever the route: `{ "error": { "code", "message" } }`. */
 export const ErrorBody = z
