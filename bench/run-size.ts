@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstanceOwners } from '../activities/instance-owners';
-import { TAG_MODEL } from '../activities/tags';
+import { TAG_MODEL } from '../core/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, workerName, type RunningStack } from '../local/stack';

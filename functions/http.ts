@@ -1,5 +1,6 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import type { z } from 'zod';
+import { domainErrorStatus } from '../core/error-codes';
 import { ADMIN_USER, controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
@@ -71,20 +72,6 @@ export function groupOperations<G extends RouteGroup>(
   return operations;
 }
 
-/**
- * Domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`;
- * their HTTP status is chosen here and nowhere else.
- */
-const DOMAIN_ERROR_STATUS: Record<string, number> = {
-  'invalid-constraints': 400,
-  'invalid-placement': 400,
-  'base-mismatch': 400,
-  'bad-request': 400,
-  'not-found': 404,
-  conflict: 409,
-  unavailable: 503,
-};
-
 /** Methods an Idempotency-Key applies to (API.md §1). */
 const IDEMPOTENT_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -120,10 +107,11 @@ export function toErrorResponse(err: unknown): APIGatewayProxyStructuredResultV2
   }
   if (err instanceof ApiError) return errorResponse(err.status, err.code, err.message);
   if (err instanceof Error) {
+    // domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`: its status is
+    // core/error-codes.ts's
     const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && DOMAIN_ERROR_STATUS[code] !== undefined) {
-      return errorResponse(DOMAIN_ERROR_STATUS[code], code, err.message);
-    }
+    const status = domainErrorStatus(code);
+    if (status !== undefined) return errorResponse(status, code as string, err.message);
   }
   logger.error('unhandled error', { error: err as Error });
   return errorResponse(500, 'internal', 'internal error');

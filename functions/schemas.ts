@@ -6,14 +6,14 @@
  * objects render with `additionalProperties: false`, so a field the contract
  * does not name fails the integration tests' response check.
  *
- * No imports from service/: the services type their views with these.
+ * The answers the services build are defined in service/views.ts (re-exported
+ * here), so service/ imports nothing from functions/.
  */
 import { z } from 'zod';
 import { DryRunFlag } from './plan-schemas';
 import {
   CONTROLLER_LEVELS,
   CoreError,
-  INSTANCE_STATES,
   KNOWN_OS,
   MODEL_LEVELS,
   RISKS,
@@ -21,19 +21,24 @@ import {
   parseRequestBase,
 } from '../core';
 import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
-import { HARVEST_MODES, type HarvestMode } from '../state/types';
+import {
+  Application,
+  HarvestModeSchema,
+  ModelListEntry,
+  PlacedUnit,
+  Timestamp,
+} from '../service/views';
+export {
+  ModelListEntry,
+  ModelSummary,
+  type ModelListEntryView,
+  type ModelSummaryView,
+} from '../service/views';
+import { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 import { LIMITS } from './limits';
 import { constraintsPattern, placementPattern } from './grammar';
 
 // ---------------------------------------------------------------- values
-
-const HarvestModeSchema = z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).meta({
-  description: 'Which instances the model may terminate when machines go (Juju harvest mode).',
-});
-
-const LifeSchema = z.enum(['alive', 'dying', 'dead']);
-
-const Timestamp = z.iso.datetime().meta({ description: 'RFC 3339 UTC time.' });
 
 /** A string of at most `max` characters; over it, the 400 names the limit. */
 function text(max: number) {
@@ -373,38 +378,22 @@ export const Retry = z
 
 // ---------------------------------------------------------------- responses
 
-export const Model = z
-  .object({
-    name: z.string(),
-    region: z.string(),
-    constraints: z.string(),
-    harvestMode: HarvestModeSchema,
-    availabilitySets: z.boolean(),
-    reprovisionLost: z.boolean(),
-    createdAt: Timestamp,
-  })
-  .meta({ id: 'Model' });
-export type ModelView = z.infer<typeof Model>;
-
-/** What `GET /v1/models?summary=true` adds to each model: Juju's `models` columns in one request. */
-export const ModelSummary = z
-  .object({
-    machines: z.number().int().min(0),
-    units: z.number().int().min(0),
-    lastChange: Timestamp.meta({
-      description: "The latest of the model's creation and its machines' last recorded changes.",
-    }),
-    access: z.enum(MODEL_LEVELS).optional().meta({
-      description: "The caller's access to the model (`admin` for a superuser).",
-    }),
-  })
-  .meta({ id: 'ModelSummary' });
-export type ModelSummaryView = z.infer<typeof ModelSummary>;
-
-export const ModelListEntry = Model.extend({
-  summary: ModelSummary.optional().meta({ description: 'Only with `?summary=true`.' }),
-}).meta({ id: 'ModelListEntry' });
-export type ModelListEntryView = z.infer<typeof ModelListEntry>;
+// The answers the services build are defined beside them (service/views.ts): named here too.
+export {
+  Application,
+  ConstraintsAnswer,
+  Machine,
+  MACHINE_STATUSES,
+  Model,
+  PlacedUnit,
+  Status,
+  type ApplicationView,
+  type ConstraintsView,
+  type MachineView,
+  type ModelView,
+  type PlacedUnitView,
+  type StatusView,
+} from '../service/views';
 
 export const ModelList = z.object({ models: z.array(ModelListEntry) }).meta({ id: 'ModelList' });
 
@@ -414,34 +403,6 @@ export const ModelsQuery = z.strictObject({
       "Also each model's machine and unit counts, last change and the caller's access; empty means true.",
   }),
 });
-
-export const ConstraintsAnswer = z
-  .object({
-    constraints: z.string(),
-    unsupported: z.array(z.string()).optional().meta({
-      description: 'Keys EC2 cannot honour; kept, never dropped, and ignored by provisioning.',
-    }),
-  })
-  .meta({ id: 'Constraints' });
-export type ConstraintsView = z.infer<typeof ConstraintsAnswer>;
-
-export const Application = z
-  .object({
-    name: z.string(),
-    charm: z.string(),
-    base: z.string(),
-    constraints: z.string(),
-    subordinate: z.boolean(),
-    life: LifeSchema,
-    createdAt: Timestamp,
-  })
-  .meta({ id: 'Application' });
-export type ApplicationView = z.infer<typeof Application>;
-
-export const PlacedUnit = z
-  .object({ name: z.string(), machine: z.string() })
-  .meta({ id: 'PlacedUnit' });
-export type PlacedUnitView = z.infer<typeof PlacedUnit>;
 
 export const DeployAnswer = z
   .object({ application: Application, units: z.array(PlacedUnit) })
@@ -456,107 +417,6 @@ export const Relation = z
 export const MachinesAnswer = z
   .object({ machines: z.array(z.object({ id: z.string() })) })
   .meta({ id: 'MachinesAnswer' });
-
-const Hardware = z
-  .object({
-    arch: z.string(),
-    cores: z.number().int().min(0).meta({ description: 'vCPUs' }),
-    mem: z.number().int().min(0).meta({ description: 'MiB' }),
-    rootDisk: z.number().int().min(0).optional().meta({ description: 'MiB' }),
-  })
-  .meta({ id: 'Hardware' });
-
-export const MACHINE_STATUSES = [
-  'pending',
-  'allocating',
-  'running',
-  'error',
-  'down',
-  'stopping',
-] as const;
-
-export const Machine = z
-  .object({
-    id: z.string(),
-    base: z.string(),
-    life: LifeSchema,
-    status: z.enum(MACHINE_STATUSES),
-    message: z.string(),
-    errorCount: z.number().int().min(1).optional().meta({
-      description:
-        'How many times provisioning has ended in `error` (absent: never); a retry that fails again shows one more, whatever its message.',
-    }),
-    instanceId: z.string().optional(),
-    instanceStatus: z
-      .enum(INSTANCE_STATES)
-      .optional()
-      .meta({ description: "EC2's state of the instance; `unknown` when EC2 no longer lists it." }),
-    imageId: z.string().optional(),
-    zone: z.string().optional(),
-    instanceType: z.string().optional(),
-    constraints: z.string(),
-    hardware: Hardware.optional(),
-    placementGroup: z.string().optional().meta({ description: 'Availability-set mode.' }),
-    partition: z.number().int().min(1).optional().meta({ description: 'Availability-set mode.' }),
-    pricePerHour: z
-      .number()
-      .min(0)
-      .optional()
-      .meta({ description: 'USD on-demand price per hour its type was chosen at.' }),
-    units: z.array(z.string()),
-    containers: z.array(z.string()),
-    // what `status` shows besides the state (issue 29); all optional
-    instanceStatusAt: Timestamp.optional().meta({
-      description:
-        'When `instanceStatus` was recorded: at launch, or when the sweep or an EC2 event saw it change.',
-    }),
-    privateAddress: z.string().optional().meta({ description: "The instance's private IPv4." }),
-    publicAddress: z.string().optional().meta({ description: "The instance's public IPv4." }),
-    placement: z
-      .string()
-      .optional()
-      .meta({ description: 'A manual machine: its `ssh:[user@]host` directive.' }),
-    createdAt: Timestamp.optional(),
-    updatedAt: Timestamp.optional().meta({ description: "The machine's last recorded change." }),
-  })
-  .meta({ id: 'Machine' });
-export type MachineView = z.infer<typeof Machine>;
-
-const UnitStatus = z
-  .object({
-    machine: z.string(),
-    life: LifeSchema,
-    status: z.enum(['allocating', 'deployed', 'error']),
-    subordinates: z.array(z.string()),
-  })
-  .meta({ id: 'UnitStatus' });
-
-const ApplicationStatus = z
-  .object({
-    base: z.string(),
-    constraints: z.string(),
-    subordinate: z.boolean(),
-    units: z.record(z.string(), UnitStatus),
-  })
-  .meta({ id: 'ApplicationStatus' });
-
-export const Status = z
-  .object({
-    model: z.object({
-      name: z.string(),
-      region: z.string(),
-      constraints: z.string(),
-      pricePerHour: z
-        .number()
-        .min(0)
-        .optional()
-        .meta({ description: 'Sum over the running machines that carry a price.' }),
-    }),
-    machines: z.record(z.string(), Machine),
-    applications: z.record(z.string(), ApplicationStatus),
-  })
-  .meta({ id: 'Status' });
-export type StatusView = z.infer<typeof Status>;
 
 export const AuthInfo = z
   .object({
@@ -620,22 +480,9 @@ export const OpenApiDocument = z
 
 // ---------------------------------------------------------------- errors
 
-/** Every `code` the API answers with (API.md §1 and docs/api.md). */
-export const ERROR_CODES = [
-  'bad-request',
-  'invalid-constraints',
-  'invalid-placement',
-  'base-mismatch',
-  'unauthorized',
-  'forbidden',
-  'not-found',
-  'method-not-allowed',
-  'conflict',
-  'idempotency-key-reused',
-  'unavailable',
-  'internal',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+// Every `code` the API answers with (API.md §1 and docs/api.md), each with its status: one
+// table, core/error-codes.ts.
+export { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 
 /** The contract's error body, whatever the route: `{ "error": { "code", "message" } }`. */
 export const ErrorBody = z

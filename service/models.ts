@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidRequestError } from './errors';
-import type { ConstraintsView, ModelListEntryView, ModelView } from '../functions/schemas';
+import type { ConstraintsView, ModelListEntryView, ModelView } from './views';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
 import { EntityConflictError, EntityNotFoundError } from '../state/errors';

@@ -1,4 +1,4 @@
-import { chooseInstanceType, LaunchPlanError } from '../activities/plan';
+import { chooseInstanceType, LaunchPlanError } from '../core/instance-choice';
 import { PARTITION_COUNT, leastPopulousPartition, placementGroupName } from '../core/partitions';
 import {
   NoSuitableZoneError,
@@ -9,7 +9,7 @@ import {
   type Placement,
 } from '../core';
 import { estimateLaunch } from '../core/launch-estimate';
-import type { PlanView, PlannedMachineView } from '../functions/plan-schemas';
+import type { PlanView, PlannedMachineView } from './views';
 import {
   countedGroups,
   partitionKey,

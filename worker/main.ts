@@ -4,7 +4,7 @@ import { createActivities } from '../activities';
 import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2, warmRegion } from '../activities/regional';
-import { ensureSweeper, removeLegacySweepSchedules } from '../activities/sweeper-client';
+import { ensureSweeper, removeLegacySweepSchedules } from '../temporal/sweeper-client';
 import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
