@@ -3,7 +3,7 @@ import { launchFailed, launchSent } from '../../../activities/metrics';
 import { logger } from '../../../config/logger';
 import { recordRequest } from '../../../config/metrics';
 import { MAX_SAMPLES, WorkerMetrics } from '../../../config/worker-metrics';
-import { adminTokenGate } from '../../../functions/access';
+import { adminTokenGate, reportAuditFailure } from '../../../functions/access';
 import { createHandler } from '../../../functions/http';
 import { addSdkUpdates, temporalMetricsFromEnv } from '../../../worker/telemetry';
 
@@ -68,6 +68,44 @@ describe('API request metrics (Powertools EMF)', () => {
   it('counts a 4xx as a client error only', async () => {
     const [record] = emfOf(await stdoutOf(() => recordRequest('GET /v1/models', 404, 1)));
     expect(record).toMatchObject({ Route: 'GET /v1/models', ClientErrors: 1, ServerErrors: 0 });
+  });
+});
+
+describe('AuditWriteFailures', () => {
+  it("is counted in the environment's namespace, service-wide, in the line that logs the lost entry", async () => {
+    const before = process.env.POWERTOOLS_METRICS_NAMESPACE;
+    process.env.POWERTOOLS_METRICS_NAMESPACE = 'Provisioner/staging';
+    try {
+      const entry = {
+        time: '2026-11-25T00:00:00.000Z',
+        user: 'alice',
+        method: 'POST',
+        path: '/v1/models',
+        status: 201,
+        requestId: 'r-1',
+      };
+      const [record, ...rest] = emfOf(
+        await stdoutOf(() => reportAuditFailure(entry, new Error('throttled'))),
+      );
+      expect(rest).toEqual([]);
+      expect(record!._aws.CloudWatchMetrics).toEqual([
+        {
+          Namespace: 'Provisioner/staging',
+          Dimensions: [['service']],
+          Metrics: [{ Name: 'AuditWriteFailures', Unit: 'Count' }],
+        },
+      ]);
+      expect(record).toMatchObject({
+        service: 'provisioner-api',
+        AuditWriteFailures: 1,
+        message: 'audit entry not written',
+        audit: entry,
+        error: 'Error: throttled',
+      });
+    } finally {
+      if (before === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+      else process.env.POWERTOOLS_METRICS_NAMESPACE = before;
+    }
   });
 });
 
