@@ -278,6 +278,53 @@ describe('a request through the handler pipeline', () => {
     }
   });
 
+  it('keeps each of two concurrent requests’ keys on its own lines (one process, as the local server runs them)', async () => {
+    // each operation logs once before and once after the other request has set its keys
+    let release!: () => void;
+    const bothStarted = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const concurrent = createHandler(
+      {
+        'GET /v1/models/{model}': async (req) => {
+          const model = req.pathParameters.model!;
+          logger.info('before', { who: model });
+          if (++started === 2) release();
+          await bothStarted;
+          await new Promise((r) => setImmediate(r));
+          logger.info('after', { who: model });
+          return { status: 200, body: { name: model } };
+        },
+      },
+      () => adminTokenGate(() => Promise.resolve(TOKEN)),
+    );
+    const get = (model: string, requestId: string): APIGatewayProxyEventV2 => ({
+      version: '2.0',
+      routeKey: 'GET /v1/models/{model}',
+      rawPath: `/v1/models/${model}`,
+      rawQueryString: '',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      pathParameters: { model },
+      requestContext: {
+        requestId,
+        http: { method: 'GET', path: `/v1/models/${model}` },
+      } as APIGatewayProxyEventV2['requestContext'],
+      isBase64Encoded: false,
+    });
+    const lines = await stdoutOf(() =>
+      Promise.all([concurrent(get('alpha', 'req-a')), concurrent(get('beta', 'req-b'))]),
+    );
+    const logged = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((r) => r.message === 'before' || r.message === 'after')
+      .map((r) => [r.who, r.message, r.requestId, r.model, r.route]);
+    expect(logged.sort()).toEqual([
+      ['alpha', 'after', 'req-a', 'alpha', 'GET /v1/models/{model}'],
+      ['alpha', 'before', 'req-a', 'alpha', 'GET /v1/models/{model}'],
+      ['beta', 'after', 'req-b', 'beta', 'GET /v1/models/{model}'],
+      ['beta', 'before', 'req-b', 'beta', 'GET /v1/models/{model}'],
+    ]);
+  });
+
   it('clears the keys after the request: a line logged afterwards carries none of them', async () => {
     const lines = await stdoutOf(async () => {
       await handler(event(`Bearer ${TOKEN}`));
