@@ -6,6 +6,7 @@ import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { AccessStore } from '../state/access';
+import { LaunchRecordStore } from '../state/launch-record';
 import { Repository } from '../state/repository';
 import { Ec2InstanceLookup, type InstanceLookup } from './instances';
 import { Ec2Offerings, type RegionOfferings } from './offerings';
@@ -42,6 +43,11 @@ export interface ServiceContext {
   access?: AccessStore;
   /** EC2's zones, catalogue and prices for plans (dry runs); absent (tests), plans say so. */
   planSources?: PlanSources;
+  /**
+   * This deployment's recent launches (the worker records each RunInstances):
+   * plans count them in `estimatedSeconds`; absent, plans take EC2's buckets as full and say so.
+   */
+  launchRecord?: Pick<LaunchRecordStore, 'read'>;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */
@@ -101,6 +107,12 @@ function sharedContext(): ServiceContext {
     offerings: new Ec2Offerings(endpoints.ec2Endpoint),
     instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
     planSources: ec2PlanSources(endpoints.ec2Endpoint),
+    // the deployment the worker records its launches under (the same variable as the worker's)
+    launchRecord: new LaunchRecordStore(
+      ddb,
+      endpoints.tableName,
+      optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
+    ),
     now: () => new Date(),
     log: logger,
   };

@@ -31,6 +31,8 @@ export interface PlanSources {
   ): Promise<{ subnetId: string; zone: string } | undefined>;
   /** The launch budget the worker is configured with (its env: the same names). */
   budget: LaunchBudget;
+  /** How long a plan waits for `prices` before answering without them (default: plans.ts PRICE_DEADLINE_MS). */
+  priceDeadlineMs?: number;
 }
 
 /**
@@ -85,9 +87,10 @@ export function ec2PlanSources(
       }),
   );
   const prices = new InstancePrices(pricingClientFromEnv(env), {
-    // a plan waits less for a price list than a launch does (the API answers within 29 s),
-    // says when it has none, and asks again soon after
-    timeoutMs: 25_000,
+    // a plan waits for the price list only until its deadline (plans.ts PRICE_DEADLINE_MS) and
+    // answers without prices; the lookup goes on meanwhile, so a slow price list still fills
+    // the cache for the next plans; one that fails is asked again soon after
+    timeoutMs: 60_000,
     failureTtlMs: 30_000,
     log: () => undefined,
   });
