@@ -105,17 +105,23 @@ export async function buildPlan(
     } else {
       const deadlineMs = sources.priceDeadlineMs ?? PRICE_DEADLINE_MS;
       let priced = true;
+      const pricesRead = sources.prices(model.region);
       try {
         [zones, catalogue, prices] = await Promise.all([
           sources.zones(model.region),
           sources.catalogue(model.region),
           // a cold price list takes many seconds: the plan waits a bounded time for it
-          withDeadline(sources.prices(model.region), deadlineMs).then((p) => {
+          withDeadline(pricesRead, deadlineMs).then((p) => {
             if (p === undefined) priced = false;
             return p ?? new Map<string, number>();
           }),
         ]);
         ec2Known = true;
+        if (!priced) {
+          // the prices may have come while the catalogue was still being read: take them
+          const late = await withDeadline(pricesRead, 0);
+          if (late !== undefined) [prices, priced] = [late, true];
+        }
       } catch (err) {
         notes.push(
           `EC2 could not be asked (${err instanceof Error ? err.name : String(err)}): ` +

@@ -29,7 +29,15 @@ beforeAll(async () => {
   console.log(
     `first plan (cold caches) answered in ${Math.round(performance.now() - started)} ms; notes: ${JSON.stringify(first.body?.plan?.notes)}`,
   );
-}, 120_000);
+  // a plan waits at most 3 s for the price list, a launch longer: the comparisons below
+  // need the API's prices loaded (the first plan's lookup goes on in the background)
+  await eventually(
+    () => api.post(`/v1/models/${model}/machines`, { dryRun: true }),
+    (res) => res.status === 200 && res.body.plan.pricePerHour !== null,
+    120_000,
+    2000,
+  );
+}, 300_000);
 
 afterAll(async () => {
   await connection.close();
