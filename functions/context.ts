@@ -4,6 +4,7 @@ import { logger } from '../config/logger';
 import { optionalEnv, serviceEndpoints } from '../config/env';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { AccessStore } from '../state/access';
+import { LaunchRecordStore } from '../state/launch-record';
 import { Repository } from '../state/repository';
 import { temporalApiKey, type ServiceContext } from '../service/context';
 import { Ec2InstanceLookup } from '../service/instances';
@@ -60,6 +61,12 @@ function sharedContext(): ServiceContext {
     offerings: new Ec2Offerings(endpoints.ec2Endpoint),
     instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
     planSources: ec2PlanSources(endpoints.ec2Endpoint),
+    // the deployment the worker records its launches under (the same variable as the worker's)
+    launchRecord: new LaunchRecordStore(
+      ddb,
+      endpoints.tableName,
+      optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
+    ),
     now: () => new Date(),
     log: logger,
   };

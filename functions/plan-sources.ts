@@ -31,9 +31,10 @@ export function ec2PlanSources(
       }),
   );
   const prices = new InstancePrices(pricingClientFromEnv(env), {
-    // a plan waits less for a price list than a launch does (the API answers within 29 s),
-    // says when it has none, and asks again soon after
-    timeoutMs: 25_000,
+    // a plan waits for the price list only until its deadline (plans.ts PRICE_DEADLINE_MS) and
+    // answers without prices; the lookup goes on meanwhile, so a slow price list still fills
+    // the cache for the next plans; one that fails is asked again soon after
+    timeoutMs: 60_000,
     failureTtlMs: 30_000,
     log: () => undefined,
   });

@@ -1,6 +1,7 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { AccessStore } from '../state/access';
+import type { LaunchRecordStore } from '../state/launch-record';
 import type { Repository } from '../state/repository';
 import type { InstanceLookup } from './instances';
 import type { RegionOfferings } from './offerings';
@@ -37,6 +38,11 @@ export interface ServiceContext {
   access?: AccessStore;
   /** EC2's zones, catalogue and prices for plans (dry runs); absent (tests), plans say so. */
   planSources?: PlanSources;
+  /**
+   * This deployment's recent launches (the worker records each RunInstances):
+   * plans count them in `estimatedSeconds`; absent, plans take EC2's buckets as full and say so.
+   */
+  launchRecord?: Pick<LaunchRecordStore, 'read'>;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */

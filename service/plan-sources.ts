@@ -27,6 +27,8 @@ export interface PlanSources {
   ): Promise<{ subnetId: string; zone: string } | undefined>;
   /** The launch budget the worker is configured with (its env: the same names). */
   budget: LaunchBudget;
+  /** How long a plan waits for `prices` before answering without them (default: plans.ts PRICE_DEADLINE_MS). */
+  priceDeadlineMs?: number;
 }
 
 /**

@@ -216,6 +216,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             'POWERTOOLS_METRICS_NAMESPACE',
             'POWERTOOLS_SERVICE_NAME',
             'PROVISIONER_API_TOKEN_SECRET_ARN',
+            'PROVISIONER_DEPLOYMENT',
             'PROVISIONER_TABLE',
             'PROVISIONER_USER_POOL_CLIENT_ID',
             'PROVISIONER_USER_POOL_ID',
@@ -235,6 +236,8 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           TEMPORAL_NAMESPACE: config.temporal.namespace,
           PROVISIONER_API_TOKEN_SECRET_ARN: { Ref: tokenId },
           NODE_OPTIONS: '--enable-source-maps',
+          // plans read the worker's launch record under the same deployment
+          PROVISIONER_DEPLOYMENT: deploymentId(config),
         });
         expect(JSON.stringify(vars.TEMPORAL_API_KEY_SECRET_ARN)).toContain(
           `:secret:${config.temporal.apiKeySecretName}`,
