@@ -94,6 +94,7 @@ describe("a machine's story in the Temporal UI", () => {
       60_000,
     );
     expect(current.split('\n')).toEqual([
+      `Machine ${machineId} in model ${model}`,
       '**status** running (running, attempt 1 of 3)',
       `**zone** ${m.zone}`,
       `**instance** ${m.instanceId} (${m.instanceType}, running)`,
@@ -144,10 +145,11 @@ describe("a machine's story in the Temporal UI", () => {
     const workflowId = machineWorkflowId(model, machineId);
     const current = await eventually(
       () => details(workflowId).catch(() => ''),
-      (d) => d.startsWith('**status** error'),
+      (d) => d.includes('**status** error'),
       60_000,
     );
     expect(current.split('\n')).toEqual([
+      `Machine ${machineId} in model ${model}`,
       '**status** error (error)',
       '**last error** no image found for base "ubuntu@26.04" (arch amd64) in region us-east-1',
       '**requested by** admin',
