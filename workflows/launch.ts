@@ -17,6 +17,7 @@ import {
   DESTROY_CANCELS_PLANNING,
   INSTANCE_LIVENESS,
   NO_ORPHAN_ON_ERROR,
+  QUIET_FAILOVER,
   uses,
 } from './patches';
 import { FAILURE } from '../temporal/failures';
@@ -217,7 +218,10 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         break;
       }
       state.zone = zone;
-      publish(ctx, { status: 'allocating', zone });
+      // a failover's zone is not published (an upsert, a history event and an action per zone
+      // tried): the zone the machine lands in is published with its launch (QUIET_FAILOVER)
+      const quietFailover = state.failedZones.length > 0 && patched(QUIET_FAILOVER);
+      publish(ctx, quietFailover ? { status: 'allocating' } : { status: 'allocating', zone });
       if (!batched) {
         await orStop(
           quick.recordStatus({

@@ -101,3 +101,11 @@ export const CARRIED_LABEL = 'carried-label';
  * ten attempts over six zones held some 600 events.
  */
 export const BOUNDED_FAILING_HISTORY = 'bounded-failing-history';
+
+/**
+ * Issue 29: a zone failover does not upsert the zone it tries next (one
+ * search-attribute update, history event and action per zone tried); the
+ * zone is published with the launch. Asked only at a failover, so a launch
+ * that lands in its first zone records no marker.
+ */
+export const QUIET_FAILOVER = 'quiet-failover';

@@ -107,9 +107,10 @@ describe("a machine's story in the Temporal UI", () => {
 
     // the README's saved searches: machines of an application, everything in a zone
     expect(
-      await found(`ProvisionerModel = "${model}" AND ProvisionerApplications = "web"`, [
-        workflowId,
-      ]),
+      await found(
+        `ProvisionerModel = "${model}" AND ProvisionerApplications = "web" AND ExecutionStatus = "Running"`,
+        [workflowId],
+      ),
     ).toEqual([workflowId]);
     expect(
       await found(
@@ -155,7 +156,7 @@ describe("a machine's story in the Temporal UI", () => {
       '**requested by** admin',
     ]);
     // the README's saved search: machines in error in a model
-    const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error"`;
+    const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error" AND ExecutionStatus = "Running"`;
     expect(await found(query, [workflowId])).toEqual([workflowId]);
     expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
   });
