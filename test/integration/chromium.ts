@@ -22,6 +22,16 @@ export function chromiumPath(): string | undefined {
   return undefined;
 }
 
+/**
+ * The page's text, and that of its frames: the UI renders a workflow's
+ * details (Markdown) in a sandboxed frame, whose text is read from its srcdoc.
+ */
+const VISIBLE_TEXT = `(() => {
+  const frames = [...document.querySelectorAll('iframe')].map((f) =>
+    f.srcdoc ? new DOMParser().parseFromString(f.srcdoc, 'text/html').body.textContent : '');
+  return [document.body ? document.body.innerText : '', ...frames].join('\\n');
+})()`;
+
 interface Reply {
   id?: number;
   result?: Record<string, unknown>;
@@ -130,7 +140,7 @@ export async function renderedText(
       }
       const { result } = (await send(
         'Runtime.evaluate',
-        { expression: 'document.body ? document.body.innerText : ""', returnByValue: true },
+        { expression: VISIBLE_TEXT, returnByValue: true },
         sessionId,
       )) as { result: { value?: string } };
       text = result.value ?? '';
