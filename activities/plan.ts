@@ -8,7 +8,7 @@ import {
   type InstanceTypeInfo,
 } from '../core';
 import type { MachineRecord, ModelRecord } from '../state/types';
-import { NoImageError, type ImageQuery } from './images';
+import { NoImageError, type ImageQuery } from '../ec2/images';
 import type { LaunchPlan } from './types';
 
 /** Juju's EC2 root disk: 8 GiB unless the `root-disk` constraint asks for more. */

@@ -1,4 +1,3 @@
-import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import {
   instanceChanges,
@@ -18,11 +17,16 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
-import { addressChanges, type AddressChange } from './addresses';
+import { terminateInstances } from '../ec2/instances';
+import { addressChanges, type AddressChange } from '../ec2/addresses';
 import type { ActivityDeps } from './deps';
-import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
+import {
+  deploymentListing,
+  type DeploymentListing,
+  type SharedListings,
+} from '../ec2/instance-listing';
 import { InstanceOwners } from './instance-owners';
-import { LIVE_STATES, instanceStates, instancesTaggedAnyState } from './tags';
+import { LIVE_STATES, instanceStates, instancesTaggedAnyState } from '../ec2/tags';
 import type { SweepReport } from './types';
 import { activityLog } from './log';
 
@@ -361,7 +365,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     let strays: string[] = [];
     const { ec2 } = deps.ec2ForRegion(record.region);
     // One listing of the deployment's instances (any state) serves strays and liveness;
-    // a sweeper page shares it among its models (activities/instance-listing.ts).
+    // a sweeper page shares it among its models (ec2/instance-listing.ts).
     const harvesting = harvestsStrays(record.harvestMode);
     let listing: DeploymentListing | undefined;
     let machines: SweptMachine[];
@@ -409,7 +413,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         graceMs: deps.tuning.strayGraceMs,
       });
       if (strays.length > 0) {
-        await ec2.send(new TerminateInstancesCommand({ InstanceIds: strays }));
+        await terminateInstances(ec2, strays);
       }
     }
     // `none` and `destroyed` never harvest unknown instances: only the recorded ones are watched

@@ -1,8 +1,7 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { findSubnet } from '../activities/launch';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
-import { regionalEc2, type RegionalEc2 } from '../activities/regional';
-import { localCredentialsFor } from '../config/clients';
+import { findSubnet } from '../ec2/instances';
+import { lambdaEc2Client } from '../ec2/lambda-client';
+import { regionalEc2, type RegionalEc2 } from '../ec2/regional';
 import { durationEnv, positiveIntEnv, positiveNumberEnv } from '../config/env';
 import type { AvailabilityZone, InstanceTypeInfo } from '../core';
 import {
@@ -14,7 +13,7 @@ import {
 
 /**
  * What a plan reads about a region, from the same sources and through the
- * same caches the worker launches with (activities/regional.ts,
+ * same caches the worker launches with (ec2/regional.ts,
  * activities/pricing.ts): EC2's zones and their states, its instance-type
  * catalogue and per-zone offerings, and the Price List API's prices. Reads
  * only: nothing here changes anything on EC2.
@@ -70,19 +69,13 @@ export function ec2PlanSources(
   ec2Endpoint: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): PlanSources {
-  const regional: (region: string) => RegionalEc2 = regionalEc2(
-    (region) =>
-      new EC2Client({
-        region,
-        endpoint: ec2Endpoint,
-        credentials: localCredentialsFor(ec2Endpoint),
-        maxAttempts: 2,
-        requestHandler: {
-          connectionTimeout: EC2_READ_TIMEOUT_MS,
-          requestTimeout: EC2_READ_TIMEOUT_MS,
-          throwOnRequestTimeout: true,
-        },
-      }),
+  const regional: (region: string) => RegionalEc2 = regionalEc2((region) =>
+    lambdaEc2Client({
+      region,
+      endpoint: ec2Endpoint,
+      maxAttempts: 2,
+      timeoutMs: EC2_READ_TIMEOUT_MS,
+    }),
   );
   const prices = new InstancePrices(pricingClientFromEnv(env), {
     // a plan waits less for a price list than a launch does (the API answers within 29 s),
