@@ -1,23 +1,24 @@
 import {
-  DescribeInstancesCommand,
-  RunInstancesCommand,
-  TerminateInstancesCommand,
-  type Instance,
-} from '@aws-sdk/client-ec2';
+  describeInstances,
+  runInstances,
+  terminateInstances,
+  type Ec2Instance as Instance,
+  type RunInstancesInput,
+} from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
 import { EC2_INSTANCE_BUCKET } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
-import { TokenBucket } from './token-bucket';
+import { TokenBucket } from '../ec2/token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
+import { classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
 import { failure } from './failures';
 import { activityLog } from './log';
 import { launchFailed, launchSent } from './metrics';
 import { rootDiskGiB } from './plan';
-import { launchTags, TAG_LAUNCH_BATCH } from './tags';
+import { launchTags, TAG_LAUNCH_BATCH } from '../ec2/tags';
 import type { LaunchPlan, StartedInstance } from './types';
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
@@ -68,8 +69,8 @@ function batchKey(r: LaunchRequest): string {
   ]);
 }
 
-function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
-  return new RunInstancesCommand({
+function runInput(call: LaunchBatchCall, count: number): RunInstancesInput {
+  return {
     ImageId: call.imageId,
     InstanceType: call.instanceType as never,
     MinCount: 1,
@@ -92,7 +93,7 @@ function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
       },
     ],
     TagSpecifications: [{ ResourceType: 'instance', Tags: call.tags }],
-  });
+  };
 }
 
 /** The instances of a reservation by member position: AmiLaunchIndex, else the order EC2 listed them. */
@@ -206,11 +207,9 @@ export class LaunchBatcher {
         throw classifyLaunchError(err, call.zone);
       }
       // one of the batch's instances is gone: find ours by the batch's tag
-      const out = await ec2.send(
-        new DescribeInstancesCommand({
-          Filters: [{ Name: `tag:${TAG_LAUNCH_BATCH}`, Values: [batch.id] }],
-        }),
-      );
+      const out = await describeInstances(ec2, {
+        Filters: [{ Name: `tag:${TAG_LAUNCH_BATCH}`, Values: [batch.id] }],
+      });
       const all = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
       instance = byLaunchIndex(all).get(index);
     }
@@ -230,7 +229,7 @@ export class LaunchBatcher {
       (call.placementGroup ?? '') === (request.plan.placementGroup ?? '');
     if (state === 'terminated' || state === 'shutting-down') return undefined;
     if (!sameAttempt && !fits) {
-      await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId] }));
+      await terminateInstances(ec2, [instance.InstanceId]);
       return undefined;
     }
     return this.finish(launched, !sameAttempt);
@@ -248,7 +247,7 @@ export class LaunchBatcher {
     const { ec2 } = this.deps.ec2ForRegion(call.region);
     const answer = this.bucket(call.region)
       .take()
-      .then(() => ec2.send(runCommand(call, count)))
+      .then(() => runInstances(ec2, runInput(call, count)))
       .then((out) => out.Instances ?? []);
     this.replays.set(batchId, { at: now, answer });
     // a failed repeat is not shared: the next member asks again
@@ -328,7 +327,7 @@ export class LaunchBatcher {
     let instances: Instance[];
     const sentAt = Date.now();
     try {
-      const out = await ec2.send(runCommand(call, members.length));
+      const out = await runInstances(ec2, runInput(call, members.length));
       instances = out.Instances ?? [];
     } catch (err) {
       // a call EC2 answered spent a request token; one that never reached it did not

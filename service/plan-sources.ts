@@ -9,7 +9,7 @@ import {
 
 /**
  * What a plan reads about a region, from the same sources and through the
- * same caches the worker launches with (activities/regional.ts,
+ * same caches the worker launches with (ec2/regional.ts,
  * activities/pricing.ts): EC2's zones and their states, its instance-type
  * catalogue and per-zone offerings, and the Price List API's prices. Reads
  * only: nothing here changes anything on EC2. The API's implementation,
