@@ -18,7 +18,7 @@ const CALL: LaunchBatchCall = {
   rootDiskGiB: 8,
   tags: [],
   clientToken: 'token',
-} as unknown as LaunchBatchCall;
+};
 
 function batcher(send: () => Promise<unknown>): { recorded: Recorded[]; replay: Replay } {
   const recorded: Recorded[] = [];
