@@ -245,10 +245,27 @@ export class LaunchBatcher {
     const shared = this.replays.get(batchId);
     if (shared) return shared.answer;
     const { ec2 } = this.deps.ec2ForRegion(call.region);
+    let sentAt = now;
+    // a repeat is a RunInstances like any other, and may be the one that launches the batch
+    // (its first call never reached EC2): it is recorded, answered or not (an idempotent
+    // repeat counted twice makes plans too careful, never too hopeful)
     const answer = this.bucket(call.region)
       .take()
-      .then(() => runInstances(ec2, runInput(call, count)))
-      .then((out) => out.Instances ?? []);
+      .then(() => {
+        sentAt = Date.now();
+        return runInstances(ec2, runInput(call, count));
+      })
+      .then(
+        (out) => {
+          const instances = out.Instances ?? [];
+          this.recordSend(call.region, sentAt, instances.length);
+          return instances;
+        },
+        (err: unknown) => {
+          this.recordSend(call.region, sentAt, 0);
+          throw err;
+        },
+      );
     this.replays.set(batchId, { at: now, answer });
     // a failed repeat is not shared: the next member asks again
     answer.catch(() => this.replays.delete(batchId));
@@ -330,8 +347,10 @@ export class LaunchBatcher {
       const out = await runInstances(ec2, runInput(call, members.length));
       instances = out.Instances ?? [];
     } catch (err) {
-      // a call EC2 answered spent a request token; one that never reached it did not
-      if (answeredByEc2(err)) this.recordSend(plan.region, sentAt, 0);
+      // a call EC2 answered spent a request token and launched nothing; one failing without
+      // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
+      // instances (if any) are recorded by the repeat that finds them (replay)
+      this.recordSend(plan.region, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -353,13 +372,6 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
-}
-
-/** An error EC2 answered with (an HTTP status), not one of a call that never reached it. */
-function answeredByEc2(err: unknown): boolean {
-  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | undefined)?.$metadata
-    ?.httpStatusCode;
-  return typeof status === 'number';
 }
 
 function isZoneFailure(err: unknown): boolean {

@@ -26,7 +26,9 @@ export function ec2PlanSources(
   const prices = new InstancePrices(pricingClientFromEnv(env), {
     // a plan waits for the price list only until its deadline (plans.ts PRICE_DEADLINE_MS) and
     // answers without prices; the lookup goes on meanwhile, so a slow price list still fills
-    // the cache for the next plans; one that fails is asked again soon after
+    // the cache for the next plans; one that fails is asked again soon after. In Lambda the
+    // lookup only moves while a request runs: one that was frozen past its timeout is not a
+    // failure and is started again (InstancePrices, FROZEN_FACTOR)
     timeoutMs: 60_000,
     failureTtlMs: 30_000,
     log: () => undefined,
@@ -36,6 +38,7 @@ export function ec2PlanSources(
     catalogue: (region) => regional(region).catalogue.all(),
     zonesOffering: (region, type, zones) => regional(region).catalogue.zonesOffering(type, zones),
     prices: (region) => prices.forRegion(region),
+    priceFailure: (region) => prices.failure(region),
     findSubnet: (region, idOrCidr) => findSubnet(regional(region).ec2, idOrCidr),
     budget: launchBudgetFromEnv(env),
   };

@@ -21,6 +21,13 @@ export interface PlanSources {
   zonesOffering(region: string, instanceType: string, zones: readonly string[]): Promise<string[]>;
   /** On-demand prices by type; empty when the price list cannot be read (never throws). */
   prices(region: string): Promise<ReadonlyMap<string, number>>;
+  /**
+   * Why `prices` last gave none: its lookup timed out (the price list did not
+   * answer) or failed (it cannot be reached); undefined when it gave prices.
+   */
+  priceFailure?(
+    region: string,
+  ): { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string } | undefined;
   findSubnet(
     region: string,
     idOrCidr: string,
