@@ -1,3 +1,4 @@
+import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { workflowMetadataQuery } from '@temporalio/workflow';
 import {
@@ -12,7 +13,7 @@ import { ROUTES } from '../../functions/routes';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { addUserAndLogIn } from './identity-support';
-import { loadTestStack } from './stack';
+import { ec2ClientFor, loadTestStack } from './stack';
 
 /**
  * The route walk (issue 24): every route of functions/routes.ts, called by a
@@ -139,6 +140,44 @@ describe('every route, at every access level', () => {
   });
 
   /**
+   * No access is a model that does not exist (API.md): on every route of a
+   * model, a caller without a grant gets, for the model that exists, the very
+   * answer (status and whole body, but for the name) they get for one that
+   * does not; and the superuser's answer for a model that does not exist on
+   * the reads and deletes (which need no body) is that answer too, but for
+   * the model's audit, which outlives the model.
+   */
+  const nowhere = uniqueName('walk-nowhere');
+  it.each(
+    ROUTES.filter((r) => r.access.kind === 'model').map(
+      (r) => [`${r.method} ${r.path}`, r] as const,
+    ),
+  )('no access to the model is its absence: %s', async (_key, route) => {
+    const pathOf = (m: string) =>
+      route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+        name === 'model' ? m : (PARAMS[name] ?? 'x'),
+      );
+    const mutating = route.method !== 'GET';
+    const ask = (api: ReturnType<typeof apiClient>, m: string) =>
+      api.call(route.method, pathOf(m), undefined, undefined, mutating ? STOP_AFTER_ACCESS : {});
+    const missing = (m: string) => ({
+      status: 404,
+      body: { error: { code: 'not-found', message: `model "${m}" not found` } },
+    });
+    const outsiders = walkers.filter((w) => w.model === undefined);
+    expect(outsiders.map((w) => w.label)).toEqual(['controller login', 'controller add-model']);
+    for (const outsider of outsiders) {
+      expect(await ask(outsider.api, model)).toEqual(missing(model));
+      expect(await ask(outsider.api, nowhere)).toEqual(missing(nowhere));
+    }
+    // a superuser reads the audit of a model that is gone: its entries outlive it (API.md)
+    const outlives = route.method === 'GET' && route.path === '/v1/models/{model}/audit';
+    if ((route.method === 'GET' || route.method === 'DELETE') && !outlives) {
+      expect(await admin.call(route.method, pathOf(nowhere))).toEqual(missing(nowhere));
+    }
+  });
+
+  /**
    * `$default`: a path the table does not have, or a path it has asked with a
    * method it lacks (404 today; 405 once the API answers method-not-allowed).
    * A token is needed first; then every caller gets the very same answer,
@@ -238,6 +277,49 @@ describe('who asked, in Temporal', () => {
     await eventually(details, (d) => d.includes('**requested by** admin'), 30_000);
     expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
   });
+
+  it('a reprovision names the user who asked for it in the current details', async () => {
+    const model = uniqueName('reasked');
+    const creatorName = uniqueName('creator');
+    const fixerName = uniqueName('fixer');
+    const creator = await addUserAndLogIn(stack, creatorName);
+    const fixer = await addUserAndLogIn(stack, fixerName);
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    for (const name of [creatorName, fixerName]) {
+      expect(
+        (await admin.put(`/v1/models/${model}/access/${name}`, { access: 'write' })).status,
+      ).toBe(200);
+    }
+    const added = await creator.api.post(`/v1/models/${model}/machines`, {});
+    expect(added.status).toBe(201);
+    const id = added.body.machines[0].id as string;
+    const running = await eventually(
+      () => admin.get(`/v1/models/${model}/machines/${id}`),
+      (r) => r.body?.status === 'running' && r.body?.instanceStatus === 'running',
+      120_000,
+    );
+    const instanceId = running.body.instanceId as string;
+    const handle = client.workflow.getHandle(machineWorkflowId(model, id));
+    const details = () => handle.query(workflowMetadataQuery).then((m) => m.currentDetails ?? '');
+    expect(await details()).toContain(`**requested by** ${creatorName}`);
+    expect(await (await handle.describe()).staticDetails()).toBe(`Requested by ${creatorName}`);
+
+    // the instance goes behind the provisioner's back; the fixer asks for a new one
+    const ec2 = ec2ClientFor(stack);
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    ec2.destroy();
+    await eventually(
+      () => admin.get(`/v1/models/${model}/machines/${id}`),
+      (r) => r.body?.status === 'down',
+      90_000,
+    );
+    expect(
+      (await fixer.api.post(`/v1/models/${model}/machines/${id}/reprovision`, {})).status,
+    ).toBe(202);
+    await eventually(details, (d) => d.includes(`**requested by** ${fixerName}`), 30_000);
+    expect(await details()).not.toContain(`**requested by** ${creatorName}`);
+    expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
+  }, 300_000);
 
   it('machines started by the bulk starter (more than 20 in one request) name who asked too', async () => {
     const model = uniqueName('bulk-asked');
