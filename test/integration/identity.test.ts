@@ -338,6 +338,42 @@ describe('identity, access and audit', () => {
     );
   });
 
+  it('grants and revokes of many users at once on one model all succeed, and the list is exactly their sum', async () => {
+    const crowd = uniqueName('crowd');
+    expect((await admin.post('/v1/models', { name: crowd })).status).toBe(201);
+    const names = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const name = uniqueName(`m${i}`);
+        expect((await admin.post('/v1/users', { name, password: PASSWORD })).status).toBe(201);
+        return name;
+      }),
+    );
+    const [leaving, arriving] = [names.slice(0, 6), names.slice(6)];
+    for (const name of leaving) {
+      expect(
+        (await admin.put(`/v1/models/${crowd}/access/${name}`, { access: 'read' })).status,
+      ).toBe(200);
+    }
+    // every change touches the model's one grants item: each loser of a race reads again and retries
+    const answers = await Promise.all([
+      ...leaving.map((u) => admin.delete(`/v1/models/${crowd}/access/${u}`)),
+      ...arriving.map((u, i) =>
+        admin.put(`/v1/models/${crowd}/access/${u}`, { access: i % 2 ? 'write' : 'admin' }),
+      ),
+    ]);
+    expect(answers.map((a) => a.status)).toEqual([
+      ...leaving.map(() => 204),
+      ...arriving.map(() => 200),
+    ]);
+    expect((await admin.get(`/v1/models/${crowd}/access`)).body.users).toEqual(
+      [
+        { user: 'admin', access: 'admin' },
+        ...arriving.map((u, i) => ({ user: u, access: i % 2 ? 'write' : 'admin' })),
+      ].sort((a, b) => a.user.localeCompare(b.user)),
+    );
+    expect((await admin.delete(`/v1/models/${crowd}`)).status).toBe(202);
+  }, 120_000);
+
   it('audits changes and refusals, newest first, paged, without bodies, passwords or tokens', async () => {
     const key = `key-${uniqueName('k')}`;
     const withKey = await aliceSession.api.call(
