@@ -9,7 +9,8 @@ import {
   type ControllerAccess,
   type ModelAccess,
 } from '../../core/access';
-import { ROUTES } from '../../functions/routes';
+import type { RouteAccess } from '../../core/access';
+import { GATEWAY_ROUTES, ROUTES, type HttpMethod } from '../../functions/routes';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { addUserAndLogIn } from './identity-support';
@@ -30,6 +31,59 @@ interface Walker {
   controller: ControllerAccess;
   model?: ModelAccess;
   api: ReturnType<typeof apiClient>;
+  token: string;
+}
+
+/**
+ * What the walk asks: every route of ROUTES, and every route of
+ * GATEWAY_ROUTES as each documented route it serves (a container id the
+ * gateway decoded into segments, `0/lxd/1`), with that route's access.
+ */
+interface WalkedRoute {
+  method: HttpMethod;
+  path: string;
+  access: RouteAccess;
+  /** A gateway route's path is no route of the OpenAPI document: asked without the client's check. */
+  gateway: boolean;
+}
+
+const WALKED: Array<readonly [string, WalkedRoute]> = [
+  ...ROUTES.map(
+    (r) =>
+      [
+        `${r.method} ${r.path}`,
+        { method: r.method, path: r.path, access: r.access, gateway: false },
+      ] as const,
+  ),
+  ...GATEWAY_ROUTES.flatMap((g) =>
+    g.serves.map((key) => {
+      const served = ROUTES.find((r) => `${r.method} ${r.path}` === key)!;
+      const path = served.path.replace('{id}', '0/lxd/1');
+      return [
+        `${g.method} ${g.path} as ${key}`,
+        { method: g.method, path, access: served.access, gateway: true },
+      ] as const;
+    }),
+  ),
+];
+
+/** A request without the client's OpenAPI check, for the gateway's paths. */
+async function raw(
+  token: string | null,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${stack.apiUrl}${path}`, {
+    method,
+    headers: {
+      'content-type': 'application/json',
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      ...headers,
+    },
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
 }
 
 const PARAMS: Record<string, string> = {
@@ -49,7 +103,13 @@ describe('every route, at every access level', () => {
 
   beforeAll(async () => {
     expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
-    walkers.push({ label: 'admin token', controller: 'superuser', model: 'admin', api: admin });
+    walkers.push({
+      label: 'admin token',
+      controller: 'superuser',
+      model: 'admin',
+      api: admin,
+      token: stack.token,
+    });
     for (const controller of CONTROLLER_LEVELS) {
       const session = await addUserAndLogIn(stack, uniqueName(`w-${controller}`));
       if (controller !== 'login') {
@@ -61,6 +121,7 @@ describe('every route, at every access level', () => {
         controller,
         ...(controller === 'superuser' ? { model: 'admin' as const } : {}),
         api: session.api,
+        token: session.accessToken,
       });
     }
     for (const level of MODEL_LEVELS) {
@@ -74,11 +135,12 @@ describe('every route, at every access level', () => {
         controller: 'login',
         model: level,
         api: session.api,
+        token: session.accessToken,
       });
     }
   }, 180_000);
 
-  it.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', async (_key, route) => {
+  it.each(WALKED)('%s', async (_key, route) => {
     const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
       name === 'model' ? model : (PARAMS[name] ?? 'x'),
     );
@@ -87,26 +149,25 @@ describe('every route, at every access level', () => {
     const seen: string[] = [];
     const expected: string[] = [];
 
-    const anonymous = await apiClient(stack, null).call(
-      route.method,
-      path,
-      undefined,
-      undefined,
-      mutating ? STOP_AFTER_ACCESS : {},
-    );
+    const headers = mutating ? STOP_AFTER_ACCESS : {};
+    const ask = (walker: Walker | undefined) =>
+      route.gateway
+        ? raw(walker ? walker.token : null, route.method, path, headers)
+        : (walker ? walker.api : apiClient(stack, null)).call(
+            route.method,
+            path,
+            undefined,
+            undefined,
+            headers,
+          );
+    const anonymous = await ask(undefined);
     seen.push(
       `anonymous ${anonymous.status >= 500 ? serverError(anonymous) : anonymous.status === 401 ? 'unauthorized' : 'allowed'}`,
     );
     expected.push(`anonymous ${route.access.kind === 'none' ? 'allowed' : 'unauthorized'}`);
 
     for (const walker of walkers) {
-      const res = await walker.api.call(
-        route.method,
-        path,
-        undefined,
-        undefined,
-        mutating ? STOP_AFTER_ACCESS : {},
-      );
+      const res = await ask(walker);
       // a 5xx is never an answer to a caller's access, whatever the level: it fails the walk
       const outcome =
         res.status >= 500
@@ -148,34 +209,35 @@ describe('every route, at every access level', () => {
    * the model's audit, which outlives the model.
    */
   const nowhere = uniqueName('walk-nowhere');
-  it.each(
-    ROUTES.filter((r) => r.access.kind === 'model').map(
-      (r) => [`${r.method} ${r.path}`, r] as const,
-    ),
-  )('no access to the model is its absence: %s', async (_key, route) => {
-    const pathOf = (m: string) =>
-      route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
-        name === 'model' ? m : (PARAMS[name] ?? 'x'),
-      );
-    const mutating = route.method !== 'GET';
-    const ask = (api: ReturnType<typeof apiClient>, m: string) =>
-      api.call(route.method, pathOf(m), undefined, undefined, mutating ? STOP_AFTER_ACCESS : {});
-    const missing = (m: string) => ({
-      status: 404,
-      body: { error: { code: 'not-found', message: `model "${m}" not found` } },
-    });
-    const outsiders = walkers.filter((w) => w.model === undefined);
-    expect(outsiders.map((w) => w.label)).toEqual(['controller login', 'controller add-model']);
-    for (const outsider of outsiders) {
-      expect(await ask(outsider.api, model)).toEqual(missing(model));
-      expect(await ask(outsider.api, nowhere)).toEqual(missing(nowhere));
-    }
-    // a superuser reads the audit of a model that is gone: its entries outlive it (API.md)
-    const outlives = route.method === 'GET' && route.path === '/v1/models/{model}/audit';
-    if ((route.method === 'GET' || route.method === 'DELETE') && !outlives) {
-      expect(await admin.call(route.method, pathOf(nowhere))).toEqual(missing(nowhere));
-    }
-  });
+  it.each(WALKED.filter(([, r]) => r.access.kind === 'model'))(
+    'no access to the model is its absence: %s',
+    async (_key, route) => {
+      const pathOf = (m: string) =>
+        route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+          name === 'model' ? m : (PARAMS[name] ?? 'x'),
+        );
+      const mutating = route.method !== 'GET';
+      const ask = (walker: Walker, m: string, headers = mutating ? STOP_AFTER_ACCESS : {}) =>
+        route.gateway
+          ? raw(walker.token, route.method, pathOf(m), headers)
+          : walker.api.call(route.method, pathOf(m), undefined, undefined, headers);
+      const missing = (m: string) => ({
+        status: 404,
+        body: { error: { code: 'not-found', message: `model "${m}" not found` } },
+      });
+      const outsiders = walkers.filter((w) => w.model === undefined);
+      expect(outsiders.map((w) => w.label)).toEqual(['controller login', 'controller add-model']);
+      for (const outsider of outsiders) {
+        expect(await ask(outsider, model)).toEqual(missing(model));
+        expect(await ask(outsider, nowhere)).toEqual(missing(nowhere));
+      }
+      // a superuser reads the audit of a model that is gone: its entries outlive it (API.md)
+      const outlives = route.method === 'GET' && route.path === '/v1/models/{model}/audit';
+      if ((route.method === 'GET' || route.method === 'DELETE') && !outlives) {
+        expect(await ask(walkers[0]!, nowhere, {})).toEqual(missing(nowhere));
+      }
+    },
+  );
 
   /**
    * `$default`: a path the table does not have, or a path it has asked with a

@@ -297,9 +297,29 @@ describe('identity, access and audit', () => {
       status: 404,
       body: { error: { code: 'not-found' } },
     });
+    // a level or a user name the contract does not have: the usual 400, naming what was wrong
     expect(
-      (await aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'owner' })).status,
-    ).toBe(400);
+      await aliceSession.api.put(`/v1/models/${model}/access/${bob}`, { access: 'owner' }),
+    ).toEqual({
+      status: 400,
+      body: {
+        error: { code: 'bad-request', message: expect.stringMatching(/^field "access": /) },
+      },
+    });
+    expect(
+      await aliceSession.api.put(`/v1/models/${model}/access/Bob!`, { access: 'read' }),
+    ).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'invalid user name "Bob!"' } },
+    });
+    expect(await admin.put(`/v1/access/${bob}`, { access: 'root' })).toEqual({
+      status: 400,
+      body: {
+        error: { code: 'bad-request', message: expect.stringMatching(/^field "access": /) },
+      },
+    });
+    expect((await admin.get('/v1/whoami')).status).toBe(200);
+    expect((await bobSession.api.get('/v1/whoami')).body).toEqual({ user: bob, access: 'login' });
   });
 
   it('refuses to remove the last admin, and concurrent grants and revokes end consistent', async () => {
@@ -569,6 +589,11 @@ describe('identity, access and audit', () => {
     expect(first.body.entries).toHaveLength(500);
     expect(second.body.entries).toHaveLength(500);
     expect(second.body.entries[499].requestId).toBe('bench-0');
+    // without `limit`, a page is 100 entries, newest first, with a cursor to the rest
+    const defaultPage = await admin.get(`/v1/models/${busy}/audit`);
+    expect(defaultPage.body.entries).toHaveLength(100);
+    expect(defaultPage.body.entries[0].requestId).toBe('bench-999');
+    expect(typeof defaultPage.body.cursor).toBe('string');
     t = Date.now();
     const users = await admin.get('/v1/users');
     const usersMs = Date.now() - t;
