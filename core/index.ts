@@ -4,6 +4,7 @@ export * from './constraints';
 export * from './validator';
 export * from './ec2-validator';
 export * from './placement';
+export * from './unit-placement';
 export * from './base';
 export * from './instance-types';
 export * from './zones';

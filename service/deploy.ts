@@ -1,10 +1,11 @@
 import { TRANSACTION_LIMIT } from '../state/repository';
-import { createApplication, createMachine, createUnit } from '../state/writes';
+import { createApplication, createMachine, createUnit, guardModelAndApp } from '../state/writes';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
-import { guardModelAndApp, startWorkflows, type PlacedUnit } from './units';
+import type { PlacedUnit } from './units';
+import { startWorkflows } from './workflow-start';
 import { retryOnConcurrentChange } from '../state/errors';
 
 /** DynamoDB's limit of items in one transaction (state/table.ts). */
