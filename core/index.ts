@@ -2,7 +2,6 @@ export * from './errors';
 export * from './arch';
 export * from './constraints';
 export * from './validator';
-export * from './ec2-validator';
 export * from './placement';
 export * from './unit-placement';
 export * from './base';
