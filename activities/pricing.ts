@@ -1,4 +1,5 @@
 import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-pricing';
+import { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
 
 /**
  * On-demand prices of a region's instance types, from the AWS Price List API
@@ -12,10 +13,7 @@ import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-
 
 /** The Price List API's own region: it answers for every EC2 region from here. */
 export const PRICING_API_REGION = 'us-east-1';
-/** Prices change rarely (AWS publishes a few times a month): one fetch per region a day. */
-export const PRICE_TTL_MS = 24 * 60 * 60_000;
-/** After a failed lookup the fallback order is used this long before trying again. */
-export const PRICE_FAILURE_TTL_MS = 5 * 60_000;
+export { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
 /** A lookup (every page) that takes longer than this is given up for the fallback. */
 export const PRICE_LOOKUP_TIMEOUT_MS = 30_000;
 
