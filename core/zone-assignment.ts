@@ -114,17 +114,20 @@ export function assignZone(
       population[zone] = (population[zone] ?? 0) + n;
     }
   }
-  let zone: string | undefined;
-  try {
-    zone = ask.order(population)[0];
-  } catch (error) {
-    // undo the move: this machine keeps what it had
+  // a refusal undoes the move: this machine keeps what it had
+  const refuse = (error: unknown): ZoneAssignment => {
     if (m.countedZone) {
       for (const g of m.countedGroups ?? []) bump(working, g, m.countedZone, 1, m.countedPartition);
     }
     return { ok: false, error };
+  };
+  let zone: string | undefined;
+  try {
+    zone = ask.order(population)[0];
+  } catch (error) {
+    return refuse(error);
   }
-  if (zone === undefined) return { ok: false, error: new Error('no zone to claim') };
+  if (zone === undefined) return refuse(new Error('no zone to claim'));
   let partition: number | undefined;
   if (ask.partitions !== undefined) {
     const inZone: Record<number, number> = {};

@@ -190,6 +190,17 @@ describe('assignZone', () => {
     expect(working.get('wp')!.counts).toEqual({ 'us-east-1a': 2, 'us-east-1b': 1 });
   });
 
+  test('an order with no zone leaves a counted machine counted where it was', () => {
+    const working = counters({ wp: { 'us-east-1a': 2, 'us-east-1b': 1 } });
+    const got = assignZone(
+      working,
+      { groups: ['wp'], order: () => [] },
+      { countedZone: 'us-east-1a', countedGroups: ['wp'] },
+    );
+    expect(got).toEqual({ ok: false, error: new Error('no zone to claim') });
+    expect(working.get('wp')!.counts).toEqual({ 'us-east-1a': 2, 'us-east-1b': 1 });
+  });
+
   test('an order with no zone is refused with "no zone to claim"', () => {
     const working = counters({});
     const got = assignZone(working, { groups: [], order: () => [] }, {});
