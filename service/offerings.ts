@@ -88,6 +88,66 @@ export async function checkOffered(
   }
 }
 
+/**
+ * retry-provisioning's up-front check. The retry's own constraints are
+ * checked like any request's (Juju's words: `invalid constraint value: …`,
+ * `availability zone "…" not valid`). What the merge takes from the model's
+ * stored constraints (the keys the retry leaves unset) is not the retry's to
+ * answer for: it is refused only when the machine truly cannot launch with
+ * it (an instance type the region does not offer; `zones=` of which no zone
+ * exists, where one valid zone is enough to launch), and then the message
+ * says it is the model's stored constraint. Stored values can be wrong
+ * although every write checks them: checked only while EC2 answers, written
+ * before the check existed, or a zone gone since.
+ */
+export async function checkRetryConstraints(
+  ctx: Parameters<typeof checkOffered>[0],
+  region: string,
+  own: string,
+  modelConstraints: string,
+  deadlineMs: number = OFFERINGS_DEADLINE_MS,
+): Promise<void> {
+  await checkOffered(ctx, region, { constraints: own }, deadlineMs);
+  const mine = parseConstraints(own);
+  const stored = parseConstraints(modelConstraints);
+  const fromModel = (why: string) =>
+    new ConstraintsError(
+      `${why}: from the model's constraints "${modelConstraints}", which this retry does not ` +
+        'replace (change them with set-model-constraints, or give the retry its own)',
+    );
+  if (mine.instanceType === undefined && stored.instanceType) {
+    try {
+      await checkOffered(
+        ctx,
+        region,
+        { constraints: `instance-type=${stored.instanceType}` },
+        deadlineMs,
+      );
+    } catch (err) {
+      if (err instanceof ConstraintsError) throw fromModel(err.message);
+      throw err;
+    }
+  }
+  if (mine.zones === undefined && stored.zones && stored.zones.length > 0) {
+    const invalid: string[] = [];
+    for (const zone of stored.zones) {
+      try {
+        await checkOffered(ctx, region, { constraints: `zones=${zone}` }, deadlineMs);
+      } catch (err) {
+        if (!(err instanceof ConstraintsError)) throw err;
+        invalid.push(zone);
+      }
+    }
+    if (invalid.length === stored.zones.length) {
+      throw fromModel(
+        invalid.length === 1
+          ? invalidZoneMessage(invalid[0]!)
+          : `no availability zone of ${invalid.map((z) => `"${z}"`).join(', ')} is valid`,
+      );
+    }
+  }
+}
+
 /** The up-front check's deadline passed before EC2 answered. */
 class OfferingsTimeout extends Error {
   override name = 'OfferingsTimeout';

@@ -60,7 +60,7 @@ const VISIBLE_TEXT = `(() => {
     if (!text && f.srcdoc) {
       text = new DOMParser().parseFromString(f.srcdoc, 'text/html').body.textContent || '';
     }
-    return '[frame ' + (f.id || '') + ']\\n' + text;
+    return '[frame ' + (f.id || '') + ']\\n' + text.trim();
   });
   return [document.body ? document.body.innerText : '', ...frames].join('\\n');
 })()`;

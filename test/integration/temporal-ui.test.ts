@@ -366,7 +366,7 @@ describe('the Temporal UI of a machine that fails in every zone', () => {
       expect(page).toContain('Current Details');
       expect(page).toContain('No summary available');
       const shown = page.slice(page.indexOf(detailsFrame) + detailsFrame.length);
-      // Markdown joins the lines into one paragraph: the summary, then the status as now
+      // the summary, then the status as now (each on its own line), the error's zones
       expect(shown.startsWith(summary)).toBe(true);
       expect(shown).toMatch(/status error \(error, attempt \d+ of 10\)/);
       expect(shown).toContain('last error every zone tried failed');

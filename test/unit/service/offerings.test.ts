@@ -5,6 +5,7 @@ import {
 import { ConstraintsError, PlacementError } from '../../../core';
 import {
   checkOffered,
+  checkRetryConstraints,
   Ec2Offerings,
   OFFERINGS_FAILURE_TTL_MS,
   OFFERINGS_TTL_MS,
@@ -251,5 +252,52 @@ describe('checkOffered', () => {
     expect(ec2.calls).toHaveLength(1);
     expect(warnings).toHaveLength(2);
     expect(warnings[1]!.extra).toEqual({ region: REGION, error: 'AbortError' });
+  });
+});
+
+describe('checkRetryConstraints', () => {
+  const check = (own: string, model: string) => {
+    const ec2 = healthyEc2();
+    const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
+    return checkRetryConstraints({ offerings, log: logSpy().log }, REGION, own, model);
+  };
+  const fromModel = (why: string, model: string) =>
+    new ConstraintsError(
+      `${why}: from the model's constraints "${model}", which this retry does not replace ` +
+        '(change them with set-model-constraints, or give the retry its own)',
+    );
+
+  it("refuses the retry's own values in Juju's words, whatever the model's", async () => {
+    await expect(check('cores=2 zones=us-east-1a,us-east-1z', 'zones=us-east-1a')).rejects.toEqual(
+      new ConstraintsError('availability zone "us-east-1z" not valid'),
+    );
+    await expect(check('instance-type=z9.huge', 'zones=us-east-1z')).rejects.toEqual(
+      new ConstraintsError('invalid constraint value: instance-type=z9.huge'),
+    );
+  });
+
+  it('a zone stored on the model does not refuse a retry that can still launch', async () => {
+    // one stored zone is gone, the other is there: the machine can launch there
+    await expect(check('cores=2', 'zones=us-east-1a,us-east-1z')).resolves.toBeUndefined();
+    // the retry's own zones replace the model's, bad as they are
+    await expect(check('cores=2 zones=us-east-1b', 'zones=us-east-1z')).resolves.toBeUndefined();
+    await expect(
+      check('instance-type=t3.micro', 'instance-type=z9.huge zones=us-east-1a'),
+    ).resolves.toBeUndefined();
+  });
+
+  it("refuses a stored combination that cannot launch, saying it is the model's constraint", async () => {
+    await expect(check('cores=2', 'zones=us-east-1z')).rejects.toEqual(
+      fromModel('availability zone "us-east-1z" not valid', 'zones=us-east-1z'),
+    );
+    await expect(check('cores=2', 'zones=us-east-1y,us-east-1z')).rejects.toEqual(
+      fromModel(
+        'no availability zone of "us-east-1y", "us-east-1z" is valid',
+        'zones=us-east-1y,us-east-1z',
+      ),
+    );
+    await expect(check('mem=4G', 'instance-type=z9.huge')).rejects.toEqual(
+      fromModel('invalid constraint value: instance-type=z9.huge', 'instance-type=z9.huge'),
+    );
   });
 });
