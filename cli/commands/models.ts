@@ -134,12 +134,19 @@ export function registerModelCommands(program: Command, session: Session): void 
     ['tabular', 'json', 'yaml'],
     'tabular',
   ).action(async (opts: { format: Format }) => {
-    // the table's counts come with the list (one request); json and yaml print the plain list
-    const { models } = await session
-      .client()
-      .get<{ models: Model[] }>(
-        opts.format === 'tabular' ? '/v1/models?summary=true' : '/v1/models',
-      );
+    // the table's counts come with the list, a page at a time (the server pages a summary:
+    // one request per 100 models, following its cursor); json and yaml print the plain list
+    const models: Model[] = [];
+    let cursor: string | undefined;
+    do {
+      const path =
+        opts.format !== 'tabular'
+          ? '/v1/models'
+          : `/v1/models?summary=true${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await session.client().get<{ models: Model[]; cursor?: string }>(path);
+      models.push(...page.models);
+      cursor = opts.format === 'tabular' ? page.cursor : undefined;
+    } while (cursor);
     const current = currentModel(session.endpoint().apiUrl, session.ctx.env);
     if (opts.format !== 'tabular') {
       printStructured(session, opts.format, {

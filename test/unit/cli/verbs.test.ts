@@ -254,6 +254,29 @@ describe('models list', () => {
     expect(JSON.parse(json.stdout).models).toEqual([model]);
   });
 
+  it('the table follows the summary cursor: every page, in one table', async () => {
+    const summed = (m: Model, machines: number) => ({
+      ...m,
+      summary: { machines, units: 0, lastChange: m.createdAt, access: 'admin' as const },
+    });
+    const h = await runCli(['models'], (req) => {
+      if (req.path === '/v1/models?summary=true')
+        return { models: [summed(model, 4)], cursor: 'eyJhZnRlciI6ImRlbW8ifQ' };
+      if (req.path === '/v1/models?summary=true&cursor=eyJhZnRlciI6ImRlbW8ifQ')
+        return { models: [summed({ ...model, name: 'other', constraints: '' }, 2)] };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(h.code).toBe(0);
+    expect(h.requests).toEqual([
+      { method: 'GET', path: '/v1/models?summary=true' },
+      { method: 'GET', path: '/v1/models?summary=true&cursor=eyJhZnRlciI6ImRlbW8ifQ' },
+    ]);
+    expect(h.stdout.split('\n').slice(1, 3)).toEqual([
+      expect.stringMatching(/^demo +aws\/us-east-1 +mem=2048M +4 +0 +admin /),
+      expect.stringMatching(/^other +aws\/us-east-1 +2 +0 +admin /),
+    ]);
+  });
+
   it('list-models is models; a superuser has admin on every model (a server without summaries: one request per model)', async () => {
     const h = await runCli(['list-models'], (req) => {
       if (req.path === '/v1/models?summary=true') return { models: [model] };
