@@ -284,7 +284,13 @@ export async function retryMachine(
   if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
     // the retry's own values; the model's stored ones only where the machine cannot launch
-    await checkRetryConstraints(ctx, modelRecord.region, own!, modelRecord.constraints);
+    await checkRetryConstraints(
+      ctx,
+      modelRecord.region,
+      own!,
+      modelRecord.constraints,
+      replacement,
+    );
     const tx = ctx.repo.transaction();
     tx.update(
       machineKey(model, id),

@@ -3,6 +3,7 @@ import {
   DescribeInstanceTypeOfferingsCommand,
 } from '@aws-sdk/client-ec2';
 import { ConstraintsError, PlacementError } from '../../../core';
+import { collapseConstraints } from '../../../service/constraints';
 import {
   checkOffered,
   checkRetryConstraints,
@@ -259,7 +260,9 @@ describe('checkRetryConstraints', () => {
   const check = (own: string, model: string) => {
     const ec2 = healthyEc2();
     const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
-    return checkRetryConstraints({ offerings, log: logSpy().log }, REGION, own, model);
+    // the merge retryMachine makes: what the machine launches with
+    const merged = collapseConstraints(model, own);
+    return checkRetryConstraints({ offerings, log: logSpy().log }, REGION, own, model, merged);
   };
   const fromModel = (why: string, model: string) =>
     new ConstraintsError(
@@ -296,8 +299,58 @@ describe('checkRetryConstraints', () => {
         'zones=us-east-1y,us-east-1z',
       ),
     );
-    await expect(check('mem=4G', 'instance-type=z9.huge')).rejects.toEqual(
+    // the merge keeps the stored type (zones do not conflict with it): the machine would launch with it
+    await expect(check('zones=us-east-1a', 'instance-type=z9.huge')).rejects.toEqual(
       fromModel('invalid constraint value: instance-type=z9.huge', 'instance-type=z9.huge'),
     );
+  });
+
+  it.each(['mem=4G', 'cores=2', 'cpu-power=100', 'arch=arm64'])(
+    "a stored instance type the retry's %s masks in the merge refuses nothing (it is not launched with)",
+    async (own) => {
+      expect(collapseConstraints('instance-type=z9.huge', own)).not.toContain('instance-type');
+      await expect(check(own, 'instance-type=z9.huge')).resolves.toBeUndefined();
+    },
+  );
+
+  it('reads the types and zones once, in parallel, under one deadline', async () => {
+    const started: string[] = [];
+    // EC2 never answers; a read ends only when the deadline aborts it
+    const ec2 = stubEc2(
+      (command, signal) =>
+        new Promise((_resolve, reject) => {
+          started.push(command!.constructor.name);
+          signal?.addEventListener('abort', () =>
+            reject(Object.assign(new Error('aborted'), { name: 'AbortError' })),
+          );
+        }),
+    );
+    const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
+    const { log, warnings } = logSpy();
+    const model = 'instance-type=m5.large zones=us-east-1a,us-east-1b';
+    // root-disk does not mask the stored type: both the type and the zones come from the model
+    const own = 'root-disk=16G';
+    const check = checkRetryConstraints(
+      { offerings, log },
+      REGION,
+      own,
+      model,
+      collapseConstraints(model, own),
+      500,
+    );
+    await new Promise((r) => setImmediate(r));
+    // both asked before either answered (one deadline, not one per read or per zone)
+    expect(started.sort()).toEqual([
+      'DescribeAvailabilityZonesCommand',
+      'DescribeInstanceTypeOfferingsCommand',
+    ]);
+    await expect(check).resolves.toBeUndefined();
+    // one deadline passed: one warning, each read asked once
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.extra).toEqual({ region: REGION, error: 'OfferingsTimeout' });
+    expect(ec2.calls.map((c) => c.name).sort()).toEqual([
+      'DescribeAvailabilityZonesCommand',
+      'DescribeInstanceTypeOfferingsCommand',
+    ]);
   });
 });
