@@ -138,6 +138,8 @@ export function registerModelCommands(program: Command, session: Session): void 
     // one request per 100 models, following its cursor); json and yaml print the plain list
     const models: Model[] = [];
     let cursor: string | undefined;
+    // a cursor answered twice would page forever: a server fault, stopped with an error
+    const seen = new Set<string>();
     do {
       const path =
         opts.format !== 'tabular'
@@ -146,6 +148,15 @@ export function registerModelCommands(program: Command, session: Session): void 
       const page = await session.client().get<{ models: Model[]; cursor?: string }>(path);
       models.push(...page.models);
       cursor = opts.format === 'tabular' ? page.cursor : undefined;
+      if (cursor !== undefined) {
+        if (seen.has(cursor))
+          throw new CliError(
+            `the server answered the same models cursor twice ("${cursor.slice(0, 100)}"); ` +
+              'stopped paging after ' +
+              `${models.length} models (a server fault: try again, or use --format json)`,
+          );
+        seen.add(cursor);
+      }
     } while (cursor);
     const current = currentModel(session.endpoint().apiUrl, session.ctx.env);
     if (opts.format !== 'tabular') {

@@ -277,6 +277,34 @@ describe('models list', () => {
     ]);
   });
 
+  it('the table stops with an error when the server answers the same cursor twice', async () => {
+    const summed = (m: Model, machines: number) => ({
+      ...m,
+      summary: { machines, units: 0, lastChange: m.createdAt, access: 'admin' as const },
+    });
+    const h = await runCli(['models'], (req) => {
+      if (req.path === '/v1/models?summary=true')
+        return { models: [summed(model, 4)], cursor: 'c1' };
+      // a faulty server: the next page hands back a cursor already followed
+      if (req.path === '/v1/models?summary=true&cursor=c1')
+        return { models: [summed({ ...model, name: 'other' }, 2)], cursor: 'c2' };
+      if (req.path === '/v1/models?summary=true&cursor=c2')
+        return { models: [summed({ ...model, name: 'third' }, 1)], cursor: 'c1' };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(h.code).toBe(1);
+    expect(h.stdout).toBe('');
+    expect(h.stderr).toBe(
+      'ERROR the server answered the same models cursor twice ("c1"); stopped paging after 3 ' +
+        'models (a server fault: try again, or use --format json)\n',
+    );
+    expect(h.requests.map((r) => r.path)).toEqual([
+      '/v1/models?summary=true',
+      '/v1/models?summary=true&cursor=c1',
+      '/v1/models?summary=true&cursor=c2',
+    ]);
+  });
+
   it('list-models is models; a superuser has admin on every model (a server without summaries: one request per model)', async () => {
     const h = await runCli(['list-models'], (req) => {
       if (req.path === '/v1/models?summary=true') return { models: [model] };
