@@ -21,7 +21,7 @@ describe('.ci/install-tools', () => {
     log = join(dir, 'apt.log');
     mkdirSync(bin);
     writeFileSync(log, '');
-    for (const tool of ['bash', 'chmod', 'env', 'grep', 'sh']) {
+    for (const tool of ['bash', 'chmod', 'env', 'grep', 'sh', 'sleep', 'timeout']) {
       const real = spawnSync('sh', ['-c', `command -v ${tool}`], {
         encoding: 'utf8',
       }).stdout.trim();
@@ -66,10 +66,10 @@ describe('.ci/install-tools', () => {
     );
   }
 
-  function run() {
+  function run(env: Record<string, string> = {}) {
     const out = spawnSync(join(PROJECT_ROOT, '.ci', 'install-tools'), [], {
       encoding: 'utf8',
-      env: { PATH: bin, HOME: dir },
+      env: { PATH: bin, HOME: dir, ...env },
       timeout: 60_000,
     });
     return {
@@ -144,6 +144,21 @@ describe('.ci/install-tools', () => {
     stub('chromium', CHROMIUM);
     const r = run();
     expect([r.status, r.stdout, r.stderr, r.apt]).toEqual([0, '', '', []]);
+  });
+
+  it('a chromium whose --version never answers is given up on at the probe timeout, not waited for', () => {
+    machine({ uid: 1000, sudo: false, packages: {} });
+    stub('tmux', 'exit 0');
+    // a wrapper that hangs (or waits for input that never comes)
+    stub('chromium', 'exec sleep 600');
+    const started = Date.now();
+    const r = run({ CHROMIUM_PROBE_TIMEOUT: '2' });
+    // without the bound the script hangs until spawnSync's 60 s kill (status null)
+    expect(r.status).toBe(0);
+    expect(Date.now() - started).toBeLessThan(45_000);
+    expect(r.stdout).toContain(
+      '== no working chromium (not root and no password-less sudo): the Temporal UI test skips its browser pages',
+    );
   });
 
   it('.ci/run calls it before anything else is installed', () => {
