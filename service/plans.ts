@@ -84,7 +84,7 @@ export async function buildPlan(
 ): Promise<PlanView> {
   const notes: string[] = [];
   // every EC2 read of this plan answers by one deadline, or the plan is refused (503)
-  const sources = ctx.planSources && boundedReads(ctx.planSources);
+  const sources = ctx.planSources && boundedReads(ctx.planSources, ctx.requestStartedAt);
   const launches = entries.filter((e) => e.kind === 'launch');
   let zones: AvailabilityZone[] = [];
   let catalogue: readonly InstanceTypeInfo[] = [];
@@ -424,7 +424,8 @@ export function priceLookupTimeoutNote(timeoutMs: number): string {
 
 /**
  * How long a plan's EC2 reads (zones, instance types, offerings, subnets) may
- * take together, from the plan's first read: a cold catalogue read once took
+ * take together, counted from the start of the request (the time spent before
+ * the first read is in API Gateway's 29 s too): a cold catalogue read once took
  * 34 s, past API Gateway's 29 s, which then answers a bare 503 of its own. The
  * plan answers its own `503 unavailable` by then, naming what did not answer;
  * the reads go on and fill the caches for the next plan.
@@ -444,13 +445,14 @@ export class PlanReadsDeadlineError extends DependencyUnavailableError {
 
 /**
  * The plan sources with their EC2 reads bounded by one deadline, counted from
- * the first read: a read still unanswered then rejects with
- * PlanReadsDeadlineError naming every read still under way (the price list
- * keeps its own, shorter deadline: a plan answers without prices).
+ * the request's start (`startedAt`; without it, from the first read): a read
+ * still unanswered then rejects with PlanReadsDeadlineError naming every read
+ * still under way (the price list keeps its own, shorter deadline: a plan
+ * answers without prices).
  */
-function boundedReads(sources: PlanSources): PlanSources {
+function boundedReads(sources: PlanSources, startedAt?: number): PlanSources {
   const deadlineMs = sources.readsDeadlineMs ?? PLAN_READS_DEADLINE_MS;
-  let end: number | undefined;
+  let end: number | undefined = startedAt === undefined ? undefined : startedAt + deadlineMs;
   const pending = new Map<string, number>();
   const read = <T>(what: string, value: Promise<T>): Promise<T> => {
     end ??= Date.now() + deadlineMs;

@@ -205,6 +205,27 @@ describe('buildPlan: a deadline on its EC2 reads', () => {
     },
   );
 
+  it("counts the deadline from the request's start, not from the plan's first read", async () => {
+    const sources = sourcesWith(priced, { catalogue: never, readsDeadlineMs: 30_000 });
+    const started = Date.now();
+    // the request began 29.8 s ago (cold start, DynamoDB reads, the decision): 0.2 s are left
+    const err = await buildPlan(
+      context(sources, { requestStartedAt: started - 29_800 }),
+      MODEL,
+      ONE,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // counted from the first read it would wait the whole 30 s (past the test's own timeout)
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(err).toBeInstanceOf(PlanReadsDeadlineError);
+    expect((err as Error).message).toBe(
+      'EC2 did not answer within 30 s for this plan (still waiting for the instance types of ' +
+        'us-east-1); nothing was planned, try again shortly',
+    );
+  });
+
   it('reads that answer within the deadline make the plan as before', async () => {
     const slow = <T>(v: T) => new Promise<T>((r) => setTimeout(() => r(v), 20));
     const sources = sourcesWith(priced, {
