@@ -110,12 +110,14 @@ interface Cached {
 export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string };
 
 /**
- * A lookup that ended this many times its timeout after it started cannot
- * have run all that time (the timeout aborts it): its process was frozen (a
- * Lambda container between invocations), so its failure says nothing about
- * the price list and it is started again rather than cached.
+ * How late a lookup may end past its own timeout and still have run all that
+ * time: the timeout aborts it, so it ends at its timeout plus the timer's
+ * lateness (milliseconds, a few hundred on a busy machine). One that ends
+ * later than this cannot have been running: its process was frozen (a Lambda
+ * container between invocations), so its failure says nothing about the price
+ * list and it is started again rather than cached.
  */
-export const FROZEN_FACTOR = 2;
+export const FROZEN_SLACK_MS = 2_000;
 
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
@@ -164,6 +166,11 @@ export class InstancePrices {
   }
 
   forRegion(region: string): Promise<ReadonlyMap<string, number>> {
+    return this.lookup(region, false);
+  }
+
+  /** `again`: this lookup replaces a frozen one (restarted once, never in a loop). */
+  private lookup(region: string, again: boolean): Promise<ReadonlyMap<string, number>> {
     const hit = this.cache.get(region);
     if (hit && hit.expires > this.now()) return hit.value;
     const started = this.now();
@@ -174,10 +181,10 @@ export class InstancePrices {
       return prices;
     });
     entry.value = fetched.catch((err: unknown) => {
-      if (this.now() - started > this.timeoutMs * FROZEN_FACTOR) {
+      if (!again && this.now() - started > this.timeoutMs + FROZEN_SLACK_MS) {
         // frozen, not failed: whoever waits on this entry waits on a fresh lookup instead
         if (this.cache.get(region) === entry) this.cache.delete(region);
-        return this.forRegion(region);
+        return this.lookup(region, true);
       }
       this.failures.set(
         region,

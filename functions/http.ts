@@ -181,15 +181,26 @@ export function asDocumentedRoute(event: APIGatewayProxyEventV2): APIGatewayProx
  * is still answered by that route (a 400 naming the id), as the path answered
  * before the greedy routes: only when the path is no other route's (a wrong
  * method on `…/machines/3/retry` is a 405 naming POST) and the id has a
- * container id's shape (`0/lxd/x`, `0/kvm/1`: an odd number of segments);
- * any other path (`…/machines/3/foo`) is no route at all, a 404.
+ * container id's shape (`0/lxd/x`, `0/kvm/1`: an odd number of segments,
+ * every second one a container type Juju names); any other path
+ * (`…/machines/3/foo`, `…/machines/3/foo/bar`) is no route at all, a 404.
  */
 function answersAsDocumented(rawPath: string, id: string | undefined): boolean {
   if (id === undefined) return false;
   if (PATH_PARAMETERS.id.schema.safeParse(id).success) return true;
   if (allowedMethods(rawPath).length > 0) return false;
-  return id.split('/').length % 2 === 1;
+  const segments = id.split('/');
+  return (
+    segments.length % 2 === 1 &&
+    segments.every((s, i) => i % 2 === 0 || JUJU_CONTAINER_TYPES.has(s))
+  );
 }
+
+/**
+ * The container types Juju's machine ids name (`0/lxd/1`; `kvm` and the
+ * retired `lxc` are still ids' shape although only `lxd` is provisioned here).
+ */
+const JUJU_CONTAINER_TYPES: ReadonlySet<string> = new Set(['lxd', 'kvm', 'lxc']);
 
 /**
  * Builds a Lambda handler for one route group: who is calling and whether

@@ -24,7 +24,7 @@ import {
   placementText,
   validateBase,
 } from './placement';
-import { checkOffered } from './offerings';
+import { checkOffered, checkRetryConstraints } from './offerings';
 import { isProvisioned, newMachine } from './records';
 import { isWorkflowServiceUnavailable } from './workflows';
 import { createMachine, guardModelAndApp, updateMachineMembership } from '../state/writes';
@@ -265,10 +265,9 @@ export async function retryMachine(
   constraints?: string,
 ): Promise<void> {
   const modelRecord = await ctx.repo.getModel(model);
+  const own = constraints === undefined ? undefined : validateConstraints(constraints).canonical;
   const replacement =
-    constraints === undefined
-      ? undefined
-      : collapseConstraints(modelRecord.constraints, validateConstraints(constraints).canonical);
+    own === undefined ? undefined : collapseConstraints(modelRecord.constraints, own);
   const notInError = (m: MachineRecord) =>
     new EntityConflictError(
       `machine ${id} is not in an error state (${m.life === 'alive' ? m.status : m.life})`,
@@ -276,7 +275,14 @@ export async function retryMachine(
   const machine = await ctx.repo.getMachine(model, id);
   if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
-    await checkOffered(ctx, modelRecord.region, { constraints: replacement });
+    // the retry's own values; the model's stored ones only where the machine cannot launch
+    await checkRetryConstraints(
+      ctx,
+      modelRecord.region,
+      own!,
+      modelRecord.constraints,
+      replacement,
+    );
     const tx = ctx.repo.transaction();
     setErrorMachineConstraints(tx, model, id, replacement);
     try {
