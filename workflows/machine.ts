@@ -1,4 +1,5 @@
 import {
+  CancellationScope,
   condition,
   isCancellation,
   log,
@@ -32,7 +33,7 @@ import {
   REPROVISION_IN_WORKFLOW,
   uses,
 } from './patches';
-import { failureMessage, localRecords, records, tearing } from './proxies';
+import { failureMessage, localPlanning, localRecords, records, tearing } from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -161,6 +162,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
   };
   state.maxAttempts = ctx.tuning.startAttempts;
 
+  let first = true;
   for (;;) {
     // Signals are consumed before the machine is read, never after: one that
     // lands while the read is in flight stays set and wakes the next wait.
@@ -177,7 +179,22 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       seen && !retryRequested && !destroyRequested && reprovisionOf === undefined
         ? await observeWithoutRead(ctx, seen)
         : undefined;
-    const machine = observed?.machine ?? (await quick.loadMachine({ model, machineId }));
+    // a `machine` run's first read, nothing pending: the read also plans and claims (LEAN_LAUNCH)
+    const prepare =
+      lean &&
+      first &&
+      input.carried === undefined &&
+      !retryRequested &&
+      !destroyRequested &&
+      reprovisionOf === undefined &&
+      seen === undefined;
+    first = false;
+    const read =
+      observed?.machine ??
+      (prepare ? await loadPrepared(ctx) : await quick.loadMachine({ model, machineId }));
+    // a destroy cut the first read short: read again, as any wake-up does
+    if (read === 'interrupted') continue;
+    const machine = read;
     if (lean && machine?.tuning && ctx.tuning.startAttempts === 0) {
       ctx.tuning = machine.tuning;
       state.maxAttempts = machine.tuning.startAttempts;
@@ -212,6 +229,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     // a live machine's snapshot leaves the model out; its region is then its plan's
     ctx.region = machine.region ?? ctx.region;
     ctx.snapshot = machine;
+    // only as read, for the pass that starts now: a later pass plans and claims afresh
+    ctx.prepared = machine.prepared;
     if (observed?.machine) {
       // published with the observation below: one search-attribute update for both
     } else if (lean && provisionable(machine, retryRequested)) {
@@ -295,6 +314,34 @@ async function reprovision(
     ctx.signals.retry = true;
   }
   return true;
+}
+
+/**
+ * The first read of a `machine` run with nothing pending (LEAN_LAUNCH): the
+ * machine, and for one about to be provisioned its plan and zone claim,
+ * taken in the same local activity (records.ts loadMachine `prepare`). A
+ * destroy that arrives meanwhile cancels it, as it cancels planning
+ * (DESTROY_CANCELS_PLANNING): 'interrupted', and the loop reads the
+ * machine again. Whether a run took this path is in its history (the
+ * read's answer carries `prepared`), so replay follows it without a marker.
+ */
+async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null | 'interrupted'> {
+  const { model, machineId, signals, state } = ctx;
+  // what a person querying the machine sees while it is planned
+  state.phase = 'planning';
+  const scope = new CancellationScope();
+  const loading = scope.run(() => localPlanning.loadMachine({ model, machineId, prepare: true }));
+  let settled = false;
+  loading.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await condition(() => settled || signals.destroy);
+  if (settled) return loading;
+  scope.cancel();
+  await loading.catch(() => undefined);
+  state.phase = 'loading';
+  return 'interrupted';
 }
 
 /** Whether the loop will provision this machine now (the last branch below). */
