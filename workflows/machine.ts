@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   CancellationScope,
   condition,
   isCancellation,
@@ -192,7 +193,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     const read =
       observed?.machine ??
       (prepare ? await loadPrepared(ctx) : await quick.loadMachine({ model, machineId }));
-    // a destroy cut the first read short: read again, as any wake-up does
+    // a destroy cut the first read short, or its planning failed: read again, step by step
     if (read === 'interrupted') continue;
     const machine = read;
     if (lean && machine?.tuning && ctx.tuning.startAttempts === 0) {
@@ -322,7 +323,9 @@ async function reprovision(
  * taken in the same local activity (records.ts loadMachine `prepare`). A
  * destroy that arrives meanwhile cancels it, as it cancels planning
  * (DESTROY_CANCELS_PLANNING): 'interrupted', and the loop reads the
- * machine again. Whether a run took this path is in its history (the
+ * machine again; so too when the step runs out of retries (planning kept
+ * failing), and the pass then plans on its own and records what failed.
+ * Whether a run took this path is in its history (the
  * read's answer carries `prepared`), so replay follows it without a marker.
  */
 async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null | 'interrupted'> {
@@ -337,7 +340,22 @@ async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null
     () => (settled = true),
   );
   await condition(() => settled || signals.destroy);
-  if (settled) return loading;
+  if (settled) {
+    try {
+      return await loading;
+    } catch (err) {
+      // out of its retries (planning or the claim kept failing): the loop reads again and
+      // takes the steps one by one, whose failures the pass records on the machine
+      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+      log.warn('first read with planning failed; planning on its own', {
+        model,
+        machineId,
+        error: failureMessage(err),
+      });
+      state.phase = 'loading';
+      return 'interrupted';
+    }
+  }
   scope.cancel();
   await loading.catch(() => undefined);
   state.phase = 'loading';
