@@ -332,9 +332,14 @@ describe('launch cost', () => {
             ]
           : [],
       );
-      // status, zone and instance status in one upsert (applications: these machines have none)
+      // status, zone, instance status and applications (none here: cleared) in one upsert
       expect(upserts).toEqual([
-        ['ProvisionerInstanceStatus', 'ProvisionerStatus', 'ProvisionerZone'],
+        [
+          'ProvisionerApplications',
+          'ProvisionerInstanceStatus',
+          'ProvisionerStatus',
+          'ProvisionerZone',
+        ],
       ]);
       // no patch marker: the path is told by what the history's answers carry (LEAN_LAUNCH)
       expect(
