@@ -50,6 +50,14 @@ import { promisify } from 'node:util';
  *   marker, which the code must still match while replaying (carry.ts).
  *   Recorded by test/integration/temporal-ui.test.ts with
  *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-lean-…` (issue 26, `lean-launch`, workflows/patches.ts): the
+ *   same stories as their namesakes above, recorded after the launch was cut
+ *   to one local activity (read, plan and claim), the launch recording its
+ *   instance, and one upsert; a run destroyed while its first read planned
+ *   (the read cancelled). Recorded by failure-semantics.test.ts and
+ *   liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`. The
+ *   histories above, without `prepared` and `recorded` in their answers,
+ *   replay the steps as they were.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does
