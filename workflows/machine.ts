@@ -29,6 +29,7 @@ import {
   CONTAINERS,
   CONTINUE_WHEN_SETTLED,
   INSTANCE_LIVENESS,
+  LEAN_READ_CUT,
   NO_ORPHAN_ON_ERROR,
   OBSERVE_WITHOUT_READ,
   REPROVISION_IN_WORKFLOW,
@@ -322,7 +323,9 @@ async function reprovision(
  * machine, and for one about to be provisioned its plan and zone claim,
  * taken in the same local activity (records.ts loadMachine `prepare`). A
  * destroy that arrives meanwhile cancels it, as it cancels planning
- * (DESTROY_CANCELS_PLANNING): 'interrupted', and the loop reads the
+ * (DESTROY_CANCELS_PLANNING; asked with LEAN_READ_CUT, so a run main's code
+ * began, whose first read outlasted a workflow task and met a destroy,
+ * replays as main ran it): 'interrupted', and the loop reads the
  * machine again; so too when the step runs out of retries (planning kept
  * failing), and the pass then plans on its own and records what failed.
  * Whether a run took this path is in its history (the
@@ -340,26 +343,28 @@ async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null
     () => (settled = true),
   );
   await condition(() => settled || signals.destroy);
-  if (settled) {
-    try {
-      return await loading;
-    } catch (err) {
-      // out of its retries (planning or the claim kept failing): the loop reads again and
-      // takes the steps one by one, whose failures the pass records on the machine
-      if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-      log.warn('first read with planning failed; planning on its own', {
-        model,
-        machineId,
-        error: failureMessage(err),
-      });
-      state.phase = 'loading';
-      return 'interrupted';
-    }
+  // Runs whose history has no LEAN_READ_CUT marker here awaited the read, as main's code did
+  // (its history then holds the read's answer, and the destroy is taken by the planning).
+  if (!settled && patched(LEAN_READ_CUT)) {
+    scope.cancel();
+    await loading.catch(() => undefined);
+    state.phase = 'loading';
+    return 'interrupted';
   }
-  scope.cancel();
-  await loading.catch(() => undefined);
-  state.phase = 'loading';
-  return 'interrupted';
+  try {
+    return await loading;
+  } catch (err) {
+    // out of its retries (planning or the claim kept failing): the loop reads again and
+    // takes the steps one by one, whose failures the pass records on the machine
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    log.warn('first read with planning failed; planning on its own', {
+      model,
+      machineId,
+      error: failureMessage(err),
+    });
+    state.phase = 'loading';
+    return 'interrupted';
+  }
 }
 
 /** Whether the loop will provision this machine now (the last branch below). */

@@ -131,3 +131,13 @@ export const QUIET_FAILOVER = 'quiet-failover';
  * This id names the change in code and notes; it is never recorded.
  */
 export const LEAN_LAUNCH = 'lean-launch';
+
+/**
+ * Issue 26: a destroy that arrives while a `machine` run's first read plans
+ * and claims (LEAN_LAUNCH) cancels that read. Asked only in that rare branch
+ * (the marker costs two actions there and nowhere else): a run begun by
+ * code before LEAN_LAUNCH whose first read outlasted a workflow task and met
+ * a destroy has no marker there, and awaits the read's answer as that code
+ * did (its destroy then cancels the planning that follows, as recorded).
+ */
+export const LEAN_READ_CUT = 'lean-read-cut';

@@ -54,7 +54,7 @@ import { promisify } from 'node:util';
  *   same stories as their namesakes above, recorded after the launch was cut
  *   to one local activity (read, plan and claim), the launch recording its
  *   instance, and one upsert; a run destroyed while its first read planned
- *   (the read cancelled). Recorded by failure-semantics.test.ts and
+ *   (the read cancelled, after its `lean-read-cut` marker). Recorded by failure-semantics.test.ts and
  *   liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`. The
  *   histories above, without `prepared` and `recorded` in their answers,
  *   replay the steps as they were.
