@@ -54,6 +54,13 @@ export interface MachineContext {
    * (LEAN_LAUNCH, records.ts loadMachine `prepare`); taken by that pass.
    */
   prepared?: PreparedLaunch;
+  /**
+   * This run's own first read answered `prepared` (LEAN_LAUNCH), so only code
+   * that knows `recorded` ever ran it: its launches are asked to record the
+   * instance. A run begun by older code, or continued as new, never is, and
+   * keeps the separate record step an older worker would replay.
+   */
+  recordsLaunch?: boolean;
 }
 
 export interface Published {

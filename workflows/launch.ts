@@ -261,8 +261,9 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
           // one token per machine, pass, attempt and zone: stable across worker restarts and replays
           tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${state.pass}/${attempt}/${zone}`,
           ...(mayHaveLaunched ? { mayHaveLaunched } : {}),
-          // the launch records the instance itself (LEAN_LAUNCH); its answer says whether it did
-          ...(ctx.lean && batched ? { record: true } : {}),
+          // the launch records the instance itself (LEAN_LAUNCH), only in a run whose own first
+          // read answered `prepared`; its answer says whether it did
+          ...(ctx.lean && ctx.recordsLaunch && batched ? { record: true } : {}),
         };
         started = batched
           ? await launching.startInstance.executeWithOptions(

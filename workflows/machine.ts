@@ -233,6 +233,8 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     ctx.snapshot = machine;
     // only as read, for the pass that starts now: a later pass plans and claims afresh
     ctx.prepared = machine.prepared;
+    // this run's own first read planned and claimed (LEAN_LAUNCH): its launches record themselves
+    if (machine.prepared) ctx.recordsLaunch = true;
     if (observed?.machine) {
       // published with the observation below: one search-attribute update for both
     } else if (lean && provisionable(machine, retryRequested)) {
