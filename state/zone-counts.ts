@@ -71,6 +71,13 @@ export interface ClaimRequest extends ZoneAsk {
    * of them in the chosen zone (counted in the same counter items).
    */
   partitions?: number;
+  /**
+   * The machine as the caller read it a moment ago (strongly consistent,
+   * `machineView`): the claim's first round takes it instead of reading the
+   * machine again. Safe when stale: the claim's write is conditional on every
+   * field of the view, and a machine whose condition failed is read afresh.
+   */
+  view?: MachineView;
 }
 
 /** What a change of a machine's applications writes with it (ZoneCountStore.regroup). */
@@ -99,7 +106,7 @@ export class ZoneClaimContendedError extends Error {
 export type ClaimResult =
   { ok: true; zone: string; partition?: number } | { ok: false; error: unknown };
 
-interface MachineView {
+export interface MachineView {
   exists: boolean;
   life?: Life;
   /** The machine's applications as recorded now: the groups it counts in (Juju's distribution group). */
@@ -213,6 +220,7 @@ export class ZoneCountStore {
     // writer of a counter reads the counters again, and only the machines
     // whose own condition failed
     const known = new Map<string, MachineView>();
+    for (const r of requests) if (r.view) known.set(r.machineId, r.view);
     let remaining = requests.map((r, i) => ({ r, i }));
     for (let attempt = 1; remaining.length > 0; attempt++) {
       if (attempt > this.maxTries) {
@@ -507,21 +515,7 @@ export class ZoneCountStore {
         '#countedPartition': 'countedPartition',
       },
     )) {
-      const id = String(item.sk).slice('MACHINE#'.length);
-      found.set(id, {
-        exists: true,
-        life: item.life as Life,
-        ...(Array.isArray(item.applications)
-          ? { applications: (item.applications as unknown[]).map(String) }
-          : {}),
-        ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
-        ...(Array.isArray(item.countedGroups)
-          ? { countedGroups: item.countedGroups as string[] }
-          : {}),
-        ...(typeof item.countedPartition === 'number'
-          ? { countedPartition: item.countedPartition }
-          : {}),
-      });
+      found.set(String(item.sk).slice('MACHINE#'.length), machineView(item));
     }
     return found;
   }
@@ -577,4 +571,20 @@ function changedMachines(
   const reasons = err.CancellationReasons;
   if (!reasons || reasons.length !== itemCount) return [...indexes];
   return indexes.filter((_, j) => reasons[j]?.Code !== 'None');
+}
+
+/** What a zone claim relies on of a machine item (read with at least these attributes). */
+export function machineView(item: Item): MachineView {
+  return {
+    exists: true,
+    life: item.life as Life,
+    ...(Array.isArray(item.applications)
+      ? { applications: (item.applications as unknown[]).map(String) }
+      : {}),
+    ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
+    ...(Array.isArray(item.countedGroups) ? { countedGroups: item.countedGroups as string[] } : {}),
+    ...(typeof item.countedPartition === 'number'
+      ? { countedPartition: item.countedPartition }
+      : {}),
+  };
 }
