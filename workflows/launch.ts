@@ -524,7 +524,13 @@ function launchRecorded(
   ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
   state.phase = 'running';
   state.lastError = undefined;
-  if (uses(ctx, INSTANCE_LIVENESS)) {
+  if (ctx.recordsLaunch) {
+    // recorded `pending` with the launch; routine news (→ running) is written by
+    // whoever hears it and never reaches the workflow, so the search attribute
+    // is left unset: it names only a state the workflow acted on (a loss, a stop)
+    state.instanceStatus = 'pending';
+    publish(ctx, { status: 'running', zone: started.zone });
+  } else if (uses(ctx, INSTANCE_LIVENESS)) {
     // recorded `pending` with the launch; the sweep or EC2's events move it on
     state.instanceStatus = 'pending';
     publish(ctx, { status: 'running', zone: started.zone, instanceStatus: 'pending' });
