@@ -12,6 +12,7 @@ import { tsEntry } from '../../local/stack';
 import { documentClient } from '../../state/table';
 import { apiClient, uniqueName } from './api-client';
 import { addUserAndLogIn } from './identity-support';
+import { stackEnv } from '../support/stack-process';
 import { dynamoClientFor, loadTestStack, type StackInfo } from './stack';
 
 /**
@@ -40,16 +41,7 @@ beforeAll(async () => {
     cwd: join(__dirname, '..', '..'),
     logFile: join(mkdtempSync(join(tmpdir(), 'identity-settings-')), 'api.log'),
     env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-      EC2_ENDPOINT: stack.ec2Endpoint,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      ...stackEnv(stack),
       // still set (the local server needs one): switched off, it must open nothing
       PROVISIONER_API_TOKEN: stack.token,
       PROVISIONER_API_PORT: String(port),
