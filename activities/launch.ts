@@ -376,11 +376,14 @@ export function launchActivities(
   /** One launch: found again if an earlier try (or attempt) may have made it, else batched. */
   async function launch(input: StartInstanceInput): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
+    const tryState = thisTry();
+    let replaces: string | undefined;
     if (retried || input.mayHaveLaunched) {
       const found = await launches.recover(input, {
         sameAttemptOnly: !input.mayHaveLaunched,
       });
-      if (found) return found;
+      if (found.started) return found.started;
+      replaces = found.settled;
     }
     const group = input.plan.placementGroup;
     let partition: number | undefined;
@@ -396,6 +399,8 @@ export function launchActivities(
       plan: input.plan,
       tokenSeed: input.tokenSeed,
       ...(partition !== undefined ? { partition } : {}),
+      ...(replaces !== undefined ? { replaces } : {}),
+      ...tryState,
     };
     if (group === undefined) return launches.launch(request);
     await groups.ensure(input.plan.region, group);
@@ -439,6 +444,35 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
 
 /** How often a waiting activity heartbeats, the first time included. */
 export const HEARTBEAT_EVERY_MS = 5_000;
+
+/**
+ * The part of the activity's start-to-close timeout a try counts as its own
+ * (7/8: 105 s of 2 minutes): the activity started, for Temporal, a little
+ * before this code ran.
+ */
+const TRY_DEADLINE_SHARE = 7 / 8;
+
+/**
+ * This try's end, for its batch: the activity's cancellation (a heartbeat
+ * Temporal refuses because the try timed out cancels it) and its
+ * start-to-close deadline. A batch leaves out a try that is over, so a try
+ * Temporal already retried (on this worker or another) never launches late.
+ */
+function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
+  let context: Context;
+  try {
+    context = Context.current();
+  } catch {
+    return {};
+  }
+  const { startToCloseTimeoutMs } = context.info;
+  return {
+    signal: context.cancellationSignal,
+    ...(startToCloseTimeoutMs > 0
+      ? { liveUntil: Date.now() + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
+      : {}),
+  };
+}
 
 /** The EC2 code of a launch failure (classified or not). */
 function launchErrorCode(err: unknown): string | undefined {

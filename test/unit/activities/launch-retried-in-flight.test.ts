@@ -66,15 +66,31 @@ function fakeBatches() {
     release,
     firstMark,
     store: {
-      async mark(_model: string, machineId: string, marker: LaunchMarker) {
+      async mark(
+        _model: string,
+        machineId: string,
+        marker: LaunchMarker,
+        options: { replaces?: string } = {},
+      ) {
         marks += 1;
         if (marks === 1) {
           firstMarkSeen();
           await released;
         }
+        // as the table does: one live batch per token seed
+        const held = markers.get(machineId);
+        if (
+          held &&
+          held.tokenSeed === marker.tokenSeed &&
+          held.batchId !== marker.batchId &&
+          held.batchId !== options.replaces
+        ) {
+          return { marked: false, claimedBy: held.batchId };
+        }
         markers.set(machineId, marker);
-        return true;
+        return { marked: true };
       },
+      written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
       marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
       commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
         if (batches.has(b.id)) return Promise.resolve(false);
@@ -131,7 +147,8 @@ function attemptOf(
   attempt: number,
   input: StartInstanceInput = INPUT,
 ): Promise<StartedInstance> {
-  const env = new MockActivityEnvironment({ attempt });
+  // a deployed launch's start-to-close timeout (the mock's default is 1 s)
+  const env = new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: 120_000 });
   return env.run(() => activities.startInstance(input));
 }
 
