@@ -343,7 +343,7 @@ export function launchActivities(
      * becomes a second instance.
      */
     async startInstance(input: StartInstanceInput): Promise<StartedInstance> {
-      const started = await heartbeating(() => launch(input));
+      const started = await heartbeating(() => launch(input), LAUNCH_HEARTBEAT_EVERY_MS);
       return input.record ? recorded(input, started) : started;
     },
   };
@@ -426,7 +426,10 @@ export function launchActivities(
  * throttled by the SDK to one per 0.8 × the heartbeat timeout (every 12 s
  * for a 15 s timeout, 24 s for 30 s), so fewer reach Temporal than are made.
  */
-export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+export async function heartbeating<T>(
+  work: () => Promise<T>,
+  everyMs: number = HEARTBEAT_EVERY_MS,
+): Promise<T> {
   let context: Context | undefined;
   try {
     context = Context.current();
@@ -434,7 +437,7 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
     return work();
   }
   const active = context;
-  const timer = setInterval(() => active.heartbeat(), HEARTBEAT_EVERY_MS);
+  const timer = setInterval(() => active.heartbeat(), everyMs);
   try {
     return await work();
   } finally {
@@ -444,6 +447,20 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
 
 /** How often a waiting activity heartbeats, the first time included. */
 export const HEARTBEAT_EVERY_MS = 5_000;
+
+/**
+ * How often a waiting launch heartbeats, the first time included. Its
+ * heartbeat timeout (workflows/proxies.ts LAUNCH_OPTIONS) is 60 s: a launch
+ * waits up to its batch window (PROVISIONER_LAUNCH_BATCH_MAX, 5 s), the
+ * region's RunInstances bucket (a token per batch: 2 a second after a burst
+ * of 5) and EC2's answer, a few seconds, and on a worker whose event loop is
+ * busy with hundreds of machines its timers run late by seconds more (15 s
+ * was exceeded at N = 300 under load: issue 26's duplicate). A heartbeat at
+ * 10 s and the SDK's throttle to one per 48 s keep a wait of up to ~50 s of
+ * lateness inside the timeout, with at most one heartbeat (a billed action)
+ * for most launches that wait at all, and none for those answered within 10 s.
+ */
+export const LAUNCH_HEARTBEAT_EVERY_MS = 10_000;
 
 /**
  * The part of the activity's start-to-close timeout a try counts as its own
