@@ -272,14 +272,21 @@ export class LaunchBatcher {
         return this.finish(await this.coalescer.submit(batchKey(current), current), false);
       } catch (err) {
         if (round >= MAX_ROUNDS - 1) throw err;
+        // a try that is over (its retry may be under way) launches nothing more, and abandons
+        // nothing: only a live try may give up another try's batch
+        if (isOver(current)) throw err;
         if (err instanceof BatchAbandoned) {
           // another member's retry gave the batch up: launch again in its place (if that
-          // retry holds this machine, the next batch finds it so and takes its instance)
+          // retry holds this machine, the next batch finds it so and takes its instance),
+          // unless the machine moved on to another attempt (a stale try of an earlier one)
+          const marker = await this.deps.store.batches.marker(current.model, current.machineId);
+          if (marker !== undefined && marker.tokenSeed !== current.tokenSeed) throw err;
           current = { ...current, replaces: err.batchId };
           continue;
         }
         if (!(err instanceof HeldByAnotherBatch)) throw err;
-        await this.recorded(current.model, err.batchId);
+        await this.recorded(current, err.batchId);
+        if (isOver(current)) throw err;
         const found = await this.recover(current, { sameAttemptOnly: true });
         if (found.started) return found.started;
         // the machine moved on to another attempt: not this try's to launch
@@ -289,11 +296,15 @@ export class LaunchBatcher {
     }
   }
 
-  /** Waits (a while) for a batch that marked its members to record itself, sent or abandoned. */
-  private async recorded(model: string, batchId: string): Promise<void> {
+  /**
+   * Waits (a while) for a batch that marked its members to record itself,
+   * sent or abandoned; no longer than the waiting try itself lasts.
+   */
+  private async recorded(request: LaunchRequest, batchId: string): Promise<void> {
     if (!batchId) return;
     const until = Date.now() + HELD_BATCH_WAIT_MS;
-    while (!(await this.deps.store.batches.written(model, batchId))) {
+    while (!(await this.deps.store.batches.written(request.model, batchId))) {
+      if (isOver(request)) return; // the waiting try is over: it leaves the batch alone
       if (Date.now() >= until) return; // its worker died or stalls: recover abandons it
       await new Promise((r) => setTimeout(r, HELD_BATCH_POLL_MS));
     }
@@ -425,11 +436,8 @@ export class LaunchBatcher {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
-    const now = Date.now();
     // a try that is over (cancelled, timed out) joins no batch: its retry may be under way
-    const over = requests.map(
-      (r) => r.signal?.aborted === true || (r.liveUntil !== undefined && r.liveUntil <= now),
-    );
+    const over = requests.map((r) => isOver(r));
     const outcomes = await Promise.all(
       requests.map((r, i) =>
         over[i]
@@ -442,10 +450,13 @@ export class LaunchBatcher {
             ),
       ),
     );
-    const marked = outcomes.map((o) => o?.marked === true);
+    // marking may take a while on a busy table: a try over by now is left out too (its
+    // marker names a batch without it, which its retry settles and replaces)
+    const late = requests.map((r) => isOver(r));
+    const marked = outcomes.map((o, i) => o?.marked === true && !late[i]);
     const members = requests.filter((_, i) => marked[i]);
-    const results: Array<Settled<Launched>> = outcomes.map((o) => {
-      if (!o) {
+    const results: Array<Settled<Launched>> = outcomes.map((o, i) => {
+      if (!o || late[i]) {
         return {
           ok: false,
           error: new Error(
@@ -518,6 +529,11 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
+}
+
+/** The try is over: its activity was cancelled, or its start-to-close deadline (nearly) passed. */
+function isOver(r: LaunchRequest): boolean {
+  return r.signal?.aborted === true || (r.liveUntil !== undefined && r.liveUntil <= Date.now());
 }
 
 function isZoneFailure(err: unknown): boolean {

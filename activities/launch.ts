@@ -482,11 +482,14 @@ function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
   } catch {
     return {};
   }
-  const { startToCloseTimeoutMs } = context.info;
+  const { startToCloseTimeoutMs, currentAttemptScheduledTimestampMs: scheduled } = context.info;
+  // counted from when Temporal scheduled this try (a lower bound on its start), not from when
+  // this code runs: on a starved worker the task may have waited long before it got here
+  const startedAt = scheduled > 0 ? Math.min(scheduled, Date.now()) : Date.now();
   return {
     signal: context.cancellationSignal,
     ...(startToCloseTimeoutMs > 0
-      ? { liveUntil: Date.now() + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
+      ? { liveUntil: startedAt + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
       : {}),
   };
 }

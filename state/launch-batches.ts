@@ -93,9 +93,11 @@ export class LaunchBatchStore {
    * token seed). A token seed is a member of one live batch at a time: the
    * mark is refused when the machine's marker already names another batch
    * for the same seed (another try of the same attempt, on this worker or
-   * another, joined that batch first), unless that is the batch this try
-   * found and settled itself (`replaces`): then the answer names the batch
-   * that holds it, and this batch must not launch the machine. The same write as
+   * another, joined that batch first). A try that found and settled a batch
+   * (`replaces`) may take over that very batch only, whatever seed the marker
+   * names now: a stale try of an earlier attempt never marks over the next
+   * attempt's batch. A refusal names the batch that holds the machine, and
+   * this batch must not launch it. The same write as
    * before, with a condition: no extra write per machine.
    */
   async mark(
@@ -104,13 +106,18 @@ export class LaunchBatchStore {
     marker: LaunchMarker,
     options: { replaces?: string } = {},
   ): Promise<MarkOutcome> {
-    const free = [
-      'attribute_not_exists(#launchBatch)',
-      '#launchBatch.#tokenSeed <> :seed',
-      // this very mark, repeated (a lost answer retried by the SDK)
-      '#launchBatch.#batchId = :batch',
-      ...(options.replaces !== undefined ? ['#launchBatch.#batchId = :replaces'] : []),
-    ];
+    // a takeover is strict: only of the very batch this try settled (or this mark, repeated);
+    // if the marker moved on (another try, of this attempt or the next), the machine is not
+    // this try's to launch
+    const free =
+      options.replaces !== undefined
+        ? ['#launchBatch.#batchId = :batch', '#launchBatch.#batchId = :replaces']
+        : [
+            'attribute_not_exists(#launchBatch)',
+            '#launchBatch.#tokenSeed <> :seed',
+            // this very mark, repeated (a lost answer retried by the SDK)
+            '#launchBatch.#batchId = :batch',
+          ];
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -121,13 +128,13 @@ export class LaunchBatchStore {
           ExpressionAttributeNames: {
             '#launchBatch': 'launchBatch',
             '#life': 'life',
-            '#tokenSeed': 'tokenSeed',
+            ...(options.replaces === undefined ? { '#tokenSeed': 'tokenSeed' } : {}),
             '#batchId': 'batchId',
           },
           ExpressionAttributeValues: {
             ':marker': marker,
             ':dead': 'dead',
-            ':seed': marker.tokenSeed,
+            ...(options.replaces === undefined ? { ':seed': marker.tokenSeed } : {}),
             ':batch': marker.batchId,
             ...(options.replaces !== undefined ? { ':replaces': options.replaces } : {}),
           },

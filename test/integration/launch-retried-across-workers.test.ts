@@ -132,7 +132,11 @@ function tryOn(
   input: StartInstanceInput,
 ): Promise<StartedInstance> {
   // a deployed launch's start-to-close timeout (the mock's default is 1 s)
-  const env = new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: 120_000 });
+  const env = new MockActivityEnvironment({
+    attempt,
+    startToCloseTimeoutMs: 120_000,
+    currentAttemptScheduledTimestampMs: Date.now(),
+  });
   return env.run(() => w.activities.startInstance(input));
 }
 
@@ -272,7 +276,11 @@ describe('startInstance retried on another worker while its first try waits in i
     const input = await machine();
     const ec2 = sharedEc2();
     const a = worker(ec2);
-    const env = new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: 120_000 });
+    const env = new MockActivityEnvironment({
+      attempt: 1,
+      startToCloseTimeoutMs: 120_000,
+      currentAttemptScheduledTimestampMs: Date.now(),
+    });
     const running = env.run(() => a.activities.startInstance(input));
     env.cancel('TIMED_OUT');
     await expect(running).rejects.toThrow(

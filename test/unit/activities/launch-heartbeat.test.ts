@@ -80,6 +80,8 @@ function setup(held: boolean) {
   const env = new MockActivityEnvironment({
     heartbeatTimeoutMs: 60_000,
     startToCloseTimeoutMs: 120_000,
+    // scheduled now (the mock's default is the epoch: the try would be long over)
+    currentAttemptScheduledTimestampMs: Date.now(),
   });
   const beats: number[] = [];
   const start = Date.now();

@@ -118,11 +118,24 @@ describe('launch batch markers: one launch attempt is a member of one live batch
     });
   });
 
-  it('takes the marker over from the batch the try settled (replaces)', async () => {
+  it('takes the marker over only from the very batch the try settled (replaces), whatever its seed', async () => {
     const { batches, sent } = store();
     expect(await batches.mark('big', '0', marker, { replaces: 'b1' })).toEqual({ marked: true });
-    expect(sent[0]!.input.ConditionExpression).toContain('OR #launchBatch.#batchId = :replaces)');
-    expect(sent[0]!.input.ExpressionAttributeValues).toMatchObject({ ':replaces': 'b1' });
+    // no "another seed" clause: a stale try never marks over the next attempt's batch
+    expect(sent[0]!.input.ConditionExpression).toBe(
+      'attribute_exists(pk) AND #life <> :dead AND (#launchBatch.#batchId = :batch OR #launchBatch.#batchId = :replaces)',
+    );
+    expect(sent[0]!.input.ExpressionAttributeValues).toEqual({
+      ':marker': marker,
+      ':dead': 'dead',
+      ':batch': 'b2',
+      ':replaces': 'b1',
+    });
+    expect(sent[0]!.input.ExpressionAttributeNames).toEqual({
+      '#launchBatch': 'launchBatch',
+      '#life': 'life',
+      '#batchId': 'batchId',
+    });
   });
 
   it('refused while another batch holds the attempt: answers that batch, read once', async () => {
