@@ -132,3 +132,27 @@ export class Ec2TestKit {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * A call to the admin API of the EC2 proxy at `url` that must answer 200 (a
+ * test's set-up or read-out step); its JSON answer.
+ */
+export async function proxyAdmin(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<any> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+/** How many calls of `action` the EC2 proxy at `url` has served since its stats were reset. */
+export async function proxyCalls(url: string, action: string): Promise<number> {
+  const stats = (await proxyAdmin(url, 'GET', '/_admin/stats')) as ProxyStats;
+  return stats.calls[action] ?? 0;
+}

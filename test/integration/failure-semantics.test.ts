@@ -16,6 +16,7 @@ import { instanceStateSignal, provisioningStateQuery } from '../../workflows/def
 import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamodb-fault-proxy';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { recordHistory as recordRunHistory } from './histories';
+import { proxyAdmin, proxyCalls } from './ec2-test-kit';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
@@ -61,18 +62,12 @@ function startWorker(): Promise<ManagedProcess> {
   });
 }
 
-async function admin(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${proxy.url}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  expect(res.status).toBe(200);
-  return res.json();
+function admin(method: string, path: string, body?: unknown): Promise<any> {
+  return proxyAdmin(proxy.url, method, path, body);
 }
 
-async function calls(action: string): Promise<number> {
-  const stats = (await admin('GET', '/_admin/stats')) as { calls: Record<string, number> };
-  return stats.calls[action] ?? 0;
+function calls(action: string): Promise<number> {
+  return proxyCalls(proxy.url, action);
 }
 
 async function newModel(prefix: string): Promise<string> {
