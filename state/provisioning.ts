@@ -10,6 +10,7 @@ import {
   instanceStateMessage,
   isInstanceState,
   isLost,
+  isRoutine,
   type InstanceState,
 } from '../core/liveness';
 import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from './errors';
@@ -458,6 +459,80 @@ export class ProvisioningStore {
             '#private': 'privateAddress',
             '#public': 'publicAddress',
           },
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionalCheckFailedException) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Routine liveness news (core/liveness.ts `isRoutine`: `pending`,
+   * `running`), written by whoever hears it (the sweep, the state-change
+   * handler) without the machine's workflow: one UpdateItem, applied only
+   * while the machine is alive, `running`, still records that instance and
+   * records it starting, running or in no state yet. A machine `down`,
+   * stopped, dying or Dead is left as it is (false): its workflow is to be
+   * told instead, as it decides what the news means. The addresses EC2
+   * lists, when the caller has them, go in the same write (an address
+   * absent from `addresses` is removed; no `addresses`, none touched).
+   */
+  async recordRoutineInstanceState(
+    model: string,
+    machineId: string,
+    instanceId: string,
+    state: InstanceState,
+    addresses?: { privateAddress?: string; publicAddress?: string },
+  ): Promise<boolean> {
+    if (!isRoutine(state)) throw new Error(`instance state "${state}" is not routine news`);
+    const set = ['#instanceStatus = :state', '#statusAt = :now', '#updatedAt = :now'];
+    const remove: string[] = [];
+    const names: Record<string, string> = {
+      '#instanceStatus': 'instanceStatus',
+      '#instanceId': 'instanceId',
+      '#status': 'status',
+      '#life': 'life',
+      '#statusAt': 'instanceStatusAt',
+      '#updatedAt': 'updatedAt',
+    };
+    const values: Record<string, unknown> = {
+      ':state': state,
+      ':instanceId': instanceId,
+      ':alive': 'alive',
+      ':running': 'running',
+      ':starting': 'pending',
+      ':runs': 'running',
+      ':now': new Date().toISOString(),
+    };
+    if (addresses) {
+      names['#private'] = 'privateAddress';
+      names['#public'] = 'publicAddress';
+      for (const [field, name] of [
+        ['privateAddress', '#private'],
+        ['publicAddress', '#public'],
+      ] as const) {
+        const value = addresses[field];
+        if (value === undefined) remove.push(name);
+        else {
+          set.push(`${name} = :${field}`);
+          values[`:${field}`] = value;
+        }
+      }
+    }
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          UpdateExpression:
+            `SET ${set.join(', ')}` + (remove.length ? ` REMOVE ${remove.join(', ')}` : ''),
+          ConditionExpression:
+            '#instanceId = :instanceId AND #life = :alive AND #status = :running AND ' +
+            '(attribute_not_exists(#instanceStatus) OR #instanceStatus IN (:starting, :runs))',
+          ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
       );
