@@ -27,10 +27,11 @@ export interface InstanceEventsProps {
 }
 
 /**
- * EC2 Instance State-change Notifications → a Lambda that signals the
- * machine's workflow (functions/instance-events.ts). A missed or failed event
- * is not lost for good: each model's sweep describes its instances every
- * interval and signals what changed.
+ * EC2 Instance State-change Notifications → a Lambda that writes routine
+ * news (pending, running) to the machine and signals the machine's workflow
+ * the rest (functions/instance-events.ts). A missed or failed event is not
+ * lost for good: each model's sweep describes its instances every interval
+ * and records or signals what changed.
  */
 export class InstanceEvents extends Construct {
   readonly function: NodejsFunction;
@@ -56,6 +57,14 @@ export class InstanceEvents extends Construct {
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [`${props.table.table.tableArn}/index/${INSTANCE_INDEX}`],
+      }),
+    );
+    // routine news (pending, running) is written to the machine's item itself, one
+    // conditional UpdateItem (ProvisioningStore.recordRoutineInstanceState); nothing else
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:UpdateItem'],
+        resources: [props.table.table.tableArn],
       }),
     );
     props.temporalApiKeySecret.grantRead(this.function);
