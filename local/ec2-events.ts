@@ -22,7 +22,9 @@ import type { Launch } from './ec2-proxy';
  *
  * Delivery is at least once per change, as EventBridge's: a refused or
  * failed delivery is tried again at the next tick, MAX_TRIES times in all,
- * then dropped; the model's sweep is the backstop, as in the cloud.
+ * then dropped; the model's sweep is the backstop, as in the cloud. Unlike
+ * EventBridge, a `running` that finds no machine yet is sent again for a
+ * while (EARLY_MS).
  */
 
 /** The local API server's path that hands an event to the instance-events handler. */
@@ -34,6 +36,15 @@ export const TICK_MS = 1_000;
 export const POLL_MS = 2_000;
 /** Deliveries of one change before it is left to the sweep (EventBridge's rule here: 4 retries). */
 export const MAX_TRIES = 5;
+/**
+ * How long a `running` the handler answers `not-ours` is sent again, each
+ * tick. The launch is recorded by the machine's workflow after RunInstances
+ * answers; on this busy machine that can come later than the proxy's
+ * `pendingToRunning`, and the event would find no machine (left to the
+ * sweep, a minute later). EventBridge does not do this: in the cloud such an
+ * early event is left to the sweep (README, "Liveness").
+ */
+export const EARLY_MS = 120_000;
 /** Events delivered at once. */
 const DELIVERIES_AT_ONCE = 8;
 /** Ids per DescribeInstances filter (moto takes more than EC2's 200). */
@@ -82,8 +93,8 @@ export interface Ec2StateEventsOptions {
   /** A client to ask instead of one made for `motoEndpoint` (tests); not destroyed by close(). */
   ec2?: EC2Client;
   region: string;
-  /** Delivers one event; rejects when the handler did not take it. */
-  deliver(event: StateChangeNotification): Promise<void>;
+  /** Delivers one event and resolves with the handler's outcome; rejects when it did not take it. */
+  deliver(event: StateChangeNotification): Promise<unknown>;
   log?: (line: string) => void;
   clock?: () => number;
   tickMs?: number;
@@ -92,6 +103,8 @@ export interface Ec2StateEventsOptions {
 
 export interface Ec2StateEventsStats {
   delivered: number;
+  /** `running` answered `not-ours` (the launch not recorded yet) and sent again. */
+  early: number;
   /** Deliveries that failed (each is tried again, up to MAX_TRIES). */
   failed: number;
   /** Changes given up on after MAX_TRIES: left to the sweep. */
@@ -108,6 +121,8 @@ export class Ec2StateEvents {
   /** The last state told (or being told) of each watched instance. */
   private readonly told = new Map<string, string>();
   private readonly tries = new Map<string, number>();
+  /** When an instance's `running` was first sent and answered `not-ours`. */
+  private readonly firstSent = new Map<string, number>();
   private readonly moto: EC2Client;
   private readonly clock: () => number;
   private timer: NodeJS.Timeout | undefined;
@@ -115,7 +130,7 @@ export class Ec2StateEvents {
   private lastPoll = 0;
   private closed = false;
   private pollFailing = false;
-  readonly stats: Ec2StateEventsStats = { delivered: 0, failed: 0, dropped: 0 };
+  readonly stats: Ec2StateEventsStats = { delivered: 0, early: 0, failed: 0, dropped: 0 };
 
   constructor(private readonly opts: Ec2StateEventsOptions) {
     this.clock = opts.clock ?? Date.now;
@@ -148,6 +163,14 @@ export class Ec2StateEvents {
       });
     }, this.opts.tickMs ?? TICK_MS);
     this.timer.unref();
+  }
+
+  /** Whether an instance's `running` is still within EARLY_MS of when it was first sent. */
+  private early(instanceId: string): boolean {
+    const now = this.clock();
+    const first = this.firstSent.get(instanceId) ?? now;
+    this.firstSent.set(instanceId, first);
+    return now - first < EARLY_MS;
   }
 
   /** One pass: what changed since the last, delivered. Exposed for tests. */
@@ -249,9 +272,17 @@ export class Ec2StateEvents {
     this.told.set(c.instanceId, c.state);
     const key = `${c.instanceId}:${c.state}`;
     try {
-      await this.opts.deliver(stateChangeNotification(c.region, c.instanceId, c.state));
+      const outcome = await this.opts.deliver(
+        stateChangeNotification(c.region, c.instanceId, c.state),
+      );
       this.stats.delivered++;
       this.tries.delete(key);
+      if (c.state === 'running' && isNotOurs(outcome) && this.early(c.instanceId)) {
+        // told again next tick: the launch is not recorded yet (see EARLY_MS)
+        this.stats.early++;
+        if (before === undefined) this.told.delete(c.instanceId);
+        else this.told.set(c.instanceId, before);
+      }
     } catch (err) {
       this.stats.failed++;
       const tries = (this.tries.get(key) ?? 0) + 1;
@@ -272,12 +303,16 @@ export class Ec2StateEvents {
   }
 }
 
+function isNotOurs(outcome: unknown): boolean {
+  return (outcome as { ignored?: unknown } | null)?.ignored === 'not-ours';
+}
+
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
 /** Delivers an event to the local API server's instance-events route; rejects unless it answers 2xx. */
-export function deliverToApi(apiUrl: string): (event: StateChangeNotification) => Promise<void> {
+export function deliverToApi(apiUrl: string): (event: StateChangeNotification) => Promise<unknown> {
   return async (event) => {
     const res = await fetch(`${apiUrl}${EC2_EVENTS_PATH}`, {
       method: 'POST',
@@ -287,5 +322,6 @@ export function deliverToApi(apiUrl: string): (event: StateChangeNotification) =
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as unknown;
   };
 }

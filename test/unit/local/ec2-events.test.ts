@@ -1,5 +1,6 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import {
+  EARLY_MS,
   Ec2StateEvents,
   MAX_TRIES,
   POLL_MS,
@@ -36,6 +37,7 @@ function harness(launches: Launch[]) {
   );
   const delivered: StateChangeNotification[] = [];
   let failing = false;
+  let outcome: unknown = { recorded: 'machine:m:0' };
   const events = new Ec2StateEvents({
     proxy: { launches: () => launches },
     motoEndpoint: 'http://unused',
@@ -45,7 +47,7 @@ function harness(launches: Launch[]) {
     deliver: (event) => {
       if (failing) return Promise.reject(new Error('HTTP 500'));
       delivered.push(event);
-      return Promise.resolve();
+      return Promise.resolve(outcome);
     },
   });
   const told = () => delivered.map((e) => `${e.detail['instance-id']} ${e.detail.state}`);
@@ -60,6 +62,9 @@ function harness(launches: Launch[]) {
     },
     fail: (on: boolean) => {
       failing = on;
+    },
+    answer: (value: unknown) => {
+      outcome = value;
     },
   };
 }
@@ -130,7 +135,7 @@ describe('the local stack’s EC2 state-change events', () => {
       await h.events.tick();
     }
     expect(h.told()).toEqual([]);
-    expect(h.events.stats).toEqual({ delivered: 0, failed: 2 * MAX_TRIES, dropped: 2 });
+    expect(h.events.stats).toEqual({ delivered: 0, early: 0, failed: 2 * MAX_TRIES, dropped: 2 });
     // once through again, it is not told late: it was given up on
     h.fail(false);
     h.at(100 * POLL_MS);
@@ -145,6 +150,31 @@ describe('the local stack’s EC2 state-change events', () => {
     again.at(2 * POLL_MS);
     await again.events.tick();
     expect(again.told()).toEqual(['i-3 running']);
-    expect(again.events.stats).toEqual({ delivered: 1, failed: 1, dropped: 0 });
+    expect(again.events.stats).toEqual({ delivered: 1, early: 0, failed: 1, dropped: 0 });
+  });
+
+  it('sends `running` again while no machine records the instance yet (the launch not recorded), for EARLY_MS at most', async () => {
+    const h = harness([launch('i-1', 0), launch('i-2', 0)]);
+    h.answer({ ignored: 'not-ours' });
+    h.at(POLL_MS);
+    await h.events.tick();
+    h.at(2 * POLL_MS);
+    await h.events.tick();
+    expect(h.told()).toEqual(['i-1 running', 'i-2 running', 'i-1 running', 'i-2 running']);
+    // recorded now: told once more, then never again
+    h.answer({ recorded: 'machine:m:0' });
+    h.at(3 * POLL_MS);
+    await h.events.tick();
+    h.at(4 * POLL_MS);
+    await h.events.tick();
+    expect(h.told()).toHaveLength(6);
+    // an instance no machine ever records is given up on after EARLY_MS
+    const never = harness([launch('i-9', 0)]);
+    never.answer({ ignored: 'not-ours' });
+    for (const t of [1, 2, EARLY_MS / POLL_MS + 2, EARLY_MS / POLL_MS + 3]) {
+      never.at(t * POLL_MS);
+      await never.events.tick();
+    }
+    expect(never.told()).toEqual(['i-9 running', 'i-9 running', 'i-9 running']);
   });
 });
