@@ -127,7 +127,7 @@ async function deliver(event: unknown): Promise<{ status: number; body: unknown 
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(event),
   });
-  return { status: res.status, body: (await res.json()) };
+  return { status: res.status, body: await res.json() };
 }
 
 describe('EC2 state-change events on the local stack', () => {
