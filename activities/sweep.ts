@@ -196,7 +196,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     const addressOf = new Map(addresses.map((a) => [a.machineId, a]));
     await inLanes(changes, RECONCILE_LANES, async (c) => {
       const address = addressOf.get(c.machineId);
-      let applied: boolean;
+      let applied: boolean | 'stale';
       try {
         applied = await deps.store.recordRoutineInstanceState(
           model,
@@ -216,6 +216,8 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         });
         return;
       }
+      // 'stale': a pending the sweep read before a running landed; dropped, not signalled
+      if (applied === 'stale') return;
       if (applied) {
         if (address?.instanceId === c.instanceId) withAddresses.add(c.machineId);
         return;

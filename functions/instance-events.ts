@@ -31,19 +31,20 @@ export interface InstanceEventDeps {
    * Writes routine news to the machine itself, only while it is alive,
    * `running`, records the instance and records it starting or running
    * (ProvisioningStore.recordRoutineInstanceState); false when the write
-   * did not apply and the machine's workflow is to be told instead.
+   * did not apply and the machine's workflow is to be told instead;
+   * `'stale'` for a late `pending` of an instance recorded running, dropped.
    */
   recordRoutine(
     machine: { model: string; machineId: string },
     observation: InstanceObservation,
-  ): Promise<boolean>;
+  ): Promise<boolean | 'stale'>;
   signal(workflowId: string, observation: InstanceObservation): Promise<void>;
 }
 
 export type InstanceEventOutcome =
   | { recorded: string }
   | { signalled: string }
-  | { ignored: 'not-ours' | 'unknown-state' | 'no-workflow' };
+  | { ignored: 'not-ours' | 'unknown-state' | 'no-workflow' | 'stale' };
 
 /**
  * Maps the instance to the machine that records it (the table is this
@@ -70,8 +71,11 @@ export async function handleInstanceEvent(
   const machine = await deps.machineOf(instanceId);
   if (!machine) return { ignored: 'not-ours' };
   const workflowId = machineWorkflowId(machine.model, machine.machineId);
-  if (isRoutine(state) && (await deps.recordRoutine(machine, { instanceId, state }))) {
-    return { recorded: workflowId };
+  if (isRoutine(state)) {
+    const written = await deps.recordRoutine(machine, { instanceId, state });
+    // a late pending of an instance recorded running: the workflow has nothing to act on
+    if (written === 'stale') return { ignored: 'stale' };
+    if (written) return { recorded: workflowId };
   }
   try {
     await deps.signal(workflowId, { instanceId, state });

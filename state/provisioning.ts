@@ -479,6 +479,15 @@ export class ProvisioningStore {
    * told instead, as it decides what the news means. The addresses EC2
    * lists, when the caller has them, go in the same write (an address
    * absent from `addresses` is removed; no `addresses`, none touched).
+   *
+   * `running` is written over nothing, `pending` or `running`; `pending`
+   * only over nothing or `pending`: for one instance, running → pending is
+   * never news (a restart goes through stopping and stopped, which this
+   * write refuses), so a late `pending` (a retried event, a sweep that asked
+   * EC2 before the `running` landed) would only put the machine back.
+   * Returns true when written, `'stale'` for such a late `pending` (the
+   * machine records that instance alive and running: nothing to tell its
+   * workflow, the news is dropped), false when the workflow is to be told.
    */
   async recordRoutineInstanceState(
     model: string,
@@ -486,7 +495,7 @@ export class ProvisioningStore {
     instanceId: string,
     state: InstanceState,
     addresses?: { privateAddress?: string; publicAddress?: string },
-  ): Promise<boolean> {
+  ): Promise<boolean | 'stale'> {
     if (!isRoutine(state)) throw new Error(`instance state "${state}" is not routine news`);
     const set = ['#instanceStatus = :state', '#statusAt = :now', '#updatedAt = :now'];
     const remove: string[] = [];
@@ -504,7 +513,7 @@ export class ProvisioningStore {
       ':alive': 'alive',
       ':running': 'running',
       ':starting': 'pending',
-      ':runs': 'running',
+      ...(state === 'running' ? { ':runs': 'running' } : {}),
       ':now': new Date().toISOString(),
     };
     if (addresses) {
@@ -531,15 +540,28 @@ export class ProvisioningStore {
             `SET ${set.join(', ')}` + (remove.length ? ` REMOVE ${remove.join(', ')}` : ''),
           ConditionExpression:
             '#instanceId = :instanceId AND #life = :alive AND #status = :running AND ' +
-            '(attribute_not_exists(#instanceStatus) OR #instanceStatus IN (:starting, :runs))',
+            (state === 'running'
+              ? '(attribute_not_exists(#instanceStatus) OR #instanceStatus IN (:starting, :runs))'
+              : '(attribute_not_exists(#instanceStatus) OR #instanceStatus = :starting)'),
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
+          // a refused `pending`: the item tells a stale one from the workflow's to decide
+          ...(state === 'pending' ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } : {}),
         }),
       );
       return true;
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
-      throw err;
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      const old = err.Item;
+      if (
+        state === 'pending' &&
+        old?.instanceId?.S === instanceId &&
+        old.life?.S === 'alive' &&
+        old.status?.S === 'running' &&
+        old.instanceStatus?.S === 'running'
+      )
+        return 'stale';
+      return false;
     }
   }
 

@@ -408,16 +408,42 @@ describe('routine liveness news written without the workflow', () => {
       privateAddress: '10.0.0.5',
     });
     expect((await repo.getMachine(model, id)).publicAddress).toBeUndefined();
-    await store.recordRoutineInstanceState(model, id, 'i-routine', 'pending');
-    expect(await repo.getMachine(model, id)).toMatchObject({
-      instanceStatus: 'pending',
-      privateAddress: '10.0.0.5',
-    });
     // a stale instance id (the machine was reprovisioned since): nothing written
+    const before = await repo.getMachine(model, id);
     await expect(store.recordRoutineInstanceState(model, id, 'i-old', 'running')).resolves.toBe(
       false,
     );
-    expect((await repo.getMachine(model, id)).instanceStatus).toBe('pending');
+    expect(await repo.getMachine(model, id)).toEqual(before);
+  });
+
+  it('writes pending only over nothing or pending: a late pending of an instance recorded running is stale, dropped, nothing written', async () => {
+    const { model, id } = await runningMachine();
+    // recordRunning records EC2's `pending`; pending over pending applies
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'pending')).resolves.toBe(
+      true,
+    );
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'running')).resolves.toBe(
+      true,
+    );
+    const running = await repo.getMachine(model, id);
+    expect(running.instanceStatus).toBe('running');
+    // a retried pending event, or a sweep that asked EC2 before the running landed
+    await expect(
+      store.recordRoutineInstanceState(model, id, 'i-routine', 'pending', {
+        privateAddress: '10.0.0.9',
+      }),
+    ).resolves.toBe('stale');
+    expect(await repo.getMachine(model, id)).toEqual(running);
+    // a pending of another instance is no news of this one: the workflow's to decide
+    await expect(store.recordRoutineInstanceState(model, id, 'i-old', 'pending')).resolves.toBe(
+      false,
+    );
+    // a pending of a stopped instance is a start: refused, and left to the workflow (not stale)
+    await store.recordInstanceState(model, id, 'i-routine', 'stopped');
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'pending')).resolves.toBe(
+      false,
+    );
+    expect((await repo.getMachine(model, id)).instanceStatus).toBe('stopped');
   });
 
   it('leaves a machine that is down, stopped or dying to its workflow: nothing written', async () => {

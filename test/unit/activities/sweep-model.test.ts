@@ -383,6 +383,31 @@ describe('sweepModel telling routine news', () => {
     expect(signals).toEqual([]);
   });
 
+  it('drops a pending the store finds stale (a running landed since the sweep read the machine): no signal, no address write', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const routine: unknown[][] = [];
+    const addressWrites: unknown[][] = [];
+    const h = harness({
+      machines: [{ ...starting, instanceStatus: 'stopped' }],
+      listed: [instance('i-1', 'pending')],
+      byId: [instance('i-1', 'pending')],
+      temporal,
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve('stale');
+        },
+        recordAddresses: (...args: unknown[]) => {
+          addressWrites.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    await h.sweep();
+    expect(routine.map((r) => r.slice(0, 4))).toEqual([['m', '0', 'i-1', 'pending']]);
+    expect(signals).toEqual([]);
+  });
+
   it('leaves the addresses alone when EC2 lists the ones recorded', async () => {
     const routine: unknown[][] = [];
     const h = harness({

@@ -25,7 +25,7 @@ const RECORDED = new Map([['i-0abcd1234ef567890', { model: 'demo', machineId: '3
  * `running`, recording the instance starting or running), as the store's
  * condition would decide.
  */
-function fakes(recorded = RECORDED, routineApplies = true) {
+function fakes(recorded = RECORDED, routineApplies: boolean | 'stale' = true) {
   const signals: Array<[string, InstanceObservation]> = [];
   const written: Array<[string, InstanceObservation]> = [];
   const asked: string[] = [];
@@ -72,6 +72,15 @@ describe('EC2 instance state-change events', () => {
       expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
     },
   );
+
+  it('drops a late pending the store finds stale (the machine records the instance running): no signal', async () => {
+    const { deps, signals, written } = fakes(RECORDED, 'stale');
+    await expect(handleInstanceEvent(deps, sample('pending'))).resolves.toEqual({
+      ignored: 'stale',
+    });
+    expect(written).toEqual([['demo/3', { instanceId: 'i-0abcd1234ef567890', state: 'pending' }]]);
+    expect(signals).toEqual([]);
+  });
 
   it.each(['stopping', 'stopped', 'shutting-down', 'terminated'])(
     'signals the workflow of the machine that records the instance that it is %s, writing nothing itself',
