@@ -25,7 +25,6 @@ import type {
 } from './types';
 import type { MachineView } from '../state/zone-counts';
 import { recordLaunched } from './records';
-import { runningCatchUp } from './running-catch-up';
 import { activityLog } from './log';
 import { refusedOr } from '../ec2/errors';
 
@@ -116,7 +115,6 @@ export function launchActivities(
   const memory = deps.capacityMemory ?? new CapacityMemory(deps.tuning.capacityMemoryMs);
   const claims = claimCoalescer(store);
   const launches = new LaunchBatcher(deps, memory);
-  const catchUp = runningCatchUp(deps);
   const modelReads = new SingleFlight<ModelRecord>();
   // A plan is cached as its promise from the moment it starts being built, so a burst of
   // machines alike (the cold start of a big request) waits on one build instead of each
@@ -363,11 +361,6 @@ export function launchActivities(
   ): Promise<StartedInstance> {
     try {
       const life = await recordLaunched(deps, { ...input, started });
-      // a `running` EC2 said before this record found no machine: asked once, with others
-      if (life === 'alive') {
-        const { model, machineId } = input;
-        void catchUp.recorded({ region: input.plan.region, model, machineId, ...started });
-      }
       return { ...started, recorded: life };
     } catch (err) {
       activityLog.warn('launched instance not recorded by the launch; the workflow records it', {

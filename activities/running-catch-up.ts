@@ -133,13 +133,26 @@ export class RunningCatchUp {
   }
 }
 
-/** The catch-up on the worker's paced EC2 clients and its table. */
-export function runningCatchUp(deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'>): RunningCatchUp {
-  return new RunningCatchUp({
-    statesOf: (region, ids) => instanceStates(deps.ec2ForRegion(region).ec2, ids),
-    recordRunning: (l) =>
-      deps.store.recordRoutineInstanceState(l.model, l.machineId, l.instanceId, 'running'),
-  });
+const ofDeps = new WeakMap<object, RunningCatchUp>();
+
+/**
+ * The worker's catch-up (one per activities' deps, so the launch's record
+ * and the workflow's own record step share its windows), on the worker's
+ * EC2 clients and its table.
+ */
+export function runningCatchUpOf(
+  deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'>,
+): RunningCatchUp {
+  let catchUp = ofDeps.get(deps);
+  if (!catchUp) {
+    catchUp = new RunningCatchUp({
+      statesOf: (region, ids) => instanceStates(deps.ec2ForRegion(region).ec2, ids),
+      recordRunning: (l) =>
+        deps.store.recordRoutineInstanceState(l.model, l.machineId, l.instanceId, 'running'),
+    });
+    ofDeps.set(deps, catchUp);
+  }
+  return catchUp;
 }
 
 function errorText(err: unknown): string {
