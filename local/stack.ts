@@ -106,6 +106,8 @@ export interface RunningStack {
    * for Temporal, the same database file); resolves once it is healthy again.
    */
   restart(name: 'worker' | 'temporal', signal?: NodeJS.Signals): Promise<ManagedProcess>;
+  /** The state-change event emitter, when on (`stateChangeEvents`): its counts; closed by `stop`. */
+  stateChangeEvents?: Ec2StateEvents;
   stop(): Promise<void>;
 }
 
@@ -511,8 +513,9 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       ),
     ]);
 
+    let events: Ec2StateEvents | undefined;
     if (opts.stateChangeEvents ?? true) {
-      const events = new Ec2StateEvents({
+      events = new Ec2StateEvents({
         proxy,
         motoEndpoint,
         region,
@@ -521,7 +524,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       });
       events.start();
       // stopped before the API it delivers to (closers run at once)
-      closers.unshift(() => events.close());
+      const started = events;
+      closers.unshift(() => started.close());
     }
 
     const info: StackInfo = {
@@ -565,7 +569,14 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       await waitUntilHealthy(proc, name, () => healthy[name](proc), 120_000);
       return proc;
     };
-    return { info, processes, serviceEnv, restart, stop };
+    return {
+      info,
+      processes,
+      serviceEnv,
+      restart,
+      stop,
+      ...(events ? { stateChangeEvents: events } : {}),
+    };
   } catch (err) {
     await stop();
     throw err;
