@@ -32,7 +32,8 @@ export interface InstanceEventDeps {
    * `running`, records the instance and records it starting or running
    * (ProvisioningStore.recordRoutineInstanceState); false when the write
    * did not apply and the machine's workflow is to be told instead;
-   * `'stale'` for a late `pending` of an instance recorded running, dropped.
+   * `'stale'` for a refused `pending`, dropped (read back nothing: a late
+   * one, or the start of a stopped instance whose `running` is told).
    */
   recordRoutine(
     machine: { model: string; machineId: string },
@@ -112,12 +113,15 @@ function cloudDeps(): InstanceEventDeps {
       }));
   deps = {
     machineOf: (instanceId) => repo.machineByInstance(instanceId),
+    // no read-back of a refused pending: the role names only the write's attributes (IAM)
     recordRoutine: (machine, seen) =>
       store.recordRoutineInstanceState(
         machine.model,
         machine.machineId,
         seen.instanceId,
         seen.state,
+        undefined,
+        { readBack: false },
       ),
     async signal(workflowId, observation) {
       await (await connected()).workflow.getHandle(workflowId).signal('instanceState', observation);

@@ -7,6 +7,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { bundledFunction } from '../bundling';
+import { ROUTINE_WRITE_ATTRIBUTES } from '../../state/provisioning';
 import { INSTANCE_INDEX } from '../../state/schema';
 import type { StateTable } from './state-table';
 
@@ -60,11 +61,16 @@ export class InstanceEvents extends Construct {
       }),
     );
     // routine news (pending, running) is written to the machine's item itself, one
-    // conditional UpdateItem (ProvisioningStore.recordRoutineInstanceState); nothing else
+    // conditional UpdateItem (ProvisioningStore.recordRoutineInstanceState); nothing else:
+    // it may name only that write's key, set and condition attributes, and read nothing back
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ['dynamodb:UpdateItem'],
         resources: [props.table.table.tableArn],
+        conditions: {
+          'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...ROUTINE_WRITE_ATTRIBUTES] },
+          StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+        },
       }),
     );
     props.temporalApiKeySecret.grantRead(this.function);

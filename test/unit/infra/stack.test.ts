@@ -425,6 +425,22 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             // writes routine news to the machine's item: nothing else
             if (statement.Action === 'dynamodb:UpdateItem') {
               expect(statement.Resource).toEqual({ 'Fn::GetAtt': [tableId, 'Arn'] });
+              // only the routine write's own attributes (key, set, condition), nothing read back
+              expect(statement.Condition).toEqual({
+                'ForAllValues:StringEquals': {
+                  'dynamodb:Attributes': [
+                    'pk',
+                    'sk',
+                    'instanceId',
+                    'life',
+                    'status',
+                    'instanceStatus',
+                    'instanceStatusAt',
+                    'updatedAt',
+                  ],
+                },
+                StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+              });
               continue;
             }
             expect(statement.Action).toEqual('dynamodb:Query');
