@@ -22,11 +22,9 @@ import type { Launch } from './ec2-proxy';
  *
  * Delivery is at least once per change, as EventBridge's: a refused or
  * failed delivery is tried again at the next tick, MAX_TRIES times in all,
- * then dropped; the model's sweep is the backstop, as in the cloud. As with
- * EventBridge, a `running` that finds no machine yet (the launch not
- * recorded) is sent once and left: the launch asks EC2 itself once it is
- * recorded (activities/running-catch-up.ts), so the local figure is the
- * cloud's.
+ * then dropped; the model's sweep is the backstop, as in the cloud. Unlike
+ * EventBridge, a `running` that finds no machine yet is sent again for a
+ * while (EARLY_MS).
  */
 
 /** The local API server's path that hands an event to the instance-events handler. */
@@ -38,6 +36,15 @@ export const TICK_MS = 1_000;
 export const POLL_MS = 2_000;
 /** Deliveries of one change before it is left to the sweep (EventBridge's rule here: 4 retries). */
 export const MAX_TRIES = 5;
+/**
+ * How long a `running` the handler answers `not-ours` is sent again, each
+ * tick. The launch is recorded by the machine's workflow after RunInstances
+ * answers; on this busy machine that can come later than the proxy's
+ * `pendingToRunning`, and the event would find no machine (left to the
+ * sweep, a minute later). EventBridge does not do this: in the cloud such an
+ * early event is left to the sweep (README, "Liveness").
+ */
+export const EARLY_MS = 120_000;
 /** Events delivered at once. */
 const DELIVERIES_AT_ONCE = 8;
 /** Ids per DescribeInstances filter (moto takes more than EC2's 200). */
@@ -96,7 +103,7 @@ export interface Ec2StateEventsOptions {
 
 export interface Ec2StateEventsStats {
   delivered: number;
-  /** `running` answered `not-ours` (the launch not recorded yet): left to the launch's own ask and the sweep. */
+  /** `running` answered `not-ours` (the launch not recorded yet) and sent again. */
   early: number;
   /** Deliveries that failed (each is tried again, up to MAX_TRIES). */
   failed: number;
@@ -114,6 +121,8 @@ export class Ec2StateEvents {
   /** The last state told (or being told) of each watched instance. */
   private readonly told = new Map<string, string>();
   private readonly tries = new Map<string, number>();
+  /** When an instance's `running` was first sent and answered `not-ours`. */
+  private readonly firstSent = new Map<string, number>();
   private readonly moto: EC2Client;
   private readonly clock: () => number;
   private timer: NodeJS.Timeout | undefined;
@@ -154,6 +163,14 @@ export class Ec2StateEvents {
       });
     }, this.opts.tickMs ?? TICK_MS);
     this.timer.unref();
+  }
+
+  /** Whether an instance's `running` is still within EARLY_MS of when it was first sent. */
+  private early(instanceId: string): boolean {
+    const now = this.clock();
+    const first = this.firstSent.get(instanceId) ?? now;
+    this.firstSent.set(instanceId, first);
+    return now - first < EARLY_MS;
   }
 
   /** One pass: what changed since the last, delivered. Exposed for tests. */
@@ -260,8 +277,12 @@ export class Ec2StateEvents {
       );
       this.stats.delivered++;
       this.tries.delete(key);
-      // not sent again, as EventBridge would not: the launch's ask or the sweep tells it
-      if (c.state === 'running' && isNotOurs(outcome)) this.stats.early++;
+      if (c.state === 'running' && isNotOurs(outcome) && this.early(c.instanceId)) {
+        // told again next tick: the launch is not recorded yet (see EARLY_MS)
+        this.stats.early++;
+        if (before === undefined) this.told.delete(c.instanceId);
+        else this.told.set(c.instanceId, before);
+      }
     } catch (err) {
       this.stats.failed++;
       const tries = (this.tries.get(key) ?? 0) + 1;

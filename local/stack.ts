@@ -106,8 +106,6 @@ export interface RunningStack {
    * for Temporal, the same database file); resolves once it is healthy again.
    */
   restart(name: 'worker' | 'temporal', signal?: NodeJS.Signals): Promise<ManagedProcess>;
-  /** The state-change event emitter, when on (`stateChangeEvents`): its counts; closed by `stop`. */
-  stateChangeEvents?: Ec2StateEvents;
   stop(): Promise<void>;
 }
 
@@ -513,9 +511,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       ),
     ]);
 
-    let events: Ec2StateEvents | undefined;
     if (opts.stateChangeEvents ?? true) {
-      events = new Ec2StateEvents({
+      const events = new Ec2StateEvents({
         proxy,
         motoEndpoint,
         region,
@@ -524,8 +521,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       });
       events.start();
       // stopped before the API it delivers to (closers run at once)
-      const started = events;
-      closers.unshift(() => started.close());
+      closers.unshift(() => events.close());
     }
 
     const info: StackInfo = {
@@ -569,14 +565,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       await waitUntilHealthy(proc, name, () => healthy[name](proc), 120_000);
       return proc;
     };
-    return {
-      info,
-      processes,
-      serviceEnv,
-      restart,
-      stop,
-      ...(events ? { stateChangeEvents: events } : {}),
-    };
+    return { info, processes, serviceEnv, restart, stop };
   } catch (err) {
     await stop();
     throw err;

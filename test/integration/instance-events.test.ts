@@ -17,11 +17,8 @@ import { apiClient, eventually, uniqueName } from './api-client';
 /**
  * EC2's state-change events on a stack of this file's own whose sweep runs
  * every 10 minutes, so that only the events (local/ec2-events.ts → the
- * instance-events handler, as EventBridge delivers them in the cloud, each
- * once) and the launch's own ask of the instances it just recorded
- * (activities/running-catch-up.ts: a `running` that came before the record
- * found no machine) can tell a machine of its instance within the bounds
- * below. The last test stops the events and leaves the launch's ask alone.
+ * instance-events handler, as EventBridge delivers them in the cloud) can
+ * tell a machine of its instance within the bounds below.
  */
 const SWEEP_INTERVAL_MS = 10 * 60_000;
 /** How long an instance reports `pending` after its launch (the EC2 proxy's `pendingToRunning`). */
@@ -254,39 +251,7 @@ describe('EC2 state-change events on the local stack', () => {
       .filter((l) => l.startsWith('instance-events '));
     expect(lines.sort()).toEqual([
       'instance-events dynamodb:Query',
-      // the routine write's own attributes (its role's dynamodb:Attributes), nothing read back
-      'instance-events dynamodb:UpdateItem attributes=instanceId,instanceStatus,instanceStatusAt,life,pk,sk,status,updatedAt',
+      'instance-events dynamodb:UpdateItem',
     ]);
-  });
-
-  it('tell machines whose instances ran before their launch was recorded, with no state-change event at all: the launch asks EC2 once it has recorded them', async () => {
-    // no events from here on, and instances that run at once (before any launch is recorded)
-    await stack.stateChangeEvents!.close();
-    const res = await fetch(`${stack.info.ec2Endpoint}/_admin/latency`, {
-      method: 'PUT',
-      body: JSON.stringify({ pendingToRunning: 0 }),
-    });
-    expect(res.status).toBe(200);
-    const quiet = uniqueName('catchup');
-    expect((await api.post('/v1/models', { name: quiet })).status).toBe(201);
-    const count = 3;
-    expect((await api.post(`/v1/models/${quiet}/machines`, { count })).status).toBe(201);
-    const requested = Date.now();
-    const all = await eventually(
-      () => statusOf(quiet),
-      (m) =>
-        Object.keys(m).length === count &&
-        Object.values(m).every((x) => x.status === 'running' && x.instanceStatus === 'running'),
-      NEWS_BOUND_MS,
-      500,
-    );
-    process.stderr.write(
-      `[events] no events: ${count} machines instanceStatus running ${Date.now() - requested} ms after the request\n`,
-    );
-    const ids = Object.values(all).map((m) => m.instanceId!);
-    expect([...(await ec2States(ids)).values()]).toEqual(Array<string>(count).fill('running'));
-    // written by the launch's ask with the routine write: no workflow heard of it
-    for (const id of Object.keys(all)) expect(await signalsOf(quiet, id)).toEqual([]);
-    expect(stack.stateChangeEvents!.stats.delivered).toBeGreaterThan(0); // it did run before
   });
 });

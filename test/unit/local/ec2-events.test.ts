@@ -1,5 +1,6 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import {
+  EARLY_MS,
   Ec2StateEvents,
   MAX_TRIES,
   POLL_MS,
@@ -152,14 +153,28 @@ describe('the local stack’s EC2 state-change events', () => {
     expect(again.events.stats).toEqual({ delivered: 1, early: 0, failed: 1, dropped: 0 });
   });
 
-  it('sends a `running` no machine records yet (the launch not recorded) once, as EventBridge does: the launch asks EC2 itself once recorded', async () => {
+  it('sends `running` again while no machine records the instance yet (the launch not recorded), for EARLY_MS at most', async () => {
     const h = harness([launch('i-1', 0), launch('i-2', 0)]);
     h.answer({ ignored: 'not-ours' });
-    for (const t of [1, 2, 3, 60]) {
-      h.at(t * POLL_MS);
-      await h.events.tick();
+    h.at(POLL_MS);
+    await h.events.tick();
+    h.at(2 * POLL_MS);
+    await h.events.tick();
+    expect(h.told()).toEqual(['i-1 running', 'i-2 running', 'i-1 running', 'i-2 running']);
+    // recorded now: told once more, then never again
+    h.answer({ recorded: 'machine:m:0' });
+    h.at(3 * POLL_MS);
+    await h.events.tick();
+    h.at(4 * POLL_MS);
+    await h.events.tick();
+    expect(h.told()).toHaveLength(6);
+    // an instance no machine ever records is given up on after EARLY_MS
+    const never = harness([launch('i-9', 0)]);
+    never.answer({ ignored: 'not-ours' });
+    for (const t of [1, 2, EARLY_MS / POLL_MS + 2, EARLY_MS / POLL_MS + 3]) {
+      never.at(t * POLL_MS);
+      await never.events.tick();
     }
-    expect(h.told()).toEqual(['i-1 running', 'i-2 running']);
-    expect(h.events.stats).toEqual({ delivered: 2, early: 2, failed: 0, dropped: 0 });
+    expect(never.told()).toEqual(['i-9 running', 'i-9 running', 'i-9 running']);
   });
 });
