@@ -251,7 +251,8 @@ describe('EC2 state-change events on the local stack', () => {
       .filter((l) => l.startsWith('instance-events '));
     expect(lines.sort()).toEqual([
       'instance-events dynamodb:Query',
-      'instance-events dynamodb:UpdateItem',
+      // the routine write's own attributes (its role's dynamodb:Attributes), nothing read back
+      'instance-events dynamodb:UpdateItem attributes=instanceId,instanceStatus,instanceStatusAt,life,pk,sk,status,updatedAt',
     ]);
   });
 });
