@@ -53,7 +53,10 @@ export interface RecordedLaunch {
 export interface CatchUpPorts {
   /** EC2's state of each id it lists (an id not yet listed is left out). */
   statesOf(region: string, instanceIds: readonly string[]): Promise<Map<string, InstanceState>>;
-  /** The routine `running` write; what it answers is not the catch-up's concern. */
+  /**
+   * The routine `running` write: false when the table refused it (the machine
+   * no longer records that instance alive and running, e.g. destroyed meanwhile).
+   */
   recordRunning(launch: RecordedLaunch): Promise<unknown>;
 }
 
@@ -62,6 +65,8 @@ export interface CatchUpStats {
   asks: number;
   /** Instances found running and written. */
   written: number;
+  /** Writes the table refused (the machine moved on: destroyed, down, another instance). */
+  refused: number;
   /** Asks or writes that failed (left to the sweep). */
   failed: number;
 }
@@ -69,7 +74,7 @@ export interface CatchUpStats {
 export class RunningCatchUp {
   private readonly asks: Coalescer<RecordedLaunch, void>;
   private readonly buckets = new Map<string, TokenBucket>();
-  readonly stats: CatchUpStats = { asks: 0, written: 0, failed: 0 };
+  readonly stats: CatchUpStats = { asks: 0, written: 0, refused: 0, failed: 0 };
 
   constructor(
     private readonly ports: CatchUpPorts,
@@ -115,10 +120,12 @@ export class RunningCatchUp {
       return done;
     }
     const running = launches.filter((l) => states.get(l.instanceId) === 'running');
+    const refused: string[] = [];
     await inLanes(running, WRITE_LANES, async (l) => {
       try {
-        await this.ports.recordRunning(l);
-        this.stats.written++;
+        const answer = await this.ports.recordRunning(l);
+        if (answer === false || answer === 'stale') refused.push(`${l.model}/${l.machineId}`);
+        else this.stats.written++;
       } catch (err) {
         this.stats.failed++;
         activityLog.warn('instance running not recorded; the sweep tells it', {
@@ -129,6 +136,15 @@ export class RunningCatchUp {
         });
       }
     });
+    if (refused.length > 0) {
+      // one line a window, not a machine: a refusal is normal when the machine moved on
+      this.stats.refused += refused.length;
+      activityLog.info('running not written: the machine no longer records that instance alive', {
+        region,
+        machines: refused.slice(0, 20),
+        refused: refused.length,
+      });
+    }
     return done;
   }
 }

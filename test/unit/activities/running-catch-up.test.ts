@@ -41,7 +41,7 @@ describe('RunningCatchUp: launches just recorded are asked of EC2 once, and thos
       { region: 'us-east-1', ids: [a.instanceId, b.instanceId, c.instanceId] },
     ]);
     expect(f.written).toEqual([a.instanceId]);
-    expect(catchUp.stats).toEqual({ asks: 1, written: 1, failed: 0 });
+    expect(catchUp.stats).toEqual({ asks: 1, written: 1, refused: 0, failed: 0 });
   });
 
   it('asks each region with its own call', async () => {
@@ -81,7 +81,7 @@ describe('RunningCatchUp: launches just recorded are asked of EC2 once, and thos
     );
     await expect(catchUp.recorded(launch('1'))).resolves.toBeUndefined();
     expect(written).toEqual([]);
-    expect(catchUp.stats).toEqual({ asks: 1, written: 0, failed: 1 });
+    expect(catchUp.stats).toEqual({ asks: 1, written: 0, refused: 0, failed: 1 });
   });
 
   it('writes the other running instances when one write fails', async () => {
@@ -101,6 +101,21 @@ describe('RunningCatchUp: launches just recorded are asked of EC2 once, and thos
     );
     await Promise.all([a, b, c].map((l) => catchUp.recorded(l)));
     expect(written.sort()).toEqual([a.instanceId, c.instanceId]);
-    expect(catchUp.stats).toEqual({ asks: 1, written: 2, failed: 1 });
+    expect(catchUp.stats).toEqual({ asks: 1, written: 2, refused: 0, failed: 1 });
+  });
+
+  it('counts a write the table refused (the machine moved on) apart from one written', async () => {
+    const [a, b] = [launch('1'), launch('2')];
+    const catchUp = new RunningCatchUp(
+      {
+        statesOf: (_region, ids) =>
+          Promise.resolve(new Map(ids.map((id) => [id, 'running' as const]))),
+        recordRunning: (l) => Promise.resolve(l.instanceId === a.instanceId ? true : false),
+      },
+      WINDOWS,
+      UNPACED,
+    );
+    await Promise.all([a, b].map((l) => catchUp.recorded(l)));
+    expect(catchUp.stats).toEqual({ asks: 1, written: 1, refused: 1, failed: 0 });
   });
 });
