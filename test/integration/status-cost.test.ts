@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../../service/context';
 import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
-import { Repository, unitItem } from '../../state/repository';
+import { unitItem } from '../../state/items';
+import { Repository } from '../../state/repository';
 import { eventually, uniqueName } from './api-client';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
