@@ -1,6 +1,6 @@
 import { isContainerMachineId, isLost, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
-import { toMachine } from '../state/repository';
+import { toMachine } from '../state/items';
 import type { Life, MachineRecord } from '../state/types';
 import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';

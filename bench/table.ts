@@ -1,3 +1,4 @@
+import { columns } from '../cli/table';
 import { decimalSeconds } from '../core/duration';
 import {
   checkScaleOutTargets,
@@ -9,22 +10,14 @@ import {
   type TargetCheck,
 } from './figures';
 
-/** Pads cells into a plain-text table with a rule under the header; numbers right-aligned. */
+const NUMERIC = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
+
+/** A plain-text table with a rule under the header; numbers right-aligned (cli/table.ts draws it). */
 export function renderTable(
   header: readonly string[],
   rows: ReadonlyArray<readonly string[]>,
 ): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const numeric = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((c, i) => {
-        const w = widths[i] ?? 0;
-        return i > 0 && numeric.test(c) ? c.padStart(w) : c.padEnd(w);
-      })
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  return columns(header, rows, { rule: true, right: (c, i) => i > 0 && NUMERIC.test(c) });
 }
 
 export function seconds(ms: number | undefined): string {

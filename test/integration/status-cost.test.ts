@@ -1,7 +1,8 @@
 import type { ServiceContext } from '../../service/context';
 import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
-import { Repository, unitItem } from '../../state/repository';
+import { unitItem } from '../../state/items';
+import { Repository } from '../../state/repository';
 import { eventually } from './api-client';
 import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
