@@ -17,10 +17,20 @@ import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
 
 /**
+ * How long after SIGTERM/SIGINT the worker exits whatever its drain still
+ * waits for: inside ECS's 30 s stopTimeout (infra/constructs/worker.ts), and
+ * so that `node --cpu-prof` writes its profiles (it writes them on an exit,
+ * never on the SIGKILL that would follow; `npm run bench -- --cpu-prof`).
+ */
+const SHUTDOWN_DEADLINE_MS = 25_000;
+
+/**
  * The Temporal worker: registers the machine and sweeper workflows and their
  * activities and drains cleanly on SIGTERM/SIGINT (the SDK's default
- * shutdown signals). `PROVISIONER_TASK_QUEUE` moves it off the shared queue
- * (tests run a private worker they can kill).
+ * shutdown signals), then exits; a drain still running
+ * {@link SHUTDOWN_DEADLINE_MS} after the signal is cut short by an exit.
+ * `PROVISIONER_TASK_QUEUE` moves it off the shared queue (tests run a
+ * private worker they can kill).
  */
 async function main(): Promise<void> {
   // before any connection: the SDK's Runtime logs through the worker's logger and exports its metrics
@@ -129,6 +139,17 @@ async function main(): Promise<void> {
     temporalAddress: endpoints.temporalAddress,
     namespace: endpoints.temporalNamespace,
   });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      setTimeout(() => {
+        workerLogger.warn(
+          `worker still draining ${SHUTDOWN_DEADLINE_MS / 1000} s after ${signal}: exiting`,
+        );
+        stopTelemetry();
+        process.exit(0);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+    });
+  }
   try {
     await worker.run();
   } finally {
@@ -153,7 +174,11 @@ async function startSweeper(temporal: Client, taskQueue: string): Promise<void> 
   }
 }
 
-main().catch((err: unknown) => {
-  workerLogger.error('worker stopped', { error: err instanceof Error ? err : String(err) });
-  process.exit(1);
-});
+main().then(
+  // a timer or socket left open (a client's keep-alive, a cache's refresh) must not keep a drained worker alive
+  () => process.exit(0),
+  (err: unknown) => {
+    workerLogger.error('worker stopped', { error: err instanceof Error ? err : String(err) });
+    process.exit(1);
+  },
+);
