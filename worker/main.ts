@@ -15,6 +15,7 @@ import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
+import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
 
 /**
  * How long after SIGTERM/SIGINT the worker exits whatever its drain still
@@ -72,67 +73,71 @@ async function main(): Promise<void> {
     namespace: endpoints.temporalNamespace,
   });
   const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
-  const worker = await Worker.create({
-    connection,
-    namespace: endpoints.temporalNamespace,
-    taskQueue,
-    workflowsPath: require.resolve('../workflows'),
-    activities: createActivities({
-      repo,
-      store,
-      ec2ForRegion,
-      defaultRegion: endpoints.region,
-      prices: new InstancePrices(pricingClientFromEnv(), {
-        log: (line) => workerLogger.warn(line),
-      }),
-      tuning,
-      deployment,
-      launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
-      temporal,
+  // the SDK's per-promise stack traces and per-call watchdog thread off (worker/sandbox.ts)
+  const create = workflowGuardsFromEnv() ? (f: () => Promise<Worker>) => f() : withLeanSandbox;
+  const worker = await create(() =>
+    Worker.create({
+      connection,
+      namespace: endpoints.temporalNamespace,
       taskQueue,
-      containers: new ContainerStore(ddb, endpoints.tableName),
-      // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
-      instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
-      ssmForRegion: regionalSsm((region) =>
-        workerSsmClient({
-          region,
-          endpoint: endpoints.ssmEndpoint,
-          credentials: localCredentialsFor(endpoints.ssmEndpoint),
+      workflowsPath: require.resolve('../workflows'),
+      activities: createActivities({
+        repo,
+        store,
+        ec2ForRegion,
+        defaultRegion: endpoints.region,
+        prices: new InstancePrices(pricingClientFromEnv(), {
+          log: (line) => workerLogger.warn(line),
         }),
+        tuning,
+        deployment,
+        launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
+        temporal,
+        taskQueue,
+        containers: new ContainerStore(ddb, endpoints.tableName),
+        // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
+        instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
+        ssmForRegion: regionalSsm((region) =>
+          workerSsmClient({
+            region,
+            endpoint: endpoints.ssmEndpoint,
+            credentials: localCredentialsFor(endpoints.ssmEndpoint),
+          }),
+        ),
+      }),
+      sinks: metricSinks(),
+      shutdownGraceTime: '10 seconds',
+      // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
+      maxConcurrentActivityTaskExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+        1000,
       ),
+      maxConcurrentLocalActivityExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+        1000,
+      ),
+      // A workflow task holds its slot while its local activities (planning, a zone claim waiting
+      // for its batch) run: with the default 40 slots, a thousand machines started at once queued
+      // for half a minute before their first task and then timed out (measured in npm run bench).
+      maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
+        200,
+      ),
+      maxConcurrentWorkflowTaskPolls: 20,
+      // A machine's next workflow task goes to this worker's sticky queue (its run is cached
+      // here); one not picked up within this time goes back to the shared queue, costing
+      // the server a timeout and two more history events and the worker a replay of the run
+      // from its whole history. The default 10 s was exceeded about once per machine in a
+      // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
+      // leaves its sticky tasks waiting this long before another takes them (a shutdown
+      // hands them over at once); a dead worker's open tasks already wait their 1-minute
+      // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
+      stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
+      // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
+      // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
+      // stay the SDK's defaults: README, "Worker tuning".
     }),
-    sinks: metricSinks(),
-    shutdownGraceTime: '10 seconds',
-    // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
-    maxConcurrentActivityTaskExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-      1000,
-    ),
-    maxConcurrentLocalActivityExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-      1000,
-    ),
-    // A workflow task holds its slot while its local activities (planning, a zone claim waiting
-    // for its batch) run: with the default 40 slots, a thousand machines started at once queued
-    // for half a minute before their first task and then timed out (measured in npm run bench).
-    maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
-      200,
-    ),
-    maxConcurrentWorkflowTaskPolls: 20,
-    // A machine's next workflow task goes to this worker's sticky queue (its run is cached
-    // here); one not picked up within this time goes back to the shared queue, costing
-    // the server a timeout and two more history events and the worker a replay of the run
-    // from its whole history. The default 10 s was exceeded about once per machine in a
-    // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
-    // leaves its sticky tasks waiting this long before another takes them (a shutdown
-    // hands them over at once); a dead worker's open tasks already wait their 1-minute
-    // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
-    stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
-    // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
-    // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
-    // stay the SDK's defaults: README, "Worker tuning".
-  });
+  );
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
   workerLogger.info(`worker polling ${taskQueue}`, {
     taskQueue,
