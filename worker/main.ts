@@ -1,3 +1,4 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
@@ -26,6 +27,19 @@ import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
 const SHUTDOWN_DEADLINE_MS = 25_000;
 
 /**
+ * The AWS SDK clients' logger: a no-op, like the SDK's default, but without
+ * `info`, so that the SDK's logger middleware does not copy every request
+ * and answer through its sensitive-field filter for a logger that drops
+ * them (1.4 % of the worker's CPU in a 1,000-machine launch, issue 26).
+ */
+const AWS_SDK_LOGGER = {
+  trace: () => undefined,
+  debug: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+} as unknown as DynamoDBClient['config']['logger'];
+
+/**
  * The Temporal worker: registers the machine and sweeper workflows and their
  * activities and drains cleanly on SIGTERM/SIGINT (the SDK's default
  * shutdown signals), then exits; a drain still running
@@ -46,6 +60,7 @@ async function main(): Promise<void> {
         region,
         endpoint: endpoints.ec2Endpoint,
         credentials: localCredentialsFor(endpoints.ec2Endpoint),
+        logger: AWS_SDK_LOGGER,
       }),
     tuning.zoneCacheMs,
   );
@@ -57,6 +72,7 @@ async function main(): Promise<void> {
     });
   });
   const ddb = dynamoDbClient(endpoints);
+  ddb.config.logger = AWS_SDK_LOGGER;
   const repo = new Repository(ddb, endpoints.tableName);
   const store = new ProvisioningStore(ddb, endpoints.tableName);
   // In the cloud the deployment hands the worker its Temporal API key as TEMPORAL_API_KEY (an ECS secret).
