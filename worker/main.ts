@@ -43,7 +43,8 @@ const AWS_SDK_LOGGER = {
  * The Temporal worker: registers the machine and sweeper workflows and their
  * activities and drains cleanly on SIGTERM/SIGINT (the SDK's default
  * shutdown signals), then exits; a drain still running
- * {@link SHUTDOWN_DEADLINE_MS} after the signal is cut short by an exit.
+ * {@link SHUTDOWN_DEADLINE_MS} after the signal is cut short by an exit with
+ * code 1.
  * `PROVISIONER_TASK_QUEUE` moves it off the shared queue (tests run a
  * private worker they can kill).
  */
@@ -89,7 +90,7 @@ async function main(): Promise<void> {
     namespace: endpoints.temporalNamespace,
   });
   const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
-  // the SDK's per-promise stack traces and per-call watchdog thread off (worker/sandbox.ts)
+  // the SDK's per-promise stack traces off, its deadlock detector kept (worker/sandbox.ts)
   const create = workflowGuardsFromEnv() ? (f: () => Promise<Worker>) => f() : withLeanSandbox;
   const worker = await create(() =>
     Worker.create({
@@ -167,7 +168,8 @@ async function main(): Promise<void> {
           `worker still draining ${SHUTDOWN_DEADLINE_MS / 1000} s after ${signal}: exiting`,
         );
         stopTelemetry();
-        process.exit(0);
+        // non-zero: a drain cut short is not a clean stop
+        process.exit(1);
       }, SHUTDOWN_DEADLINE_MS).unref();
     });
   }
