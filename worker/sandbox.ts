@@ -3,32 +3,33 @@ import type { Worker as ThreadWorker } from 'node:worker_threads';
 import { ConfigError, optionalEnv } from '../config/env';
 
 /**
- * The workflow sandbox without two of the Temporal SDK's per-call costs
- * (issue 26: together about half of the CPU a machine's workflow tasks cost
- * the worker, measured by replaying a machine's history: 18.6 → 8.2 ms).
+ * The workflow sandbox without the Temporal SDK's per-promise stack traces
+ * (issue 26: replaying a machine's history costs 18.6 ms of CPU as shipped,
+ * 10.7 ms without them).
  *
- * - **Stack traces of every promise.** The SDK's promise hook captures and
- *   source-maps a stack trace for each promise workflow code creates, so
- *   that the `__stack_trace` query (the Temporal UI's "Stack Trace" tab) can
- *   say where a blocked workflow waits. Off: that query answers without
- *   stacks; nothing else reads them (failures carry their own stacks).
- * - **A watchdog thread per call into the sandbox.** Each call runs with
- *   `vm`'s `timeout`, which starts and joins a watchdog thread every time
- *   (about 45 µs of CPU a call here, several calls per activation), so that
- *   workflow code that never yields fails its task after 5 s. Off: such
- *   code would hold the workflow thread; the workflow task timeout
- *   (MACHINE_WORKFLOW_TASK_TIMEOUT) then hands the task to another worker,
- *   which meets the same loop. The workflows here never loop unbounded
- *   without awaiting.
+ * - **Off: a stack trace of every promise.** The SDK's promise hook captures
+ *   and source-maps a stack trace for each promise workflow code creates, so
+ *   that the `__stack_trace` / `__enhanced_stack_trace` queries (the Temporal
+ *   UI's "Stack Trace" tab) can say where a blocked workflow waits. Without
+ *   the hook those queries fail with "Workflow stack traces are not enabled
+ *   on this worker" (a failed query; the workflow is untouched). Nothing in
+ *   this project sends them; failures carry their own stacks.
+ * - **Kept: the deadlock detector.** Each call into the sandbox still runs
+ *   with `vm`'s `timeout` (the SDK's 5 s watchdog), so workflow code that
+ *   never yields fails its one workflow task and the thread goes on. Without
+ *   it such a loop would hold the worker's one workflow thread
+ *   (reuseV8Context) and wedge every workflow on the worker for good.
  *
- * `PROVISIONER_WORKFLOW_GUARDS=on` keeps both (the SDK as it ships), e.g.
- * to read a stuck workflow's stack in the UI.
+ * `PROVISIONER_WORKFLOW_GUARDS=on` keeps the hook too (the SDK as it ships),
+ * e.g. to read a stuck workflow's stack in the UI.
  *
  * How: the SDK runs workflows in a worker thread it starts from its own
  * `workflow-worker-thread.js`; while `Worker.create` runs, that thread is
- * started from {@link sandboxThreadCode} instead, which turns the two off in
+ * started from {@link sandboxThreadCode} instead, which turns the hook off in
  * that thread only and then loads the SDK's file. Nothing else in the
- * process changes.
+ * process changes. If the SDK starts no thread from that file (an SDK that
+ * starts it another way, or TEMPORAL_DEBUG's main-thread workflows), the
+ * worker refuses to start rather than run without the saving unnoticed.
  */
 export const WORKFLOW_GUARDS_ENV = 'PROVISIONER_WORKFLOW_GUARDS';
 
@@ -47,24 +48,15 @@ const SDK_VM_SHARED = sdkRequire.resolve('./workflow/vm-shared');
 
 /**
  * The workflow thread's code (plain JavaScript: the thread loads no
- * TypeScript): the two guards off, then `entry` (the SDK's thread file).
+ * TypeScript): the promise hook off, then `entry` (the SDK's thread file).
  */
 export function sandboxThreadCode(entry: string, vmShared: string = SDK_VM_SHARED): string {
   return `'use strict';
-const vm = require('node:vm');
 const { GlobalHandlers } = require(${JSON.stringify(vmShared)});
 if (typeof GlobalHandlers?.prototype?.setPromiseHook !== 'function') {
   throw new Error('the Temporal SDK has no GlobalHandlers.setPromiseHook: see worker/sandbox.ts');
 }
 GlobalHandlers.prototype.setPromiseHook = function setPromiseHook() {};
-const runInContext = vm.Script.prototype.runInContext;
-vm.Script.prototype.runInContext = function (context, options) {
-  if (options && options.timeout !== undefined) {
-    const { timeout, ...rest } = options;
-    return runInContext.call(this, context, rest);
-  }
-  return runInContext.call(this, context, options);
-};
 require(${JSON.stringify(entry)});
 `;
 }
@@ -74,25 +66,43 @@ type WorkerConstructor = typeof ThreadWorker;
 /**
  * Runs `create` (the SDK's `Worker.create`) with the SDK's workflow threads
  * started from {@link sandboxThreadCode}; every other thread, before, during
- * and after, starts as asked.
+ * and after, starts as asked. Throws, naming {@link WORKFLOW_GUARDS_ENV}, if
+ * `create` succeeded without starting any workflow thread this could reach.
+ * `onThread` is told of each redirected thread (tests).
  */
-export async function withLeanSandbox<T>(create: () => Promise<T>): Promise<T> {
+export async function withLeanSandbox<T>(
+  create: () => Promise<T>,
+  onThread: (thread: ThreadWorker) => void = () => {},
+): Promise<T> {
   // the module object itself (an import would be a copy): the SDK reads `.Worker` from it
   const threads = createRequire(__filename)('node:worker_threads') as { Worker: WorkerConstructor };
   const Original = threads.Worker;
+  let redirected = 0;
   class SandboxThread extends Original {
     constructor(filename: string | URL, options?: ConstructorParameters<WorkerConstructor>[1]) {
-      if (filename === SDK_WORKFLOW_THREAD && !options?.eval) {
+      const ours = filename === SDK_WORKFLOW_THREAD && !options?.eval;
+      if (ours) {
         super(sandboxThreadCode(SDK_WORKFLOW_THREAD), { ...options, eval: true });
+        redirected += 1;
+        onThread(this);
       } else {
         super(filename, options);
       }
     }
   }
   threads.Worker = SandboxThread;
+  let result: T;
   try {
-    return await create();
+    result = await create();
   } finally {
     threads.Worker = Original;
   }
+  if (redirected === 0) {
+    throw new Error(
+      `the Temporal SDK started no workflow thread from ${SDK_WORKFLOW_THREAD}, so its promise hook ` +
+        `could not be turned off (worker/sandbox.ts; TEMPORAL_DEBUG runs workflows on the main thread): ` +
+        `set ${WORKFLOW_GUARDS_ENV}=on to run the SDK as it ships`,
+    );
+  }
+  return result;
 }

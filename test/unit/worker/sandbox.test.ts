@@ -61,10 +61,10 @@ describe('the lean workflow sandbox (worker/sandbox.ts)', () => {
     });
   });
 
-  it('started from sandboxThreadCode: no promise hook, no per-call timeout', async () => {
+  it('started from sandboxThreadCode: no promise hook, the per-call timeout kept', async () => {
     await expect(run(sandboxThreadCode(probe, VM_SHARED))).resolves.toEqual({
       promiseHookInstalled: false,
-      timedOut: false,
+      timedOut: true,
     });
   });
 
@@ -100,6 +100,98 @@ describe('the lean workflow sandbox (worker/sandbox.ts)', () => {
       'sdk thread online',
       JSON.stringify({ promiseHookInstalled: true, timedOut: true }),
     ]);
+  });
+
+  describe("through the SDK's own thread creation (ThreadedVMWorkflowCreator.create, what Worker.create calls)", () => {
+    const { ThreadedVMWorkflowCreator } = sdkRequire('./workflow/threaded-vm') as {
+      ThreadedVMWorkflowCreator: {
+        create(options: Record<string, unknown>): Promise<{ destroy(): Promise<void> }>;
+      };
+    };
+    const logger = { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} };
+    /**
+     * A workflow bundle whose module preload (run in the sandbox at the
+     * thread's init, under the SDK's deadlock timeout) runs `preload`. The
+     * SDK's promise hook reads `__TEMPORAL_ACTIVATOR__` from the context of
+     * each promise created there: a getter counts those reads.
+     */
+    const bundle = (preload: string) => ({
+      filename: 'probe-bundle.js',
+      sourceMap: { version: 3, sources: [], names: [], mappings: '' },
+      code: `globalThis.__webpack_module_cache__;
+let activatorReads = 0;
+Object.defineProperty(globalThis, '__TEMPORAL_ACTIVATOR__', { get() { activatorReads += 1; return undefined; } });
+globalThis.__TEMPORAL__ = { preloadModules() { ${preload} } };`,
+    });
+    const COUNT_HOOK_READS = `Promise.resolve(1).then(() => 2); throw new Error('activator reads: ' + activatorReads);`;
+
+    async function create(
+      preload: string,
+      lean: boolean,
+    ): Promise<{ error: string; redirected: number }> {
+      const started: ThreadWorker[] = [];
+      const threads = createRequire(__filename)('node:worker_threads') as {
+        Worker: typeof ThreadWorker;
+      };
+      const original = threads.Worker;
+      // the SDK's threads, as-shipped ones included, to end them after the refused init
+      class Tracked extends original {
+        constructor(...args: ConstructorParameters<typeof ThreadWorker>) {
+          super(...args);
+          started.push(this);
+        }
+      }
+      const go = () =>
+        ThreadedVMWorkflowCreator.create({
+          threadPoolSize: 1,
+          workflowBundle: bundle(preload),
+          isolateExecutionTimeoutMs: 300,
+          reuseV8Context: true,
+          registeredActivityNames: new Set<string>(),
+          logger,
+        });
+      let redirected = 0;
+      threads.Worker = Tracked;
+      let error = 'none';
+      try {
+        await (lean ? withLeanSandbox(go, () => (redirected += 1)) : go());
+      } catch (err) {
+        error = err instanceof Error ? err.message : String(err);
+      } finally {
+        threads.Worker = original;
+        await Promise.all(started.map((t) => t.terminate()));
+      }
+      return { error, redirected };
+    }
+
+    it('as shipped: the promise hook runs for a promise the workflow code creates', async () => {
+      await expect(create(COUNT_HOOK_READS, false)).resolves.toEqual({
+        error: expect.stringMatching(/^activator reads: [1-9]/),
+        redirected: 0,
+      });
+    });
+
+    it('lean: the SDK thread is redirected and its promise hook is off', async () => {
+      await expect(create(COUNT_HOOK_READS, true)).resolves.toEqual({
+        error: 'activator reads: 0',
+        redirected: 1,
+      });
+    });
+
+    it('lean: workflow code that never yields is still cut by the deadlock timeout', async () => {
+      await expect(create('for (;;) {}', true)).resolves.toEqual({
+        error: 'Script execution timed out after 300ms',
+        redirected: 1,
+      });
+    });
+  });
+
+  it('refuses to start when the SDK started no workflow thread it could redirect', async () => {
+    await expect(withLeanSandbox(() => Promise.resolve('worker'))).rejects.toThrow(
+      `the Temporal SDK started no workflow thread from ${SDK_WORKFLOW_THREAD}, so its promise hook ` +
+        'could not be turned off (worker/sandbox.ts; TEMPORAL_DEBUG runs workflows on the main thread): ' +
+        'set PROVISIONER_WORKFLOW_GUARDS=on to run the SDK as it ships',
+    );
   });
 
   it('puts the SDK back even when the creation fails', async () => {
