@@ -2,6 +2,7 @@ import { isContainerMachineId, isLost, placementGroupName, type InstanceState } 
 import { EntityNotFoundError } from '../state/errors';
 import { toMachine } from '../state/repository';
 import type { Life, MachineRecord } from '../state/types';
+import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from '../ec2/errors';
@@ -66,7 +67,7 @@ export async function recordLaunched(
       };
     }
   }
-  return orMachineGone(
+  const life = await orMachineGone(
     deps.store.recordRunning(input.model, input.machineId, {
       instanceId: started.instanceId,
       imageId: started.imageId,
@@ -78,6 +79,13 @@ export async function recordLaunched(
       ...(started.partition !== undefined ? { partition: started.partition } : {}),
     }),
   );
+  // a `running` EC2 said before this record found no machine: asked once, with others
+  if (life === 'alive') {
+    const { model, machineId } = input;
+    const { instanceId } = started;
+    void runningCatchUpOf(deps).recorded({ region: plan.region, model, machineId, instanceId });
+  }
+  return life;
 }
 
 /**

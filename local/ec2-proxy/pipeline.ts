@@ -16,7 +16,7 @@ import { actionFaultMessage, ec2ErrorXml, newRequestId, REQUEST_LIMIT_EXCEEDED }
 import { actionError, NO_FAULTS, takeLostResponse } from './faults';
 import { callerScope, IdempotencyStore } from './idempotency';
 import { InstanceBook } from './instances';
-import { latencyFor, NO_LATENCY } from './latency';
+import { latencyFor, NO_LATENCY, pendingToRunningMs } from './latency';
 import type { Clock } from './limits';
 import { RequestLimiter } from './limits';
 import { DiscardedResponse } from './lost';
@@ -64,6 +64,15 @@ interface RequestTarget {
   readonly search: string;
 }
 
+/** An instance launched through the proxy (ProxyHandler.launches). */
+export interface Launch {
+  readonly instanceId: string;
+  /** Where it was launched; absent for an instance the proxy recorded otherwise. */
+  readonly region: string | undefined;
+  /** Clock time (ms) from which the proxy reports it `running`. */
+  readonly runningAt: number;
+}
+
 export class ProxyHandler {
   private readonly state: ProxyState;
   private readonly ssm = new SsmEmulation();
@@ -89,6 +98,20 @@ export class ProxyHandler {
 
   close(): void {
     this.state.upstream.close();
+  }
+
+  /**
+   * The instances launched through the proxy: each one's Region and the
+   * clock time from which it reports `running` (its launch plus the current
+   * `pendingToRunning`), for the local stack's state-change events.
+   */
+  launches(): Launch[] {
+    const pending = pendingToRunningMs(this.state.admin.latency);
+    return this.state.instances.launchTimes().map(([instanceId, launchedAt]) => ({
+      instanceId,
+      region: this.state.launchedIn.get(instanceId),
+      runningAt: launchedAt + pending,
+    }));
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
