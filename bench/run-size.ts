@@ -721,5 +721,11 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
     activityTasks: use.activityTasks + others.activityTasks,
     activityRetries: use.activityRetries + others.activityRetries,
     otherWorkflows: others.workflows,
+    actionsByKind: {
+      ...use.actionsByKind,
+      ...Object.fromEntries(
+        Object.entries(others.actionsByKind ?? {}).map(([k, v]) => [`other workflows: ${k}`, v]),
+      ),
+    },
   };
 }

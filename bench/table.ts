@@ -47,6 +47,19 @@ function rssNames(results: readonly SizeResult[]): string[] {
   return names.size > 1 ? [...names].sort() : [];
 }
 
+/** What the actions were (bench/history.ts actionsByKind), most first. */
+function actionKinds(results: readonly SizeResult[]): string[] {
+  const totals = new Map<string, number>();
+  for (const r of results) {
+    for (const [kind, n] of Object.entries(r.provisioner?.temporal?.actionsByKind ?? {})) {
+      totals.set(kind, (totals.get(kind) ?? 0) + n);
+    }
+  }
+  return [...totals.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k]) => k);
+}
+
 function workerNames(results: readonly SizeResult[]): string[] {
   const names = new Set(results.flatMap((r) => Object.keys(r.provisioner?.cpu?.workerPids ?? {})));
   return names.size > 1 ? [...names].sort() : [];
@@ -107,6 +120,12 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('DynamoDB WCU per machine', (i) => num(d[i]?.writeUnitsPerMachine)),
     row('Temporal actions per machine (history, no heartbeats)', (i) =>
       num(d[i]?.actionsPerMachine, 1),
+    ),
+    ...actionKinds(results).map((kind) =>
+      row(`    ${kind}`, (i) => {
+        const count = p[i]?.temporal?.actionsByKind?.[kind];
+        return count === undefined ? '—' : num(count / (p[i]?.n ?? 1), 2);
+      }),
     ),
     row('  history events per machine', (i) => num(d[i]?.eventsPerMachine, 1)),
     row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),

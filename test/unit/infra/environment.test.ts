@@ -90,6 +90,8 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
     'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
   PROVISIONER_LAUNCH_INSTANCE_RATE:
     'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
+  PROVISIONER_WORKFLOW_GUARDS:
+    'off in every environment: the SDK’s per-promise stack traces cost ~40 % of a machine’s workflow-task CPU (worker/sandbox.ts; the deadlock detector stays on); on only to read a stuck workflow’s stack',
   PROVISIONER_SWEEPER:
     'on by default, as the cloud wants; only tests that run a second worker turn it off',
   PRICING_REGION:
