@@ -60,6 +60,9 @@ const WINDOWS = {
 /** A call that hangs holds the next batch of its key back no longer than this. */
 const ONE_AT_A_TIME = { oneAtATime: { maxWaitMs: 30_000 } };
 
+/** How often a wait for terminated instances asks again (each time in the region's next batch of polls). */
+export const TERMINATED_POLL_MS = 1_000;
+
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
 
@@ -392,26 +395,52 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       region: string;
       instanceIds: string[];
       fresh?: string[];
-    }): Promise<void> {
-      if (input.instanceIds.length === 0) return;
-      await heartbeating(() =>
-        terminations.submit(input.region, {
+      /** Then wait up to this long for EC2 to report them terminated (see `notTerminated`). */
+      waitMs?: number;
+    }): Promise<string[]> {
+      if (input.instanceIds.length === 0) return [];
+      return heartbeating(async () => {
+        await terminations.submit(input.region, {
           instanceIds: input.instanceIds,
           fresh: input.fresh ?? [],
           caller: callingMachine(),
-        }),
-      );
+        });
+        return input.waitMs === undefined
+          ? []
+          : notTerminated(input.region, input.instanceIds, input.waitMs);
+      });
     },
 
-    /** Those of the instances EC2 does not yet report terminated (one describe per batch of polls). */
+    /**
+     * Those of the instances EC2 does not yet report terminated (one describe
+     * per batch of polls). With `waitMs`, asked again every
+     * TERMINATED_POLL_MS (each time with the other machines' polls) until
+     * none is left or `waitMs` has passed: one activity, and one workflow
+     * task, for what took a poll, a timer and a workflow task each.
+     */
     async instancesNotTerminated(input: {
       region: string;
       instanceIds: string[];
+      waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      const known = gone(input.region);
-      if (input.instanceIds.every((id) => known.has(id))) return [];
-      return heartbeating(() => polls.submit(input.region, input.instanceIds));
+      return heartbeating(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0));
     },
   };
+
+  async function notTerminated(
+    region: string,
+    instanceIds: string[],
+    waitMs: number,
+  ): Promise<string[]> {
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const known = gone(region);
+      const remaining = instanceIds.every((id) => known.has(id))
+        ? []
+        : await polls.submit(region, instanceIds);
+      if (remaining.length === 0 || Date.now() + TERMINATED_POLL_MS > until) return remaining;
+      await new Promise((resolve) => setTimeout(resolve, TERMINATED_POLL_MS));
+    }
+  }
 }

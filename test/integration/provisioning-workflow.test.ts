@@ -154,7 +154,8 @@ class FakeWorld {
         Promise.resolve(this.machine.instanceId ? [this.machine.instanceId] : []),
       terminateInstances: (input: { instanceIds: string[] }) => {
         this.terminated.push(...input.instanceIds);
-        return Promise.resolve();
+        // terminated at once: none left for the caller to wait for
+        return Promise.resolve<string[]>([]);
       },
       instancesNotTerminated: () => Promise.resolve([]),
       removeMachine: () => {

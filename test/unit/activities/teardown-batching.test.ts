@@ -277,6 +277,59 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     expect(calls).toHaveLength(1);
   });
 
+  it('waits for terminated inside the activity when asked (waitMs): polls again until none is left', async () => {
+    const ids = ['i-0a1', 'i-0a2', 'i-0a3'];
+    const instances = ids.map((id): Instance => ({
+      InstanceId: id,
+      State: { Name: 'shutting-down' },
+    }));
+    const { activities, calls } = harness({ instances });
+    const waiting = Promise.all(
+      ids.map((id) =>
+        activities.instancesNotTerminated({
+          region: 'us-east-1',
+          instanceIds: [id],
+          waitMs: 60_000,
+        }),
+      ),
+    );
+    // EC2 reports them terminated only after the first poll
+    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const i of instances) i.State = { Name: 'terminated' };
+    expect((await waiting).flat()).toEqual([]);
+    // the three machines' polls went out together, twice
+    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
+      ['DescribeInstances', 3],
+      ['DescribeInstances', 3],
+    ]);
+  });
+
+  it('answers what is still not terminated once waitMs has passed', async () => {
+    const instances: Instance[] = [{ InstanceId: 'i-0b1', State: { Name: 'shutting-down' } }];
+    const { activities, calls } = harness({ instances });
+    const left = await activities.instancesNotTerminated({
+      region: 'us-east-1',
+      instanceIds: ['i-0b1'],
+      waitMs: 2_500,
+    });
+    expect(left).toEqual(['i-0b1']);
+    // asked at once, then about every second until the wait was over
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    expect(calls.length).toBeLessThanOrEqual(3);
+  });
+
+  it('terminates, then waits for terminated in the same activity (waitMs)', async () => {
+    const { activities, calls } = harness({ instances: [] });
+    const left = await activities.terminateInstances({
+      region: 'us-east-1',
+      instanceIds: ['i-0c1'],
+      waitMs: 60_000,
+    });
+    // TerminateInstances answered `terminated`: known gone, no describe
+    expect(left).toEqual([]);
+    expect(calls.map((c) => c.action)).toEqual(['TerminateInstances']);
+  });
+
   it('checks 450 machines’ instances in describes of at most 200 ids each (EC2’s filter limit)', async () => {
     const ids = Array.from({ length: 450 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
     const instances = ids.map((id, i): Instance => ({
@@ -338,7 +391,7 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       },
     });
     /** Runs the activity as machine `machineId`'s workflow would. */
-    const asMachine = (machineId: string, instanceId: string): Promise<void> =>
+    const asMachine = (machineId: string, instanceId: string): Promise<string[]> =>
       new MockActivityEnvironment({
         workflowExecution: { workflowId: `machine:big:${machineId}`, runId: `run-${machineId}` },
       }).run(() =>
