@@ -85,3 +85,12 @@ export const OBSERVE_WITHOUT_READ = 'observe-without-read';
  * a signal that failed after the write left the machine pending for ever.
  */
 export const REPROVISION_IN_WORKFLOW = 'reprovision-in-workflow';
+
+/**
+ * Issue 30: a Dead machine's teardown overlaps its steps: the zone's
+ * release, the status, the tag search and the termination of the instances
+ * it knows all start in the signal's workflow task; the termination waits
+ * for `terminated` in the same activity; the machine's removal is a local
+ * activity in the last workflow task (teardown.ts `tearDownTogether`).
+ */
+export const OVERLAPPED_TEARDOWN = 'overlapped-teardown';

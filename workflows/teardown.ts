@@ -4,8 +4,14 @@ import { publish, type MachineContext } from './context';
 import { FAILURE } from '../temporal/failures';
 import { goDuration, stepFailedMessage } from '../temporal/messages';
 import { startAfresh } from './carry';
-import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, QUIET_BLOCKED_TEARDOWN, uses } from './patches';
-import { failureMessage, failureType, records, tearing } from './proxies';
+import {
+  BATCHED_LAUNCHES,
+  BOUNDED_TEARDOWN,
+  OVERLAPPED_TEARDOWN,
+  QUIET_BLOCKED_TEARDOWN,
+  uses,
+} from './patches';
+import { failureMessage, failureType, localRecords, records, tearing } from './proxies';
 import { duration } from './summaries';
 import { metrics } from './metrics';
 
@@ -123,6 +129,10 @@ export function harvestsDestroyed(mode: string): boolean {
  * its model, if dying and now empty).
  */
 export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
+  // a run that took over a blocked teardown or its patient polling goes on the way it began
+  if (!ctx.resumedTeardown && !ctx.patientPolls && patched(OVERLAPPED_TEARDOWN)) {
+    return tearDownTogether(ctx, machine);
+  }
   const { model, machineId, state } = ctx;
   state.phase = 'stopping';
   publish(ctx, { status: 'stopping' });
@@ -201,6 +211,122 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   ctx.launched = [];
   const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
     records.removeMachine({ model, machineId }),
+  );
+  state.phase = 'removed';
+  state.instanceId = undefined;
+  log.info('machine removed', { model, machineId, modelRemoved });
+}
+
+/**
+ * How long one activity waits for EC2 to report the instances terminated
+ * before the workflow looks again (OVERLAPPED_TEARDOWN): EC2 takes seconds
+ * to a minute; a few of these make the patience of PATIENT_POLLS.
+ */
+const TERMINATED_WAIT_MS = 60_000;
+/** Waits of TERMINATED_WAIT_MS before a teardown says its instance will not terminate (~5 minutes). */
+const PATIENT_WAITS = 5;
+
+/**
+ * tearDown's steps overlapped (OVERLAPPED_TEARDOWN; issue 30: a 1,000-machine
+ * model was bound by its machines' workflow tasks, about 9 each, every one
+ * waiting seconds in Temporal's queue). The signal's workflow task starts
+ * them all: the zone's release, the status, the tag search, and the
+ * termination of the instances the machine knows (recorded, or launched by
+ * this run), which then waits for EC2's `terminated` in the same activity.
+ * Instances only the tag search found are terminated once it answers; the
+ * machine is removed by a local activity in the workflow task that sees the
+ * last of them terminated. The first writes stay activities: as local
+ * activities, a thousand machines' writes queued on DynamoDB held the
+ * worker's workflow-task slots (tasks of 3 s at the median, 25 s at worst,
+ * some timed out at a minute: measured at N=300). The guarantees are tearDown's: every instance
+ * recorded, launched or tagged for the machine is terminated and seen
+ * terminated before the machine is removed; a just-launched id EC2 does not
+ * list yet is retried by the terminating activity; each step is retried
+ * until done, saying what blocks it.
+ */
+async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
+  const { model, machineId, state } = ctx;
+  const region = machine.region;
+  state.phase = 'stopping';
+  publish(ctx, { status: 'stopping' });
+  const launchable = !machine.manual && !machine.container;
+  const terminate = launchable && harvestsDestroyed(machine.harvestMode);
+  const known = [
+    ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
+  ];
+  const fresh = [...ctx.launched];
+  const say = (ids: string[]): string =>
+    ids.length === 0
+      ? ''
+      : terminate
+        ? `terminating instance ${ids.join(', ')}`
+        : `keeping instance ${ids.join(', ')} (harvest mode "${machine.harvestMode}")`;
+  /** Terminates `ids`; those EC2 does not report terminated after TERMINATED_WAIT_MS. */
+  const terminating = (ids: string[]): Promise<string[]> => {
+    log.info('terminating', { model, machineId, instanceId: ids.join(',') });
+    return untilDone(ctx, `terminate instance ${ids.join(', ')}`, () =>
+      tearing.terminateInstances.executeWithOptions({ summary: `terminating ${ids.join(', ')}` }, [
+        { region, instanceIds: ids, fresh, waitMs: TERMINATED_WAIT_MS },
+      ]),
+    );
+  };
+  const [, tagged, left] = await Promise.all([
+    // leaving: it no longer counts in its zone
+    untilDone(ctx, 'release its zone', () => records.releaseZone({ model, machineId })).catch(
+      (err: unknown) => {
+        if (failureType(err) !== FAILURE.machineGone) throw err;
+      },
+    ),
+    terminate
+      ? untilDone(ctx, 'list the instances tagged for it', () =>
+          tearing.instancesTaggedFor({
+            model,
+            machineId,
+            region,
+            ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+          }),
+        )
+      : Promise.resolve<string[]>([]),
+    (async (): Promise<string[]> => {
+      await note(ctx, say(known));
+      return terminate && known.length > 0 ? terminating(known) : [];
+    })(),
+  ]);
+  const found = tagged.filter((id) => !known.includes(id));
+  let remaining = left;
+  if (found.length > 0) {
+    await note(ctx, say([...known, ...found]));
+    remaining = [...remaining, ...(await terminating(found))];
+  }
+  for (let wait = 1; remaining.length > 0; wait++) {
+    const ids = remaining;
+    if (wait >= PATIENT_WAITS) {
+      // still not terminated after minutes: say so once, and look less often
+      const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
+      if (wait === PATIENT_WAITS) {
+        const message = `instance ${ids.join(', ')} is not terminated yet (asked ${duration(
+          PATIENT_WAITS * TERMINATED_WAIT_MS,
+        )} ago); checking every ${goDuration(waitMs)}`;
+        state.lastError = message;
+        await note(ctx, message);
+        ctx.patientPolls = true;
+      }
+      await sleep(waitMs, {
+        summary: `waiting ${duration(waitMs)} for ${ids.join(', ')} to terminate`,
+      });
+    }
+    remaining = await untilDone(ctx, 'check that its instance terminated', () =>
+      tearing.instancesNotTerminated({
+        region,
+        instanceIds: ids,
+        ...(wait < PATIENT_WAITS ? { waitMs: TERMINATED_WAIT_MS } : {}),
+      }),
+    );
+    if (wait > PATIENT_WAITS) await afreshIfLong(ctx);
+  }
+  ctx.launched = [];
+  const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
+    localRecords.removeMachine({ model, machineId }),
   );
   state.phase = 'removed';
   state.instanceId = undefined;

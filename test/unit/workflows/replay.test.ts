@@ -43,6 +43,14 @@ import { promisify } from 'node:util';
  *   marker with the signal, the reset, a new launch), continued as new once
  *   settled, then told of its new instance. Recorded by
  *   test/integration/liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-teardown-batched-destroy-model`, `…-removal`: one machine of
+ *   `npm run bench -- --sizes 1000` (a86f5df) torn down by destroy-model with
+ *   its instance (release, tag search, status, terminate, poll, remove: one
+ *   activity and workflow task each), and one of the removal phase (in
+ *   `error`, no instance), as code before `overlapped-teardown` ran them;
+ *   `machine-teardown-overlapped-…`: the same two with that marker (the steps
+ *   started together, the DynamoDB writes local, the wait for `terminated`
+ *   inside the terminating activity). From the bench's Temporal database.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does
