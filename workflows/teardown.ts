@@ -96,7 +96,13 @@ export function blockedRetryMs(retryDelayMs: number): number {
  * retries puts what blocks it in the machine's status message and is tried
  * again every `blockedRetryMs`, so fixing the cause lets teardown finish.
  */
-async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promise<T>): Promise<T> {
+async function untilDone<T>(
+  ctx: MachineContext,
+  what: string,
+  step: () => Promise<T>,
+  /** A status write started before this step, which what blocks the step must come after. */
+  after?: Promise<unknown>,
+): Promise<T> {
   const { state } = ctx;
   const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
   for (;;) {
@@ -109,6 +115,7 @@ async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promi
       const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
       state.lastError = message;
       // the status says what blocks it (a status that cannot be written is no reason to stop)
+      await after;
       await sayBlocked(ctx, `${what}|${cause.split(':')[0]}`, message);
       await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
       if (patched(QUIET_BLOCKED_TEARDOWN)) await afreshIfLong(ctx);
@@ -261,13 +268,21 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
       : terminate
         ? `terminating instance ${ids.join(', ')}`
         : `keeping instance ${ids.join(', ')} (harvest mode "${machine.harvestMode}")`;
-  /** Terminates `ids`; those EC2 does not report terminated after TERMINATED_WAIT_MS. */
-  const terminating = (ids: string[]): Promise<string[]> => {
+  /**
+   * Terminates `ids`, while `noted` writes the status that says so; those
+   * EC2 does not report terminated after TERMINATED_WAIT_MS.
+   */
+  const terminating = (ids: string[], noted: Promise<unknown>): Promise<string[]> => {
     log.info('terminating', { model, machineId, instanceId: ids.join(',') });
-    return untilDone(ctx, `terminate instance ${ids.join(', ')}`, () =>
-      tearing.terminateInstances.executeWithOptions({ summary: `terminating ${ids.join(', ')}` }, [
-        { region, instanceIds: ids, fresh, waitMs: TERMINATED_WAIT_MS },
-      ]),
+    return untilDone(
+      ctx,
+      `terminate instance ${ids.join(', ')}`,
+      () =>
+        tearing.terminateInstances.executeWithOptions(
+          { summary: `terminating ${ids.join(', ')}` },
+          [{ region, instanceIds: ids, fresh, waitMs: TERMINATED_WAIT_MS }],
+        ),
+      noted,
     );
   };
   const [, tagged, left] = await Promise.all([
@@ -288,15 +303,21 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
         )
       : Promise.resolve<string[]>([]),
     (async (): Promise<string[]> => {
-      await note(ctx, say(known));
-      return terminate && known.length > 0 ? terminating(known) : [];
+      // the status and the termination together: a block found is written after the status
+      const noted = note(ctx, say(known));
+      const [, left] = await Promise.all([
+        noted,
+        terminate && known.length > 0 ? terminating(known, noted) : [],
+      ]);
+      return left;
     })(),
   ]);
   const found = tagged.filter((id) => !known.includes(id));
   let remaining = left;
   if (found.length > 0) {
-    await note(ctx, say([...known, ...found]));
-    remaining = [...remaining, ...(await terminating(found))];
+    const noted = note(ctx, say([...known, ...found]));
+    const [, more] = await Promise.all([noted, terminating(found, noted)]);
+    remaining = [...remaining, ...more];
   }
   for (let wait = 1; remaining.length > 0; wait++) {
     const ids = remaining;
