@@ -5,6 +5,11 @@ import importPlugin from 'eslint-plugin-import';
 
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
 
+const NO_WORKFLOWS = {
+  regex: '(^|/)\\.\\./workflows(/|$)',
+  message: 'Import shared names from temporal/, not from workflows/.',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -58,6 +63,10 @@ export default tseslint.config(
               ],
               message: 'Workflows import only core/, activity types and @temporalio/workflow.',
             },
+            {
+              regex: '(^|/)temporal/[^/]*-client$',
+              message: 'Temporal client helpers are not workflow code.',
+            },
           ],
         },
       ],
@@ -83,15 +92,48 @@ export default tseslint.config(
     // Names shared with the workflows (failure types, search attributes, workflow types and
     // ids, signals' payloads) live in temporal/; nothing outside the worker's bundle reaches
     // into workflows/.
-    files: ['activities/**/*.ts', 'service/**/*.ts', 'functions/**/*.ts', 'state/**/*.ts'],
+    files: ['activities/**/*.ts', 'functions/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [NO_WORKFLOWS] }],
+    },
+  },
+  // The layers import downwards only (docs/architecture.md): functions/ → service/ → state/ →
+  // core/. A later block replaces an earlier one's options for the same rule, so each layer's
+  // block repeats the workflows/ pattern.
+  {
+    // service/ knows nothing of HTTP (functions/) or of the worker (activities/): the views it
+    // answers with are service/views.ts, the Temporal client helpers temporal/, the tag names
+    // core/tags.ts; functions/context.ts wires the worker's EC2 readers in.
+    files: ['service/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
+            NO_WORKFLOWS,
             {
-              regex: '(^|/)\\.\\./workflows(/|$)',
-              message: 'Import shared names from temporal/, not from workflows/.',
+              regex: '(^|/)\\.\\./(functions|activities|worker|local|cli|bench|infra)(/|$)',
+              message:
+                'service/ imports only service/, state/, core/, temporal/ and config/ (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // state/ is the table: it knows no service, handler, activity or workflow.
+    files: ['state/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            NO_WORKFLOWS,
+            {
+              regex:
+                '(^|/)\\.\\./(service|functions|activities|temporal|worker|local|cli|bench|infra)(/|$)',
+              message: 'state/ imports only state/, core/ and config/ (docs/architecture.md).',
             },
           ],
         },
@@ -113,6 +155,29 @@ export default tseslint.config(
             {
               regex: '^(?!\\./|\\.\\./core(/|$)|@temporalio/common$)',
               message: 'temporal/ imports only itself, core/ and @temporalio/common.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Temporal client helpers (the API and the worker start workflows with them): never bundled
+    // into workflow code (the workflows' own rule refuses @temporalio/client and these files).
+    files: ['temporal/*-client.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({
+            name,
+            message: 'temporal/ takes no Node builtins.',
+          })),
+          patterns: [
+            {
+              regex: '^(?!\\./|\\.\\./core(/|$)|@temporalio/(common|client)$)',
+              message:
+                'A temporal/ client helper imports only temporal/, core/ and @temporalio/client.',
             },
           ],
         },

@@ -18,6 +18,7 @@ const FIRST = [
   'availability-sets.test.ts',
   'teardown.test.ts',
   'machine-story.test.ts',
+  'temporal-ui.test.ts',
   'containers.test.ts',
 ];
 // aws-calls.test.ts checks every AWS call the suite made against the template's IAM: after all others

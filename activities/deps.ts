@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import type { ProvisioningTuning } from '../config/env';
 import type { ContainerStore } from '../state/containers';
+import type { LaunchRecordStore } from '../state/launch-record';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { Repository } from '../state/repository';
 import type { RecentReads } from './recent-reads';
@@ -26,6 +27,11 @@ export interface ActivityDeps {
   recentReads?: RecentReads;
   /** Tag value that scopes this deployment's instances (IAM conditions in the cloud use it). */
   deployment: string;
+  /**
+   * This deployment's launches against EC2's buckets, one write per
+   * RunInstances (plans read it: state/launch-record.ts); absent, not recorded.
+   */
+  launchRecord?: LaunchRecordStore;
   /** For the sweep: restarting machine workflows and keeping its own schedule in line. */
   temporal?: Client;
   /** The task queue this worker polls; machine workflows the sweep restarts go there. */

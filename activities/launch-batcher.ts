@@ -5,6 +5,7 @@ import {
   type Instance,
 } from '@aws-sdk/client-ec2';
 import { createHash, randomUUID } from 'node:crypto';
+import { EC2_INSTANCE_BUCKET } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
@@ -13,6 +14,7 @@ import { TokenBucket } from './token-bucket';
 import type { ActivityDeps } from './deps';
 import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
 import { failure } from './failures';
+import { activityLog } from './log';
 import { launchFailed, launchSent } from './metrics';
 import { rootDiskGiB } from './plan';
 import { launchTags, TAG_LAUNCH_BATCH } from './tags';
@@ -138,6 +140,32 @@ export class LaunchBatcher {
       // one RunInstances token per batch: while it waits, the batch grows
       (key) => this.bucket((JSON.parse(key) as string[])[0]!).take(),
     );
+  }
+
+  /**
+   * Counts a RunInstances in this deployment's launch record, which plans
+   * read (state/launch-record.ts). Not awaited: the batch's members get their
+   * instances without waiting on the write; a failed write is logged, and the
+   * plans then count that call as not made.
+   */
+  private recordSend(region: string, atMs: number, instances: number): void {
+    const record = this.deps.launchRecord;
+    if (!record) return;
+    const t = this.deps.tuning;
+    const buckets = {
+      requests: { burst: t.launchBurst, perSecond: t.launchRatePerSecond },
+      instances: {
+        burst: t.launchInstanceBurst ?? EC2_INSTANCE_BUCKET.burst,
+        perSecond: t.launchInstanceRatePerSecond ?? EC2_INSTANCE_BUCKET.perSecond,
+      },
+    };
+    record.record(region, buckets, { atMs, calls: 1, instances }).catch((err: unknown) => {
+      activityLog.warn('a launch was not recorded for plans', {
+        region,
+        instances,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      });
+    });
   }
 
   /** Launches one machine's instance, in whatever batch it joins. */
@@ -298,10 +326,13 @@ export class LaunchBatcher {
     }
     const { ec2 } = this.deps.ec2ForRegion(plan.region);
     let instances: Instance[];
+    const sentAt = Date.now();
     try {
       const out = await ec2.send(runCommand(call, members.length));
       instances = out.Instances ?? [];
     } catch (err) {
+      // a call EC2 answered spent a request token; one that never reached it did not
+      if (answeredByEc2(err)) this.recordSend(plan.region, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -310,6 +341,7 @@ export class LaunchBatcher {
     }
     const byIndex = byLaunchIndex(instances);
     launchSent(members.length, Math.min(byIndex.size, members.length));
+    this.recordSend(plan.region, sentAt, byIndex.size);
     if (byIndex.size < members.length) {
       this.memory.remember(call.region, call.instanceType, call.zone);
     }
@@ -322,6 +354,13 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
+}
+
+/** An error EC2 answered with (an HTTP status), not one of a call that never reached it. */
+function answeredByEc2(err: unknown): boolean {
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | undefined)?.$metadata
+    ?.httpStatusCode;
+  return typeof status === 'number';
 }
 
 function isZoneFailure(err: unknown): boolean {

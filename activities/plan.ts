@@ -1,15 +1,23 @@
 import {
   CoreError,
   DEFAULT_ARCH,
-  matchingInstanceTypes,
   parseConstraints,
   parsePlacement,
   type Constraints,
   type InstanceTypeInfo,
 } from '../core';
+import { chooseInstanceType, LaunchPlanError } from '../core/instance-choice';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import { NoImageError, type ImageQuery } from './images';
 import type { LaunchPlan } from './types';
+
+// The type choice is pure and shared with the API's plans: core/instance-choice.ts.
+export {
+  chooseInstanceType,
+  LaunchPlanError,
+  priced,
+  type TypeChoiceInputs,
+} from '../core/instance-choice';
 
 /** Juju's EC2 root disk: 8 GiB unless the `root-disk` constraint asks for more. */
 export const MIN_ROOT_DISK_MIB = 8 * 1024;
@@ -17,11 +25,6 @@ export const MIN_ROOT_DISK_MIB = 8 * 1024;
 /** The root volume's size in GiB (EC2's unit), rounded up, never below the minimum. */
 export function rootDiskGiB(constraintMiB: number | undefined): number {
   return Math.ceil(Math.max(constraintMiB ?? 0, MIN_ROOT_DISK_MIB) / 1024);
-}
-
-/** The machine cannot be launched as it stands (constraints, type, image): it goes to error at once. */
-export class LaunchPlanError extends Error {
-  override readonly name = 'LaunchPlanError';
 }
 
 export interface PlanInputs {
@@ -40,80 +43,6 @@ export interface PlanInputs {
   findSubnet(idOrCidr: string): Promise<{ subnetId: string; zone: string } | undefined>;
   /** The instance profile every launched instance carries (PROVISIONER_INSTANCE_PROFILE), if any. */
   instanceProfile?: string;
-}
-
-/** The catalogue with each type's price as its cost (core orders by it, then by waste). */
-export function priced<T extends InstanceTypeInfo>(
-  catalogue: readonly T[],
-  prices: ReadonlyMap<string, number> | undefined,
-): T[] {
-  return catalogue.map((t) => {
-    const price = prices?.get(t.name);
-    return price === undefined ? t : { ...t, cost: price };
-  });
-}
-
-/** What the instance-type choice needs: the same for a launch and for a plan (service/plans.ts). */
-export interface TypeChoiceInputs {
-  region: string;
-  /** The machine's constraints, parsed. */
-  constraints: Constraints;
-  /** The machine's constraints as text (for the error). */
-  constraintsText: string;
-  /** The zone a `zone=` placement (or a `subnet=` placement's subnet) allows, if any. */
-  placementZone?: string;
-  catalogue: readonly InstanceTypeInfo[];
-  prices?: ReadonlyMap<string, number>;
-  /** The region's zone names. */
-  zones: readonly string[];
-  zonesOffering(instanceType: string, zones: readonly string[]): Promise<string[]>;
-}
-
-/**
- * The instance type a machine is launched as: the cheapest, least wasteful
- * type that satisfies its constraints (core's matching, by price then waste)
- * and is offered in at least one zone the machine may use (its `zones`
- * constraint and placement). Throws LaunchPlanError with the message the
- * machine's status shows.
- */
-export async function chooseInstanceType(
-  inputs: TypeChoiceInputs,
-): Promise<{ chosen: InstanceTypeInfo; zonesConstraint: string[] }> {
-  const { region, constraints, placementZone } = inputs;
-  let candidates: InstanceTypeInfo[];
-  try {
-    candidates = matchingInstanceTypes(
-      region,
-      priced(inputs.catalogue, inputs.prices),
-      constraints,
-    );
-  } catch (err) {
-    if (err instanceof CoreError) throw new LaunchPlanError(err.message);
-    throw err;
-  }
-  const zonesConstraint = [...(constraints.zones ?? [])];
-  const allowed = inputs.zones.filter(
-    (z) =>
-      (zonesConstraint.length === 0 || zonesConstraint.includes(z)) &&
-      (placementZone === undefined || z === placementZone),
-  );
-  if (allowed.length === 0) {
-    // the zones asked for (placement, `zones` constraint) are none the region has: name them
-    const asked = [...(placementZone === undefined ? [] : [placementZone]), ...zonesConstraint];
-    const unknown = asked.filter((z) => !inputs.zones.includes(z));
-    const named = (unknown.length > 0 ? unknown : asked).map((z) => `"${z}"`).join(', ');
-    throw new LaunchPlanError(
-      `availability zone ${named} not valid: region ${region} has ${inputs.zones.join(', ') || 'no zones'}`,
-    );
-  }
-  for (const candidate of candidates) {
-    if ((await inputs.zonesOffering(candidate.name, allowed)).length > 0) {
-      return { chosen: candidate, zonesConstraint };
-    }
-  }
-  throw new LaunchPlanError(
-    `no instance type matching constraints "${inputs.constraintsText}" is offered in ${allowed.join(', ')} (region ${region})`,
-  );
 }
 
 /**

@@ -4,21 +4,19 @@ import {
   type Filter,
   type Instance,
 } from '@aws-sdk/client-ec2';
-import { batches, isInstanceState, type InstanceState } from '../core/liveness';
+import { batches, instanceState, type InstanceState } from '../core/liveness';
+import { TAG_DEPLOYMENT, TAG_LAUNCH_BATCH, TAG_MODEL, TAG_MODEL_UID } from '../core/tags';
 
-/** Tags on every instance the provisioner launches. */
-export const TAG_MODEL = 'provisioner:model';
-/** The model's uid (ModelRecord.uid): tells a re-created model's instances from the old one's. */
-export const TAG_MODEL_UID = 'provisioner:model-uid';
-/**
- * The machine an instance was launched for, on instances launched before
- * issue 30 (a CreateTags per instance after launch); still read, never set.
- */
-export const TAG_MACHINE = 'provisioner:machine';
-/** The launch batch an instance came from (activities/launch-batcher.ts); members map by AmiLaunchIndex. */
-export const TAG_LAUNCH_BATCH = 'provisioner:launch-batch';
-/** Scopes a deployment's instances (IAM conditions in the cloud use it; the sweep never looks past it). */
-export const TAG_DEPLOYMENT = 'provisioner:deployment';
+export { instanceState };
+
+// The tag names live in core/tags.ts: the API (service/), the bench and the activities read them.
+export {
+  TAG_DEPLOYMENT,
+  TAG_LAUNCH_BATCH,
+  TAG_MACHINE,
+  TAG_MODEL,
+  TAG_MODEL_UID,
+} from '../core/tags';
 
 /** Instance states that still count as "this machine has an instance". */
 export const LIVE_STATES = ['pending', 'running', 'stopping', 'stopped'];
@@ -77,12 +75,6 @@ export async function liveInstancesTagged(
       (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
       (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
   );
-}
-
-/** EC2's state of an instance, as the liveness checks name it. */
-export function instanceState(instance: Instance): InstanceState | undefined {
-  const name = instance.State?.Name;
-  return isInstanceState(name) ? name : undefined;
 }
 
 /**

@@ -61,6 +61,14 @@ export interface ProvisionerResult {
   requestNote?: string;
   /** Time the API took to answer (all requests, when several). */
   apiAnswerMs?: number;
+  /**
+   * The dry-run plan of the same request, made just before it (issue 28):
+   * its `estimatedSeconds` beside `launchedMs`, and how long it took to answer
+   * with the API's caches cold (its first EC2 reads) and warm (asked again).
+   */
+  plan?: { estimatedSeconds: number; coldAnswerMs: number; answerMs: number; notes: string[] };
+  /** Why there is no plan (the dry run failed). */
+  planNote?: string;
   /** From the request to every machine having an instance id; undefined when it never happened. */
   launchedMs?: number;
   /** From the request to every machine's instance `running` per DescribeInstances. */

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstanceOwners } from '../activities/instance-owners';
-import { TAG_MODEL } from '../activities/tags';
+import { TAG_MODEL } from '../core/tags';
 import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, workerName, type RunningStack } from '../local/stack';
@@ -326,6 +326,53 @@ async function requestMachines(ctx: PhaseContext, p: ProvisionerResult): Promise
   ctx.notes.push(`N=${n}: ${p.requestNote}`);
 }
 
+/**
+ * The dry run of the request the bench is about to make (issue 28): asked
+ * twice, the first with the API's caches cold (its first catalogue, zones and
+ * prices), the second warm, whose answer is the one kept. Nothing is written.
+ */
+async function planMachines(ctx: PhaseContext, p: ProvisionerResult): Promise<void> {
+  const { n, info } = ctx;
+  const ask = async () => {
+    const start = performance.now();
+    const res = await api(
+      info,
+      'POST',
+      `/v1/models/${MODEL}/machines`,
+      { count: n, dryRun: true },
+      ctx.requestTimeoutMs,
+    );
+    const ms = performance.now() - start;
+    const plan = (res.json as { plan?: { estimatedSeconds?: unknown; notes?: unknown } }).plan;
+    if (res.status !== 200 || typeof plan?.estimatedSeconds !== 'number') {
+      throw new Error(
+        `the dry run answered ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`,
+      );
+    }
+    const notes = Array.isArray(plan.notes) ? plan.notes.map(String) : [];
+    return { ms, estimatedSeconds: plan.estimatedSeconds, notes };
+  };
+  try {
+    const cold = await ask();
+    const warm = await ask();
+    p.plan = {
+      estimatedSeconds: warm.estimatedSeconds,
+      coldAnswerMs: cold.ms,
+      answerMs: warm.ms,
+      notes: warm.notes,
+    };
+    ctx.log(
+      `N=${n}: the plan says the last machine is launched in ${warm.estimatedSeconds} s; ` +
+        `it answered in ${(cold.ms / 1000).toFixed(1)} s cold, ${Math.round(warm.ms)} ms warm` +
+        (warm.notes.length > 0 ? `; notes: ${warm.notes.join(' | ')}` : ''),
+    );
+  } catch (err) {
+    p.planNote = `no plan: ${(err as Error).message}`;
+    ctx.notes.push(`N=${n}: ${p.planNote}`);
+    ctx.log(`N=${n}: ${p.planNote}`);
+  }
+}
+
 async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   const { n, info, log } = ctx;
   const model = await api(info, 'POST', '/v1/models', { name: MODEL }, 60_000);
@@ -344,6 +391,8 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ec2Calls: {},
     throttled: 0,
   };
+  // the plan of the very request, before it and before the launch's counts start
+  await planMachines(ctx, p);
   await sleep(1500); // a metrics flush after the model's creation
   const capacityBefore = [...workerTotals(ctx), readTotals(ctx.metrics.api)];
   await resetStats(info.ec2Endpoint);
@@ -387,7 +436,10 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     p.inError = inError;
     if (p.launchedMs === undefined && machines.length >= n && launched === machines.length) {
       p.launchedMs = performance.now() - start;
-      log(`N=${n}: all launched after ${(p.launchedMs / 1000).toFixed(1)} s`);
+      log(
+        `N=${n}: all launched after ${(p.launchedMs / 1000).toFixed(1)} s` +
+          (p.plan ? ` (the plan said ${p.plan.estimatedSeconds} s)` : ''),
+      );
     }
     const settled = machines.length >= n && launched + inError >= machines.length;
     // EC2 is asked sparingly until everything has an instance, then every poll.

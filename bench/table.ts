@@ -74,6 +74,14 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('requests (fallback when > 1)', (i) => num(p[i]?.requests)),
     row('API answer', (i) => seconds(p[i]?.apiAnswerMs)),
     row('all launched (instance id)', (i) => seconds(p[i]?.launchedMs)),
+    row("  the plan's estimatedSeconds (dry run first)", (i) => {
+      const x = p[i]?.plan;
+      return x ? `${x.estimatedSeconds} s` : '—';
+    }),
+    row('  the plan answered in (cold / warm caches)', (i) => {
+      const x = p[i]?.plan;
+      return x ? `${seconds(x.coldAnswerMs)} / ${Math.round(x.answerMs)} ms` : '—';
+    }),
     row('all running per EC2', (i) => seconds(p[i]?.runningMs)),
     row('instanceStatus running, all (table)', (i) => {
       const x = p[i];

@@ -27,13 +27,24 @@ export function lastChange(model: Model, status: Status): string | undefined {
 
 /**
  * Machines, units, the caller's access and the last change of each model
- * (Juju's `models` columns). A model the caller cannot read this way (gone
- * meanwhile, or its access list refused) shows what could be read.
+ * (Juju's `models` columns): from the list itself when the server answered
+ * `?summary=true`; otherwise (an older server) asked model by model, where a
+ * model the caller cannot read this way (gone meanwhile, or its access list
+ * refused) shows what could be read.
  */
 export async function modelSummaries(
   session: Session,
   models: readonly Model[],
 ): Promise<Map<string, ModelSummary>> {
+  // a server that answered `?summary=true` gave it all in the list: no request per model
+  if (models.every((m) => m.summary !== undefined)) {
+    return new Map(
+      models.map((m) => {
+        const { machines, units, lastChange, access } = m.summary!;
+        return [m.name, { machines, units, lastChange, ...(access ? { access } : {}) }];
+      }),
+    );
+  }
   const client = session.client();
   const out = new Map<string, ModelSummary>();
   const who = await client.get<WhoAmI>('/v1/whoami').catch(() => undefined);

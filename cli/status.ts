@@ -244,6 +244,9 @@ export function formatStatusTabular(status: Status, opts: FormatOptions): string
   };
   for (const name of [...allUnits.keys()].sort(naturalCompare))
     if (!subordinateNames.has(name)) addUnitRow(name, allUnits.get(name)!, 0);
+  // Juju's table has `Ports` between the address and the message: the ports a charm opened
+  // through its unit agent. Nothing here runs agents or opens ports, so the column would be
+  // empty on every row, as if ports were tracked: it is left out (issue 29)
   if (unitRows.length)
     sections.push(
       columns(['Unit', 'Workload', 'Agent', 'Machine', 'Public address', 'Message'], unitRows),

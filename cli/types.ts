@@ -13,6 +13,8 @@ export interface Model {
   availabilitySets?: boolean;
   reprovisionLost?: boolean;
   createdAt?: string;
+  /** `GET /v1/models?summary=true` only. */
+  summary?: { machines: number; units: number; lastChange: string; access?: string };
 }
 
 export interface Hardware {

@@ -97,6 +97,13 @@ export interface ProvisioningTuning {
   /** RunInstances calls the worker makes at once per region, then per second (EC2's published bucket: 5, 2). */
   launchBurst: number;
   launchRatePerSecond: number;
+  /**
+   * EC2's instance bucket as this account has it (EC2's default: 1,000 at
+   * once, then 2 a second): the worker does not pace on it (EC2 enforces
+   * it), it records its launches against it for plans (state/launch-record.ts).
+   */
+  launchInstanceBurst?: number;
+  launchInstanceRatePerSecond?: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
   /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */
@@ -134,6 +141,8 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     zoneCacheMs: Math.min(zeroableDurationEnv('PROVISIONER_ZONE_CACHE', '5s', env), 5_000),
     launchBurst: positiveIntEnv('PROVISIONER_LAUNCH_BURST', 5, env),
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
+    launchInstanceBurst: positiveIntEnv('PROVISIONER_LAUNCH_INSTANCE_BURST', 1000, env),
+    launchInstanceRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_INSTANCE_RATE', 2, env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

@@ -22,6 +22,8 @@ export const METRIC = {
   clientErrors: 'ClientErrors',
   /** API: 5xx answers, by `Route`. */
   serverErrors: 'ServerErrors',
+  /** API: audit entries that could not be written (the request's answer stood; functions/access.ts). */
+  auditWriteFailures: 'AuditWriteFailures',
   /** Worker: instances EC2 launched. */
   launches: 'Launches',
   /** Worker: members of a launch batch that got no instance, by EC2's error `Code`. */
@@ -64,6 +66,7 @@ const UNITS: Readonly<Record<MetricName, Unit>> = {
   Latency: MetricUnit.Milliseconds,
   ClientErrors: MetricUnit.Count,
   ServerErrors: MetricUnit.Count,
+  AuditWriteFailures: MetricUnit.Count,
   Launches: MetricUnit.Count,
   LaunchErrors: MetricUnit.Count,
   BatchSize: MetricUnit.Count,

@@ -45,11 +45,51 @@ export interface LaunchEstimate {
   notes: string[];
 }
 
-/** When the `n`-th token (1-based) of a full bucket is available, in seconds from now. */
-export function tokenAvailableAt(bucket: Bucket, n: number): number {
-  if (n <= bucket.burst) return 0;
+/**
+ * When the `n`-th token (1-based) of a bucket holding `left` tokens now (a
+ * full one by default) is available, in seconds from now.
+ */
+export function tokenAvailableAt(bucket: Bucket, n: number, left: number = bucket.burst): number {
+  if (n <= left) return 0;
   if (bucket.perSecond <= 0) return Number.POSITIVE_INFINITY;
-  return (n - bucket.burst) / bucket.perSecond;
+  return (n - left) / bucket.perSecond;
+}
+
+/**
+ * A bucket's state as one number (a token bucket written as GCRA): the time,
+ * in epoch milliseconds, at which it is full again. A bucket that is full
+ * has a time in the past (or none at all).
+ */
+export type FullAt = number | undefined;
+
+/** Tokens left in the bucket at `nowMs`: between 0 and its burst. */
+export function tokensLeft(bucket: Bucket, fullAt: FullAt, nowMs: number): number {
+  if (fullAt === undefined || fullAt <= nowMs) return bucket.burst;
+  if (bucket.perSecond <= 0) return 0;
+  const missing = ((fullAt - nowMs) / 1000) * bucket.perSecond;
+  return Math.max(0, bucket.burst - missing);
+}
+
+/**
+ * The bucket's full-again time after `n` tokens were taken at `atMs`, from
+ * `left` tokens then (tokensLeft). A bucket never goes below empty: taking
+ * more than is left (EC2 granted what the configured bucket did not know of,
+ * e.g. a raised limit) counts as emptying it, as EC2's own bucket would be.
+ */
+export function fullAtAfter(bucket: Bucket, left: number, atMs: number, n: number): number {
+  if (bucket.perSecond <= 0) return atMs;
+  const missing = bucket.burst - Math.min(left, bucket.burst) + Math.min(Math.max(0, n), left);
+  return atMs + (missing / bucket.perSecond) * 1000;
+}
+
+/**
+ * What this deployment's recent launches left of both buckets now: the
+ * worker records every RunInstances it sends (state/launch-record.ts), the
+ * plan reads that record. Absent: both buckets full.
+ */
+export interface BucketsLeft {
+  requests: number;
+  instances: number;
 }
 
 function count(n: number): string {
@@ -63,30 +103,112 @@ function rate(perSecond: number): string {
 /**
  * The estimate for launches grouped as the worker batches them: `batches`
  * holds, per launch spec and zone, how many machines share it (each group
- * goes out in calls of at most `maxPerCall`). Both buckets are taken as full
- * (what else is launching at the same time is not known here).
+ * goes out in calls of at most `maxPerCall`), starting from what is `left`
+ * of each bucket now (full when not given).
  */
-export function estimateLaunch(batches: readonly number[], budget: LaunchBudget): LaunchEstimate {
+export function estimateLaunch(
+  batches: readonly number[],
+  budget: LaunchBudget,
+  left: BucketsLeft = { requests: budget.requests.burst, instances: budget.instances.burst },
+): LaunchEstimate {
   const machines = batches.reduce((a, b) => a + b, 0);
   if (machines === 0) return { seconds: 0, calls: 0, notes: [] };
   const calls = batches.reduce((a, n) => a + Math.ceil(n / budget.maxPerCall), 0);
-  const byRequests = tokenAvailableAt(budget.requests, calls);
-  const byInstances = tokenAvailableAt(budget.instances, machines);
+  const byRequests = tokenAvailableAt(budget.requests, calls, left.requests);
+  const byInstances = tokenAvailableAt(budget.instances, machines, left.instances);
   const notes: string[] = [];
-  if (machines > budget.instances.burst) {
+  // tokens come whole: what can go out at once is the whole part of what is left
+  const nowInstances = Math.floor(left.instances);
+  const nowRequests = Math.floor(left.requests);
+  if (machines > left.instances) {
     notes.push(
       `${count(machines)} machines over the next ${count(Math.ceil(byInstances))} s: ` +
-        `${count(budget.instances.burst)} at once, then ${rate(budget.instances.perSecond)}`,
+        `${count(nowInstances)} at once, then ${rate(budget.instances.perSecond)}`,
     );
   }
-  if (calls > budget.requests.burst) {
+  if (calls > left.requests) {
     notes.push(
       `${count(calls)} RunInstances calls over the next ${count(Math.ceil(byRequests))} s: ` +
-        `${count(budget.requests.burst)} at once, then ${rate(budget.requests.perSecond)}`,
+        `${count(nowRequests)} at once, then ${rate(budget.requests.perSecond)}`,
+    );
+  }
+  if (nowInstances < budget.instances.burst) {
+    notes.push(
+      `this deployment's recent launches leave ${count(nowInstances)} of the ` +
+        `${count(budget.instances.burst)} instances EC2 launches at once; ` +
+        `they come back at ${rate(budget.instances.perSecond)}`,
+    );
+  }
+  if (nowRequests < budget.requests.burst) {
+    notes.push(
+      `this deployment's recent launches leave ${count(nowRequests)} of the ` +
+        `${count(budget.requests.burst)} RunInstances calls at once; ` +
+        `they come back at ${rate(budget.requests.perSecond)}`,
     );
   }
   const seconds = Math.ceil(
     budget.batchWaitSeconds + Math.max(byRequests, byInstances) + budget.roundTripSeconds,
   );
   return { seconds, calls, notes };
+}
+
+/** One bucket as recorded: its settings when last written, and when it is full again. */
+export interface RecordedBucket extends Bucket {
+  /** Epoch milliseconds at which the bucket is full again (GCRA's theoretical arrival time). */
+  fullAt: number;
+}
+
+/** What a deployment's launches have left of EC2's buckets in one region. */
+export interface LaunchRecord {
+  /** RunInstances calls (the worker's pacing: PROVISIONER_LAUNCH_BURST / _RATE). */
+  requests: RecordedBucket;
+  /** Instances launched (EC2's instance bucket: PROVISIONER_LAUNCH_INSTANCE_BURST / _RATE). */
+  instances: RecordedBucket;
+  /** Bumped on every write (optimistic concurrency between workers). */
+  version: number;
+}
+
+/** One RunInstances the worker sent: when, and how many instances EC2 launched for it. */
+export interface LaunchSend {
+  atMs: number;
+  calls: number;
+  instances: number;
+}
+
+/** Both buckets after `send`, from the record as it stood (absent: both full). */
+export function recordSend(
+  before: LaunchRecord | undefined,
+  buckets: { requests: Bucket; instances: Bucket },
+  send: LaunchSend,
+): LaunchRecord {
+  const next = (was: RecordedBucket | undefined, bucket: Bucket, n: number): RecordedBucket => {
+    // what was left at the send, under the settings it was recorded with
+    const left = was ? tokensLeft(was, was.fullAt, send.atMs) : bucket.burst;
+    const fullAt = fullAtAfter(bucket, left, send.atMs, n);
+    // a send recorded late (another worker's later send written first) never makes the
+    // bucket fuller than the record already says
+    return {
+      burst: bucket.burst,
+      perSecond: bucket.perSecond,
+      fullAt: was ? Math.max(fullAt, was.fullAt) : fullAt,
+    };
+  };
+  return {
+    requests: next(before?.requests, buckets.requests, send.calls),
+    instances: next(before?.instances, buckets.instances, send.instances),
+    version: (before?.version ?? 0) + 1,
+  };
+}
+
+/** What the record leaves of each bucket at `nowMs` (undefined record: both full). */
+export function bucketsLeft(
+  record: LaunchRecord | undefined,
+  buckets: { requests: Bucket; instances: Bucket },
+  nowMs: number,
+): BucketsLeft {
+  if (!record) return { requests: buckets.requests.burst, instances: buckets.instances.burst };
+  return {
+    requests: tokensLeft(record.requests, record.requests.fullAt, nowMs),
+    instances: tokensLeft(record.instances, record.instances.fullAt, nowMs),
+  };
 }

@@ -22,6 +22,14 @@ export function isInstanceState(value: unknown): value is InstanceState {
 }
 
 /** States in which the instance is gone or going: its machine is `down` (API.md). */
+/** EC2's state of an instance (its `State.Name`), as the liveness checks name it. */
+export function instanceState(instance: {
+  State?: { Name?: string | undefined } | undefined;
+}): InstanceState | undefined {
+  const name = instance.State?.Name;
+  return isInstanceState(name) ? name : undefined;
+}
+
 export function isLost(state: InstanceState): boolean {
   return state === 'terminated' || state === 'shutting-down' || state === 'unknown';
 }

@@ -7,6 +7,7 @@ import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
 import { identitySettings, type IdentitySettings } from '../config/identity';
 import { logger } from '../config/logger';
+import { METRIC, metricsNamespace, unitOf } from '../config/metrics';
 import { AccessStore } from '../state/access';
 import { AuditStore, type AuditEntry } from '../state/audit';
 import { UnauthorizedError } from './errors';
@@ -175,7 +176,10 @@ export function gateFromEnv(): Gate {
  * What happens when the audit write fails (README, "Audit"): the request's
  * effect stands and its answer goes out as it was; the failure is logged
  * with the entry (no body, token or password is in it) and counted as the
- * CloudWatch metric `Provisioner/AuditWriteFailures` (embedded metric format).
+ * metric `AuditWriteFailures` in the environment's namespace (`Provisioner/<env>`),
+ * service-wide like the API's other metrics (dimension `service`, which the
+ * logger's line carries), in the same line (embedded metric format), so the
+ * count and the entry it lost cannot part.
  */
 export function reportAuditFailure(entry: AuditEntry, err: unknown): void {
   logger.error('audit entry not written', {
@@ -185,12 +189,12 @@ export function reportAuditFailure(entry: AuditEntry, err: unknown): void {
       Timestamp: Date.now(),
       CloudWatchMetrics: [
         {
-          Namespace: 'Provisioner',
-          Dimensions: [[]],
-          Metrics: [{ Name: 'AuditWriteFailures', Unit: 'Count' }],
+          Namespace: metricsNamespace(),
+          Dimensions: [['service']],
+          Metrics: [{ Name: METRIC.auditWriteFailures, Unit: unitOf(METRIC.auditWriteFailures) }],
         },
       ],
     },
-    AuditWriteFailures: 1,
+    [METRIC.auditWriteFailures]: 1,
   });
 }

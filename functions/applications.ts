@@ -7,7 +7,7 @@ import {
   relate,
   setApplicationConstraints,
 } from '../service/applications';
-import { serviceContext } from '../service/context';
+import { serviceContext } from './context';
 import { createHandler, groupOperations, param, parseBody } from './http';
 import { Deploy, Relate, SetConstraints } from './schemas';
 

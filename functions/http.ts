@@ -1,5 +1,10 @@
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type {
+  APIGatewayProxyEventV2,
+  APIGatewayProxyStructuredResultV2,
+  Context,
+} from 'aws-lambda';
 import type { z } from 'zod';
+import { domainErrorStatus } from '../core/error-codes';
 import { ADMIN_USER, controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
@@ -7,7 +12,14 @@ import { logger } from '../config/logger';
 import { IdempotencyStore } from '../state/idempotency';
 import { observed, observedUser } from './observe';
 import { OPERATIONS, type OperationSpec, type SuccessResponse } from './operations';
-import { allowedMethods, routeAccess, type GroupRouteKey, type RouteGroup } from './routes';
+import {
+  allowedMethods,
+  documentedRoute,
+  isGatewayRoute,
+  routeAccess,
+  type GroupRouteKey,
+  type RouteGroup,
+} from './routes';
 import { gateFromEnv, reportAuditFailure, type Caller, type Gate } from './access';
 import type { AuditEntry } from '../state/audit';
 import { BODY_TOO_LARGE, LIMITS } from './limits';
@@ -71,20 +83,6 @@ export function groupOperations<G extends RouteGroup>(
   return operations;
 }
 
-/**
- * Domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`;
- * their HTTP status is chosen here and nowhere else.
- */
-const DOMAIN_ERROR_STATUS: Record<string, number> = {
-  'invalid-constraints': 400,
-  'invalid-placement': 400,
-  'base-mismatch': 400,
-  'bad-request': 400,
-  'not-found': 404,
-  conflict: 409,
-  unavailable: 503,
-};
-
 /** Methods an Idempotency-Key applies to (API.md §1). */
 const IDEMPOTENT_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -120,10 +118,11 @@ export function toErrorResponse(err: unknown): APIGatewayProxyStructuredResultV2
   }
   if (err instanceof ApiError) return errorResponse(err.status, err.code, err.message);
   if (err instanceof Error) {
+    // domain errors (core/, state/errors.ts, service/errors.ts) carry a `code`: its status is
+    // core/error-codes.ts's
     const code = (err as { code?: unknown }).code;
-    if (typeof code === 'string' && DOMAIN_ERROR_STATUS[code] !== undefined) {
-      return errorResponse(DOMAIN_ERROR_STATUS[code], code, err.message);
-    }
+    const status = domainErrorStatus(code);
+    if (status !== undefined) return errorResponse(status, code as string, err.message);
   }
   logger.error('unhandled error', { error: err as Error });
   return errorResponse(500, 'internal', 'internal error');
@@ -160,6 +159,24 @@ function isDryRun(event: APIGatewayProxyEventV2): boolean {
 }
 
 /**
+ * A request that came in on a gateway route (functions/routes.ts
+ * GATEWAY_ROUTES: a decoded container id such as `…/machines/0/lxd/1/retry`)
+ * as the documented route it stands for, with its `{id}`; when it stands for
+ * none (`POST …/machines/5`), as the `$default` route the gateway would have
+ * used without it. Everything after this (access, the operation, logs,
+ * metrics by route, the audit) sees only documented routes.
+ */
+export function asDocumentedRoute(event: APIGatewayProxyEventV2): APIGatewayProxyEventV2 {
+  if (!isGatewayRoute(event.routeKey)) return event;
+  const documented = documentedRoute(event.routeKey, event.pathParameters ?? {});
+  if (!documented) {
+    const { pathParameters: _unused, ...rest } = event;
+    return { ...rest, routeKey: '$default' };
+  }
+  return { ...event, ...documented };
+}
+
+/**
  * Builds a Lambda handler for one route group: who is calling and whether
  * the route's access (functions/routes.ts) allows it first, then JSON
  * parsing, then the operation for the event's route key; every error leaves
@@ -170,8 +187,11 @@ export function createHandler(
   operations: Record<string, Operation>,
   gate: () => Gate = gateFromEnv,
   idempotency: () => IdempotencyStore = idempotencyFromEnv,
-): (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2> {
-  return observed(async (event) => {
+): (
+  event: APIGatewayProxyEventV2,
+  context?: Context,
+) => Promise<APIGatewayProxyStructuredResultV2> {
+  const handle = observed(async (event) => {
     let caller: Caller | undefined;
     /** The caller has no access to the route's model: nothing of theirs goes in its audit. */
     let hiddenModel = false;
@@ -238,6 +258,7 @@ export function createHandler(
     }
     return response;
   });
+  return (event, context?: Context) => handle(asDocumentedRoute(event), context);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { serviceContext } from '../service/context';
+import { serviceContext } from './context';
 import {
   createModel,
   destroyModel,
@@ -10,7 +10,7 @@ import {
 } from '../service/models';
 import { createHandler, groupOperations, param, parseBody } from './http';
 import { openApiDocument } from './openapi-document';
-import { CreateModel, SetConstraints, UpdateModel } from './schemas';
+import { CreateModel, ModelsQuery, SetConstraints, UpdateModel } from './schemas';
 
 export const handler = createHandler(
   groupOperations('models', {
@@ -22,16 +22,20 @@ export const handler = createHandler(
       );
       return { status: 201, body: model };
     },
-    'GET /v1/models': async (req) => ({
-      status: 200,
-      body: {
-        // only the models the caller can read; a superuser reads every model
-        models: await listModels(
-          serviceContext(),
-          req.caller?.access === 'superuser' ? undefined : (req.caller?.user ?? ''),
-        ),
-      },
-    }),
+    'GET /v1/models': async (req) => {
+      const { summary } = parseBody(ModelsQuery, req.query, 'query parameter');
+      return {
+        status: 200,
+        body: {
+          // only the models the caller can read; a superuser reads every model
+          models: await listModels(
+            serviceContext(),
+            req.caller?.access === 'superuser' ? undefined : (req.caller?.user ?? ''),
+            { summary: summary !== undefined && summary !== 'false' },
+          ),
+        },
+      };
+    },
     'GET /v1/models/{model}': async (req) => ({
       status: 200,
       body: await getModel(serviceContext(), param(req, 'model')),

@@ -47,28 +47,37 @@ export function requestKeys(event: APIGatewayProxyEventV2): RequestKeys {
  * checked, `observedUser`), so every line the request logs carries them; when
  * the answer leaves, one EMF record counts the request, its latency and
  * whether it was a 4xx or a 5xx, by route (config/metrics.ts). The keys are
- * cleared after each request.
+ * the request's own (a child logger per request, config/logger.ts
+ * `runScoped`), so concurrent requests of one process never mix them, and
+ * they are cleared after it.
  */
 export function observed(handler: Handler): Handler {
-  return async (event, context) => {
-    const started = performance.now();
-    if (context) logger.addContext(context);
-    const keys = requestKeys(event);
-    logger.appendKeys({ ...keys });
-    let status = 500;
+  // each request logs through a logger of its own: the local server runs many at once
+  return (event, context) => logger.runScoped(() => observe(handler, event, context));
+}
+
+async function observe(
+  handler: Handler,
+  event: APIGatewayProxyEventV2,
+  context: Context | undefined,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  const started = performance.now();
+  if (context) logger.addContext(context);
+  const keys = requestKeys(event);
+  logger.appendKeys({ ...keys });
+  let status = 500;
+  try {
+    const response = await handler(event, context);
+    status = response.statusCode ?? 200;
+    return response;
+  } finally {
     try {
-      const response = await handler(event, context);
-      status = response.statusCode ?? 200;
-      return response;
-    } finally {
-      try {
-        recordRequest(event.routeKey, status, performance.now() - started, keys.requestId);
-      } catch (err) {
-        logger.warn('request metrics not written', { error: String(err) });
-      }
-      logger.resetKeys();
+      recordRequest(event.routeKey, status, performance.now() - started, keys.requestId);
+    } catch (err) {
+      logger.warn('request metrics not written', { error: String(err) });
     }
-  };
+    logger.resetKeys();
+  }
 }
 
 /** The authenticated user's name, for the rest of the request's log lines. */

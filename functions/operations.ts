@@ -34,6 +34,7 @@ import {
   MachinesAnswer,
   Model,
   ModelList,
+  ModelsQuery,
   OpenApiDocument,
   Relate,
   Relation,
@@ -97,6 +98,7 @@ export const OPERATIONS = {
   },
   'GET /v1/models': {
     summary: 'List models',
+    query: ModelsQuery,
     success: { status: 200, description: 'Every model.', schema: ModelList },
     errors: {},
   },

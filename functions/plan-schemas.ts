@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Plan } from '../service/views';
 
 /**
  * Plans (API.md "Plans (dry run)"): the `dryRun` flag of deploy, add-unit
@@ -12,50 +13,8 @@ export const DryRunFlag = z.boolean().meta({
     'no workflow started, nothing changed on EC2.',
 });
 
-export const PlannedMachine = z
-  .object({
-    id: z.string().nullable().meta({
-      description: "The existing machine's id where a unit would go onto one; null: new.",
-    }),
-    units: z.array(z.string()),
-    base: z.string(),
-    constraints: z.string().meta({ description: 'Collapsed, canonical.' }),
-    zone: z.string().nullable().meta({ description: 'null: not known (see notes).' }),
-    instanceType: z
-      .string()
-      .nullable()
-      .meta({ description: 'null for a container or manual machine, or when not known.' }),
-    pricePerHour: z
-      .number()
-      .min(0)
-      .nullable()
-      .meta({ description: 'On-demand USD; 0 for a container or manual machine; null: unknown.' }),
-    placementGroup: z.string().optional().meta({ description: 'Availability-set mode.' }),
-    partition: z.number().int().min(1).optional().meta({ description: 'Availability-set mode.' }),
-  })
-  .meta({ id: 'PlannedMachine' });
-export type PlannedMachineView = z.infer<typeof PlannedMachine>;
-
-export const Plan = z
-  .object({
-    machines: z.array(PlannedMachine),
-    pricePerHour: z
-      .number()
-      .min(0)
-      .nullable()
-      .meta({ description: 'USD per hour of the new machines; null when a price is unknown.' }),
-    pricePerMonth: z
-      .number()
-      .min(0)
-      .nullable()
-      .meta({ description: 'pricePerHour × 730, to cents.' }),
-    estimatedSeconds: z.number().int().min(0).meta({
-      description: 'Until the last planned machine is launched, under the launch budget.',
-    }),
-    notes: z.array(z.string()).meta({ description: 'What the plan could not know, and waits.' }),
-  })
-  .meta({ id: 'Plan' });
-export type PlanView = z.infer<typeof Plan>;
+// The plan the services build is defined beside them (service/views.ts): named here too.
+export { Plan, PlannedMachine, type PlanView, type PlannedMachineView } from '../service/views';
 
 export const PlanAnswer = z.object({ plan: Plan }).meta({ id: 'PlanAnswer' });
 export type PlanAnswerView = z.infer<typeof PlanAnswer>;

@@ -4,6 +4,7 @@
  * Each route group is one Lambda (one file in functions/ exporting `handler`).
  */
 import type { RouteAccess } from '../core/access';
+import { PATH_PARAMETERS } from './schemas';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -141,6 +142,51 @@ export const ROUTES = [
   { method: 'GET', path: '/v1/audit', group: 'identity', access: superuser },
 ] as const satisfies readonly Route[];
 
+/**
+ * Routes the gateway needs and API.md does not name (an implementation detail
+ * of the deployment): API Gateway's HTTP API is reported to decode a path
+ * before routing it, so a container id sent as API.md says (`0%2Flxd%2F1`)
+ * arrives as three segments and matches no `{id}` route. A greedy `{id+}`
+ * route per method takes such a path; the request is then answered as the
+ * documented route it stands for (`documentedRoute`), found by the
+ * documented route's literal tail (`/retry`, `/reprovision`, or none). Each
+ * takes its access from the routes it serves, so ROUTES stays the one place
+ * access is decided. The specific routes win over these (API Gateway prefers
+ * a full match to a greedy one), so single-segment ids never reach them.
+ */
+export const GATEWAY_ROUTES = [
+  {
+    method: 'GET',
+    path: '/v1/models/{model}/machines/{id+}',
+    group: 'machines',
+    serves: ['GET /v1/models/{model}/machines/{id}'],
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/models/{model}/machines/{id+}',
+    group: 'machines',
+    serves: ['DELETE /v1/models/{model}/machines/{id}'],
+  },
+  {
+    method: 'POST',
+    path: '/v1/models/{model}/machines/{id+}',
+    group: 'machines',
+    serves: [
+      'POST /v1/models/{model}/machines/{id}/retry',
+      'POST /v1/models/{model}/machines/{id}/reprovision',
+    ],
+  },
+] as const satisfies readonly GatewayRoute[];
+
+export interface GatewayRoute {
+  method: HttpMethod;
+  /** Ends in one greedy parameter (`{id+}`), the only place API Gateway allows one. */
+  path: string;
+  group: RouteGroup;
+  /** The documented routes (keys of ROUTES) a request on this route may stand for. */
+  serves: readonly RouteKey[];
+}
+
 export type KeyOf<R> = R extends { method: infer M extends string; path: infer P extends string }
   ? `${M} ${P}`
   : never;
@@ -165,9 +211,72 @@ const ACCESS_BY_KEY = new Map<string, RouteAccess>(
   ROUTES.map((r) => [routeKey(r), r.access as RouteAccess]),
 );
 
+/**
+ * What a gateway route needs: the access of the documented routes it serves,
+ * which must agree (checked when this module loads, so a table that would
+ * let a greedy route grant more or less than its routes cannot ship).
+ */
+function gatewayAccess(route: GatewayRoute): RouteAccess {
+  const levels = route.serves.map((key) => {
+    const access = ACCESS_BY_KEY.get(key);
+    if (!access) throw new Error(`gateway route ${routeKey(route)} serves unknown route ${key}`);
+    return access;
+  });
+  const first = levels[0];
+  if (!first || levels.some((a) => JSON.stringify(a) !== JSON.stringify(first))) {
+    throw new Error(`gateway route ${routeKey(route)}: the routes it serves differ in access`);
+  }
+  return first;
+}
+
+for (const route of GATEWAY_ROUTES) ACCESS_BY_KEY.set(routeKey(route), gatewayAccess(route));
+
 /** What the route of an event's `routeKey` needs; `$default` and unknown keys need a login. */
 export function routeAccess(key: string): RouteAccess {
   return ACCESS_BY_KEY.get(key) ?? DEFAULT_ROUTE_ACCESS;
+}
+
+const GATEWAY_BY_KEY = new Map<string, GatewayRoute>(GATEWAY_ROUTES.map((r) => [routeKey(r), r]));
+
+/** Whether a route key is one of GATEWAY_ROUTES (a greedy route API.md does not name). */
+export function isGatewayRoute(key: string): boolean {
+  return GATEWAY_BY_KEY.has(key);
+}
+
+/**
+ * The documented route a request on a gateway route stands for, and its
+ * parameters: the greedy value (already decoded, e.g. `0/lxd/1/retry`) less
+ * the documented route's literal tail (`retry`) is the `{id}`. Undefined when
+ * no served route's tail fits (e.g. `POST …/machines/5`): the request is then
+ * answered as `$default` would answer it. The id itself is checked later with
+ * the route's parameter rules, as on the documented route.
+ */
+export function documentedRoute(
+  key: string,
+  pathParameters: Record<string, string | undefined>,
+): { routeKey: RouteKey; pathParameters: Record<string, string> } | undefined {
+  const gateway = GATEWAY_BY_KEY.get(key);
+  if (!gateway) return undefined;
+  const greedy = /\{([^}]+)\+\}$/.exec(gateway.path)?.[1];
+  const value =
+    greedy === undefined ? undefined : (pathParameters[`${greedy}+`] ?? pathParameters[greedy]);
+  if (greedy === undefined || value === undefined) return undefined;
+  const segments = value.replace(/\/+$/, '').split('/');
+  for (const served of gateway.serves) {
+    const template = served.slice(served.indexOf(' ') + 1).split('/');
+    const at = template.indexOf(`{${greedy}}`);
+    const tail = template.slice(at + 1);
+    if (segments.length <= tail.length) continue;
+    const own = segments.slice(segments.length - tail.length);
+    if (!tail.every((t, i) => t === own[i])) continue;
+    const params: Record<string, string> = {};
+    for (const [k, v] of Object.entries(pathParameters)) {
+      if (v !== undefined && k !== greedy && k !== `${greedy}+`) params[k] = v;
+    }
+    params[greedy] = segments.slice(0, segments.length - tail.length).join('/');
+    return { routeKey: served, pathParameters: params };
+  }
+  return undefined;
 }
 
 export interface RouteMatch {
@@ -189,6 +298,26 @@ export function matchRoute(method: string, rawPath: string): RouteMatch | undefi
   return undefined;
 }
 
+export interface GatewayRouteMatch {
+  route: (typeof GATEWAY_ROUTES)[number];
+  pathParameters: Record<string, string>;
+}
+
+/**
+ * Matches a concrete method and path against GATEWAY_ROUTES, for a request
+ * no route of ROUTES matched (they win, as API Gateway prefers a full match
+ * to a greedy one): the greedy parameter takes the rest of the path, decoded.
+ */
+export function matchGatewayRoute(method: string, rawPath: string): GatewayRouteMatch | undefined {
+  const segments = pathSegments(rawPath);
+  for (const route of GATEWAY_ROUTES) {
+    if (route.method !== method) continue;
+    const params = matchPath(route.path, segments);
+    if (params) return { route, pathParameters: params };
+  }
+  return undefined;
+}
+
 const METHOD_ORDER: readonly HttpMethod[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
@@ -203,7 +332,18 @@ export function allowedMethods(rawPath: string): HttpMethod[] {
       methods.push(route.method);
     }
   }
+  // a decoded container id (`…/machines/0/lxd/1`) has the methods of the routes it stands for
+  for (const route of GATEWAY_ROUTES) {
+    if (methods.includes(route.method)) continue;
+    const params = matchPath(route.path, segments);
+    const documented = params && documentedRoute(routeKey(route), params);
+    if (documented && validId(documented.pathParameters.id)) methods.push(route.method);
+  }
   return methods.sort((a, b) => METHOD_ORDER.indexOf(a) - METHOD_ORDER.indexOf(b));
+}
+
+function validId(id: string | undefined): boolean {
+  return id !== undefined && PATH_PARAMETERS.id.schema.safeParse(id).success;
 }
 
 function pathSegments(rawPath: string): string[] {
@@ -213,6 +353,30 @@ function pathSegments(rawPath: string): string[] {
 /** A route template's parameters for the path's segments, or undefined when it does not match. */
 function matchPath(path: string, segments: readonly string[]): Record<string, string> | undefined {
   const template = path.split('/');
+  const last = template[template.length - 1] ?? '';
+  const greedy = last.endsWith('+}');
+  if (greedy) {
+    // `{name+}` takes one or more segments: the rest of the path, each segment decoded
+    if (segments.length < template.length) return undefined;
+    const rest = segments.slice(template.length - 1);
+    const params = matchPath(
+      template.slice(0, -1).join('/'),
+      segments.slice(0, template.length - 1),
+    );
+    if (!params) return undefined;
+    const decoded: string[] = [];
+    for (const s of rest) {
+      try {
+        decoded.push(decodeURIComponent(s));
+      } catch {
+        return undefined;
+      }
+    }
+    const value = decoded.join('/');
+    if (value === '') return undefined;
+    params[last.slice(1, -2)] = value;
+    return params;
+  }
   if (template.length !== segments.length) return undefined;
   const params: Record<string, string> = {};
   for (let i = 0; i < template.length; i++) {

@@ -6,14 +6,14 @@
  * objects render with `additionalProperties: false`, so a field the contract
  * does not name fails the integration tests' response check.
  *
- * No imports from service/: the services type their views with these.
+ * The answers the services build are defined in service/views.ts (re-exported
+ * here), so service/ imports nothing from functions/.
  */
 import { z } from 'zod';
 import { DryRunFlag } from './plan-schemas';
 import {
   CONTROLLER_LEVELS,
   CoreError,
-  INSTANCE_STATES,
   KNOWN_OS,
   MODEL_LEVELS,
   RISKS,
@@ -21,18 +21,24 @@ import {
   parseRequestBase,
 } from '../core';
 import { NAME_PATTERN, REGION_PATTERN } from '../service/names';
-import { HARVEST_MODES, type HarvestMode } from '../state/types';
+import {
+  Application,
+  HarvestModeSchema,
+  ModelListEntry,
+  PlacedUnit,
+  Timestamp,
+} from '../service/views';
+export {
+  ModelListEntry,
+  ModelSummary,
+  type ModelListEntryView,
+  type ModelSummaryView,
+} from '../service/views';
+import { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 import { LIMITS } from './limits';
+import { constraintsPattern, placementPattern } from './grammar';
 
 // ---------------------------------------------------------------- values
-
-const HarvestModeSchema = z.enum(HARVEST_MODES as [HarvestMode, ...HarvestMode[]]).meta({
-  description: 'Which instances the model may terminate when machines go (Juju harvest mode).',
-});
-
-const LifeSchema = z.enum(['alive', 'dying', 'dead']);
-
-const Timestamp = z.iso.datetime().meta({ description: 'RFC 3339 UTC time.' });
 
 /** A string of at most `max` characters; over it, the 400 names the limit. */
 function text(max: number) {
@@ -96,12 +102,38 @@ const PlacementText = text(LIMITS.placement).regex(PRINTABLE, {
   error: 'must not contain control characters',
 });
 
-const ConstraintText = text(LIMITS.constraints)
-  .superRefine(refusedBy(coreRefusal(parseConstraints), 'invalid-constraints'))
-  .regex(PRINTABLE, { error: 'must not contain control characters' })
-  .meta({
-    description: 'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form.',
-  });
+/** A unit's placement (deploy and add-unit `to`): the grammar as the document's pattern. */
+const UnitPlacementText = PlacementText.meta({
+  pattern: placementPattern('unit'),
+  description:
+    'An existing machine or container (`3`, `0/lxd/1`; one that does not exist is a 404), a new ' +
+    'container (`lxd`, `lxd:3`), a zone (`zone=us-east-1a`: one of the model’s region) or a subnet. ' +
+    'A unit goes onto a machine of its own base (400 base-mismatch otherwise).',
+});
+
+/**
+ * Juju constraints. The server parses them (Juju's grammar, core
+ * parseConstraints) and checks them against EC2's validator and the model's
+ * region; the document's `pattern` (functions/grammar.ts) states the grammar
+ * in Juju's canonical key order, and the description says what it cannot.
+ */
+function constraintText(options: { container?: boolean } = {}) {
+  return text(LIMITS.constraints)
+    .superRefine(refusedBy(coreRefusal(parseConstraints), 'invalid-constraints'))
+    .regex(PRINTABLE, { error: 'must not contain control characters' })
+    .meta({
+      pattern: constraintsPattern(options),
+      description:
+        'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form. Space-separated ' +
+        '`key=value` items, each key at most once, in any order (the pattern lists them in the ' +
+        'canonical order). Checked at the request against the model’s region: every `zones` ' +
+        'entry must be one of its availability zones (400 `availability zone "…" not valid`) and ' +
+        '`instance-type` one it offers (400 `invalid constraint value: instance-type=…`).' +
+        (options.container === false ? ' No `container` key when adding a machine.' : ''),
+    });
+}
+
+const ConstraintText = constraintText();
 
 /**
  * A base as a request may give it (core parseRequestBase): the document's
@@ -179,6 +211,16 @@ export const ForceQuery = z.object({
     .meta({ description: 'Also remove the machine’s units and containers; empty means true.' }),
 });
 
+/** A pattern for the whole numbers 1 to `max`, a three-digit bound (the audit page's). */
+function upTo(max: number): string {
+  if (!Number.isInteger(max) || max < 100 || max > 999) throw new Error(`upTo(${max})`);
+  const [h, t, u] = [...String(max)].map(Number) as [number, number, number];
+  const hundreds = [h > 1 ? `[1-${h - 1}][0-9]{2}` : '', t > 0 ? `${h}[0-${t - 1}][0-9]` : '']
+    .concat(`${h}${t}[0-${u}]`)
+    .filter(Boolean);
+  return `^(?:[1-9][0-9]?|${hundreds.join('|')})$`;
+}
+
 const AuditLimit = z
   .string()
   .regex(/^[1-9][0-9]{0,2}$/, { error: `must be a whole number from 1 to ${LIMITS.auditPage}` })
@@ -186,7 +228,11 @@ const AuditLimit = z
     error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
   })
   .optional()
-  .meta({ description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).` });
+  .meta({
+    description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).`,
+    // the regex and the bound above as one pattern (the document's, for 1 to 500)
+    pattern: upTo(LIMITS.auditPage),
+  });
 
 export const AuditQuery = z.strictObject({
   since: z.iso
@@ -194,9 +240,11 @@ export const AuditQuery = z.strictObject({
     .optional()
     .meta({ description: 'Only entries at or after this time (RFC 3339).' }),
   limit: AuditLimit,
-  cursor: text(LIMITS.cursor)
-    .optional()
-    .meta({ description: 'The `cursor` of the previous page.' }),
+  cursor: text(LIMITS.cursor).optional().meta({
+    pattern: '^[A-Za-z0-9_-]+$',
+    description:
+      'The `cursor` of the previous page: an opaque token only the server makes; any other is `400 invalid cursor`.',
+  }),
 });
 
 export const AllAuditQuery = AuditQuery.extend({
@@ -214,7 +262,9 @@ export const AddUser = z
       .min(6, { error: 'must be at least 6 characters' })
       .refine((p) => p.trim() === p, { error: 'must not begin or end with whitespace' })
       .meta({
-        description: 'Set as the user’s permanent password in the pool; never stored or logged.',
+        pattern: '^\\S(?:[\\s\\S]*\\S)?$',
+        description:
+          'Set as the user’s permanent password in the pool; never stored or logged. The pool’s own password policy applies too (400 with its reason).',
       }),
   })
   .meta({ id: 'AddUserRequest' });
@@ -265,8 +315,11 @@ export const Deploy = z
       .meta({ description: "Defaults to the application's name." }),
     constraints: ConstraintText.optional(),
     numUnits: z.number().int().min(0).max(LIMITS.count).optional(),
-    to: list(PlacementText, LIMITS.count).optional(),
-    subordinate: z.boolean().optional(),
+    to: list(UnitPlacementText, LIMITS.count).optional(),
+    subordinate: z.boolean().optional().meta({
+      description:
+        'A subordinate is deployed with no units, no `to` and no constraints (400 or 409 otherwise).',
+    }),
     dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'DeployRequest' });
@@ -284,14 +337,21 @@ export const Relate = z
           });
       })
       .min(LIMITS.endpoints)
-      .max(LIMITS.endpoints),
+      .max(LIMITS.endpoints)
+      .meta({
+        uniqueItems: true,
+        description:
+          'Two endpoints, `app` or `app:endpoint`, of two different applications (relating an ' +
+          'application to itself is a 400: a rule across the two items the schema states only for ' +
+          'identical ones).',
+      }),
   })
   .meta({ id: 'RelateRequest' });
 
 export const AddUnits = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
-    to: list(PlacementText, LIMITS.count).optional(),
+    to: list(UnitPlacementText, LIMITS.count).optional(),
     dryRun: DryRunFlag.optional(),
   })
   .meta({ id: 'AddUnitsRequest' });
@@ -300,9 +360,13 @@ export const AddMachines = z
   .strictObject({
     count: z.number().int().min(1).max(LIMITS.count).optional(),
     base: BaseText.optional().meta({ description: 'Defaults to `ubuntu@24.04`.' }),
-    constraints: ConstraintText.optional(),
+    constraints: constraintText({ container: false }).optional(),
     placement: PlacementText.optional().meta({
-      description: '`lxd:N`, `lxd`, `zone=…`, `subnet=…`, `ssh:user@host`',
+      pattern: `^$|${placementPattern('machine')}`,
+      description:
+        '`lxd:N`, `lxd`, `zone=…` (one of the model’s region), `subnet=…`, `ssh:[user@]host`. ' +
+        'With a directive other than `lxd`, `count` must be 1 (400 `cannot use -n when ' +
+        'specifying a placement directive`): a rule across two fields the schema does not state.',
     }),
     dryRun: DryRunFlag.optional(),
   })
@@ -314,48 +378,31 @@ export const Retry = z
 
 // ---------------------------------------------------------------- responses
 
-export const Model = z
-  .object({
-    name: z.string(),
-    region: z.string(),
-    constraints: z.string(),
-    harvestMode: HarvestModeSchema,
-    availabilitySets: z.boolean(),
-    reprovisionLost: z.boolean(),
-    createdAt: Timestamp,
-  })
-  .meta({ id: 'Model' });
-export type ModelView = z.infer<typeof Model>;
+// The answers the services build are defined beside them (service/views.ts): named here too.
+export {
+  Application,
+  ConstraintsAnswer,
+  Machine,
+  MACHINE_STATUSES,
+  Model,
+  PlacedUnit,
+  Status,
+  type ApplicationView,
+  type ConstraintsView,
+  type MachineView,
+  type ModelView,
+  type PlacedUnitView,
+  type StatusView,
+} from '../service/views';
 
-export const ModelList = z.object({ models: z.array(Model) }).meta({ id: 'ModelList' });
+export const ModelList = z.object({ models: z.array(ModelListEntry) }).meta({ id: 'ModelList' });
 
-export const ConstraintsAnswer = z
-  .object({
-    constraints: z.string(),
-    unsupported: z.array(z.string()).optional().meta({
-      description: 'Keys EC2 cannot honour; kept, never dropped, and ignored by provisioning.',
-    }),
-  })
-  .meta({ id: 'Constraints' });
-export type ConstraintsView = z.infer<typeof ConstraintsAnswer>;
-
-export const Application = z
-  .object({
-    name: z.string(),
-    charm: z.string(),
-    base: z.string(),
-    constraints: z.string(),
-    subordinate: z.boolean(),
-    life: LifeSchema,
-    createdAt: Timestamp,
-  })
-  .meta({ id: 'Application' });
-export type ApplicationView = z.infer<typeof Application>;
-
-export const PlacedUnit = z
-  .object({ name: z.string(), machine: z.string() })
-  .meta({ id: 'PlacedUnit' });
-export type PlacedUnitView = z.infer<typeof PlacedUnit>;
+export const ModelsQuery = z.strictObject({
+  summary: z.enum(['true', 'false', '']).optional().meta({
+    description:
+      "Also each model's machine and unit counts, last change and the caller's access; empty means true.",
+  }),
+});
 
 export const DeployAnswer = z
   .object({ application: Application, units: z.array(PlacedUnit) })
@@ -370,107 +417,6 @@ export const Relation = z
 export const MachinesAnswer = z
   .object({ machines: z.array(z.object({ id: z.string() })) })
   .meta({ id: 'MachinesAnswer' });
-
-const Hardware = z
-  .object({
-    arch: z.string(),
-    cores: z.number().int().min(0).meta({ description: 'vCPUs' }),
-    mem: z.number().int().min(0).meta({ description: 'MiB' }),
-    rootDisk: z.number().int().min(0).optional().meta({ description: 'MiB' }),
-  })
-  .meta({ id: 'Hardware' });
-
-export const MACHINE_STATUSES = [
-  'pending',
-  'allocating',
-  'running',
-  'error',
-  'down',
-  'stopping',
-] as const;
-
-export const Machine = z
-  .object({
-    id: z.string(),
-    base: z.string(),
-    life: LifeSchema,
-    status: z.enum(MACHINE_STATUSES),
-    message: z.string(),
-    errorCount: z.number().int().min(1).optional().meta({
-      description:
-        'How many times provisioning has ended in `error` (absent: never); a retry that fails again shows one more, whatever its message.',
-    }),
-    instanceId: z.string().optional(),
-    instanceStatus: z
-      .enum(INSTANCE_STATES)
-      .optional()
-      .meta({ description: "EC2's state of the instance; `unknown` when EC2 no longer lists it." }),
-    imageId: z.string().optional(),
-    zone: z.string().optional(),
-    instanceType: z.string().optional(),
-    constraints: z.string(),
-    hardware: Hardware.optional(),
-    placementGroup: z.string().optional().meta({ description: 'Availability-set mode.' }),
-    partition: z.number().int().min(1).optional().meta({ description: 'Availability-set mode.' }),
-    pricePerHour: z
-      .number()
-      .min(0)
-      .optional()
-      .meta({ description: 'USD on-demand price per hour its type was chosen at.' }),
-    units: z.array(z.string()),
-    containers: z.array(z.string()),
-    // what `status` shows besides the state (issue 29); all optional
-    instanceStatusAt: Timestamp.optional().meta({
-      description:
-        'When `instanceStatus` was recorded: at launch, or when the sweep or an EC2 event saw it change.',
-    }),
-    privateAddress: z.string().optional().meta({ description: "The instance's private IPv4." }),
-    publicAddress: z.string().optional().meta({ description: "The instance's public IPv4." }),
-    placement: z
-      .string()
-      .optional()
-      .meta({ description: 'A manual machine: its `ssh:[user@]host` directive.' }),
-    createdAt: Timestamp.optional(),
-    updatedAt: Timestamp.optional().meta({ description: "The machine's last recorded change." }),
-  })
-  .meta({ id: 'Machine' });
-export type MachineView = z.infer<typeof Machine>;
-
-const UnitStatus = z
-  .object({
-    machine: z.string(),
-    life: LifeSchema,
-    status: z.enum(['allocating', 'deployed', 'error']),
-    subordinates: z.array(z.string()),
-  })
-  .meta({ id: 'UnitStatus' });
-
-const ApplicationStatus = z
-  .object({
-    base: z.string(),
-    constraints: z.string(),
-    subordinate: z.boolean(),
-    units: z.record(z.string(), UnitStatus),
-  })
-  .meta({ id: 'ApplicationStatus' });
-
-export const Status = z
-  .object({
-    model: z.object({
-      name: z.string(),
-      region: z.string(),
-      constraints: z.string(),
-      pricePerHour: z
-        .number()
-        .min(0)
-        .optional()
-        .meta({ description: 'Sum over the running machines that carry a price.' }),
-    }),
-    machines: z.record(z.string(), Machine),
-    applications: z.record(z.string(), ApplicationStatus),
-  })
-  .meta({ id: 'Status' });
-export type StatusView = z.infer<typeof Status>;
 
 export const AuthInfo = z
   .object({
@@ -534,22 +480,9 @@ export const OpenApiDocument = z
 
 // ---------------------------------------------------------------- errors
 
-/** Every `code` the API answers with (API.md §1 and docs/api.md). */
-export const ERROR_CODES = [
-  'bad-request',
-  'invalid-constraints',
-  'invalid-placement',
-  'base-mismatch',
-  'unauthorized',
-  'forbidden',
-  'not-found',
-  'method-not-allowed',
-  'conflict',
-  'idempotency-key-reused',
-  'unavailable',
-  'internal',
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+// Every `code` the API answers with (API.md §1 and docs/api.md), each with its status: one
+// table, core/error-codes.ts.
+export { ERROR_CODES, type ErrorCode } from '../core/error-codes';
 
 /** The contract's error body, whatever the route: `{ "error": { "code", "message" } }`. */
 export const ErrorBody = z

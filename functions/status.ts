@@ -1,4 +1,4 @@
-import { serviceContext } from '../service/context';
+import { serviceContext } from './context';
 import { modelStatus } from '../service/status';
 import { createHandler, groupOperations, param } from './http';
 

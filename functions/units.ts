@@ -1,4 +1,4 @@
-import { serviceContext } from '../service/context';
+import { serviceContext } from './context';
 import { removeUnit } from '../service/unit-removal';
 import { addUnits, planAddUnits } from '../service/units';
 import { createHandler, groupOperations, param, parseBody } from './http';

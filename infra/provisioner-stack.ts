@@ -96,6 +96,8 @@ export class ProvisionerStack extends Stack {
         PROVISIONER_API_TOKEN_SECRET_ARN: this.apiTokenSecret.secretArn,
         ...(config.adminTokenDisabled ? { PROVISIONER_ADMIN_TOKEN_DISABLED: 'true' } : {}),
         POWERTOOLS_SERVICE_NAME: 'provisioner-api',
+        // plans read the launch record the worker keeps under this deployment (state/launch-record.ts)
+        PROVISIONER_DEPLOYMENT: deployment,
         POWERTOOLS_METRICS_NAMESPACE: metricsNamespace,
       },
       apiTokenSecret: this.apiTokenSecret,

@@ -2,7 +2,7 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { BODY_TOO_LARGE, LIMITS } from '../functions/limits';
-import { matchRoute, routeKey, type RouteGroup } from '../functions/routes';
+import { matchGatewayRoute, matchRoute, routeKey, type RouteGroup } from '../functions/routes';
 import { runAsComponent } from './aws-call-recorder';
 
 export type LambdaHandler = (
@@ -46,7 +46,8 @@ export interface ApiDispatch {
 export function sourcesDispatch(handlers: Record<RouteGroup, LambdaHandler>): ApiDispatch {
   return {
     route(method, rawPath) {
-      const match = matchRoute(method, rawPath);
+      // the greedy gateway routes after the documented ones, as API Gateway orders them
+      const match = matchRoute(method, rawPath) ?? matchGatewayRoute(method, rawPath);
       return {
         routeKey: match ? routeKey(match.route) : '$default',
         pathParameters: match?.pathParameters,

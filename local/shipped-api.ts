@@ -42,6 +42,8 @@ interface CompiledRoute {
   routeKey: string;
   method: string;
   segments: string[];
+  /** Ends in a greedy parameter (`{id+}`): it takes one or more segments, and only when no full match does. */
+  greedy: boolean;
   /** Literal segments: a route with more of them wins (API Gateway prefers the most specific). */
   literals: number;
   target: string;
@@ -63,15 +65,15 @@ export function gatewayPath(rawPath: string): string | undefined {
 }
 
 /**
- * Routes a request with the template's route keys; unmatched: `$default`.
- * Path segments are split on `/` as sent and each path parameter is decoded
- * once, so a container id sent as `0%2Flxd%2F1` reaches the Machines route.
- * KNOWN GAP (issue 25): third-party live captures say API Gateway's HTTP API
- * decodes the path before routing (see gatewayPath), so in the cloud such a
- * request would go to `$default` (404); this emulator does not do that yet,
- * because the container-machine routes need a route that takes a decoded
- * `0/lxd/1` (e.g. a greedy `{id+}`) first. Until then the cloud behaviour is
- * unverified here: check with one curl against a deployed dev API.
+ * Routes a request with the template's route keys as API Gateway's HTTP API
+ * is reported to (third-party live captures; no AWS document says it): the
+ * path is decoded first (gatewayPath), so a container id sent as
+ * `0%2Flxd%2F1` arrives as three segments and `rawPath` is the decoded path;
+ * a full match wins over a greedy `{name+}` route, which takes the rest of
+ * the path; unmatched (or malformed escapes): `$default`, with the path as
+ * sent. The machine routes reach a container through the greedy routes
+ * (functions/routes.ts GATEWAY_ROUTES). docs/deploy.md says how to check the
+ * decoding against a deployed API with one curl.
  */
 export function templateRouter(routes: ShippedRoute[]): ApiDispatch['route'] {
   const compiled: CompiledRoute[] = [];
@@ -87,39 +89,63 @@ export function templateRouter(routes: ShippedRoute[]): ApiDispatch['route'] {
       routeKey: r.routeKey,
       method,
       segments,
+      greedy: (segments[segments.length - 1] ?? '').endsWith('+}'),
       literals: segments.filter((s) => !s.startsWith('{')).length,
       target: r.functionLogicalId,
     });
   }
-  // Literal segments beat parameters; a count is enough for today's routes, where no two
-  // routes of one method and length differ in which segment is literal.
-  compiled.sort((a, b) => b.literals - a.literals);
+  // Full matches before greedy ones; among each, literal segments beat parameters (a count is
+  // enough for today's routes, where no two routes of one method and length differ in which
+  // segment is literal), and a longer greedy prefix beats a shorter one.
+  compiled.sort(
+    (a, b) =>
+      Number(a.greedy) - Number(b.greedy) ||
+      b.literals - a.literals ||
+      b.segments.length - a.segments.length,
+  );
   return (method, requestPath) => {
-    const rawPath = requestPath;
-    const unmatched = () => {
+    const unmatched = (rawPath: string) => {
       if (!fallback) throw new Error(`no route for ${method} ${requestPath} and no $default route`);
       return { routeKey: '$default', target: fallback, rawPath };
     };
-    const segments = requestPath.replace(/\/+$/, '').split('/');
+    const rawPath = gatewayPath(requestPath);
+    if (rawPath === undefined) return unmatched(requestPath);
+    const segments = rawPath.replace(/\/+$/, '').split('/');
     for (const route of compiled) {
       if (route.method !== method && route.method !== 'ANY') continue;
-      if (route.segments.length !== segments.length) continue;
-      const params: Record<string, string> = {};
-      const ok = route.segments.every((t, i) => {
-        const s = segments[i] ?? '';
-        if (!t.startsWith('{')) return t === s;
-        if (s === '') return false;
-        const value = gatewayPath(s);
-        if (value === undefined) return false;
-        params[t.slice(1, -1)] = value;
-        return true;
-      });
-      if (ok) {
+      const params = matchSegments(route, segments);
+      if (params) {
         return { routeKey: route.routeKey, pathParameters: params, target: route.target, rawPath };
       }
     }
-    return unmatched();
+    return unmatched(rawPath);
   };
+}
+
+/** A route's parameters for the (decoded) path's segments, or undefined when it does not match. */
+function matchSegments(
+  route: CompiledRoute,
+  segments: readonly string[],
+): Record<string, string> | undefined {
+  const fixed = route.greedy ? route.segments.length - 1 : route.segments.length;
+  if (route.greedy ? segments.length <= fixed : segments.length !== fixed) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < fixed; i++) {
+    const t = route.segments[i] ?? '';
+    const s = segments[i] ?? '';
+    if (!t.startsWith('{')) {
+      if (t !== s) return undefined;
+      continue;
+    }
+    if (s === '') return undefined;
+    params[t.slice(1, -1)] = s;
+  }
+  if (route.greedy) {
+    const value = segments.slice(fixed).join('/');
+    if (value === '') return undefined;
+    params[(route.segments[fixed] ?? '').slice(1, -2)] = value;
+  }
+  return params;
 }
 
 /** Compiles local/lambda-host.ts to a plain script, so the bundles run under `node` alone. */

@@ -1,11 +1,11 @@
 import { checkUnitOnMachineBase } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
-import type { ApplicationView, ConstraintsView } from '../functions/schemas';
+import type { ApplicationView, ConstraintsView, PlanView } from './views';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { appItem, appKey, relationItem } from '../state/repository';
+import { appKey, relationItem } from '../state/repository';
+import { createApplication } from '../state/writes';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import type { Placement } from '../core';
-import type { PlanView } from '../functions/plan-schemas';
 import { buildPlan } from './plans';
 import { canonicalConstraints, collapseConstraints, constraintsView } from './constraints';
 import { deployAtOnce, fitsOneTransaction } from './deploy';
@@ -158,12 +158,7 @@ export async function deploy(
   }
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model, []);
-  tx.put(
-    appItem(record),
-    'attribute_not_exists(pk)',
-    undefined,
-    new EntityConflictError(`application "${input.name}" already exists`),
-  );
+  createApplication(tx, record);
   // a step, so a deploy cut off after this write and retried with its Idempotency-Key goes on
   await requestStep(ctx, 'application', async () => {
     await ctx.repo.commit(tx);
@@ -252,10 +247,11 @@ export async function setApplicationConstraints(
   app: string,
   text: string,
 ): Promise<ConstraintsView> {
-  await ctx.repo.getModel(model);
+  const modelRecord = await ctx.repo.getModel(model);
   const record = await ctx.repo.getApplication(model, app);
   if (record.subordinate) throw new EntityConflictError(SUBORDINATE_CONSTRAINTS);
   const view = constraintsView(text);
+  await checkOffered(ctx, modelRecord.region, { constraints: view.constraints });
   const tx = ctx.repo.transaction();
   tx.update(appKey(model, app), 'SET #c = :c', {
     condition: 'life = :alive AND subordinate = :false',

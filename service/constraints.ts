@@ -1,4 +1,4 @@
-import type { ConstraintsView } from '../functions/schemas';
+import type { ConstraintsView } from './views';
 import {
   constraintsToString,
   createEc2Validator,

@@ -1,23 +1,19 @@
-import type { Client } from '@temporalio/client';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Logger } from '@aws-lambda-powertools/logger';
-import { dynamoDbClient, temporalClient } from '../config/clients';
-import { logger } from '../config/logger';
-import { optionalEnv, serviceEndpoints } from '../config/env';
-import { TASK_QUEUE } from '../temporal/search-attributes';
-import { AccessStore } from '../state/access';
-import { Repository } from '../state/repository';
-import { Ec2InstanceLookup, type InstanceLookup } from './instances';
-import { Ec2Offerings, type RegionOfferings } from './offerings';
-import { Ec2Regions, type RegionCheck } from './regions';
-import { ec2PlanSources, type PlanSources } from './plan-sources';
-import {
-  TEMPORAL_CONNECT_TIMEOUT_MS,
-  TemporalMachineWorkflows,
-  type MachineWorkflows,
-} from './workflows';
+import type { AccessStore } from '../state/access';
+import type { LaunchRecordStore } from '../state/launch-record';
+import type { Repository } from '../state/repository';
+import type { InstanceLookup } from './instances';
+import type { RegionOfferings } from './offerings';
+import type { RegionCheck } from './regions';
+import type { PlanSources } from './plan-sources';
+import type { MachineWorkflows } from './workflows';
 
-/** What the services need; built once per Lambda container (or local API process). */
+/**
+ * What the services need; built once per Lambda container (or local API
+ * process) by functions/context.ts, which wires the EC2 readers the worker
+ * shares (activities/) to the interfaces named here.
+ */
 export interface ServiceContext {
   repo: Repository;
   workflows: MachineWorkflows;
@@ -42,6 +38,11 @@ export interface ServiceContext {
   access?: AccessStore;
   /** EC2's zones, catalogue and prices for plans (dry runs); absent (tests), plans say so. */
   planSources?: PlanSources;
+  /**
+   * This deployment's recent launches (the worker records each RunInstances):
+   * plans count them in `estimatedSeconds`; absent, plans take EC2's buckets as full and say so.
+   */
+  launchRecord?: Pick<LaunchRecordStore, 'read'>;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */
@@ -58,51 +59,4 @@ export async function temporalApiKey(): Promise<string | undefined> {
   if (!arn) return undefined;
   const out = await new SecretsManagerClient({}).send(new GetSecretValueCommand({ SecretId: arn }));
   return out.SecretString?.trim() || undefined;
-}
-
-let context: ServiceContext | undefined;
-
-/** The context, with the request's `step` (Idempotency-Key) and caller when given. */
-export function serviceContext(step?: ServiceContext['step'], user?: string): ServiceContext {
-  const base = sharedContext();
-  return step || user ? { ...base, ...(step ? { step } : {}), ...(user ? { user } : {}) } : base;
-}
-
-function sharedContext(): ServiceContext {
-  if (context) return context;
-  const endpoints = serviceEndpoints();
-  let client: Promise<Client> | undefined;
-  const connect = () => {
-    client ??= temporalApiKey()
-      .then((apiKey) =>
-        temporalClient({
-          address: endpoints.temporalAddress,
-          namespace: endpoints.temporalNamespace,
-          apiKey,
-          connectTimeoutMs: TEMPORAL_CONNECT_TIMEOUT_MS,
-        }),
-      )
-      .catch((err: unknown) => {
-        client = undefined; // retry the connection on the next request
-        throw err;
-      });
-    return client;
-  };
-  const ddb = dynamoDbClient(endpoints);
-  context = {
-    repo: new Repository(ddb, endpoints.tableName),
-    access: new AccessStore(ddb, endpoints.tableName),
-    workflows: new TemporalMachineWorkflows(
-      connect,
-      optionalEnv('PROVISIONER_TASK_QUEUE', TASK_QUEUE),
-    ),
-    defaultRegion: endpoints.region,
-    regions: Ec2Regions.fromEndpoint(endpoints.region, endpoints.ec2Endpoint),
-    offerings: new Ec2Offerings(endpoints.ec2Endpoint),
-    instances: new Ec2InstanceLookup(endpoints.ec2Endpoint),
-    planSources: ec2PlanSources(endpoints.ec2Endpoint),
-    now: () => new Date(),
-    log: logger,
-  };
-  return context;
 }

@@ -1,13 +1,14 @@
-import { appItem, machineItem, unitItem } from '../state/repository';
+import { TRANSACTION_LIMIT } from '../state/repository';
+import { createApplication, createMachine, createUnit } from '../state/writes';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
 import { guardModelAndApp, startWorkflows, type PlacedUnit } from './units';
-import { EntityConflictError, retryOnConcurrentChange } from '../state/errors';
+import { retryOnConcurrentChange } from '../state/errors';
 
-/** DynamoDB's limit of items in one transaction. */
-const TRANSACTION_ITEMS = 100;
+/** DynamoDB's limit of items in one transaction (state/table.ts). */
+const TRANSACTION_ITEMS = TRANSACTION_LIMIT;
 /** The model check and the application itself. */
 const FIXED_ITEMS = 2;
 /** A unit on a new machine of its own: the machine and the unit. */
@@ -49,39 +50,30 @@ export async function deployAtOnce(
   await requestStep(ctx, 'application', async () => {
     const tx = ctx.repo.transaction();
     guardModelAndApp(tx, model.name, []);
-    tx.put(
-      { ...appItem(record), nextUnit: numUnits },
-      'attribute_not_exists(pk)',
-      undefined,
-      new EntityConflictError(`application "${record.name}" already exists`),
-    );
+    createApplication(tx, record, { nextUnit: numUnits });
     units.forEach((u, n) => {
-      tx.put(
-        machineItem(
-          newMachine({
-            model: model.name,
-            id: u.machine,
-            base: record.base,
-            constraints,
-            principals: [u.name],
-            applications: [record.name],
-            now,
-          }),
-        ),
-        'attribute_not_exists(pk)',
+      createMachine(
+        tx,
+        newMachine({
+          model: model.name,
+          id: u.machine,
+          base: record.base,
+          constraints,
+          principals: [u.name],
+          applications: [record.name],
+          now,
+        }),
       );
-      tx.put(
-        unitItem(
-          newUnit({
-            model: model.name,
-            application: record.name,
-            number: n,
-            machine: u.machine,
-            constraints,
-            now,
-          }),
-        ),
-        'attribute_not_exists(pk)',
+      createUnit(
+        tx,
+        newUnit({
+          model: model.name,
+          application: record.name,
+          number: n,
+          machine: u.machine,
+          constraints,
+          now,
+        }),
       );
     });
     // another request touching the model meanwhile (an add-unit, a relate) is a lost race, not a refusal

@@ -1,8 +1,10 @@
+import { isRefusalCode } from '../core/error-codes';
+
 /**
  * Errors the services raise for what the caller asked, beside the
  * repository's (state/errors.ts) and the domain's (core/). Each carries the
- * `code` the API answers with; the HTTP status is chosen in functions/http.ts
- * only, so services know nothing of HTTP.
+ * `code` the API answers with (core/error-codes.ts); the HTTP status is
+ * chosen in functions/http.ts only, so services know nothing of HTTP.
  */
 
 /** The request itself is wrong (a bad name, region or combination of fields). */
@@ -18,20 +20,11 @@ export class DependencyUnavailableError extends Error {
 }
 
 /**
- * Codes of domain errors that refuse a request (functions/http.ts answers
- * them with a 4xx): the request was wrong, not the service. Anything else
+ * Whether a domain error refuses the request (functions/http.ts answers it
+ * with a 4xx): the request was wrong, not the service. Anything else
  * (`unavailable`, a socket error's code, no code) is a failure on our side.
+ * The statuses are core/error-codes.ts's.
  */
-const REFUSAL_CODES = new Set([
-  'invalid-constraints',
-  'invalid-placement',
-  'base-mismatch',
-  'bad-request',
-  'not-found',
-  'conflict',
-]);
-
 export function isRefusal(err: unknown): boolean {
-  const code = (err as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' && REFUSAL_CODES.has(code);
+  return isRefusalCode((err as { code?: unknown } | undefined)?.code);
 }

@@ -1,6 +1,6 @@
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import type { InstanceState } from '../core/liveness';
-import { instanceState } from '../activities/tags';
+import { instanceState } from '../core/liveness';
 import { localCredentialsFor } from '../config/clients';
 
 /**

@@ -14,7 +14,7 @@ import {
 import { machineItem, machineKey, machineWriteChunks } from '../state/repository';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import type { Placement } from '../core';
-import type { PlanView } from '../functions/plan-schemas';
+import type { PlanView } from './views';
 import { buildPlan, type PlanEntry } from './plans';
 import { collapseConstraints, validateConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
@@ -284,6 +284,7 @@ export async function retryMachine(
   const machine = await ctx.repo.getMachine(model, id);
   if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
+    await checkOffered(ctx, modelRecord.region, { constraints: replacement });
     const tx = ctx.repo.transaction();
     tx.update(
       machineKey(model, id),

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { InvalidRequestError } from './errors';
-import type { ConstraintsView, ModelView } from '../functions/schemas';
+import type { ConstraintsView, ModelListEntryView, ModelView } from './views';
 import type { HarvestMode, ModelRecord } from '../state/types';
 import { canonicalConstraints, constraintsView } from './constraints';
-import { EntityConflictError } from '../state/errors';
+import { EntityConflictError, EntityNotFoundError } from '../state/errors';
 import { NAME_PATTERN, REGION_PATTERN } from './names';
 import { signalDead } from './removal';
 import {
@@ -14,6 +14,7 @@ import {
 } from './removal-batches';
 import type { ServiceContext } from './context';
 import { firstGrantsItem } from '../state/access';
+import { checkOffered } from './offerings';
 
 export interface CreateModelInput {
   name: string;
@@ -57,11 +58,13 @@ export async function createModel(
   if (ctx.regions && !(await ctx.regions.offered()).has(region)) {
     throw new InvalidRequestError(`region "${region}" not found`);
   }
+  const constraints = canonicalConstraints(input.constraints ?? '');
+  await checkOffered(ctx, region, { constraints });
   const record: ModelRecord = {
     name: input.name,
     uid: randomUUID(),
     region,
-    constraints: canonicalConstraints(input.constraints ?? ''),
+    constraints,
     harvestMode: input.harvestMode ?? 'destroyed',
     availabilitySets: input.availabilitySets ?? false,
     reprovisionLost: input.reprovisionLost ?? false,
@@ -106,12 +109,61 @@ export async function updateModel(
   );
 }
 
-/** Every model, or with `readableBy`, only those that user can read (a superuser is not filtered). */
-export async function listModels(ctx: ServiceContext, readableBy?: string): Promise<ModelView[]> {
-  const models = await ctx.repo.listModels();
-  if (readableBy === undefined || !ctx.access) return models.map(modelView);
-  const grants = await ctx.access.grantsOf(models.map((m) => m.name));
-  return models.filter((m) => grants.get(m.name)?.users[readableBy] !== undefined).map(modelView);
+/** Models whose contents are read at once for `summary`. */
+const SUMMARY_LANES = 8;
+
+/**
+ * Every model, or with `readableBy`, only those that user can read (a
+ * superuser is not filtered). With `summary`, each model also carries its
+ * machine and unit counts, last change and the caller's access (Juju's
+ * `models` columns), so a client needs one request, not one per model.
+ */
+export async function listModels(
+  ctx: ServiceContext,
+  readableBy?: string,
+  options: { summary?: boolean } = {},
+): Promise<ModelListEntryView[]> {
+  const all = await ctx.repo.listModels();
+  const grants =
+    readableBy === undefined || !ctx.access
+      ? undefined
+      : await ctx.access.grantsOf(all.map((m) => m.name));
+  const models =
+    grants === undefined || readableBy === undefined
+      ? all
+      : all.filter((m) => grants.get(m.name)?.users[readableBy] !== undefined);
+  if (!options.summary) return models.map(modelView);
+  const out: ModelListEntryView[] = models.map(modelView);
+  let next = 0;
+  const lane = async () => {
+    while (next < models.length) {
+      const i = next++;
+      const record = models[i]!;
+      let contents;
+      try {
+        contents = await ctx.repo.loadModel(record.name);
+      } catch (err) {
+        if (err instanceof EntityNotFoundError) continue; // gone meanwhile: listed as read
+        throw err;
+      }
+      const times = [record.createdAt, ...contents.machines.map((m) => m.updatedAt)]
+        .filter((t): t is string => typeof t === 'string' && !Number.isNaN(Date.parse(t)))
+        .sort((a, b) => Date.parse(a) - Date.parse(b));
+      const access =
+        readableBy === undefined ? 'admin' : grants?.get(record.name)?.users[readableBy];
+      out[i] = {
+        ...modelView(record),
+        summary: {
+          machines: contents.machines.length,
+          units: contents.units.length,
+          lastChange: times.at(-1) ?? record.createdAt,
+          ...(access ? { access } : {}),
+        },
+      };
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SUMMARY_LANES, models.length) }, lane));
+  return out;
 }
 
 export async function getModel(ctx: ServiceContext, name: string): Promise<ModelView> {
@@ -132,6 +184,10 @@ export async function setModelConstraints(
   text: string,
 ): Promise<ConstraintsView> {
   const view = constraintsView(text);
+  // the region's zones and offered types, before anything is written
+  await checkOffered(ctx, (await ctx.repo.getModel(name)).region, {
+    constraints: view.constraints,
+  });
   await ctx.repo.setModelConstraints(name, view.constraints);
   return view;
 }

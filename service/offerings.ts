@@ -155,7 +155,9 @@ export function invalidZoneMessage(zone: string): string {
 
 /**
  * Refuses, before anything is recorded or any id spent, an `instance-type`
- * the model's region does not offer and a zone it does not have. When EC2
+ * the model's region does not offer and a zone it does not have, whether
+ * placed (`zone=`, 400 invalid-placement) or in the `zones=` constraint
+ * (400 invalid-constraints, the same words). When EC2
  * cannot be asked the request goes on unchecked (the machine's workflow
  * meets the same mistake later and says so): an EC2 outage must not stop
  * requests the worker would carry out once it is back.
@@ -172,9 +174,12 @@ export async function checkOffered(
 ): Promise<void> {
   const offerings = ctx.offerings;
   if (!offerings) return;
-  const instanceType = what.constraints ? parseConstraints(what.constraints).instanceType : '';
+  const parsed = what.constraints ? parseConstraints(what.constraints) : {};
+  const instanceType = parsed.instanceType ?? '';
+  // the `zones=` constraint's values, refused as constraints (400 invalid-constraints)
+  const constraintZones = parsed.zones ?? [];
   const zones = what.zones ?? [];
-  if (!instanceType && zones.length === 0) return;
+  if (!instanceType && zones.length === 0 && constraintZones.length === 0) return;
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -188,7 +193,9 @@ export async function checkOffered(
     const [types, known] = await Promise.race([
       Promise.all([
         instanceType ? offerings.instanceTypes(region, controller.signal) : undefined,
-        zones.length > 0 ? offerings.zones(region, controller.signal) : undefined,
+        zones.length + constraintZones.length > 0
+          ? offerings.zones(region, controller.signal)
+          : undefined,
       ]),
       deadline,
     ]);
@@ -196,6 +203,8 @@ export async function checkOffered(
       throw new ConstraintsError(invalidInstanceTypeMessage(instanceType));
     }
     if (known) {
+      const notOffered = constraintZones.find((z) => !known.has(z));
+      if (notOffered !== undefined) throw new ConstraintsError(invalidZoneMessage(notOffered));
       const unknown = zones.find((z) => !known.has(z));
       if (unknown !== undefined) throw new PlacementError(invalidZoneMessage(unknown));
     }

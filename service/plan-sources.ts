@@ -1,8 +1,3 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { findSubnet } from '../activities/launch';
-import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
-import { regionalEc2, type RegionalEc2 } from '../activities/regional';
-import { localCredentialsFor } from '../config/clients';
 import { durationEnv, positiveIntEnv, positiveNumberEnv } from '../config/env';
 import type { AvailabilityZone, InstanceTypeInfo } from '../core';
 import {
@@ -17,7 +12,8 @@ import {
  * same caches the worker launches with (activities/regional.ts,
  * activities/pricing.ts): EC2's zones and their states, its instance-type
  * catalogue and per-zone offerings, and the Price List API's prices. Reads
- * only: nothing here changes anything on EC2.
+ * only: nothing here changes anything on EC2. The API's implementation,
+ * over the worker's readers, is functions/plan-sources.ts.
  */
 export interface PlanSources {
   zones(region: string): Promise<AvailabilityZone[]>;
@@ -31,6 +27,8 @@ export interface PlanSources {
   ): Promise<{ subnetId: string; zone: string } | undefined>;
   /** The launch budget the worker is configured with (its env: the same names). */
   budget: LaunchBudget;
+  /** How long a plan waits for `prices` before answering without them (default: plans.ts PRICE_DEADLINE_MS). */
+  priceDeadlineMs?: number;
 }
 
 /**
@@ -56,47 +54,5 @@ export function launchBudgetFromEnv(env: NodeJS.ProcessEnv = process.env): Launc
     maxPerCall: MAX_INSTANCES_PER_CALL,
     batchWaitSeconds: durationEnv('PROVISIONER_LAUNCH_BATCH_IDLE', '1s', env) / 1000,
     roundTripSeconds: LAUNCH_ROUND_TRIP_SECONDS,
-  };
-}
-
-/**
- * How long one EC2 read of a plan may take. The first plan of a container
- * pages the region's whole catalogue (1,400 types); later ones read the cache.
- */
-const EC2_READ_TIMEOUT_MS = 20_000;
-
-/** The sources of the API process (one per Lambda container or local API server). */
-export function ec2PlanSources(
-  ec2Endpoint: string | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): PlanSources {
-  const regional: (region: string) => RegionalEc2 = regionalEc2(
-    (region) =>
-      new EC2Client({
-        region,
-        endpoint: ec2Endpoint,
-        credentials: localCredentialsFor(ec2Endpoint),
-        maxAttempts: 2,
-        requestHandler: {
-          connectionTimeout: EC2_READ_TIMEOUT_MS,
-          requestTimeout: EC2_READ_TIMEOUT_MS,
-          throwOnRequestTimeout: true,
-        },
-      }),
-  );
-  const prices = new InstancePrices(pricingClientFromEnv(env), {
-    // a plan waits less for a price list than a launch does (the API answers within 29 s),
-    // says when it has none, and asks again soon after
-    timeoutMs: 25_000,
-    failureTtlMs: 30_000,
-    log: () => undefined,
-  });
-  return {
-    zones: (region) => regional(region).zones.zones(),
-    catalogue: (region) => regional(region).catalogue.all(),
-    zonesOffering: (region, type, zones) => regional(region).catalogue.zonesOffering(type, zones),
-    prices: (region) => prices.forRegion(region),
-    findSubnet: (region, idOrCidr) => findSubnet(regional(region).ec2, idOrCidr),
-    budget: launchBudgetFromEnv(env),
   };
 }

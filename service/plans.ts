@@ -1,4 +1,4 @@
-import { chooseInstanceType, LaunchPlanError } from '../activities/plan';
+import { chooseInstanceType, LaunchPlanError } from '../core/instance-choice';
 import { PARTITION_COUNT, leastPopulousPartition, placementGroupName } from '../core/partitions';
 import {
   NoSuitableZoneError,
@@ -8,8 +8,14 @@ import {
   type InstanceTypeInfo,
   type Placement,
 } from '../core';
-import { estimateLaunch } from '../core/launch-estimate';
-import type { PlanView, PlannedMachineView } from '../functions/plan-schemas';
+import {
+  bucketsLeft,
+  estimateLaunch,
+  type Bucket,
+  type LaunchRecord,
+  type RecordedBucket,
+} from '../core/launch-estimate';
+import type { PlanView, PlannedMachineView } from './views';
 import {
   countedGroups,
   partitionKey,
@@ -82,28 +88,50 @@ export async function buildPlan(
   let catalogue: readonly InstanceTypeInfo[] = [];
   let prices: ReadonlyMap<string, number> = new Map();
   let ec2Known = false;
+  // this deployment's launches already sent, read while EC2 is asked (one GetItem)
+  const recorded: Promise<{ record?: LaunchRecord; at: number; failed?: string }> =
+    launches.length > 0 && ctx.launchRecord
+      ? ctx.launchRecord.read(model.region).then(
+          (record) => ({ ...(record ? { record } : {}), at: ctx.now().getTime() }),
+          (err: unknown) => ({
+            at: ctx.now().getTime(),
+            failed: err instanceof Error ? err.name : String(err),
+          }),
+        )
+      : Promise.resolve({ at: ctx.now().getTime() });
   if (launches.length > 0) {
     if (!sources) {
       notes.push('EC2 cannot be asked here: zones, instance types and prices are not known');
     } else {
+      const deadlineMs = sources.priceDeadlineMs ?? PRICE_DEADLINE_MS;
+      let priced = true;
+      const pricesRead = sources.prices(model.region);
       try {
         [zones, catalogue, prices] = await Promise.all([
           sources.zones(model.region),
           sources.catalogue(model.region),
-          sources.prices(model.region),
+          // a cold price list takes many seconds: the plan waits a bounded time for it
+          withDeadline(pricesRead, deadlineMs).then((p) => {
+            if (p === undefined) priced = false;
+            return p ?? new Map<string, number>();
+          }),
         ]);
         ec2Known = true;
+        if (!priced) {
+          // the prices may have come while the catalogue was still being read: take them
+          const late = await withDeadline(pricesRead, 0);
+          if (late !== undefined) [prices, priced] = [late, true];
+        }
       } catch (err) {
         notes.push(
           `EC2 could not be asked (${err instanceof Error ? err.name : String(err)}): ` +
             'zones, instance types and prices are not known',
         );
       }
-      if (ec2Known && prices.size === 0) {
-        notes.push(
-          'the price list cannot be reached: prices are unknown, and instance types are ' +
-            'chosen by size alone, as a launch now would',
-        );
+      if (ec2Known && !priced) {
+        notes.push(priceDeadlineNote(deadlineMs));
+      } else if (ec2Known && prices.size === 0) {
+        notes.push(PRICE_LIST_UNREACHABLE_NOTE);
       }
     }
   }
@@ -331,11 +359,19 @@ export async function buildPlan(
     batches.set(batch, (batches.get(batch) ?? 0) + 1);
   }
 
-  const estimate = estimateLaunch([...batches.values()], sources?.budget ?? launchBudgetFromEnv());
+  const configured = sources?.budget ?? launchBudgetFromEnv();
+  const { record, at, failed } = await recorded;
+  // the worker's buckets as it recorded them (its settings), else this process's
+  const budget = record
+    ? { ...configured, requests: bucketOf(record.requests), instances: bucketOf(record.instances) }
+    : configured;
+  const estimate = estimateLaunch([...batches.values()], budget, bucketsLeft(record, budget, at));
   if (launches.length > 0) {
+    notes.push(CAPACITY_NOTE);
     notes.push(
-      "a zone's spare capacity is not known: a zone short of capacity moves a machine to the next one at launch",
-      "launches already under way (this model's or others') are not counted in the estimate",
+      failed !== undefined
+        ? `this deployment's recent launches could not be read (${failed}): the estimate takes EC2's buckets as full`
+        : NOT_COUNTED_NOTE,
     );
   }
   notes.push(...estimate.notes);
@@ -347,6 +383,40 @@ export async function buildPlan(
     estimatedSeconds: estimate.seconds,
     notes: [...new Set(notes)],
   };
+}
+
+/** How long a plan waits for the price list before answering without prices. */
+export const PRICE_DEADLINE_MS = 3_000;
+
+/** The notes a plan can carry, beyond those built from the request's own values (docs/api.md lists all). */
+export const CAPACITY_NOTE =
+  "a zone's spare capacity is not known: a zone short of capacity moves a machine to the next one at launch";
+export const NOT_COUNTED_NOTE =
+  'the estimate counts the launches this deployment has sent to EC2, not machines still ' +
+  'waiting to launch nor anything else launching in this account and region';
+export const PRICE_LIST_UNREACHABLE_NOTE =
+  'the price list cannot be reached: prices are unknown, and instance types are ' +
+  'chosen by size alone, as a launch now would';
+
+export function priceDeadlineNote(deadlineMs: number): string {
+  return (
+    `the price list did not answer within ${deadlineMs / 1000} s: prices are unknown, and ` +
+    'instance types are chosen by size alone (a launch waits longer for prices, and may ' +
+    'then choose a cheaper type)'
+  );
+}
+
+/** The value, or undefined once `ms` have passed without it. */
+function withDeadline<T>(value: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  return Promise.race([value, late]).finally(() => clearTimeout(timer));
+}
+
+function bucketOf(b: RecordedBucket): Bucket {
+  return { burst: b.burst, perSecond: b.perSecond };
 }
 
 /** A note for an EC2 read that failed: what the plan therefore does not know. */

@@ -1,4 +1,4 @@
-import type { MachineView, StatusView } from '../functions/schemas';
+import type { MachineView, StatusView } from './views';
 import type { MachineRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
 

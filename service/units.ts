@@ -6,7 +6,7 @@ import {
 } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
 import { undoUnits, type RecordedUnit } from './unit-undo';
-import type { PlacedUnitView } from '../functions/schemas';
+import type { PlacedUnitView, PlanView } from './views';
 import {
   ConcurrentChangeError,
   ContendedError,
@@ -14,30 +14,28 @@ import {
   EntityNotFoundError,
 } from '../state/errors';
 import { retryOnConcurrentChange } from '../state/errors';
+import { TRANSACTION_LIMIT, type Transaction } from '../state/repository';
 import {
-  appKey,
-  machineItem,
-  machineKey,
-  modelKey,
-  unitItem,
-  type Transaction,
-} from '../state/repository';
-import type { ApplicationRecord, MachineRecord, ModelRecord } from '../state/types';
-import type { Regroup } from '../state/zone-counts';
+  createMachine,
+  createUnit,
+  requireApplicationAlive,
+  requireModelAlive,
+  updateMachineMembership,
+} from '../state/writes';
+import type { ApplicationRecord, ModelRecord } from '../state/types';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { checkContainerBase, parseUnitPlacements, placementText } from './placement';
 import { checkOffered } from './offerings';
 import { newMachine, newUnit } from './records';
 import { buildPlan, type PlanEntry } from './plans';
-import type { PlanView } from '../functions/plan-schemas';
 
 /** A unit as add-unit and deploy answer it (its schema: functions/schemas.ts). */
 export type PlacedUnit = PlacedUnitView;
 
 const MAX_UNITS = 1000;
-/** DynamoDB's limit of items in one transaction. */
-const TRANSACTION_ITEMS = 100;
+/** DynamoDB's limit of items in one transaction (state/table.ts). */
+const TRANSACTION_ITEMS = TRANSACTION_LIMIT;
 
 /** A zone directive must name a zone of the model's region (`us-east-1a` in `us-east-1`). */
 export function checkZoneInRegion(zone: string, region: string): void {
@@ -67,56 +65,13 @@ function checkAlive(app: ApplicationRecord): void {
 
 /** Adds "the model is alive" and "the application is alive" to a transaction. */
 export function guardModelAndApp(tx: Transaction, model: string, apps: readonly string[]): void {
-  tx.check(
-    modelKey(model),
-    'life = :alive',
-    { ':alive': 'alive' },
-    new EntityConflictError(`model "${model}" is being destroyed`),
-  );
-  for (const app of apps) {
-    tx.check(
-      appKey(model, app),
-      'life = :alive',
-      { ':alive': 'alive' },
-      new EntityConflictError(`application "${app}" is being destroyed`),
-    );
-  }
+  requireModelAlive(tx, model);
+  for (const app of apps) requireApplicationAlive(tx, model, app, { named: true });
 }
 
-/**
- * Appends to a machine's lists under its version, so two racing writers never
- * lose each other's change. With `regroup` (the machine's applications
- * change), its zone counts change in the same write (Repository.regroupMachine).
- */
-export function updateMachineMembership(
-  tx: Transaction,
-  m: MachineRecord,
-  next: Pick<MachineRecord, 'principals' | 'applications' | 'containers'> & {
-    life?: MachineRecord['life'];
-  },
-  regroup?: Regroup,
-): void {
-  const counted = regroup?.machine;
-  tx.update(
-    machineKey(m.model, m.id),
-    'SET principals = :p, applications = :a, containers = :c, life = :life, version = :next' +
-      (counted?.set ? `, ${counted.set}` : ''),
-    {
-      condition: 'version = :v' + (counted ? ` AND ${counted.condition}` : ''),
-      values: {
-        ':p': next.principals,
-        ':a': next.applications,
-        ':c': next.containers,
-        ':life': next.life ?? m.life,
-        ':v': m.version ?? 0,
-        ':next': (m.version ?? 0) + 1,
-        ...counted?.values,
-      },
-      ...(counted ? { names: counted.names } : {}),
-    },
-  );
-  for (const item of regroup?.counters ?? []) tx.add(item);
-}
+// A machine's lists under its version (with its zone counts): a state/ write, re-exported for
+// the services that compose it.
+export { updateMachineMembership };
 
 function union(list: readonly string[], more: readonly string[]): string[] {
   return [...new Set([...list, ...more])].sort();
@@ -413,28 +368,21 @@ async function addUnitsInBulk(
     const committed = await requestStep(ctx, `units-${start}`, async () => {
       const tx = ctx.repo.transaction();
       guardModelAndApp(tx, model.name, []);
-      tx.check(appKey(model.name, app.name), 'life = :alive AND version = :v', {
-        ':alive': 'alive',
-        ':v': app.version ?? 0,
-      });
-      for (const sub of subordinates) {
-        tx.check(appKey(model.name, sub.name), 'life = :alive', { ':alive': 'alive' });
-      }
+      requireApplicationAlive(tx, model.name, app.name, { version: app.version ?? 0 });
+      for (const sub of subordinates) requireApplicationAlive(tx, model.name, sub.name);
       chunk.forEach((u, i) => {
         const unitName = `${app.name}/${u.number}`;
-        tx.put(
-          machineItem(
-            newMachine({
-              model: model.name,
-              id: u.hostId,
-              base: app.base,
-              constraints: args.constraints,
-              principals: [unitName],
-              applications: [app.name],
-              now,
-            }),
-          ),
-          'attribute_not_exists(pk)',
+        createMachine(
+          tx,
+          newMachine({
+            model: model.name,
+            id: u.hostId,
+            base: app.base,
+            constraints: args.constraints,
+            principals: [unitName],
+            applications: [app.name],
+            now,
+          }),
         );
         const subUnits = subordinates.map((sub) =>
           newUnit({
@@ -447,21 +395,19 @@ async function addUnitsInBulk(
             now,
           }),
         );
-        tx.put(
-          unitItem(
-            newUnit({
-              model: model.name,
-              application: app.name,
-              number: u.number,
-              machine: u.hostId,
-              constraints: args.constraints,
-              subordinates: subUnits.map((x) => x.name),
-              now,
-            }),
-          ),
-          'attribute_not_exists(pk)',
+        createUnit(
+          tx,
+          newUnit({
+            model: model.name,
+            application: app.name,
+            number: u.number,
+            machine: u.hostId,
+            constraints: args.constraints,
+            subordinates: subUnits.map((x) => x.name),
+            now,
+          }),
         );
-        for (const sub of subUnits) tx.put(unitItem(sub), 'attribute_not_exists(pk)');
+        for (const sub of subUnits) createUnit(tx, sub);
       });
       try {
         await ctx.repo.commit(tx);
@@ -610,13 +556,10 @@ async function placeOne(
   const unitName = `${app.name}/${args.unitNumber}`;
   const tx = ctx.repo.transaction();
   guardModelAndApp(tx, model.name, []);
-  tx.check(appKey(model.name, app.name), 'life = :alive AND version = :v', {
-    ':alive': 'alive',
-    ':v': app.version ?? 0,
-  });
+  requireApplicationAlive(tx, model.name, app.name, { version: app.version ?? 0 });
   for (const sub of subordinates) {
     // no error of its own: a subordinate application going away meanwhile is re-read on the retry
-    tx.check(appKey(model.name, sub.name), 'life = :alive', { ':alive': 'alive' });
+    requireApplicationAlive(tx, model.name, sub.name);
   }
   let machineId: string;
 
@@ -651,7 +594,7 @@ async function placeOne(
       applications: [app.name],
       now,
     });
-    tx.put(machineItem(container), 'attribute_not_exists(pk)');
+    createMachine(tx, container);
     if (placement.machineId !== undefined) {
       const host = await ctx.repo.getMachine(model.name, placement.machineId);
       if (host.life !== 'alive')
@@ -670,7 +613,7 @@ async function placeOne(
         containers: [containerId],
         now,
       });
-      tx.put(machineItem(host), 'attribute_not_exists(pk)');
+      createMachine(tx, host);
     }
   } else {
     machineId = args.hostId!;
@@ -684,7 +627,7 @@ async function placeOne(
       applications: [app.name],
       now,
     });
-    tx.put(machineItem(machine), 'attribute_not_exists(pk)');
+    createMachine(tx, machine);
   }
 
   const subUnits = subordinates.map((sub) =>
@@ -707,8 +650,8 @@ async function placeOne(
     subordinates: subUnits.map((u) => u.name),
     now,
   });
-  tx.put(unitItem(unit), 'attribute_not_exists(pk)');
-  for (const sub of subUnits) tx.put(unitItem(sub), 'attribute_not_exists(pk)');
+  createUnit(tx, unit);
+  for (const sub of subUnits) createUnit(tx, sub);
   await ctx.repo.commit(tx);
   return machineId;
 }

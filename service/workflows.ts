@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
-import { ensureSweeper } from '../activities/sweeper-client';
+import { ensureSweeper } from '../temporal/sweeper-client';
 import {
   REMOVAL_WORKFLOW_TYPE,
   removalSummary,

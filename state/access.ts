@@ -280,57 +280,18 @@ export class AccessStore {
       if (hadAdmin && !Object.values(users).includes('admin')) {
         throw new EntityConflictError(`cannot remove the last admin of model "${model}"`);
       }
-      const put = {
-        TableName: this.tableName,
-        Item: {
-          pk: modelPk(model),
-          sk: ACCESS_SK,
-          type: 'model-access',
-          users,
-          version: grants.version + 1,
-        },
-        ConditionExpression:
-          grants.version === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
-        ...(grants.version === 0
-          ? {}
-          : { ExpressionAttributeValues: { ':version': grants.version } }),
-      };
-      if (level !== undefined && options.userMustExist) {
-        // the user is live when the grant is written: a removal that dropped
-        // their grants meanwhile is not undone by a grant read before it
-        try {
-          await this.doc.send(
-            new TransactWriteCommand({
-              TransactItems: [
-                {
-                  ConditionCheck: {
-                    TableName: this.tableName,
-                    Key: { pk: userPk(user), sk: USER_SK },
-                    ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(removedAt)',
-                  },
-                },
-                { Put: put },
-              ],
-            }),
-          );
-        } catch (err) {
-          if (err instanceof TransactionCanceledException) {
-            const [userCheck] = err.CancellationReasons ?? [];
-            if (userCheck?.Code === 'ConditionalCheckFailed')
-              throw new EntityNotFoundError(`user "${user}" not found`);
-            throw new ConcurrentChangeError('model grants changed meanwhile');
-          }
-          throw err;
-        }
-        return;
-      }
-      try {
-        await this.doc.send(new PutCommand(put));
-      } catch (err) {
-        if (err instanceof ConditionalCheckFailedException)
-          throw new ConcurrentChangeError('model grants changed meanwhile');
-        throw err;
-      }
+      const userMustExist = level !== undefined && options.userMustExist;
+      // the user is live when the grant is written: a removal that dropped
+      // their grants meanwhile is not undone by a grant read before it
+      const written = await this.writeGrants(
+        model,
+        grants.version,
+        users,
+        userMustExist
+          ? { user, condition: 'attribute_exists(pk) AND attribute_not_exists(removedAt)' }
+          : undefined,
+      );
+      if (!written) throw new EntityNotFoundError(`user "${user}" not found`);
     });
   }
 
@@ -354,55 +315,81 @@ export class AccessStore {
         if (current.users[user] === undefined) return true;
         const users = { ...current.users };
         delete users[user];
-        const put = {
-          TableName: this.tableName,
-          Item: {
-            pk: modelPk(model),
-            sk: ACCESS_SK,
-            type: 'model-access',
-            users,
-            version: current.version + 1,
-          },
-          ConditionExpression: 'version = :version',
-          ExpressionAttributeValues: { ':version': current.version },
-        };
-        if (options.whileRemovedAt !== undefined) {
-          try {
-            await this.doc.send(
-              new TransactWriteCommand({
-                TransactItems: [
-                  {
-                    ConditionCheck: {
-                      TableName: this.tableName,
-                      Key: { pk: userPk(user), sk: USER_SK },
-                      ConditionExpression: 'removedAt = :seen',
-                      ExpressionAttributeValues: { ':seen': options.whileRemovedAt },
-                    },
-                  },
-                  { Put: put },
-                ],
-              }),
-            );
-          } catch (err) {
-            if (err instanceof TransactionCanceledException) {
-              const [userCheck] = err.CancellationReasons ?? [];
-              if (userCheck?.Code === 'ConditionalCheckFailed') return false;
-              throw new ConcurrentChangeError('model grants changed meanwhile');
-            }
-            throw err;
-          }
-          return true;
-        }
-        try {
-          await this.doc.send(new PutCommand(put));
-        } catch (err) {
-          if (err instanceof ConditionalCheckFailedException)
-            throw new ConcurrentChangeError('model grants changed meanwhile');
-          throw err;
-        }
-        return true;
+        return this.writeGrants(
+          model,
+          current.version,
+          users,
+          options.whileRemovedAt === undefined
+            ? undefined
+            : {
+                user,
+                condition: 'removedAt = :seen',
+                values: { ':seen': options.whileRemovedAt },
+              },
+        );
       });
       if (!dropped) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Writes a model's grants under the version they were read at (a lost race
+   * throws ConcurrentChangeError, which the callers retry). With `userCheck`,
+   * the user's item must meet its condition in the same transaction; resolves
+   * to false when it does not (nothing written).
+   */
+  private async writeGrants(
+    model: string,
+    readVersion: number,
+    users: Record<string, ModelAccess>,
+    userCheck?: { user: string; condition: string; values?: Record<string, unknown> },
+  ): Promise<boolean> {
+    const put = {
+      TableName: this.tableName,
+      Item: {
+        pk: modelPk(model),
+        sk: ACCESS_SK,
+        type: 'model-access',
+        users,
+        version: readVersion + 1,
+      },
+      ConditionExpression: readVersion === 0 ? 'attribute_not_exists(pk)' : 'version = :version',
+      ...(readVersion === 0 ? {} : { ExpressionAttributeValues: { ':version': readVersion } }),
+    };
+    if (userCheck === undefined) {
+      try {
+        await this.doc.send(new PutCommand(put));
+      } catch (err) {
+        if (err instanceof ConditionalCheckFailedException)
+          throw new ConcurrentChangeError('model grants changed meanwhile');
+        throw err;
+      }
+      return true;
+    }
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              ConditionCheck: {
+                TableName: this.tableName,
+                Key: { pk: userPk(userCheck.user), sk: USER_SK },
+                ConditionExpression: userCheck.condition,
+                ...(userCheck.values ? { ExpressionAttributeValues: userCheck.values } : {}),
+              },
+            },
+            { Put: put },
+          ],
+        }),
+      );
+    } catch (err) {
+      if (err instanceof TransactionCanceledException) {
+        const [userFailed] = err.CancellationReasons ?? [];
+        if (userFailed?.Code === 'ConditionalCheckFailed') return false;
+        throw new ConcurrentChangeError('model grants changed meanwhile');
+      }
+      throw err;
     }
     return true;
   }

@@ -4,11 +4,12 @@ import { createActivities } from '../activities';
 import { workerEc2Client } from '../activities/ec2-client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
 import { regionalEc2, warmRegion } from '../activities/regional';
-import { ensureSweeper, removeLegacySweepSchedules } from '../activities/sweeper-client';
+import { ensureSweeper, removeLegacySweepSchedules } from '../temporal/sweeper-client';
 import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
 import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
 import { ContainerStore } from '../state/containers';
+import { LaunchRecordStore } from '../state/launch-record';
 import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
@@ -60,6 +61,7 @@ async function main(): Promise<void> {
     connection: clientConnection,
     namespace: endpoints.temporalNamespace,
   });
+  const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
   const worker = await Worker.create({
     connection,
     namespace: endpoints.temporalNamespace,
@@ -74,7 +76,8 @@ async function main(): Promise<void> {
         log: (line) => workerLogger.warn(line),
       }),
       tuning,
-      deployment: optionalEnv('PROVISIONER_DEPLOYMENT', 'local'),
+      deployment,
+      launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
       temporal,
       taskQueue,
       containers: new ContainerStore(ddb, endpoints.tableName),

@@ -29,6 +29,11 @@ export interface MachineContext {
   deferred?: { applications?: readonly string[] };
   /** The pass in progress was asked for by a retry (the capacity memory is ignored). */
   retrying?: boolean;
+  /**
+   * The previous run cut its provisioning pass short between attempts
+   * (BOUNDED_FAILING_HISTORY): the attempt this run's pass goes on with.
+   */
+  resumeAttempt?: number;
   /** The model's region, as last read. */
   region?: string;
   /** Instances launched in this run and not known to be recorded (torn down if the machine dies). */

@@ -18,6 +18,14 @@ export interface MachineWorkflowInput {
 }
 
 export interface CarriedState {
+  /**
+   * What this object is, for a person reading the run's input in the
+   * Temporal UI (CARRIED_LABEL, patches.ts): the previous run's state as it
+   * was when it continued as new, not the machine's state now (that is the
+   * current details and the `provisioningState` query). Absent in runs
+   * continued before the label.
+   */
+  about?: string;
   retryRequested: boolean;
   destroyRequested: boolean;
   state: ProvisioningState;
@@ -33,6 +41,14 @@ export interface CarriedState {
   reprovision?: string;
   /** The user who created or last retried the machine. */
   requestedBy?: string;
+  /**
+   * A provisioning pass cut short between attempts to keep the history small
+   * (BOUNDED_FAILING_HISTORY): the attempt the new run goes on with, in the
+   * same pass (state.pass), after the wait the previous run already waited.
+   */
+  resumeAttempt?: number;
+  /** That pass was asked for by a retry (the capacity memory stays ignored). */
+  retrying?: boolean;
 }
 
 export type ProvisioningPhase =

@@ -10,11 +10,14 @@ import {
 } from '@temporalio/workflow';
 import type { LaunchPlan, StartedInstance } from '../activities/types';
 import { publish, type MachineContext } from './context';
+import { startAfresh } from './carry';
 import {
   BATCHED_LAUNCHES,
+  BOUNDED_FAILING_HISTORY,
   DESTROY_CANCELS_PLANNING,
   INSTANCE_LIVENESS,
   NO_ORPHAN_ON_ERROR,
+  QUIET_FAILOVER,
   uses,
 } from './patches';
 import { FAILURE } from '../temporal/failures';
@@ -136,9 +139,22 @@ async function terminateUnrecorded(ctx: MachineContext): Promise<{ note: string;
   return { note: `instance ${instanceIds.join(', ')} launched for it was terminated` };
 }
 
+/**
+ * Events a run may hold, between two attempts of a failing pass, before it
+ * continues as new (BOUNDED_FAILING_HISTORY) carrying the attempt it goes on
+ * with. An attempt adds about 9 events per zone it tries (a zone claim, a
+ * RunInstances activity and its workflow tasks, the failover's status), so
+ * a run holds at most this many plus one attempt's.
+ */
+export const FAILING_HISTORY_EVENTS = 100;
+
 async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   const { model, machineId, state, tuning, signals } = ctx;
-  state.pass += 1;
+  // a pass the previous run cut short between attempts goes on where it was
+  const resumeAt = ctx.resumeAttempt;
+  ctx.resumeAttempt = undefined;
+  let lastError = (resumeAt !== undefined ? state.lastError : undefined) ?? 'provisioning failed';
+  if (resumeAt === undefined) state.pass += 1;
   state.attempt = 0;
   state.failedZones = [];
   state.lastError = undefined;
@@ -167,8 +183,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   state.instanceType = plan.instanceType;
   ctx.region = plan.region;
 
-  let lastError = 'provisioning failed';
-  for (let attempt = 1; attempt <= tuning.startAttempts; attempt++) {
+  for (let attempt = resumeAt ?? 1; attempt <= tuning.startAttempts; attempt++) {
     state.attempt = attempt;
     state.failedZones = [];
     for (;;) {
@@ -203,7 +218,10 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         break;
       }
       state.zone = zone;
-      publish(ctx, { status: 'allocating', zone });
+      // a failover's zone is not published (an upsert, a history event and an action per zone
+      // tried): the zone the machine lands in is published with its launch (QUIET_FAILOVER)
+      const quietFailover = state.failedZones.length > 0 && patched(QUIET_FAILOVER);
+      publish(ctx, quietFailover ? { status: 'allocating' } : { status: 'allocating', zone });
       if (!batched) {
         await orStop(
           quick.recordStatus({
@@ -321,6 +339,23 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       );
     } else {
       await condition(() => signals.destroy, tuning.retryDelayMs);
+    }
+    // a long failing pass goes on in a new run (its history stays small): the next attempt there
+    if (
+      workflowInfo().historyLength > FAILING_HISTORY_EVENTS &&
+      !signals.destroy &&
+      !signals.retry &&
+      signals.reprovision === undefined &&
+      ctx.launched.length === 0 &&
+      patched(BOUNDED_FAILING_HISTORY)
+    ) {
+      state.lastError = lastError;
+      if (mayHaveLaunched) state.mayHaveLaunched = true;
+      await startAfresh(
+        ctx,
+        { retryRequested: false, destroyRequested: false },
+        { attempt: attempt + 1 },
+      );
     }
   }
   // the last launch never answered: the next pass (a retry) looks for what it launched

@@ -150,7 +150,12 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       : {}),
     published: {},
     ...(asked.by ? { requestedBy: asked.by } : {}),
+    ...(input.carried?.resumeAttempt !== undefined
+      ? { resumeAttempt: input.carried.resumeAttempt }
+      : {}),
   };
+  // the UI's page of a continued run has no static summary: its details say it from the start
+  showDetails(ctx);
   onAsked = (by) => {
     ctx.requestedBy = by;
   };
@@ -244,7 +249,10 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     } else {
       // routine, once per machine: debug (a thousand machines wrote a thousand lines each step)
       log.debug('provisioning', { model, machineId, pass: state.pass + 1 });
-      ctx.retrying = retryRequested;
+      // a retry begins a pass afresh; else a pass the previous run cut short goes on (launch.ts)
+      if (retryRequested) ctx.resumeAttempt = undefined;
+      ctx.retrying =
+        retryRequested || (ctx.resumeAttempt !== undefined && input.carried?.retrying === true);
       const outcome = await provision(ctx);
       // Recorded running just now, by a write that saw the machine alive: nothing
       // to re-read until a signal (a destroy meanwhile was signalled, and wakes it).

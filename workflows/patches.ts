@@ -87,6 +87,30 @@ export const OBSERVE_WITHOUT_READ = 'observe-without-read';
 export const REPROVISION_IN_WORKFLOW = 'reprovision-in-workflow';
 
 /**
+ * Issue 29: a continued run's input says what the state it carries is
+ * (`carried.about`: the previous run's, as it was when it continued), so the
+ * Temporal UI's input of a machine running fine no longer reads as its
+ * current state.
+ */
+export const CARRIED_LABEL = 'carried-label';
+
+/**
+ * Issue 29: a provisioning pass that keeps failing continues as new between
+ * two attempts once its run holds more than FAILING_HISTORY_EVENTS events
+ * (launch.ts), carrying the attempt it goes on with; before, one pass of
+ * ten attempts over six zones held some 600 events.
+ */
+export const BOUNDED_FAILING_HISTORY = 'bounded-failing-history';
+
+/**
+ * Issue 29: a zone failover does not upsert the zone it tries next (one
+ * search-attribute update, history event and action per zone tried); the
+ * zone is published with the launch. Asked only at a failover, so a launch
+ * that lands in its first zone records no marker.
+ */
+export const QUIET_FAILOVER = 'quiet-failover';
+
+/**
  * Issue 30: a Dead machine's teardown overlaps its steps: the zone's
  * release, the status, the tag search and the termination of the instances
  * it knows all start in the signal's workflow task; the termination waits

@@ -2,6 +2,7 @@ import { setCurrentDetails } from '@temporalio/workflow';
 import type { MachineSnapshot } from '../activities/types';
 import type { MachineStatus } from '../state/types';
 import type { ProvisioningState } from './definitions';
+import { machineSummary } from '../temporal/search-attributes';
 
 /**
  * What the Temporal UI shows of a machine without opening a payload: a
@@ -26,13 +27,20 @@ export function duration(ms: number): string {
  * here so that context.ts may import this module without a cycle.
  */
 export interface DetailsSource {
+  model: string;
+  machineId: string;
   state: ProvisioningState;
   published: { status?: MachineStatus };
   requestedBy?: string;
   snapshot?: MachineSnapshot;
 }
 
-/** The machine's current details, from the workflow's state and the last read of the machine. */
+/**
+ * The machine's current details, from the workflow's state and the last read
+ * of the machine. The first line is the run's summary (`Machine 3 in model
+ * demo`): a run continued as new has no static summary (the SDK's
+ * continue-as-new takes none), so its details say it.
+ */
 export function machineDetails(ctx: DetailsSource, machine?: MachineSnapshot): string {
   const { state } = ctx;
   const status = ctx.published.status ?? machine?.status ?? 'pending';
@@ -41,6 +49,7 @@ export function machineDetails(ctx: DetailsSource, machine?: MachineSnapshot): s
   const instanceType = state.instanceType ?? machine?.instanceType;
   const instanceStatus = state.instanceStatus ?? machine?.instanceStatus;
   const lines = [
+    machineSummary(ctx.model, ctx.machineId),
     `**status** ${status} (${state.phase}` +
       (state.attempt > 0 ? `, attempt ${state.attempt} of ${state.maxAttempts}` : '') +
       ')',

@@ -134,7 +134,12 @@ export function registerModelCommands(program: Command, session: Session): void 
     ['tabular', 'json', 'yaml'],
     'tabular',
   ).action(async (opts: { format: Format }) => {
-    const { models } = await session.client().get<{ models: Model[] }>('/v1/models');
+    // the table's counts come with the list (one request); json and yaml print the plain list
+    const { models } = await session
+      .client()
+      .get<{ models: Model[] }>(
+        opts.format === 'tabular' ? '/v1/models?summary=true' : '/v1/models',
+      );
     const current = currentModel(session.endpoint().apiUrl, session.ctx.env);
     if (opts.format !== 'tabular') {
       printStructured(session, opts.format, {

@@ -12,7 +12,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, type RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
-import { ROUTES, ROUTE_GROUPS, type RouteGroup } from '../../functions/routes';
+import { GATEWAY_ROUTES, ROUTES, ROUTE_GROUPS, type RouteGroup } from '../../functions/routes';
 import type { ApiSettings } from '../config';
 import { bundledFunction } from '../bundling';
 import { acknowledge } from '../nag';
@@ -84,7 +84,8 @@ const METHODS: Record<string, HttpMethod> = {
 
 /**
  * The HTTPS API: one Lambda per route group of `functions/routes.ts`, a route
- * per entry of `ROUTES`, throttled and access-logged on the default stage.
+ * per entry of `ROUTES` and of `GATEWAY_ROUTES` (greedy routes that take a
+ * container id the gateway has decoded into several segments), throttled and access-logged on the default stage.
  * Bearer-token checks happen in the handlers (`functions/http.ts`), which read
  * the token from Secrets Manager.
  */
@@ -169,7 +170,8 @@ export class ProvisionerApi extends Construct {
       createDefaultStage: false,
       defaultIntegration: integrations.get(DEFAULT_ROUTE_GROUP),
     });
-    for (const route of ROUTES) {
+    // the documented routes, then the greedy ones a decoded container id needs (GATEWAY_ROUTES)
+    for (const route of [...ROUTES, ...GATEWAY_ROUTES]) {
       const method = METHODS[route.method];
       const integration = integrations.get(route.group);
       if (!method || !integration)

@@ -13,7 +13,13 @@ export class AppMetrics {
 
   private service(name: MetricName): string {
     return (
-      [METRIC.requests, METRIC.latency, METRIC.clientErrors, METRIC.serverErrors] as MetricName[]
+      [
+        METRIC.requests,
+        METRIC.latency,
+        METRIC.clientErrors,
+        METRIC.serverErrors,
+        METRIC.auditWriteFailures,
+      ] as MetricName[]
     ).includes(name)
       ? API_SERVICE
       : WORKER_SERVICE;

@@ -119,6 +119,13 @@ export class ProvisionerDashboard extends Construct {
     );
     this.dashboard.addWidgets(
       new GraphWidget({
+        title: 'Audit entries not written (the requests themselves stood)',
+        left: [app.metric(METRIC.auditWriteFailures)],
+        width: 8,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new GraphWidget({
         title: 'Launches, zone failovers, machines in error',
         left: [
           app.metric(METRIC.launches),

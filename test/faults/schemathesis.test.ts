@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../local/processes';
@@ -122,6 +122,204 @@ function runSchemathesis(st: string, args: string[]): Promise<Run> {
   });
 }
 
+/**
+ * Requests Schemathesis generated as valid for the document (its positive
+ * mode) that the server refused on their data: any 4xx but 401, 403, 404,
+ * 409 and 429, which say nothing about the data (Schemathesis's own rule
+ * for its "schema validation mismatch" warning). Read from its NDJSON
+ * report, grouped by operation, status, code and message (digits and quoted
+ * values blurred so one rule is one row).
+ */
+interface Rejection {
+  operation: string;
+  status: number;
+  code: string;
+  message: string;
+  count: number;
+  example: string;
+}
+
+const NOT_ABOUT_DATA = new Set([401, 403, 404, 409, 429]);
+
+function decoded(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (content && typeof content === 'object' && '$base64' in content) {
+    return Buffer.from(String(content.$base64), 'base64').toString();
+  }
+  return '';
+}
+
+interface ReportCase {
+  value?: {
+    method?: string;
+    path?: string;
+    body?: unknown;
+    query?: unknown;
+    headers?: Record<string, unknown>;
+    meta?: { generation?: { mode?: string } };
+  };
+}
+interface ReportInteraction {
+  request?: { method?: string; uri?: string; body?: unknown };
+  response?: { status_code?: number; content?: unknown };
+}
+
+function positiveRejections(ndjson: string): Map<string, Rejection> {
+  const out = new Map<string, Rejection>();
+  for (const line of ndjson.split('\n')) {
+    if (!line.startsWith('{"ScenarioFinished"')) continue;
+    const event = JSON.parse(line) as {
+      ScenarioFinished: {
+        recorder: {
+          label: string;
+          cases?: Record<string, ReportCase>;
+          interactions?: Record<string, ReportInteraction>;
+        };
+      };
+    };
+    // a scenario that sent nothing (the examples phase without examples) has no cases
+    const { label, cases = {}, interactions = {} } = event.ScenarioFinished.recorder;
+    for (const [id, interaction] of Object.entries(interactions)) {
+      const c = cases[id]?.value;
+      if (c?.meta?.generation?.mode !== 'positive') continue;
+      // a method the operation does not declare reaches another operation, or none
+      if (c.method && label.split(' ')[0] !== c.method.toUpperCase()) continue;
+      const status = interaction.response?.status_code;
+      if (status === undefined || status < 400 || status >= 500 || NOT_ABOUT_DATA.has(status))
+        continue;
+      let code = '';
+      let message = decoded(interaction.response?.content);
+      try {
+        const body = JSON.parse(message) as { error?: { code?: string; message?: string } };
+        code = body.error?.code ?? '';
+        message = body.error?.message ?? message;
+      } catch {
+        // not JSON: kept as it came
+      }
+      const blurred = message.replace(/"[^"]*"/g, '"…"').replace(/\d+/g, 'N');
+      const key = `${label}\u0000${status}\u0000${code}\u0000${blurred}`;
+      const row = out.get(key);
+      if (row) row.count += 1;
+      else
+        out.set(key, {
+          operation: label,
+          status,
+          code,
+          message: blurred,
+          count: 1,
+          example: JSON.stringify({
+            message,
+            body: c.body,
+            query: c.query,
+            idempotencyKey: c.headers?.['Idempotency-Key'],
+          }).slice(0, 400),
+        });
+    }
+  }
+  return out;
+}
+
+/**
+ * The refusals the document cannot state, and why. Everything else a
+ * schema-valid request meets must be accepted (or be a 404/409, which are
+ * about the state, not the data).
+ */
+interface ExpectedRejection {
+  operation: RegExp;
+  status: number;
+  code: string;
+  message: RegExp;
+  why: string;
+}
+
+/** The operations that take constraints, placements or both, checked against the model's region. */
+const CHECKED_AGAINST_REGION =
+  /^(POST \/v1\/models|PUT \/v1\/models\/\{model\}(\/applications\/\{app\})?\/constraints|POST \/v1\/models\/\{model\}\/(applications|applications\/\{app\}\/units|machines|machines\/\{id\}\/retry))$/;
+
+const EXPECTED_REJECTIONS: ExpectedRejection[] = [
+  {
+    operation: /^(POST|PUT|PATCH|DELETE) /,
+    status: 422,
+    code: 'idempotency-key-reused',
+    message: /./,
+    why: 'state, not shape: Schemathesis repeats its generated Idempotency-Keys across different requests',
+  },
+  {
+    operation: CHECKED_AGAINST_REGION,
+    status: 400,
+    code: 'invalid-constraints',
+    message: /^(availability zone "…" not valid|invalid constraint value: instance-type=.*)$/,
+    why: 'the zones and instance types of the model’s region, read from EC2 at the request: one document serves every region',
+  },
+  {
+    operation: CHECKED_AGAINST_REGION,
+    status: 400,
+    code: 'invalid-placement',
+    message:
+      /^(availability zone "…" not valid|zone "…" is not an availability zone of region .*)$/,
+    why: 'a `zone=` placement must be a zone of the model’s region (EC2’s list, at the request)',
+  },
+  {
+    operation: /^POST \/v1\/models$/,
+    status: 400,
+    code: 'bad-request',
+    message: /^region "…" not found$/,
+    why: 'the regions EC2 offers the account, read at the request',
+  },
+  {
+    operation: /^GET \/v1\/(models\/\{model\}\/)?audit$/,
+    status: 400,
+    code: 'bad-request',
+    message: /^invalid cursor$/,
+    why: 'a cursor is an opaque token only the server makes (a key of the partition read); its shape is in the document, its content cannot be',
+  },
+  {
+    operation: /^POST \/v1\/users$/,
+    status: 400,
+    code: 'bad-request',
+    message: /^password refused by the user pool: /,
+    why: 'the user pool’s password policy is the pool’s configuration, not the API’s',
+  },
+  {
+    operation: /^POST \/v1\/models\/\{model\}\/relations$/,
+    status: 400,
+    code: 'bad-request',
+    message: /^cannot relate application "…" to itself$/,
+    why: 'a rule across the two items (`app:x` with `app:y`); `uniqueItems` states it only for identical strings',
+  },
+  {
+    operation: /^POST \/v1\/models\/\{model\}\/applications$/,
+    status: 400,
+    code: 'bad-request',
+    message:
+      /^subordinate application (must be deployed without units|cannot have placement directives)$/,
+    why: 'a rule across fields (`subordinate` with `numUnits` or `to`), in the description',
+  },
+  {
+    operation: /^POST \/v1\/models\/\{model\}\/machines$/,
+    status: 400,
+    code: 'invalid-placement',
+    message: /^cannot use -n when specifying a placement directive$/,
+    why: 'a rule across fields (`count` with `placement`), in the description',
+  },
+  {
+    operation: /^POST \/v1\/models\/\{model\}\/(applications|applications\/\{app\}\/units)$/,
+    status: 400,
+    code: 'base-mismatch',
+    message: /./,
+    why: 'state: the base of the machine a unit is placed on',
+  },
+];
+
+function explains(e: ExpectedRejection, r: Rejection): boolean {
+  return (
+    e.operation.test(r.operation) &&
+    e.status === r.status &&
+    e.code === r.code &&
+    e.message.test(r.message)
+  );
+}
+
 describe('Schemathesis against the API', () => {
   it('finds no server error and no response outside the OpenAPI document', async () => {
     const started = Date.now();
@@ -161,9 +359,11 @@ describe('Schemathesis against the API', () => {
       '--request-timeout',
       '60',
       '--report',
-      'junit',
+      'junit,ndjson',
       '--report-dir',
       join(dir, 'report'),
+      '--report-ndjson-path',
+      join(dir, 'report', 'events.ndjson'),
     ]);
     const seconds = (Date.now() - fuzzStarted) / 1000;
     const output = run.output.replaceAll(token, '<token>');
@@ -177,9 +377,35 @@ describe('Schemathesis against the API', () => {
     );
     figure(summary);
     if (run.code !== 0) process.stderr.write(`${output.slice(-20_000)}\n`);
-    expect({ code: run.code, tail: run.code === 0 ? '' : output.slice(-4000) }).toEqual({
+
+    // what the document calls valid and the server refused, per operation and reason
+    const rejected = positiveRejections(readFileSync(join(dir, 'report', 'events.ndjson'), 'utf8'));
+    const table = [...rejected.values()].sort((a, b) => a.operation.localeCompare(b.operation));
+    figure(
+      `schema-valid requests rejected: ${table.reduce((n, r) => n + r.count, 0)} over ${
+        new Set(table.map((r) => r.operation)).size
+      } operations${table.length === 0 ? '' : ':'}`,
+    );
+    for (const r of table) {
+      const why = EXPECTED_REJECTIONS.find((e) => explains(e, r));
+      figure(
+        `  ${r.operation}: ${r.count} × ${r.status} ${r.code} ${JSON.stringify(r.message)}${
+          why ? ` (expected: ${why.why})` : ''
+        }`,
+      );
+    }
+    const unexplained = table
+      .filter((r) => !EXPECTED_REJECTIONS.some((e) => explains(e, r)))
+      .map((r) => `${r.operation}: ${r.status} ${r.code} ${r.message} (e.g. ${r.example})`);
+
+    expect({
+      code: run.code,
+      tail: run.code === 0 ? '' : output.slice(-4000),
+      unexplained,
+    }).toEqual({
       code: 0,
       tail: '',
+      unexplained: [],
     });
   });
 });

@@ -187,6 +187,67 @@ describe('placement', () => {
     expect(got.body).toMatchObject({ id: '0/lxd/0', base: 'ubuntu@24.04' });
   });
 
+  /*
+   * The same answers on both paths: on the sources path the encoded id is one
+   * segment of the documented routes; on the shipped path the emulated HTTP
+   * API decodes the path first (as it is reported to in the cloud), so these
+   * arrive as `…/machines/0/lxd/0[/retry]` on the greedy routes
+   * (functions/routes.ts GATEWAY_ROUTES) and must still answer as documented.
+   */
+  it('gets, retries, reprovisions and destroys a container by its encoded id, as documented', async () => {
+    const model = await newModel('encops');
+    await api.post(`/v1/models/${model}/machines`, { placement: 'ssh:host-e' });
+    const c = await api.post(`/v1/models/${model}/machines`, { placement: 'lxd:0' });
+    expect(c).toEqual({ status: 201, body: { machines: [{ id: '0/lxd/0' }] } });
+    const path = `/v1/models/${model}/machines/${encodeURIComponent('0/lxd/0')}`;
+    const got = await api.get(path);
+    expect([got.status, got.body.id, got.body.base]).toEqual([200, '0/lxd/0', 'ubuntu@24.04']);
+    // retry reads the container itself: one that does not exist is named in the 404
+    const missing = `/v1/models/${model}/machines/${encodeURIComponent('0/lxd/7')}`;
+    expect(await api.post(`${missing}/retry`, {})).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'machine 0/lxd/7 not found' } },
+    });
+    // and the body is the retry route's own (its schema refuses an unknown field)
+    expect(await api.post(`${path}/retry`, { cheese: 1 })).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'unknown field "cheese"' } },
+    });
+    const reprovision = await api.post(`${path}/reprovision`);
+    expect(reprovision).toEqual({
+      status: 409,
+      body: {
+        error: {
+          code: 'conflict',
+          message: 'machine 0/lxd/0 is not provisioned by the provisioner',
+        },
+      },
+    });
+    // a POST with no action, and an id that is not a machine id, answer as on a one-segment id
+    const bare = await fetch(`${stack.apiUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.token}` },
+    });
+    expect([bare.status, bare.headers.get('allow')]).toEqual([405, 'GET, DELETE']);
+    const odd = await api.get(`/v1/models/${model}/machines/${encodeURIComponent('0/lxd/x')}`);
+    expect(odd).toEqual({
+      status: 400,
+      body: { error: { code: 'bad-request', message: 'invalid machine id "0/lxd/x"' } },
+    });
+    const removed = await api.delete(path);
+    expect(removed.status).toBe(202);
+    await eventually(
+      () => api.get(path),
+      (res) => res.status === 404,
+      120_000,
+    );
+    const gone = await api.get(path);
+    expect(gone).toEqual({
+      status: 404,
+      body: { error: { code: 'not-found', message: 'machine 0/lxd/0 not found' } },
+    });
+  });
+
   it('refuses a unit on a machine of another base with base-mismatch', async () => {
     const model = await newModel('base');
     await api.post(`/v1/models/${model}/machines`, {

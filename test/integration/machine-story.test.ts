@@ -94,6 +94,7 @@ describe("a machine's story in the Temporal UI", () => {
       60_000,
     );
     expect(current.split('\n')).toEqual([
+      `Machine ${machineId} in model ${model}`,
       '**status** running (running, attempt 1 of 3)',
       `**zone** ${m.zone}`,
       `**instance** ${m.instanceId} (${m.instanceType}, running)`,
@@ -106,9 +107,10 @@ describe("a machine's story in the Temporal UI", () => {
 
     // the README's saved searches: machines of an application, everything in a zone
     expect(
-      await found(`ProvisionerModel = "${model}" AND ProvisionerApplications = "web"`, [
-        workflowId,
-      ]),
+      await found(
+        `ProvisionerModel = "${model}" AND ProvisionerApplications = "web" AND ExecutionStatus = "Running"`,
+        [workflowId],
+      ),
     ).toEqual([workflowId]);
     expect(
       await found(
@@ -144,16 +146,17 @@ describe("a machine's story in the Temporal UI", () => {
     const workflowId = machineWorkflowId(model, machineId);
     const current = await eventually(
       () => details(workflowId).catch(() => ''),
-      (d) => d.startsWith('**status** error'),
+      (d) => d.includes('**status** error'),
       60_000,
     );
     expect(current.split('\n')).toEqual([
+      `Machine ${machineId} in model ${model}`,
       '**status** error (error)',
       '**last error** no image found for base "ubuntu@26.04" (arch amd64) in region us-east-1',
       '**requested by** admin',
     ]);
     // the README's saved search: machines in error in a model
-    const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error"`;
+    const query = `ProvisionerModel = "${model}" AND ProvisionerStatus = "error" AND ExecutionStatus = "Running"`;
     expect(await found(query, [workflowId])).toEqual([workflowId]);
     expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
   });

@@ -79,6 +79,69 @@ describe('model settings', () => {
   });
 });
 
+describe('models list with summaries (issue 29: one request for the CLI’s models table)', () => {
+  it('?summary=true adds machine and unit counts, last change and access; without it, the plain list', async () => {
+    const name = uniqueName('summary');
+    expect((await api.post('/v1/models', { name })).status).toBe(201);
+    const deployed = await api.post(`/v1/models/${name}/applications`, {
+      name: 'wordpress',
+      base: 'ubuntu@22.04',
+      numUnits: 2,
+    });
+    expect(deployed.status).toBe(201);
+    expect((await api.post(`/v1/models/${name}/machines`, { count: 1 })).status).toBe(201);
+    // the latest of the model's creation and its machines' changes, as status shows them
+    // (the worker may change a machine meanwhile: read before and after the list)
+    const lastOf = async () => {
+      const status = await api.get(`/v1/models/${name}/status`);
+      const created = (await api.get(`/v1/models/${name}`)).body.createdAt as string;
+      return Math.max(
+        Date.parse(created),
+        ...Object.values(status.body.machines as Record<string, { updatedAt?: string }>).map((m) =>
+          Date.parse(m.updatedAt ?? created),
+        ),
+      );
+    };
+    const before = await lastOf();
+    const listed = await api.get('/v1/models?summary=true');
+    const after = await lastOf();
+    expect(listed.status).toBe(200);
+    const entry = (
+      listed.body.models as Array<{
+        name: string;
+        summary?: { lastChange: string; machines: number };
+      }>
+    ).find((m) => m.name === name);
+    expect(entry?.summary).toEqual({
+      machines: 3,
+      units: 2,
+      lastChange: expect.any(String),
+      access: 'admin',
+    });
+    const last = Date.parse(entry?.summary?.lastChange ?? '');
+    expect(last).toBeGreaterThanOrEqual(before);
+    expect(last).toBeLessThanOrEqual(after);
+    // empty means true, as `force`
+    const empty = await api.get('/v1/models?summary=');
+    expect(
+      (empty.body.models as Array<{ name: string; summary?: unknown }>).find((m) => m.name === name)
+        ?.summary,
+    ).toMatchObject({ machines: 3, units: 2, access: 'admin' });
+
+    for (const path of ['/v1/models', '/v1/models?summary=false']) {
+      const plain = await api.get(path);
+      expect(plain.status).toBe(200);
+      expect(
+        (plain.body.models as Array<Record<string, unknown>>).every((m) => !('summary' in m)),
+      ).toBe(true);
+    }
+    const bad = await api.get('/v1/models?summary=yes');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('bad-request');
+    expect(bad.body.error.message).toMatch(/^query parameter "summary": /);
+  });
+});
+
 describe('availability-set mode', () => {
   it('refuses unit placement and add-machine with Juju’s words, and deploys without placement', async () => {
     const name = uniqueName('avset');

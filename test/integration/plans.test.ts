@@ -29,7 +29,15 @@ beforeAll(async () => {
   console.log(
     `first plan (cold caches) answered in ${Math.round(performance.now() - started)} ms; notes: ${JSON.stringify(first.body?.plan?.notes)}`,
   );
-}, 120_000);
+  // a plan waits at most 3 s for the price list, a launch longer: the comparisons below
+  // need the API's prices loaded (the first plan's lookup goes on in the background)
+  await eventually(
+    () => api.post(`/v1/models/${model}/machines`, { dryRun: true }),
+    (res) => res.status === 200 && res.body.plan.pricePerHour !== null,
+    120_000,
+    2000,
+  );
+}, 300_000);
 
 afterAll(async () => {
   await connection.close();
@@ -508,8 +516,12 @@ describe('a plan for 1,000 machines', () => {
       `a plan for 1,000 machines answered in ${Math.round(ms)} ms (estimatedSeconds ${p.estimatedSeconds})`,
     );
     expect(p.machines).toHaveLength(1000);
-    // 1,000 instances are within EC2's instance burst: no note of going over it
-    expect(p.notes.some((n: string) => n.includes('machines over the next'))).toBe(false);
+    // 1,000 instances are within EC2's instance burst: no note of going over it, unless the
+    // stack's recent launches (this file's, a moment ago) still hold part of the bucket
+    const drained = p.notes.some((n: string) =>
+      /^this deployment's recent launches leave \d+ of the 1,000 instances/.test(n),
+    );
+    expect(p.notes.some((n: string) => n.includes('machines over the next'))).toBe(drained);
     const over = await plan(`/v1/models/${model}/machines`, { count: 1000 });
     expect(over.machines).toHaveLength(1000);
     // nothing was written: the model still has no machine

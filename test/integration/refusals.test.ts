@@ -121,4 +121,106 @@ describe('refused up front, nothing written, no machine number spent', () => {
       applications: ['wordpress'],
     });
   });
+
+  it('zones= constraints and the constraints set on a model or an application are checked up front', async () => {
+    const m = uniqueName('refuse-c');
+    const zoneRefused = {
+      error: { code: 'invalid-constraints', message: 'availability zone "us-east-1z" not valid' },
+    };
+    const typeRefused = {
+      error: {
+        code: 'invalid-constraints',
+        message: 'invalid constraint value: instance-type=z9.huge',
+      },
+    };
+    // a model whose constraints name a zone the region lacks is not created
+    const created = await api.post('/v1/models', { name: m, constraints: 'zones=us-east-1z' });
+    expect({ status: created.status, body: created.body }).toEqual({
+      status: 400,
+      body: zoneRefused,
+    });
+    expect((await api.get(`/v1/models/${m}`)).status).toBe(404);
+    expect(
+      (await api.post('/v1/models', { name: m, constraints: 'zones=us-east-1a' })).status,
+    ).toBe(201);
+
+    // set-model-constraints zones=us-east-1z: refused, the model's constraints unchanged
+    const setModel = await api.put(`/v1/models/${m}/constraints`, {
+      constraints: 'zones=us-east-1z',
+    });
+    expect({ status: setModel.status, body: setModel.body }).toEqual({
+      status: 400,
+      body: zoneRefused,
+    });
+    const setModelType = await api.put(`/v1/models/${m}/constraints`, {
+      constraints: 'mem=4G instance-type=z9.huge',
+    });
+    expect({ status: setModelType.status, body: setModelType.body }).toEqual({
+      status: 400,
+      body: typeRefused,
+    });
+    expect((await api.get(`/v1/models/${m}/constraints`)).body).toEqual({
+      constraints: 'zones=us-east-1a',
+    });
+
+    // deploy --constraints zones=us-east-1a,us-east-1z: refused, no application, no machine
+    const deploy = await api.post(`/v1/models/${m}/applications`, {
+      name: 'wordpress',
+      base: 'ubuntu@22.04',
+      constraints: 'zones=us-east-1a,us-east-1z',
+    });
+    expect({ status: deploy.status, body: deploy.body }).toEqual({
+      status: 400,
+      body: zoneRefused,
+    });
+    expect(await contents(m)).toEqual({ machines: [], applications: [] });
+
+    // add-machine --constraints zones=us-east-1z: refused the same way
+    const add = await api.post(`/v1/models/${m}/machines`, { constraints: 'zones=us-east-1z' });
+    expect({ status: add.status, body: add.body }).toEqual({ status: 400, body: zoneRefused });
+
+    // valid values still pass: every zone offered, a type the region offers
+    expect(
+      (
+        await api.put(`/v1/models/${m}/constraints`, {
+          constraints: 'zones=us-east-1a,us-east-1b',
+        })
+      ).body,
+    ).toEqual({ constraints: 'zones=us-east-1a,us-east-1b' });
+    const deployed = await api.post(`/v1/models/${m}/applications`, {
+      name: 'wordpress',
+      base: 'ubuntu@22.04',
+      constraints: 'zones=us-east-1b',
+      numUnits: 0,
+    });
+    expect(deployed.status).toBe(201);
+    expect(deployed.body.application).toMatchObject({ constraints: 'zones=us-east-1b' });
+
+    // set-constraints wordpress instance-type=z9.huge: refused, the application's unchanged
+    const setApp = await api.put(`/v1/models/${m}/applications/wordpress/constraints`, {
+      constraints: 'instance-type=z9.huge',
+    });
+    expect({ status: setApp.status, body: setApp.body }).toEqual({
+      status: 400,
+      body: typeRefused,
+    });
+    const setAppZone = await api.put(`/v1/models/${m}/applications/wordpress/constraints`, {
+      constraints: 'zones=us-east-1z',
+    });
+    expect({ status: setAppZone.status, body: setAppZone.body }).toEqual({
+      status: 400,
+      body: zoneRefused,
+    });
+    expect((await api.get(`/v1/models/${m}/applications/wordpress/constraints`)).body).toEqual({
+      constraints: 'zones=us-east-1b',
+    });
+    const setOffered = await api.put(`/v1/models/${m}/applications/wordpress/constraints`, {
+      constraints: 'instance-type=t3.micro',
+    });
+    expect({ status: setOffered.status, body: setOffered.body }).toEqual({
+      status: 200,
+      body: { constraints: 'instance-type=t3.micro' },
+    });
+    expect(await contents(m)).toEqual({ machines: [], applications: ['wordpress'] });
+  });
 });

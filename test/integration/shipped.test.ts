@@ -153,6 +153,59 @@ const API_FUNCTIONS = [
     expect(removed.status).toBeLessThan(300);
   });
 
+  it('routes an encoded container id as the HTTP API is reported to: decoded, through the greedy route', async () => {
+    const name = `shipenc-${randomBytes(3).toString('hex')}`;
+    const call = (
+      method: string,
+      path: string,
+      body?: unknown,
+      extra: Record<string, string> = {},
+    ) =>
+      fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: { ...auth, 'content-type': 'application/json', ...extra },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    expect((await call('POST', '/v1/models', { name })).status).toBe(201);
+    expect(
+      (await call('POST', `/v1/models/${name}/machines`, { placement: 'ssh:host-s' })).status,
+    ).toBe(201);
+    expect((await call('POST', `/v1/models/${name}/machines`, { placement: 'lxd:0' })).status).toBe(
+      201,
+    );
+    const probe = `x-probe-${randomBytes(4).toString('hex')}`;
+    const res = await call(
+      'POST',
+      `/v1/models/${name}/machines/0%2Flxd%2F0/reprovision`,
+      undefined,
+      {
+        [probe]: 'yes',
+      },
+    );
+    expect([res.status, await res.json()]).toEqual([
+      409,
+      {
+        error: {
+          code: 'conflict',
+          message: 'machine 0/lxd/0 is not provisioned by the provisioner',
+        },
+      },
+    ]);
+    const seen = recorded(stack.lambdaEventsFile!).filter((r) =>
+      r.event?.headerNames.includes(probe),
+    );
+    expect(seen).toHaveLength(1);
+    const [{ functionName, event }] = seen as [Required<Recorded>];
+    expect(functionName).toBe('Api-MachinesHandler');
+    expect(event).toMatchObject({
+      routeKey: 'POST /v1/models/{model}/machines/{id+}',
+      rawPath: `/v1/models/${name}/machines/0/lxd/0/reprovision`,
+      requestContext: { routeKey: 'POST /v1/models/{model}/machines/{id+}' },
+    });
+    expect([...event.pathParameterNames].sort()).toEqual(['id', 'model']);
+    expect((await call('DELETE', `/v1/models/${name}`)).status).toBeLessThan(300);
+  });
+
   describe('a bundle whose handler export was renamed', () => {
     let dir = '';
     let server: ChildProcess | undefined;

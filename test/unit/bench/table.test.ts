@@ -118,6 +118,22 @@ describe('the printed tables', () => {
     );
   });
 
+  it("prints the plan's estimate beside the measured launch, and how long the plan took", () => {
+    const planned: SizeResult = {
+      ...result,
+      provisioner: {
+        ...result.provisioner!,
+        plan: { estimatedSeconds: 4, coldAnswerMs: 12_345, answerMs: 151.6, notes: [] },
+      },
+    };
+    const lines = figuresTable([planned, result]).split('\n');
+    const at = lines.findIndex((l) => l.startsWith('all launched (instance id)'));
+    expect(lines[at + 1]).toMatch(/^ {2}the plan's estimatedSeconds \(dry run first\)\s+4 s\s+—$/);
+    expect(lines[at + 2]).toMatch(
+      /^ {2}the plan answered in \(cold \/ warm caches\)\s+12\.3 s \/ 152 ms\s+—$/,
+    );
+  });
+
   it('shows each target with its figure and verdict', () => {
     const lines = targetsTable([result]).split('\n');
     expect(lines).toContainEqual(expect.stringMatching(/^all launched ≤ 2 × floor\s+60 FAIL$/));

@@ -214,9 +214,49 @@ describe('models list', () => {
     ]);
   });
 
-  it('list-models is models; a superuser has admin on every model', async () => {
-    const h = await runCli(['list-models'], (req) => {
+  it('a server that answers ?summary=true gives the table in one request', async () => {
+    const other: Model = { ...model, name: 'other', constraints: '' };
+    const h = await runCli(['models'], (req) => {
+      if (req.path === '/v1/models?summary=true')
+        return {
+          models: [
+            {
+              ...other,
+              summary: { machines: 0, units: 0, lastChange: other.createdAt, access: 'read' },
+            },
+            {
+              ...model,
+              summary: {
+                machines: 4,
+                units: 6,
+                lastChange: '2026-11-22T10:15:30Z',
+                access: 'admin',
+              },
+            },
+          ],
+        };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(h.code).toBe(0);
+    expect(h.requests).toEqual([{ method: 'GET', path: '/v1/models?summary=true' }]);
+    expect(h.stdout.split('\n').slice(1, 3)).toEqual([
+      expect.stringMatching(
+        /^demo +aws\/us-east-1 +mem=2048M +4 +6 +admin +1 hour ago +5 minutes ago$/,
+      ),
+      expect.stringMatching(/^other +aws\/us-east-1 +0 +0 +read +1 hour ago +1 hour ago$/),
+    ]);
+    // json and yaml print the plain list: no summary asked for
+    const json = await runCli(['models', '--format', 'json'], (req) => {
       if (req.path === '/v1/models') return { models: [model] };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(json.requests).toEqual([{ method: 'GET', path: '/v1/models' }]);
+    expect(JSON.parse(json.stdout).models).toEqual([model]);
+  });
+
+  it('list-models is models; a superuser has admin on every model (a server without summaries: one request per model)', async () => {
+    const h = await runCli(['list-models'], (req) => {
+      if (req.path === '/v1/models?summary=true') return { models: [model] };
       if (req.path === '/v1/whoami') return { user: 'admin', access: 'superuser' };
       return sampleStatus();
     });
@@ -225,7 +265,7 @@ describe('models list', () => {
       /^demo +aws\/us-east-1 +mem=2048M +4 +6 +admin +1 hour ago/,
     );
     expect(h.requests.map((r) => r.path)).toEqual([
-      '/v1/models',
+      '/v1/models?summary=true',
       '/v1/whoami',
       '/v1/models/demo/status',
     ]);

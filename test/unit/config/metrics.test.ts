@@ -3,7 +3,7 @@ import { launchFailed, launchSent } from '../../../activities/metrics';
 import { logger } from '../../../config/logger';
 import { recordRequest } from '../../../config/metrics';
 import { MAX_SAMPLES, WorkerMetrics } from '../../../config/worker-metrics';
-import { adminTokenGate } from '../../../functions/access';
+import { adminTokenGate, reportAuditFailure } from '../../../functions/access';
 import { createHandler } from '../../../functions/http';
 import { addSdkUpdates, temporalMetricsFromEnv } from '../../../worker/telemetry';
 
@@ -68,6 +68,44 @@ describe('API request metrics (Powertools EMF)', () => {
   it('counts a 4xx as a client error only', async () => {
     const [record] = emfOf(await stdoutOf(() => recordRequest('GET /v1/models', 404, 1)));
     expect(record).toMatchObject({ Route: 'GET /v1/models', ClientErrors: 1, ServerErrors: 0 });
+  });
+});
+
+describe('AuditWriteFailures', () => {
+  it("is counted in the environment's namespace, service-wide, in the line that logs the lost entry", async () => {
+    const before = process.env.POWERTOOLS_METRICS_NAMESPACE;
+    process.env.POWERTOOLS_METRICS_NAMESPACE = 'Provisioner/staging';
+    try {
+      const entry = {
+        time: '2026-11-25T00:00:00.000Z',
+        user: 'alice',
+        method: 'POST',
+        path: '/v1/models',
+        status: 201,
+        requestId: 'r-1',
+      };
+      const [record, ...rest] = emfOf(
+        await stdoutOf(() => reportAuditFailure(entry, new Error('throttled'))),
+      );
+      expect(rest).toEqual([]);
+      expect(record!._aws.CloudWatchMetrics).toEqual([
+        {
+          Namespace: 'Provisioner/staging',
+          Dimensions: [['service']],
+          Metrics: [{ Name: 'AuditWriteFailures', Unit: 'Count' }],
+        },
+      ]);
+      expect(record).toMatchObject({
+        service: 'provisioner-api',
+        AuditWriteFailures: 1,
+        message: 'audit entry not written',
+        audit: entry,
+        error: 'Error: throttled',
+      });
+    } finally {
+      if (before === undefined) delete process.env.POWERTOOLS_METRICS_NAMESPACE;
+      else process.env.POWERTOOLS_METRICS_NAMESPACE = before;
+    }
   });
 });
 
@@ -238,6 +276,53 @@ describe('a request through the handler pipeline', () => {
       expect(line).not.toContain('wrong-token-value');
       expect(line).not.toContain(PASSWORD);
     }
+  });
+
+  it('keeps each of two concurrent requests’ keys on its own lines (one process, as the local server runs them)', async () => {
+    // each operation logs once before and once after the other request has set its keys
+    let release!: () => void;
+    const bothStarted = new Promise<void>((resolve) => (release = resolve));
+    let started = 0;
+    const concurrent = createHandler(
+      {
+        'GET /v1/models/{model}': async (req) => {
+          const model = req.pathParameters.model!;
+          logger.info('before', { who: model });
+          if (++started === 2) release();
+          await bothStarted;
+          await new Promise((r) => setImmediate(r));
+          logger.info('after', { who: model });
+          return { status: 200, body: { name: model } };
+        },
+      },
+      () => adminTokenGate(() => Promise.resolve(TOKEN)),
+    );
+    const get = (model: string, requestId: string): APIGatewayProxyEventV2 => ({
+      version: '2.0',
+      routeKey: 'GET /v1/models/{model}',
+      rawPath: `/v1/models/${model}`,
+      rawQueryString: '',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      pathParameters: { model },
+      requestContext: {
+        requestId,
+        http: { method: 'GET', path: `/v1/models/${model}` },
+      } as APIGatewayProxyEventV2['requestContext'],
+      isBase64Encoded: false,
+    });
+    const lines = await stdoutOf(() =>
+      Promise.all([concurrent(get('alpha', 'req-a')), concurrent(get('beta', 'req-b'))]),
+    );
+    const logged = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((r) => r.message === 'before' || r.message === 'after')
+      .map((r) => [r.who, r.message, r.requestId, r.model, r.route]);
+    expect(logged.sort()).toEqual([
+      ['alpha', 'after', 'req-a', 'alpha', 'GET /v1/models/{model}'],
+      ['alpha', 'before', 'req-a', 'alpha', 'GET /v1/models/{model}'],
+      ['beta', 'after', 'req-b', 'beta', 'GET /v1/models/{model}'],
+      ['beta', 'before', 'req-b', 'beta', 'GET /v1/models/{model}'],
+    ]);
   });
 
   it('clears the keys after the request: a line logged afterwards carries none of them', async () => {

@@ -1,10 +1,15 @@
 import {
+  bucketsLeft,
   EC2_INSTANCE_BUCKET,
   EC2_REQUEST_BUCKET,
   estimateLaunch,
+  fullAtAfter,
   MAX_INSTANCES_PER_CALL,
+  recordSend,
   tokenAvailableAt,
+  tokensLeft,
   type LaunchBudget,
+  type LaunchRecord,
 } from '../../../core/launch-estimate';
 
 const budget: LaunchBudget = {
@@ -85,6 +90,108 @@ describe('estimateLaunch', () => {
       seconds: 1 + 2 + 2,
       calls: 1,
       notes: ['4 machines over the next 2 s: 2 at once, then 1 a second'],
+    });
+  });
+});
+
+describe('tokensLeft and fullAtAfter: a bucket as the time it is full again', () => {
+  const b = { burst: 1000, perSecond: 2 };
+  it('a bucket never drained, or full again by now, is full', () => {
+    expect(tokensLeft(b, undefined, 5_000)).toBe(1000);
+    expect(tokensLeft(b, 4_000, 5_000)).toBe(1000);
+    expect(tokensLeft(b, 5_000, 5_000)).toBe(1000);
+  });
+
+  it('1,000 taken from a full bucket at t: empty at t, full again 500 s later, refilling at 2 a second', () => {
+    const fullAt = fullAtAfter(b, 1000, 10_000, 1000);
+    expect(fullAt).toBe(10_000 + 500_000);
+    expect(tokensLeft(b, fullAt, 10_000)).toBe(0);
+    expect(tokensLeft(b, fullAt, 20_000)).toBe(20); // 10 s later: 20 back
+    expect(tokensLeft(b, fullAt, 260_000)).toBe(500);
+    expect(tokensLeft(b, fullAt, 510_000)).toBe(1000);
+    expect(tokensLeft(b, fullAt, 900_000)).toBe(1000); // never above the burst
+  });
+
+  it('taking from a partly drained bucket adds to what is missing', () => {
+    // 400 left at t = 0 (600 missing): take 100 → 700 missing → full 350 s later
+    expect(fullAtAfter(b, 400, 0, 100)).toBe(350_000);
+  });
+
+  it('taking more than is left empties the bucket and no further (EC2 granted what the settings did not know)', () => {
+    expect(fullAtAfter(b, 100, 0, 300)).toBe(500_000);
+    expect(fullAtAfter(b, 0, 0, 5)).toBe(500_000);
+  });
+});
+
+describe("recordSend and bucketsLeft: the deployment's record of its RunInstances", () => {
+  const buckets = { requests: EC2_REQUEST_BUCKET, instances: EC2_INSTANCE_BUCKET };
+
+  it('no record: both buckets full', () => {
+    expect(bucketsLeft(undefined, buckets, 123)).toEqual({ requests: 5, instances: 1000 });
+  });
+
+  it('a 1,000-machine launch in 5 calls drains both; they refill at their rates', () => {
+    let r: LaunchRecord | undefined;
+    for (let i = 0; i < 5; i++) r = recordSend(r, buckets, { atMs: 0, calls: 1, instances: 200 });
+    expect(r!.version).toBe(5);
+    expect(r!.instances).toEqual({ burst: 1000, perSecond: 2, fullAt: 500_000 });
+    expect(r!.requests).toEqual({ burst: 5, perSecond: 2, fullAt: 2_500 });
+    expect(bucketsLeft(r, buckets, 0)).toEqual({ requests: 0, instances: 0 });
+    expect(bucketsLeft(r, buckets, 1_000)).toEqual({ requests: 2, instances: 2 });
+    expect(bucketsLeft(r, buckets, 100_000)).toEqual({ requests: 5, instances: 200 });
+  });
+
+  it('a send recorded after a later one (two workers) never counts less; at most the refill between them more', () => {
+    const a = recordSend(
+      recordSend(undefined, buckets, { atMs: 0, calls: 1, instances: 300 }),
+      buckets,
+      { atMs: 10_000, calls: 1, instances: 300 },
+    );
+    const b = recordSend(
+      recordSend(undefined, buckets, { atMs: 10_000, calls: 1, instances: 300 }),
+      buckets,
+      { atMs: 0, calls: 1, instances: 300 },
+    );
+    // in order: 600 taken, 20 back by t = 10 s: full again at 10 s + 580 / 2 s
+    expect(a.instances.fullAt).toBe(300_000);
+    // the other order misses the 20 that came back between the two sends: 10 s later
+    expect(b.instances.fullAt).toBe(310_000);
+  });
+
+  it("the record keeps the writer's settings; the reader counts with them", () => {
+    const small = { requests: EC2_REQUEST_BUCKET, instances: { burst: 4, perSecond: 0.02 } };
+    const r = recordSend(undefined, small, { atMs: 0, calls: 1, instances: 3 });
+    expect(r.instances).toEqual({ burst: 4, perSecond: 0.02, fullAt: 150_000 });
+    // read with other (default) settings: the record's decide
+    expect(bucketsLeft(r, buckets, 50_000).instances).toBeCloseTo(2, 9);
+  });
+
+  it('a plan right after a 1,000-machine launch: the bucket is drained, the same plan waits for the refill', () => {
+    let r: LaunchRecord | undefined;
+    for (let i = 0; i < 5; i++) r = recordSend(r, buckets, { atMs: 0, calls: 1, instances: 200 });
+    const before = estimateLaunch([10, 10, 10], budget);
+    expect(before).toEqual({ seconds: 3, calls: 3, notes: [] });
+    // 10 s after the launch: 20 instances and all 5 calls back
+    const after = estimateLaunch([10, 10, 10], budget, bucketsLeft(r, buckets, 10_000));
+    // 30 machines, 20 now, 10 more at 2 a second: 5 s
+    expect(after).toEqual({
+      seconds: 1 + 5 + 2,
+      calls: 3,
+      notes: [
+        '30 machines over the next 5 s: 20 at once, then 2 a second',
+        "this deployment's recent launches leave 20 of the 1,000 instances EC2 launches at once; they come back at 2 a second",
+      ],
+    });
+    // at once: nothing left, 30 at 2 a second (the calls' bucket 1.5 s for the 3rd call)
+    expect(estimateLaunch([10, 10, 10], budget, bucketsLeft(r, buckets, 0))).toEqual({
+      seconds: 1 + 15 + 2,
+      calls: 3,
+      notes: [
+        '30 machines over the next 15 s: 0 at once, then 2 a second',
+        '3 RunInstances calls over the next 2 s: 0 at once, then 2 a second',
+        "this deployment's recent launches leave 0 of the 1,000 instances EC2 launches at once; they come back at 2 a second",
+        "this deployment's recent launches leave 0 of the 5 RunInstances calls at once; they come back at 2 a second",
+      ],
     });
   });
 });

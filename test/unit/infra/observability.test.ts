@@ -67,6 +67,8 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s observability', (env) => {
       `{${namespace},service,Code} MetricName=\\\\\\"LaunchErrors\\\\\\"`,
       'temporal_workflow_task_schedule_to_start_latency',
       'temporal_activity_schedule_to_start_latency',
+      // written by the API's audit path in this environment's namespace, service-wide
+      `\\"${namespace}\\",\\"AuditWriteFailures\\",\\"service\\",\\"provisioner-api\\"`,
     ]) {
       expect({ shown, found: body.includes(shown) }).toEqual({ shown, found: true });
     }

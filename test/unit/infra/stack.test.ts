@@ -4,7 +4,13 @@ import type { CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
 import type { Asset } from 'aws-cdk-lib/aws-s3-assets';
 import type { IConstruct } from 'constructs';
-import { ROUTES, ROUTE_GROUPS, routeKey, type RouteGroup } from '../../../functions/routes';
+import {
+  GATEWAY_ROUTES,
+  ROUTES,
+  ROUTE_GROUPS,
+  routeKey,
+  type RouteGroup,
+} from '../../../functions/routes';
 import { DEFAULT_TABLE_NAME, TABLE_SCHEMA } from '../../../state/schema';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../../../temporal/search-attributes';
 import {
@@ -210,6 +216,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             'POWERTOOLS_METRICS_NAMESPACE',
             'POWERTOOLS_SERVICE_NAME',
             'PROVISIONER_API_TOKEN_SECRET_ARN',
+            'PROVISIONER_DEPLOYMENT',
             'PROVISIONER_TABLE',
             'PROVISIONER_USER_POOL_CLIENT_ID',
             'PROVISIONER_USER_POOL_ID',
@@ -229,6 +236,8 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
           TEMPORAL_NAMESPACE: config.temporal.namespace,
           PROVISIONER_API_TOKEN_SECRET_ARN: { Ref: tokenId },
           NODE_OPTIONS: '--enable-source-maps',
+          // plans read the worker's launch record under the same deployment
+          PROVISIONER_DEPLOYMENT: deploymentId(config),
         });
         expect(JSON.stringify(vars.TEMPORAL_API_KEY_SECRET_ARN)).toContain(
           `:secret:${config.temporal.apiKeySecretName}`,
@@ -290,11 +299,17 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
   });
 
   describe('HTTP API', () => {
-    it('has exactly one route per ROUTES entry, plus $default', () => {
+    it('has exactly one route per ROUTES and GATEWAY_ROUTES entry, plus $default', () => {
       const routeKeys = Object.values(
         resourcesOfType(synth.template, 'AWS::ApiGatewayV2::Route'),
       ).map((r) => r.Properties!.RouteKey as string);
-      const expected = [...ROUTES.map(routeKey), '$default'];
+      const expected = [...ROUTES.map(routeKey), ...GATEWAY_ROUTES.map(routeKey), '$default'];
+      // the greedy routes a decoded container id needs, one per machine method
+      expect(GATEWAY_ROUTES.map(routeKey)).toEqual([
+        'GET /v1/models/{model}/machines/{id+}',
+        'DELETE /v1/models/{model}/machines/{id+}',
+        'POST /v1/models/{model}/machines/{id+}',
+      ]);
       expect(new Set(routeKeys).size).toBe(routeKeys.length);
       expect([...routeKeys].sort()).toEqual([...expected].sort());
     });
@@ -316,9 +331,12 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       };
       const routes = Object.values(resourcesOfType(synth.template, 'AWS::ApiGatewayV2::Route'));
       const byKey = new Map(routes.map((r) => [r.Properties!.RouteKey as string, r]));
-      for (const route of ROUTES) {
+      for (const route of [...ROUTES, ...GATEWAY_ROUTES]) {
         expect(targetFunction(byKey.get(routeKey(route))!)).toBe(apiFunctionId(route.group));
       }
+      expect(apiFunctionId('machines')).toBe(
+        targetFunction(byKey.get('POST /v1/models/{model}/machines/{id+}')!),
+      );
       expect(DEFAULT_ROUTE_GROUP).toBe('models');
       expect(targetFunction(byKey.get('$default')!)).toBe(apiFunctionId('models'));
     });

@@ -22,19 +22,18 @@ describe('shipped artifacts: routing by the template', () => {
     expect(route('GET', '/v1/models/demo/status')).toMatchObject({ target: 'Status' });
   });
 
-  it('decodes each path parameter once: a container id sent as 0%2Flxd%2F1 is one segment', () => {
-    // KNOWN GAP (issue 25): the HTTP API is reported to decode before routing (templateRouter)
+  it('decodes the path before routing, as the HTTP API is reported to: 0%2Flxd%2F1 is three segments', () => {
+    // no greedy route in this table: the decoded container id matches no {id} route
     expect(route('DELETE', '/v1/models/demo/machines/0%2Flxd%2F1')).toEqual({
-      routeKey: 'DELETE /v1/models/{model}/machines/{id}',
-      pathParameters: { model: 'demo', id: '0/lxd/1' },
-      target: 'Machines',
-      rawPath: '/v1/models/demo/machines/0%2Flxd%2F1',
+      routeKey: '$default',
+      target: 'Models',
+      rawPath: '/v1/models/demo/machines/0/lxd/1',
     });
     expect(route('GET', '/v1/models/d%65mo/status')).toEqual({
       routeKey: 'GET /v1/models/{model}/status',
       pathParameters: { model: 'demo' },
       target: 'Status',
-      rawPath: '/v1/models/d%65mo/status',
+      rawPath: '/v1/models/demo/status',
     });
   });
 
@@ -44,6 +43,55 @@ describe('shipped artifacts: routing by the template', () => {
       pathParameters: {},
       target: 'Identity',
       rawPath: '/v1/audit',
+    });
+  });
+
+  describe('greedy routes', () => {
+    const greedy = templateRouter([
+      { routeKey: '$default', functionLogicalId: 'Models' },
+      { routeKey: 'GET /v1/models/{model}/machines/{id}', functionLogicalId: 'Machines' },
+      { routeKey: 'POST /v1/models/{model}/machines/{id}/retry', functionLogicalId: 'Machines' },
+      { routeKey: 'POST /v1/models/{model}/machines/{id+}', functionLogicalId: 'Greedy' },
+      { routeKey: 'GET /v1/models/{model}/machines/{id+}', functionLogicalId: 'Greedy' },
+      { routeKey: 'GET /v1/{rest+}', functionLogicalId: 'Wide' },
+    ]);
+
+    it('prefers a full match to a greedy one, whatever the order of the template', () => {
+      expect(greedy('GET', '/v1/models/demo/machines/7')).toEqual({
+        routeKey: 'GET /v1/models/{model}/machines/{id}',
+        pathParameters: { model: 'demo', id: '7' },
+        target: 'Machines',
+        rawPath: '/v1/models/demo/machines/7',
+      });
+      expect(greedy('POST', '/v1/models/demo/machines/7/retry')).toMatchObject({
+        routeKey: 'POST /v1/models/{model}/machines/{id}/retry',
+        pathParameters: { model: 'demo', id: '7' },
+      });
+    });
+
+    it('hands a decoded 0/lxd/1/retry to the greedy route, the rest of the path as its parameter', () => {
+      expect(greedy('POST', '/v1/models/demo/machines/0%2Flxd%2F1/retry')).toEqual({
+        routeKey: 'POST /v1/models/{model}/machines/{id+}',
+        pathParameters: { model: 'demo', id: '0/lxd/1/retry' },
+        target: 'Greedy',
+        rawPath: '/v1/models/demo/machines/0/lxd/1/retry',
+      });
+      expect(greedy('GET', '/v1/models/demo/machines/0%2Flxd%2F1')).toEqual({
+        routeKey: 'GET /v1/models/{model}/machines/{id+}',
+        pathParameters: { model: 'demo', id: '0/lxd/1' },
+        target: 'Greedy',
+        rawPath: '/v1/models/demo/machines/0/lxd/1',
+      });
+    });
+
+    it('prefers the longer greedy prefix, and needs at least one segment for the greedy part', () => {
+      expect(greedy('GET', '/v1/models/demo/machines/0/lxd/1')).toMatchObject({ target: 'Greedy' });
+      expect(greedy('GET', '/v1/anything/else')).toMatchObject({
+        routeKey: 'GET /v1/{rest+}',
+        pathParameters: { rest: 'anything/else' },
+      });
+      expect(greedy('POST', '/v1/models/demo/machines')).toMatchObject({ routeKey: '$default' });
+      expect(greedy('POST', '/v1/models/demo/machines/')).toMatchObject({ routeKey: '$default' });
     });
   });
 

@@ -131,6 +131,43 @@ describe('checkOffered', () => {
     ).resolves.toBeUndefined();
   });
 
+  it('refuses a zone of the `zones` constraint the region does not have, as a constraint', async () => {
+    const ec2 = healthyEc2();
+    const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
+    const { log } = logSpy();
+    const refusal = new ConstraintsError('availability zone "us-east-1z" not valid');
+    await expect(
+      checkOffered({ offerings, log }, REGION, { constraints: 'zones=us-east-1a,us-east-1z' }),
+    ).rejects.toEqual(refusal);
+    await expect(
+      checkOffered({ offerings, log }, REGION, { constraints: 'zones=us-east-1z' }),
+    ).rejects.toBeInstanceOf(ConstraintsError);
+    // a Local Zone is not an availability zone to launch into
+    await expect(
+      checkOffered({ offerings, log }, REGION, { constraints: 'zones=us-east-1-bos-1a' }),
+    ).rejects.toEqual(new ConstraintsError('availability zone "us-east-1-bos-1a" not valid'));
+    // with a placed zone too, the constraint's is named first; the region's zones read once
+    await expect(
+      checkOffered({ offerings, log }, REGION, {
+        constraints: 'zones=us-east-1z',
+        zones: ['us-east-1y'],
+      }),
+    ).rejects.toEqual(refusal);
+    await expect(
+      checkOffered({ offerings, log }, REGION, {
+        constraints: 'zones=us-east-1a,us-east-1b instance-type=t3.micro',
+        zones: ['us-east-1a'],
+      }),
+    ).resolves.toBeUndefined();
+    // an empty list sets the key and names no zone: nothing to ask EC2
+    const before = ec2.calls.length;
+    await expect(
+      checkOffered({ offerings, log }, REGION, { constraints: 'zones= mem=2G' }),
+    ).resolves.toBeUndefined();
+    expect(ec2.calls.length).toBe(before);
+    expect(ec2.calls.filter((c) => c.name === 'DescribeAvailabilityZonesCommand')).toHaveLength(1);
+  });
+
   it('reads zones and types in parallel', async () => {
     const started: string[] = [];
     let release!: () => void;

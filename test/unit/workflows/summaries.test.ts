@@ -56,6 +56,8 @@ describe('machine summaries', () => {
     const ctx = context();
     ctx.published.status = 'running';
     expect(machineDetails(ctx, machine).split('\n')).toEqual([
+      // the summary first: a run continued as new has no static summary
+      'Machine 3 in model demo',
       '**status** running (running)',
       '**zone** us-east-1b',
       '**instance** i-0abc (t3.medium, running)',
@@ -84,6 +86,7 @@ describe('machine summaries', () => {
     delete bare.zone;
     delete bare.instanceType;
     expect(machineDetails(ctx, bare).split('\n')).toEqual([
+      'Machine 3 in model demo',
       '**status** error (error, attempt 10 of 10)',
       '**type** t3.micro',
       '**last error** InsufficientInstanceCapacity: no capacity in us-east-1a',

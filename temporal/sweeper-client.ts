@@ -4,7 +4,7 @@ import {
   SWEEPER_WORKFLOW_TYPE,
   TASK_QUEUE,
   sweeperWorkflowId,
-} from '../temporal/search-attributes';
+} from './search-attributes';
 
 /**
  * Client-side helpers for the sweeper: one long-lived workflow per task queue
