@@ -50,10 +50,12 @@ export function teardownPacing(tuning: Partial<ProvisioningTuning> | undefined):
 /** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
   /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
-  search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
+  search: { idleMs: 1_000, maxMs: 5_000, maxSize: 100_000 },
   // machines reach this step spread over their other teardown steps: a wider window, fewer calls
   // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
-  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
+  // machines' first workflow tasks, and so their terminations, come spread over the worker's
+  // queue: a window of seconds gathers them (a machine waits longer for terminated anyway)
+  terminate: { idleMs: 2_000, maxMs: 10_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
@@ -61,11 +63,18 @@ const WINDOWS = {
 const ONE_AT_A_TIME = { oneAtATime: { maxWaitMs: 30_000 } };
 
 /**
- * How often a wait for terminated instances asks again (each time in the
- * region's next batch of polls). EC2 takes tens of seconds to terminate; at
- * 1 s the polls of 300 machines made 30 describes in a bench run (0.1 a machine).
+ * A wait for terminated instances (issue 30): EC2 keeps an instance
+ * `shutting-down` for some seconds, so a machine's first poll comes this
+ * long after it asked for termination, and each later one 1.5 times as long
+ * after the one before (up to TERMINATED_POLL_MAX_MS). Every wait of a region
+ * is answered by the region's one poller: at most one round of describes
+ * (200 ids each) every TERMINATED_POLL_MS, asking for every machine that is
+ * due then or within that interval. At 3 s a machine and one describe batch
+ * per machine's own cycle, 300 machines' polls made 30-38 describes.
  */
-export const TERMINATED_POLL_MS = 3_000;
+export const TERMINATED_POLL_MS = 5_000;
+/** The longest a machine's wait goes between two polls. */
+export const TERMINATED_POLL_MAX_MS = 15_000;
 
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
@@ -239,6 +248,8 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     return set;
   }
   const ec2Of = (region: string): EC2Client => deps.ec2ForRegion(region).ec2;
+  const waits = new Map<string, Set<Waiter>>();
+  const pollers = new Set<string>();
 
   /**
    * Whether EC2's not knowing `instanceId` says nothing yet: the caller's
@@ -409,9 +420,10 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
           fresh: input.fresh ?? [],
           caller: callingMachine(),
         });
+        // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
         return input.waitMs === undefined
           ? []
-          : notTerminated(input.region, input.instanceIds, input.waitMs);
+          : notTerminated(input.region, input.instanceIds, input.waitMs, false);
       });
     },
 
@@ -432,19 +444,117 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     },
   };
 
+  /**
+   * Those of `instanceIds` not terminated after up to `waitMs`. `askNow`:
+   * the first answer comes from a poll at once (with other machines' polls);
+   * otherwise from the region's poller TERMINATED_POLL_MS later. Ids
+   * TerminateInstances already reported terminated are never asked about.
+   */
   async function notTerminated(
     region: string,
     instanceIds: string[],
     waitMs: number,
+    askNow = true,
   ): Promise<string[]> {
-    const until = Date.now() + waitMs;
+    const now = Date.now();
+    const known = gone(region);
+    let remaining = instanceIds.filter((id) => !known.has(id));
+    if (remaining.length === 0) return [];
+    if (askNow) {
+      remaining = await polls.submit(region, remaining);
+      if (remaining.length === 0 || waitMs < TERMINATED_POLL_MS) return remaining;
+    }
+    const left = remaining;
+    return new Promise<string[]>((resolve, reject) => {
+      const waiter: Waiter = {
+        ids: left,
+        nextAt: Date.now() + TERMINATED_POLL_MS,
+        intervalMs: TERMINATED_POLL_MS,
+        until: now + waitMs,
+        resolve,
+        reject,
+      };
+      let set = waits.get(region);
+      if (!set) waits.set(region, (set = new Set()));
+      set.add(waiter);
+      if (!pollers.has(region)) {
+        pollers.add(region);
+        void pollRegion(region).finally(() => pollers.delete(region));
+      }
+    });
+  }
+
+  /**
+   * The region's one poller: while machines wait, one round of describes by
+   * id (the describe bucket's tokens) at most every TERMINATED_POLL_MS, for
+   * every waiter due by the next round; a waiter whose time is up gets what
+   * it still waits for.
+   */
+  async function pollRegion(region: string): Promise<void> {
+    let lastRound = 0;
     for (;;) {
+      const set = waits.get(region);
+      if (!set || set.size === 0) return;
+      let wake = Infinity;
+      for (const w of set) wake = Math.min(wake, w.nextAt, w.until);
+      wake = Math.max(wake, lastRound + TERMINATED_POLL_MS);
+      const delay = wake - Date.now();
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      const now = Date.now();
+      const horizon = now + TERMINATED_POLL_MS;
+      const due: Waiter[] = [];
+      for (const w of set) {
+        if (w.nextAt <= horizon) due.push(w);
+        else if (w.until <= now) {
+          set.delete(w);
+          w.resolve(w.ids);
+        }
+      }
+      if (due.length === 0) continue;
+      lastRound = now;
       const known = gone(region);
-      const remaining = instanceIds.every((id) => known.has(id))
-        ? []
-        : await polls.submit(region, instanceIds);
-      if (remaining.length === 0 || Date.now() + TERMINATED_POLL_MS > until) return remaining;
-      await new Promise((resolve) => setTimeout(resolve, TERMINATED_POLL_MS));
+      const ask = [...new Set(due.flatMap((w) => w.ids))].filter((id) => !known.has(id));
+      const states = new Map<string, string>();
+      try {
+        for (const some of chunks(ask, MAX_FILTER_VALUES)) {
+          await bucket('describe', region).take();
+          for (const [id, state] of await instanceStates(ec2Of(region), some)) {
+            states.set(id, state);
+            if (state === 'terminated') known.add(id);
+          }
+        }
+      } catch (err) {
+        // as a poll of its own would have: the waits it was for fail, and their activities retry
+        for (const w of due) {
+          set.delete(w);
+          w.reject(err);
+        }
+        continue;
+      }
+      const after = Date.now();
+      for (const w of due) {
+        // an id EC2 no longer lists counts as gone, as an id it lists terminated
+        w.ids = w.ids.filter((id) => {
+          const state = states.get(id);
+          return !known.has(id) && state !== undefined && state !== 'terminated';
+        });
+        w.intervalMs = Math.min(w.intervalMs * 1.5, TERMINATED_POLL_MAX_MS);
+        w.nextAt = after + w.intervalMs;
+        if (w.ids.length === 0 || w.nextAt > w.until) {
+          set.delete(w);
+          w.resolve(w.ids);
+        }
+      }
     }
   }
+}
+
+/** A machine's wait for terminated, answered by its region's poller. */
+interface Waiter {
+  ids: string[];
+  nextAt: number;
+  intervalMs: number;
+  until: number;
+  resolve: (remaining: string[]) => void;
+  reject: (err: unknown) => void;
 }

@@ -304,6 +304,37 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     ]);
   });
 
+  it('answers every waiting machine of a region from one describe per round, however their waits began', async () => {
+    const ids = ['i-0d1', 'i-0d2', 'i-0d3', 'i-0d4'];
+    const instances = ids.map((id): Instance => ({
+      InstanceId: id,
+      State: { Name: 'shutting-down' },
+    }));
+    const { activities, calls } = harness({ instances });
+    const waiting: Array<Promise<string[]>> = [];
+    // four machines start waiting a second apart (their first checks go out on their own)
+    for (const id of ids) {
+      waiting.push(
+        activities.instancesNotTerminated({
+          region: 'us-east-1',
+          instanceIds: [id],
+          waitMs: 60_000,
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    // EC2 reports them terminated after the poller's first round
+    while (calls.length < ids.length + 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const i of instances) i.State = { Name: 'terminated' };
+    expect((await Promise.all(waiting)).flat()).toEqual([]);
+    expect(calls.slice(0, ids.length).map((c) => c.ids)).toEqual(ids.map((id) => [id]));
+    // then the region's poller: one describe for all four per round, not one per machine
+    expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
+      ['DescribeInstances', 4],
+      ['DescribeInstances', 4],
+    ]);
+  }, 40_000);
+
   it('answers what is still not terminated once waitMs has passed', async () => {
     const instances: Instance[] = [{ InstanceId: 'i-0b1', State: { Name: 'shutting-down' } }];
     const { activities, calls } = harness({ instances });
@@ -313,7 +344,8 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       waitMs: 7_000,
     });
     expect(left).toEqual(['i-0b1']);
-    // asked at once, then every TERMINATED_POLL_MS (3 s) until the wait was over
+    // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; the next round
+    // (7.5 s after that) would come after the wait is over
     expect(calls.length).toBeGreaterThanOrEqual(2);
     expect(calls.length).toBeLessThanOrEqual(3);
   });
