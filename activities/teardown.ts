@@ -55,7 +55,7 @@ const WINDOWS = {
   // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
   // machines' first workflow tasks, and so their terminations, come spread over the worker's
   // queue: a window of seconds gathers them (a machine waits longer for terminated anyway)
-  terminate: { idleMs: 2_000, maxMs: 10_000, maxSize: MAX_IDS_PER_CALL },
+  terminate: { idleMs: 3_000, maxMs: 15_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
@@ -68,13 +68,17 @@ const ONE_AT_A_TIME = { oneAtATime: { maxWaitMs: 30_000 } };
  * long after it asked for termination, and each later one 1.5 times as long
  * after the one before (up to TERMINATED_POLL_MAX_MS). Every wait of a region
  * is answered by the region's one poller: at most one round of describes
- * (200 ids each) every TERMINATED_POLL_MS, asking for every machine that is
- * due then or within that interval. At 3 s a machine and one describe batch
- * per machine's own cycle, 300 machines' polls made 30-38 describes.
+ * (200 ids each) every TERMINATED_ROUND_MS, asking for every machine that is
+ * due then or before the next round. At 3 s a machine and one describe batch
+ * per machine's own cycle, 300 machines' polls made 30-38 describes; with
+ * rounds 5 s apart, ~20 in a teardown of 100 s (terminations keep arriving,
+ * so some machine is always waiting).
  */
 export const TERMINATED_POLL_MS = 5_000;
+/** The region's describe rounds for waits are at least this far apart. */
+export const TERMINATED_ROUND_MS = 10_000;
 /** The longest a machine's wait goes between two polls. */
-export const TERMINATED_POLL_MAX_MS = 15_000;
+export const TERMINATED_POLL_MAX_MS = 20_000;
 
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
@@ -486,7 +490,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
 
   /**
    * The region's one poller: while machines wait, one round of describes by
-   * id (the describe bucket's tokens) at most every TERMINATED_POLL_MS, for
+   * id (the describe bucket's tokens) at most every TERMINATED_ROUND_MS, for
    * every waiter due by the next round; a waiter whose time is up gets what
    * it still waits for.
    */
@@ -497,11 +501,11 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       if (!set || set.size === 0) return;
       let wake = Infinity;
       for (const w of set) wake = Math.min(wake, w.nextAt, w.until);
-      wake = Math.max(wake, lastRound + TERMINATED_POLL_MS);
+      wake = Math.max(wake, lastRound + TERMINATED_ROUND_MS);
       const delay = wake - Date.now();
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       const now = Date.now();
-      const horizon = now + TERMINATED_POLL_MS;
+      const horizon = now + TERMINATED_ROUND_MS;
       const due: Waiter[] = [];
       for (const w of set) {
         if (w.nextAt <= horizon) due.push(w);

@@ -344,8 +344,8 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       waitMs: 7_000,
     });
     expect(left).toEqual(['i-0b1']);
-    // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; the next round
-    // (7.5 s after that) would come after the wait is over
+    // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; its next round
+    // (TERMINATED_ROUND_MS, 10 s, after that) would come after the wait is over
     expect(calls.length).toBeGreaterThanOrEqual(2);
     expect(calls.length).toBeLessThanOrEqual(3);
   });

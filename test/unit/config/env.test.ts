@@ -60,8 +60,8 @@ describe('worker tuning', () => {
       teardownTerminateRatePerSecond: 5,
       teardownDescribeBurst: 50,
       teardownDescribeRatePerSecond: 10,
-      teardownBatchIdleMs: 2000,
-      teardownBatchMaxMs: 10000,
+      teardownBatchIdleMs: 3000,
+      teardownBatchMaxMs: 15000,
     });
   });
 
