@@ -43,6 +43,26 @@ export default tseslint.config(
     },
   },
   {
+    // ec2/ owns every EC2 call the worker and the Lambdas make (client construction, pacing,
+    // error classification, the catalogue); local/ emulates EC2 and tests drive it directly.
+    // A rule of its own (not no-restricted-imports), so the folder rules below do not replace it.
+    files: ['**/*.ts'],
+    ignores: ['ec2/**', 'local/**', 'test/**'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@aws-sdk/client-ec2',
+              message: 'EC2 calls go through ec2/ (docs/architecture.md).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Workflow code is replayed deterministically inside Temporal's sandbox.
     files: ['workflows/**/*.ts'],
     rules: {

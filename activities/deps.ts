@@ -8,7 +8,7 @@ import type { Repository } from '../state/repository';
 import type { RecentReads } from './recent-reads';
 import type { CapacityMemory } from './capacity-memory';
 import type { InstancePrices } from './pricing';
-import type { RegionalEc2 } from './regional';
+import type { RegionalEc2 } from '../ec2/regional';
 
 /** What the activities are built from (activities-dependency-injection): real clients or fakes. */
 export interface ActivityDeps {

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { EntityNotFoundError } from '../state/errors';
 import { MachineDeadError } from '../state/provisioning';
 import { FAILURE, type FailureType } from '../temporal/failures';
-import { refusedOr } from './ec2-errors';
+import { refusedOr } from '../ec2/errors';
 
 /** A non-retryable failure of one of the types the workflows branch on. */
 export function failure(type: FailureType, message: string, details?: unknown): ApplicationFailure {

@@ -2,7 +2,7 @@ import type { ActivityDeps } from './deps';
 import { refusingPermanent } from './failures';
 import { InstanceOwners } from './instance-owners';
 import { launchActivities } from './launch';
-import { PlacementGroups } from './placement-groups';
+import { PlacementGroups } from '../ec2/placement-groups';
 import { RecentReads } from './recent-reads';
 import { recordActivities } from './records';
 import { removalActivities } from './removal';

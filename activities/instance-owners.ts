@@ -1,7 +1,7 @@
-import type { Instance } from '@aws-sdk/client-ec2';
+import type { Ec2Instance as Instance } from '../ec2/instances';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LaunchBatchStore } from '../state/launch-batches';
-import { TAG_LAUNCH_BATCH, TAG_MACHINE, tagValue } from './tags';
+import { TAG_LAUNCH_BATCH, TAG_MACHINE, tagValue } from '../ec2/tags';
 
 /** Batches whose members are kept in memory (members never change once a batch went out). */
 const CACHED_BATCHES = 5_000;

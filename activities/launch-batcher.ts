@@ -1,23 +1,24 @@
 import {
-  DescribeInstancesCommand,
-  RunInstancesCommand,
-  TerminateInstancesCommand,
-  type Instance,
-} from '@aws-sdk/client-ec2';
+  describeInstances,
+  runInstances,
+  terminateInstances,
+  type Ec2Instance as Instance,
+  type RunInstancesInput,
+} from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
 import { EC2_INSTANCE_BUCKET } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
-import { TokenBucket } from './token-bucket';
+import { TokenBucket } from '../ec2/token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyLaunchError, ec2ErrorCode } from './ec2-errors';
+import { classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
 import { failure } from './failures';
 import { activityLog } from './log';
 import { launchFailed, launchSent } from './metrics';
 import { rootDiskGiB } from './plan';
-import { launchTags, TAG_LAUNCH_BATCH } from './tags';
+import { launchTags, TAG_LAUNCH_BATCH } from '../ec2/tags';
 import type { LaunchPlan, StartedInstance } from './types';
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
@@ -68,8 +69,8 @@ function batchKey(r: LaunchRequest): string {
   ]);
 }
 
-function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
-  return new RunInstancesCommand({
+function runInput(call: LaunchBatchCall, count: number): RunInstancesInput {
+  return {
     ImageId: call.imageId,
     InstanceType: call.instanceType as never,
     MinCount: 1,
@@ -92,7 +93,7 @@ function runCommand(call: LaunchBatchCall, count: number): RunInstancesCommand {
       },
     ],
     TagSpecifications: [{ ResourceType: 'instance', Tags: call.tags }],
-  });
+  };
 }
 
 /** The instances of a reservation by member position: AmiLaunchIndex, else the order EC2 listed them. */
@@ -206,11 +207,9 @@ export class LaunchBatcher {
         throw classifyLaunchError(err, call.zone);
       }
       // one of the batch's instances is gone: find ours by the batch's tag
-      const out = await ec2.send(
-        new DescribeInstancesCommand({
-          Filters: [{ Name: `tag:${TAG_LAUNCH_BATCH}`, Values: [batch.id] }],
-        }),
-      );
+      const out = await describeInstances(ec2, {
+        Filters: [{ Name: `tag:${TAG_LAUNCH_BATCH}`, Values: [batch.id] }],
+      });
       const all = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
       instance = byLaunchIndex(all).get(index);
     }
@@ -230,7 +229,7 @@ export class LaunchBatcher {
       (call.placementGroup ?? '') === (request.plan.placementGroup ?? '');
     if (state === 'terminated' || state === 'shutting-down') return undefined;
     if (!sameAttempt && !fits) {
-      await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instance.InstanceId] }));
+      await terminateInstances(ec2, [instance.InstanceId]);
       return undefined;
     }
     return this.finish(launched, !sameAttempt);
@@ -246,10 +245,27 @@ export class LaunchBatcher {
     const shared = this.replays.get(batchId);
     if (shared) return shared.answer;
     const { ec2 } = this.deps.ec2ForRegion(call.region);
+    let sentAt = now;
+    // a repeat is a RunInstances like any other, and may be the one that launches the batch
+    // (its first call never reached EC2): it is recorded, answered or not (an idempotent
+    // repeat counted twice makes plans too careful, never too hopeful)
     const answer = this.bucket(call.region)
       .take()
-      .then(() => ec2.send(runCommand(call, count)))
-      .then((out) => out.Instances ?? []);
+      .then(() => {
+        sentAt = Date.now();
+        return runInstances(ec2, runInput(call, count));
+      })
+      .then(
+        (out) => {
+          const instances = out.Instances ?? [];
+          this.recordSend(call.region, sentAt, instances.length);
+          return instances;
+        },
+        (err: unknown) => {
+          this.recordSend(call.region, sentAt, 0);
+          throw err;
+        },
+      );
     this.replays.set(batchId, { at: now, answer });
     // a failed repeat is not shared: the next member asks again
     answer.catch(() => this.replays.delete(batchId));
@@ -328,11 +344,13 @@ export class LaunchBatcher {
     let instances: Instance[];
     const sentAt = Date.now();
     try {
-      const out = await ec2.send(runCommand(call, members.length));
+      const out = await runInstances(ec2, runInput(call, members.length));
       instances = out.Instances ?? [];
     } catch (err) {
-      // a call EC2 answered spent a request token; one that never reached it did not
-      if (answeredByEc2(err)) this.recordSend(plan.region, sentAt, 0);
+      // a call EC2 answered spent a request token and launched nothing; one failing without
+      // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
+      // instances (if any) are recorded by the repeat that finds them (replay)
+      this.recordSend(plan.region, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -354,13 +372,6 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
-}
-
-/** An error EC2 answered with (an HTTP status), not one of a call that never reached it. */
-function answeredByEc2(err: unknown): boolean {
-  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | undefined)?.$metadata
-    ?.httpStatusCode;
-  return typeof status === 'number';
 }
 
 function isZoneFailure(err: unknown): boolean {

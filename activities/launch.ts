@@ -1,4 +1,3 @@
-import { DescribeSubnetsCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
 import { ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
@@ -7,10 +6,11 @@ import { startingMessage } from '../temporal/messages';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
 import type { ActivityDeps } from './deps';
-import { ec2ErrorCode } from './ec2-errors';
+import { ec2ErrorCode } from '../ec2/errors';
+import { findSubnet } from '../ec2/instances';
 import { failure, orMachineGone } from './failures';
 import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
-import { PlacementGroups } from './placement-groups';
+import { PlacementGroups } from '../ec2/placement-groups';
 import { SingleFlight } from './single-flight';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { MachineRecord, ModelRecord } from '../state/types';
@@ -39,19 +39,7 @@ function planKey(
   ]);
 }
 
-/** A subnet by id (`subnet-…`) or CIDR block, with its zone. */
-export async function findSubnet(
-  ec2: EC2Client,
-  idOrCidr: string,
-): Promise<{ subnetId: string; zone: string } | undefined> {
-  const filter = idOrCidr.startsWith('subnet-')
-    ? { Name: 'subnet-id', Values: [idOrCidr] }
-    : { Name: 'cidr-block', Values: [idOrCidr] };
-  const out = await ec2.send(new DescribeSubnetsCommand({ Filters: [filter] }));
-  const subnet = (out.Subnets ?? []).find((s) => s.SubnetId && s.AvailabilityZone);
-  return subnet ? { subnetId: subnet.SubnetId!, zone: subnet.AvailabilityZone! } : undefined;
-}
-
+export { findSubnet } from '../ec2/instances';
 export { clientToken } from './launch-batcher';
 
 /** What a zone claim is asked with. */

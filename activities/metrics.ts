@@ -1,6 +1,6 @@
 import { METRIC } from '../config/metrics';
 import { workerMetrics, type WorkerMetrics } from '../config/worker-metrics';
-import { classifyError, ec2ErrorCode } from './ec2-errors';
+import { classifyError, ec2ErrorCode } from '../ec2/errors';
 
 /**
  * The worker's metric events, each one call at the place it happens (so the
@@ -23,11 +23,6 @@ export function launchFailed(err: unknown, size: number, m: WorkerMetrics = work
   m.observe(METRIC.batchSize, size);
   m.count(METRIC.launchErrors, size, { Code: ec2ErrorCode(err) ?? 'Unknown' });
   if (classifyError(err) === 'zone') m.count(METRIC.zoneFailovers, size);
-}
-
-/** An EC2 call EC2 throttled (one per throttled attempt). */
-export function throttled(m: WorkerMetrics = workerMetrics): void {
-  m.count(METRIC.throttledCalls);
 }
 
 /** A machine or container put in status `error`. */

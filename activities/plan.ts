@@ -8,7 +8,7 @@ import {
 } from '../core';
 import { chooseInstanceType, LaunchPlanError } from '../core/instance-choice';
 import type { MachineRecord, ModelRecord } from '../state/types';
-import { NoImageError, type ImageQuery } from './images';
+import { NoImageError, type ImageQuery } from '../ec2/images';
 import type { LaunchPlan } from './types';
 
 // The type choice is pure and shared with the API's plans: core/instance-choice.ts.

@@ -108,6 +108,21 @@ interface Cached {
   expires: number;
 }
 
+/** Why a region's last lookup gave no prices (undefined once one succeeds). */
+export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string };
+
+/**
+ * A lookup that ended this many times its timeout after it started cannot
+ * have run all that time (the timeout aborts it): its process was frozen (a
+ * Lambda container between invocations), so its failure says nothing about
+ * the price list and it is started again rather than cached.
+ */
+export const FROZEN_FACTOR = 2;
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
 /**
  * Each region's on-demand Linux prices (USD per hour, by instance type),
  * fetched once, paged, and cached for a day; concurrent first callers share
@@ -118,6 +133,7 @@ interface Cached {
 export class InstancePrices {
   private readonly cache = new Map<string, Cached>();
   private readonly lastKnown = new Map<string, ReadonlyMap<string, number>>();
+  private readonly failures = new Map<string, PriceFailure>();
   private readonly ttlMs: number;
   private readonly failureTtlMs: number;
   private readonly timeoutMs: number;
@@ -144,15 +160,33 @@ export class InstancePrices {
     return this.lastKnown.get(region);
   }
 
+  /** Why the region's last finished lookup gave no prices; undefined when it gave them (or none finished). */
+  failure(region: string): PriceFailure | undefined {
+    return this.failures.get(region);
+  }
+
   forRegion(region: string): Promise<ReadonlyMap<string, number>> {
     const hit = this.cache.get(region);
     if (hit && hit.expires > this.now()) return hit.value;
-    const entry: Cached = { value: Promise.resolve(new Map()), expires: this.now() + this.ttlMs };
+    const started = this.now();
+    const entry: Cached = { value: Promise.resolve(new Map()), expires: started + this.ttlMs };
     const fetched = this.fetch(region).then((prices) => {
       if (prices.size > 0) this.lastKnown.set(region, prices);
+      this.failures.delete(region);
       return prices;
     });
     entry.value = fetched.catch((err: unknown) => {
+      if (this.now() - started > this.timeoutMs * FROZEN_FACTOR) {
+        // frozen, not failed: whoever waits on this entry waits on a fresh lookup instead
+        if (this.cache.get(region) === entry) this.cache.delete(region);
+        return this.forRegion(region);
+      }
+      this.failures.set(
+        region,
+        isTimeout(err)
+          ? { kind: 'timeout', afterMs: this.timeoutMs }
+          : { kind: 'error', name: err instanceof Error ? err.name : String(err) },
+      );
       const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
       this.log(
         `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +

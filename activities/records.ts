@@ -4,10 +4,10 @@ import { toMachine } from '../state/repository';
 import type { Life, MachineRecord } from '../state/types';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
-import { ec2ErrorCode } from './ec2-errors';
+import { ec2ErrorCode } from '../ec2/errors';
 import { activityLog } from './log';
 import { machineInError } from './metrics';
-import { PlacementGroups } from './placement-groups';
+import { PlacementGroups } from '../ec2/placement-groups';
 import type {
   LaunchPlan,
   MachineRef,

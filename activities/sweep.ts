@@ -1,16 +1,12 @@
-import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { WorkflowIdConflictPolicy, WorkflowNotFoundError } from '@temporalio/client';
 import {
   instanceChanges,
-  isConfirmedGone,
   isContainerMachineId,
   isLost,
-  observedState,
   type InstanceChange,
   type InstanceState,
 } from '../core';
 import { EntityNotFoundError } from '../state/errors';
-import type { Life, MachineStatus } from '../state/types';
 import {
   MACHINE_WORKFLOW_TYPE,
   MACHINE_WORKFLOW_TYPES_QUERY,
@@ -18,90 +14,23 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
-import { addressChanges, type AddressChange } from './addresses';
+import { harvestsStrays } from '../core/harvest';
+import { terminateInstances } from '../ec2/instances';
+import { addressChanges, type AddressChange } from '../ec2/addresses';
 import type { ActivityDeps } from './deps';
-import { deploymentListing, type DeploymentListing, type SharedListings } from './instance-listing';
+import {
+  deploymentListing,
+  type DeploymentListing,
+  type SharedListings,
+} from '../ec2/instance-listing';
 import { InstanceOwners } from './instance-owners';
-import { LIVE_STATES, instanceStates, instancesTaggedAnyState } from './tags';
+import { instanceStates, instancesTaggedAnyState } from '../ec2/tags';
 import type { SweepReport } from './types';
+import { inLanes } from './lanes';
+import { selectReprovisions, type SweptMachine } from './sweep-reprovision';
+import { selectStrays, strayCandidates } from './sweep-strays';
+
 import { activityLog } from './log';
-
-export interface SweptInstance {
-  instanceId: string;
-  /** The machine the instance is tagged for. */
-  machineId?: string;
-  launchTime?: Date;
-}
-
-export interface SweptMachine {
-  id: string;
-  life: Life;
-  status: MachineStatus;
-  instanceId?: string;
-  instanceStatus?: InstanceState;
-  instanceRecordedAt?: string;
-  updatedAt?: string;
-  manual?: boolean;
-  privateAddress?: string;
-  publicAddress?: string;
-}
-
-/**
- * The machines the sweep reprovisions by itself (`reprovisionLost`): alive,
- * their instance confirmed gone by this sweep's own look at EC2, at most
- * `cap` per sweep so a region-wide event does not stampede.
- */
-export function selectReprovisions(input: {
-  machines: readonly SweptMachine[];
-  observed: ReadonlyMap<string, InstanceState>;
-  cap: number;
-  now: number;
-}): Array<{ machineId: string; instanceId: string }> {
-  return input.machines
-    .filter((m) => {
-      if (m.life !== 'alive' || m.manual || m.instanceId === undefined) return false;
-      // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
-      const seen = observedState(m, input.observed.get(m.instanceId), input.now);
-      return seen !== undefined && isConfirmedGone(seen);
-    })
-    .slice(0, input.cap)
-    .map((m) => ({ machineId: m.id, instanceId: m.instanceId! }));
-}
-
-/**
- * Instances tagged for the model that no live machine owns (DESIGN.md: an
- * instance belongs to a machine only if the machine records its id), older
- * than the grace period. Spared too: an instance tagged for a machine whose
- * launch is still in flight (alive, pending or allocating, no instance
- * recorded yet), which its workflow is about to adopt or record.
- */
-export function selectStrays(input: {
-  instances: readonly SweptInstance[];
-  machines: readonly SweptMachine[];
-  now: number;
-  graceMs: number;
-}): string[] {
-  const owned = new Set(
-    input.machines.flatMap((m) => (m.life !== 'dead' && m.instanceId ? [m.instanceId] : [])),
-  );
-  const launching = new Set(
-    input.machines
-      .filter(
-        (m) =>
-          m.life !== 'dead' &&
-          !m.instanceId &&
-          (m.status === 'pending' || m.status === 'allocating'),
-      )
-      .map((m) => m.id),
-  );
-  return input.instances
-    .filter((i) => {
-      if (owned.has(i.instanceId)) return false;
-      if (!i.launchTime || input.now - i.launchTime.getTime() < input.graceMs) return false;
-      return !(i.machineId !== undefined && launching.has(i.machineId));
-    })
-    .map((i) => i.instanceId);
-}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -110,36 +39,10 @@ function errorText(err: unknown): string {
 /** Machine workflows the sweep checks and starts at once, per model. */
 const RECONCILE_LANES = 8;
 
-/**
- * Runs `work` over `items`, at most `lanes` at once. After a failure no new
- * item is begun; the first failure is thrown once the items begun have ended.
- */
-export async function inLanes<T>(
-  items: readonly T[],
-  lanes: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  let failure: { err: unknown } | undefined;
-  async function lane(): Promise<void> {
-    // after a failure no new item is begun (a Temporal outage would time each one out)
-    while (next < items.length && !failure) {
-      const item = items[next++]!;
-      try {
-        await work(item);
-      } catch (err) {
-        failure ??= { err };
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
-  if (failure) throw failure.err;
-}
-
-/** Harvest modes under which the sweep terminates unknown instances (Juju's `unknown` and `all`). */
-export function harvestsStrays(mode: string): boolean {
-  return mode === 'unknown' || mode === 'all';
-}
+export { harvestsStrays } from '../core/harvest';
+export { inLanes } from './lanes';
+export { selectReprovisions, type SweptMachine } from './sweep-reprovision';
+export { selectStrays, type SweptInstance } from './sweep-strays';
 
 /** The per-model sweep: stray instances, and machines whose workflow has gone. */
 /** Address writes one model's sweep makes at once, and at most per sweep (the next sweep writes the rest). */
@@ -361,7 +264,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
     let strays: string[] = [];
     const { ec2 } = deps.ec2ForRegion(record.region);
     // One listing of the deployment's instances (any state) serves strays and liveness;
-    // a sweeper page shares it among its models (activities/instance-listing.ts).
+    // a sweeper page shares it among its models (ec2/instance-listing.ts).
     const harvesting = harvestsStrays(record.harvestMode);
     let listing: DeploymentListing | undefined;
     let machines: SweptMachine[];
@@ -409,7 +312,7 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         graceMs: deps.tuning.strayGraceMs,
       });
       if (strays.length > 0) {
-        await ec2.send(new TerminateInstancesCommand({ InstanceIds: strays }));
+        await terminateInstances(ec2, strays);
       }
     }
     // `none` and `destroyed` never harvest unknown instances: only the recorded ones are watched
@@ -480,33 +383,6 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       };
     },
   };
-}
-
-/**
- * The live instances a listing holds for the model, with the machine each was
- * launched for (its batch's record: activities/instance-owners.ts).
- */
-async function strayCandidates(
-  listing: DeploymentListing,
-  model: string,
-  modelUid: string | undefined,
-  owners: InstanceOwners,
-  machines: readonly SweptMachine[],
-): Promise<SweptInstance[]> {
-  const live = listing
-    .tagged(model, modelUid)
-    .filter((i) => i.InstanceId && LIVE_STATES.includes(i.State?.Name ?? ''));
-  // only an instance no machine records can be a stray: only theirs need an owner
-  const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
-  const owned = await owners.of(
-    model,
-    live.filter((i) => !recorded.has(i.InstanceId!)),
-  );
-  return live.map((i) => ({
-    instanceId: i.InstanceId!,
-    ...(owned.has(i.InstanceId!) ? { machineId: owned.get(i.InstanceId!) } : {}),
-    ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
-  }));
 }
 
 /** Machines whose instance liveness watches: launched by us, with an instance recorded, not Dead. */

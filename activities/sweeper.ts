@@ -1,5 +1,5 @@
 import type { ActivityDeps } from './deps';
-import { SharedListings, listDeployment } from './instance-listing';
+import { SharedListings, listDeployment } from '../ec2/instance-listing';
 import type { SweepReport } from './types';
 
 /** Models one sweeper activity sweeps (one Temporal action however many models that is). */
@@ -10,7 +10,7 @@ const SWEEP_CONCURRENCY = 8;
 const PAGE_BUDGET_MS = 45_000;
 /**
  * How long one listing of a region's instances serves the page's models
- * (activities/instance-listing.ts): a page's models share a few listings
+ * (ec2/instance-listing.ts): a page's models share a few listings
  * instead of one DescribeInstances each.
  */
 export const LISTING_MAX_AGE_MS = 10_000;

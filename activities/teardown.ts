@@ -1,51 +1,22 @@
-import { TerminateInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Context } from '@temporalio/activity';
 import { batches as chunks, observedState } from '../core/liveness';
 import { EntityNotFoundError } from '../state/errors';
 import { machineOfWorkflowId } from '../temporal/search-attributes';
 import { Coalescer, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
-import { classifyError, ec2ErrorCode } from './ec2-errors';
+import { terminateInstances, type Ec2Client as EC2Client } from '../ec2/instances';
+import { classifyError, ec2ErrorCode } from '../ec2/errors';
 import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
-import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from './tags';
-import { TokenBucket } from './token-bucket';
+import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from '../ec2/tags';
+import { TokenBucket } from '../ec2/token-bucket';
 import type { ProvisioningTuning } from '../config/env';
+import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 
 /** EC2 takes up to this many ids in one TerminateInstances (a describe's filter takes 200: MAX_FILTER_VALUES). */
 export const MAX_IDS_PER_CALL = 1000;
-
-/**
- * How teardown's EC2 calls are paced by default (README "Teardown at
- * scale"): each region's calls wait for a token of the worker's own bucket
- * before they go, EC2's published buckets (TerminateInstances 100 at once
- * then 5 a second; DescribeInstances 100 then 20, shared with the account's
- * other describes, so half of it here). A batch waiting for a token keeps
- * growing. `PROVISIONER_TEARDOWN_{TERMINATE,DESCRIBE}_{BURST,RATE}` set them
- * (config/env.ts; `teardownPacing` below reads them).
- */
-export const TEARDOWN_PACING = {
-  terminate: { burst: 100, perSecond: 5 },
-  describe: { burst: 50, perSecond: 10 },
-} as const;
-
-type Pacing = Record<keyof typeof TEARDOWN_PACING, { burst: number; perSecond: number }>;
-
-/** The teardown buckets a worker's tuning sets (the defaults where it says nothing). */
-export function teardownPacing(tuning: Partial<ProvisioningTuning> | undefined): Pacing {
-  return {
-    terminate: {
-      burst: tuning?.teardownTerminateBurst ?? TEARDOWN_PACING.terminate.burst,
-      perSecond: tuning?.teardownTerminateRatePerSecond ?? TEARDOWN_PACING.terminate.perSecond,
-    },
-    describe: {
-      burst: tuning?.teardownDescribeBurst ?? TEARDOWN_PACING.describe.burst,
-      perSecond: tuning?.teardownDescribeRatePerSecond ?? TEARDOWN_PACING.describe.perSecond,
-    },
-  };
-}
 
 /** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
@@ -320,7 +291,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
         const each = await terminateEach(
           async (asked) => {
-            const out = await ec2.send(new TerminateInstancesCommand({ InstanceIds: asked }));
+            const out = await terminateInstances(ec2, asked);
             for (const t of out.TerminatingInstances ?? []) {
               if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
                 gone(region).add(t.InstanceId);

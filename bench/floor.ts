@@ -1,9 +1,9 @@
 import {
-  DescribeInstancesCommand,
-  RunInstancesCommand,
-  type EC2Client,
-  type Instance,
-} from '@aws-sdk/client-ec2';
+  describeInstances,
+  runInstances,
+  type Ec2Client as EC2Client,
+  type Ec2Instance as Instance,
+} from '../ec2/instances';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../local/stack';
@@ -70,18 +70,16 @@ export async function runFloor(
       if (Date.now() > opts.deadline) throw new Error('floor: deadline passed while launching');
       result.runInstancesCalls += 1;
       try {
-        const out = await ec2.send(
-          new RunInstancesCommand({
-            ImageId: imageId,
-            InstanceType: FLOOR_INSTANCE_TYPE,
-            MinCount: exactCounts ? left : 1,
-            MaxCount: left,
-            Placement: { AvailabilityZone: zone },
-            TagSpecifications: [
-              { ResourceType: 'instance', Tags: [{ Key: 'bench:floor', Value: opts.runTag }] },
-            ],
-          }),
-        );
+        const out = await runInstances(ec2, {
+          ImageId: imageId,
+          InstanceType: FLOOR_INSTANCE_TYPE,
+          MinCount: exactCounts ? left : 1,
+          MaxCount: left,
+          Placement: { AvailabilityZone: zone },
+          TagSpecifications: [
+            { ResourceType: 'instance', Tags: [{ Key: 'bench:floor', Value: opts.runTag }] },
+          ],
+        });
         const got = (out.Instances ?? []).flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
         ids.push(...got);
         if (firstAnswer && !exactCounts && got.length === 1 && left > 1) {
@@ -115,13 +113,11 @@ export async function runFloor(
       let token: string | undefined;
       do {
         result.describeCalls += 1;
-        const out = await ec2.send(
-          new DescribeInstancesCommand({
-            Filters: [{ Name: 'tag:bench:floor', Values: [opts.runTag] }],
-            MaxResults: 1000,
-            NextToken: token,
-          }),
-        );
+        const out = await describeInstances(ec2, {
+          Filters: [{ Name: 'tag:bench:floor', Values: [opts.runTag] }],
+          MaxResults: 1000,
+          NextToken: token,
+        });
         const instances: Instance[] = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
         running += instances.filter(
           (i) => i.InstanceId && wanted.has(i.InstanceId) && i.State?.Name === 'running',

@@ -1,6 +1,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
+import {
+  describeInstances,
+  type Ec2Client as EC2Client,
+  type Ec2Instance as Instance,
+} from '../ec2/instances';
+import { lambdaEc2Client } from '../ec2/lambda-client';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,13 +90,13 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
   });
   opts.onStack(stack);
   const { info } = stack;
-  const ec2 = new EC2Client({
+  const ec2 = lambdaEc2Client({
     region: info.region,
     endpoint: info.ec2Endpoint,
     credentials: CREDENTIALS,
     maxAttempts: 1,
   });
-  const moto = new EC2Client({
+  const moto = lambdaEc2Client({
     region: info.region,
     endpoint: info.motoEndpoint,
     credentials: CREDENTIALS,
@@ -244,13 +249,11 @@ async function describeModel(
   let token: string | undefined;
   do {
     onCall();
-    const out = await client.send(
-      new DescribeInstancesCommand({
-        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [MODEL] }],
-        MaxResults: 1000,
-        NextToken: token,
-      }),
-    );
+    const out = await describeInstances(client, {
+      Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [MODEL] }],
+      MaxResults: 1000,
+      NextToken: token,
+    });
     all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
     token = out.NextToken;
   } while (token);
@@ -596,9 +599,7 @@ async function motoInstances(ctx: PhaseContext): Promise<Instance[]> {
   const all: Instance[] = [];
   let token: string | undefined;
   do {
-    const out = await ctx.moto.send(
-      new DescribeInstancesCommand({ MaxResults: 1000, NextToken: token }),
-    );
+    const out = await describeInstances(ctx.moto, { MaxResults: 1000, NextToken: token });
     all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
     token = out.NextToken;
   } while (token);

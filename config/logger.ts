@@ -11,17 +11,29 @@ import { API_SERVICE } from './metrics';
 const scope = new AsyncLocalStorage<Logger>();
 
 /**
- * The Powertools Logger, with keys per request: `runScoped` runs a request
- * with a child logger of its own (AsyncLocalStorage), and every call on this
+ * Whether this process is a Lambda execution environment (the runtime sets
+ * the function's name), which runs one request at a time.
+ */
+export function inLambda(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env.AWS_LAMBDA_FUNCTION_NAME ?? '') !== '';
+}
+
+/**
+ * The Powertools Logger, with keys per request. In Lambda (`inLambda`) a
+ * process runs one request at a time and `runScoped` runs it on this logger
+ * itself, as Powertools means it to be used: its `cold_start` is true on the
+ * process's first request only (a child logger is a new Powertools utility,
+ * whose every `addContext` would say `cold_start: true`). The local API
+ * server runs many requests at once in one process, where shared keys would
+ * put one request's id on another's lines: there `runScoped` runs each with
+ * a child logger of its own (AsyncLocalStorage), and every call on this
  * logger made inside it (from the handler, service code, anything awaited)
- * goes to that child. In Lambda a process runs one request at a time, so
- * this changes nothing there; the local API server runs many at once in one
- * process, where shared keys would put one request's id on another's lines.
- * Outside a request the logger is itself.
+ * goes to that child. Outside a request the logger is itself.
  */
 export class RequestScopedLogger extends Logger {
-  /** Runs `work` with a logger of its own: its keys are seen by its lines only, and go with it. */
+  /** Runs `work` with this request's logger: its keys are seen by its lines only (cleared by the caller). */
   runScoped<T>(work: () => T): T {
+    if (inLambda()) return work();
     return scope.run(this.createChild(), work);
   }
 

@@ -169,11 +169,26 @@ function isDryRun(event: APIGatewayProxyEventV2): boolean {
 export function asDocumentedRoute(event: APIGatewayProxyEventV2): APIGatewayProxyEventV2 {
   if (!isGatewayRoute(event.routeKey)) return event;
   const documented = documentedRoute(event.routeKey, event.pathParameters ?? {});
-  if (!documented) {
+  if (!documented || !answersAsDocumented(event.rawPath, documented.pathParameters.id)) {
     const { pathParameters: _unused, ...rest } = event;
     return { ...rest, routeKey: '$default' };
   }
   return { ...event, ...documented };
+}
+
+/**
+ * Whether a greedy-route request whose id the documented route would refuse
+ * is still answered by that route (a 400 naming the id), as the path answered
+ * before the greedy routes: only when the path is no other route's (a wrong
+ * method on `…/machines/3/retry` is a 405 naming POST) and the id has a
+ * container id's shape (`0/lxd/x`, `0/kvm/1`: an odd number of segments);
+ * any other path (`…/machines/3/foo`) is no route at all, a 404.
+ */
+function answersAsDocumented(rawPath: string, id: string | undefined): boolean {
+  if (id === undefined) return false;
+  if (PATH_PARAMETERS.id.schema.safeParse(id).success) return true;
+  if (allowedMethods(rawPath).length > 0) return false;
+  return id.split('/').length % 2 === 1;
 }
 
 /**

@@ -1,8 +1,7 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { findSubnet } from '../activities/launch';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
-import { regionalEc2, type RegionalEc2 } from '../activities/regional';
-import { localCredentialsFor } from '../config/clients';
+import { findSubnet } from '../ec2/instances';
+import { lambdaEc2Client } from '../ec2/lambda-client';
+import { regionalEc2, type RegionalEc2 } from '../ec2/regional';
 import { launchBudgetFromEnv, type PlanSources } from '../service/plan-sources';
 
 /**
@@ -16,24 +15,20 @@ export function ec2PlanSources(
   ec2Endpoint: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): PlanSources {
-  const regional: (region: string) => RegionalEc2 = regionalEc2(
-    (region) =>
-      new EC2Client({
-        region,
-        endpoint: ec2Endpoint,
-        credentials: localCredentialsFor(ec2Endpoint),
-        maxAttempts: 2,
-        requestHandler: {
-          connectionTimeout: EC2_READ_TIMEOUT_MS,
-          requestTimeout: EC2_READ_TIMEOUT_MS,
-          throwOnRequestTimeout: true,
-        },
-      }),
+  const regional: (region: string) => RegionalEc2 = regionalEc2((region) =>
+    lambdaEc2Client({
+      region,
+      endpoint: ec2Endpoint,
+      maxAttempts: 2,
+      timeoutMs: EC2_READ_TIMEOUT_MS,
+    }),
   );
   const prices = new InstancePrices(pricingClientFromEnv(env), {
     // a plan waits for the price list only until its deadline (plans.ts PRICE_DEADLINE_MS) and
     // answers without prices; the lookup goes on meanwhile, so a slow price list still fills
-    // the cache for the next plans; one that fails is asked again soon after
+    // the cache for the next plans; one that fails is asked again soon after. In Lambda the
+    // lookup only moves while a request runs: one that was frozen past its timeout is not a
+    // failure and is started again (InstancePrices, FROZEN_FACTOR)
     timeoutMs: 60_000,
     failureTtlMs: 30_000,
     log: () => undefined,
@@ -43,6 +38,7 @@ export function ec2PlanSources(
     catalogue: (region) => regional(region).catalogue.all(),
     zonesOffering: (region, type, zones) => regional(region).catalogue.zonesOffering(type, zones),
     prices: (region) => prices.forRegion(region),
+    priceFailure: (region) => prices.failure(region),
     findSubnet: (region, idOrCidr) => findSubnet(regional(region).ec2, idOrCidr),
     budget: launchBudgetFromEnv(env),
   };

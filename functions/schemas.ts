@@ -115,7 +115,7 @@ const UnitPlacementText = PlacementText.meta({
  * Juju constraints. The server parses them (Juju's grammar, core
  * parseConstraints) and checks them against EC2's validator and the model's
  * region; the document's `pattern` (functions/grammar.ts) states the grammar
- * in Juju's canonical key order, and the description says what it cannot.
+ * (keys in any order), and the description says what it cannot (each key once).
  */
 function constraintText(options: { container?: boolean } = {}) {
   return text(LIMITS.constraints)
@@ -124,9 +124,10 @@ function constraintText(options: { container?: boolean } = {}) {
     .meta({
       pattern: constraintsPattern(options),
       description:
-        'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form. Space-separated ' +
-        '`key=value` items, each key at most once, in any order (the pattern lists them in the ' +
-        'canonical order). Checked at the request against the model’s region: every `zones` ' +
+        'Juju constraints, e.g. `mem=2G cores=2`; answered in canonical form (sizes in MiB), which ' +
+        'may be sent back as it is. Space-separated `key=value` items in any order. Each key at ' +
+        'most once (`cpu-cores` is `cores`), which the pattern does not state: a repeated key is ' +
+        '400 `bad "mem" constraint: already set`. Checked at the request against the model’s region: every `zones` ' +
         'entry must be one of its availability zones (400 `availability zone "…" not valid`) and ' +
         '`instance-type` one it offers (400 `invalid constraint value: instance-type=…`).' +
         (options.container === false ? ' No `container` key when adding a machine.' : ''),
@@ -397,7 +398,8 @@ export {
 
 export const ModelList = z.object({ models: z.array(ModelListEntry) }).meta({ id: 'ModelList' });
 
-export const ModelsQuery = z.strictObject({
+/** Unknown query parameters are ignored, as before `summary` existed (a cache-buster must not break the list). */
+export const ModelsQuery = z.object({
   summary: z.enum(['true', 'false', '']).optional().meta({
     description:
       "Also each model's machine and unit counts, last change and the caller's access; empty means true.",

@@ -32,7 +32,7 @@ export const EC2_DESCRIBE_ACTIONS = [
   'ec2:DescribePlacementGroups',
 ] as const;
 
-/** Availability-set mode's partition placement groups (activities/placement-groups.ts). */
+/** Availability-set mode's partition placement groups (ec2/placement-groups.ts). */
 export const PLACEMENT_GROUP_ACTIONS = [
   'ec2:CreatePlacementGroup',
   'ec2:DeletePlacementGroup',

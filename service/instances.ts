@@ -1,7 +1,7 @@
-import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { describeInstances, type Ec2Client } from '../ec2/instances';
+import { lambdaEc2Client } from '../ec2/lambda-client';
 import type { InstanceState } from '../core/liveness';
 import { instanceState } from '../core/liveness';
-import { localCredentialsFor } from '../config/clients';
 
 /**
  * EC2's state of one instance: undefined when EC2 does not list it (gone
@@ -31,24 +31,18 @@ export class UnreadableInstanceStateError extends Error {
 
 /** Asks EC2 for the instance by its id (`InstanceIds`); "not found" is an answer, not a failure. */
 export class Ec2InstanceLookup implements InstanceLookup {
-  private readonly clients = new Map<string, EC2Client>();
+  private readonly clients = new Map<string, Ec2Client>();
 
   constructor(private readonly endpoint: string | undefined) {}
 
-  private client(region: string): EC2Client {
+  private client(region: string): Ec2Client {
     let client = this.clients.get(region);
     if (!client) {
-      client = new EC2Client({
+      client = lambdaEc2Client({
         region,
         endpoint: this.endpoint,
-        credentials: localCredentialsFor(this.endpoint),
         maxAttempts: EC2_LOOKUP_ATTEMPTS,
-        requestHandler: {
-          connectionTimeout: EC2_LOOKUP_TIMEOUT_MS,
-          requestTimeout: EC2_LOOKUP_TIMEOUT_MS,
-          // without it a breached request timeout is only a warning
-          throwOnRequestTimeout: true,
-        },
+        timeoutMs: EC2_LOOKUP_TIMEOUT_MS,
       });
       this.clients.set(region, client);
     }
@@ -57,9 +51,7 @@ export class Ec2InstanceLookup implements InstanceLookup {
 
   async state(region: string, instanceId: string): Promise<InstanceState | undefined> {
     try {
-      const out = await this.client(region).send(
-        new DescribeInstancesCommand({ InstanceIds: [instanceId] }),
-      );
+      const out = await describeInstances(this.client(region), { InstanceIds: [instanceId] });
       const found = (out.Reservations ?? [])
         .flatMap((r) => r.Instances ?? [])
         .find((i) => i.InstanceId === instanceId);

@@ -9,7 +9,7 @@ import {
 
 /**
  * What a plan reads about a region, from the same sources and through the
- * same caches the worker launches with (activities/regional.ts,
+ * same caches the worker launches with (ec2/regional.ts,
  * activities/pricing.ts): EC2's zones and their states, its instance-type
  * catalogue and per-zone offerings, and the Price List API's prices. Reads
  * only: nothing here changes anything on EC2. The API's implementation,
@@ -21,6 +21,13 @@ export interface PlanSources {
   zonesOffering(region: string, instanceType: string, zones: readonly string[]): Promise<string[]>;
   /** On-demand prices by type; empty when the price list cannot be read (never throws). */
   prices(region: string): Promise<ReadonlyMap<string, number>>;
+  /**
+   * Why `prices` last gave none: its lookup timed out (the price list did not
+   * answer) or failed (it cannot be reached); undefined when it gave prices.
+   */
+  priceFailure?(
+    region: string,
+  ): { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string } | undefined;
   findSubnet(
     region: string,
     idOrCidr: string,

@@ -131,7 +131,12 @@ export async function buildPlan(
       if (ec2Known && !priced) {
         notes.push(priceDeadlineNote(deadlineMs));
       } else if (ec2Known && prices.size === 0) {
-        notes.push(PRICE_LIST_UNREACHABLE_NOTE);
+        const failure = sources.priceFailure?.(model.region);
+        notes.push(
+          failure?.kind === 'timeout'
+            ? priceLookupTimeoutNote(failure.afterMs)
+            : PRICE_LIST_UNREACHABLE_NOTE,
+        );
       }
     }
   }
@@ -394,15 +399,22 @@ export const CAPACITY_NOTE =
 export const NOT_COUNTED_NOTE =
   'the estimate counts the launches this deployment has sent to EC2, not machines still ' +
   'waiting to launch nor anything else launching in this account and region';
-export const PRICE_LIST_UNREACHABLE_NOTE =
-  'the price list cannot be reached: prices are unknown, and instance types are ' +
-  'chosen by size alone, as a launch now would';
+/** How a plan without prices says what its instance types are (never what the launch gets). */
+export const UNPRICED_TYPES =
+  'prices are unknown, and instance types are chosen without prices: they may differ from ' +
+  "the launch's, which chooses the cheapest fitting type when it can read prices";
+export const PRICE_LIST_UNREACHABLE_NOTE = `the price list cannot be reached: ${UNPRICED_TYPES}`;
 
+/** This plan stopped waiting for the price list (the lookup goes on for the next plans). */
 export function priceDeadlineNote(deadlineMs: number): string {
+  return `the price list did not answer within ${deadlineMs / 1000} s: ${UNPRICED_TYPES}`;
+}
+
+/** The lookup itself gave up: the price list answered too slowly, it was reached. */
+export function priceLookupTimeoutNote(timeoutMs: number): string {
   return (
-    `the price list did not answer within ${deadlineMs / 1000} s: prices are unknown, and ` +
-    'instance types are chosen by size alone (a launch waits longer for prices, and may ' +
-    'then choose a cheaper type)'
+    `the price list did not answer within ${timeoutMs / 1000} s (it is asked again shortly): ` +
+    UNPRICED_TYPES
   );
 }
 

@@ -1,5 +1,6 @@
-import { DescribeRegionsCommand, EC2Client } from '@aws-sdk/client-ec2';
-import { localCredentialsFor } from '../config/clients';
+import type { Ec2Client } from '../ec2/instances';
+import { lambdaEc2Client } from '../ec2/lambda-client';
+import { describeRegionNames } from '../ec2/regions';
 import { DependencyUnavailableError } from './errors';
 
 /** Which regions EC2 offers this account (API.md: a model in any other region is refused). */
@@ -14,29 +15,22 @@ export class Ec2Regions implements RegionCheck {
   private cached?: { at: number; regions: Promise<ReadonlySet<string>> };
 
   constructor(
-    private readonly ec2: Pick<EC2Client, 'send'>,
+    private readonly ec2: Pick<Ec2Client, 'send'>,
     private readonly now: () => number = Date.now,
   ) {}
 
   static fromEndpoint(region: string, endpoint: string | undefined): Ec2Regions {
-    return new Ec2Regions(
-      new EC2Client({ region, endpoint, credentials: localCredentialsFor(endpoint) }),
-    );
+    return new Ec2Regions(lambdaEc2Client({ region, endpoint }));
   }
 
   offered(): Promise<ReadonlySet<string>> {
     if (this.cached && this.now() - this.cached.at < REGIONS_TTL_MS) return this.cached.regions;
-    const regions = this.ec2
-      .send(new DescribeRegionsCommand({}))
-      .then(
-        (out) => new Set((out.Regions ?? []).flatMap((r) => (r.RegionName ? [r.RegionName] : []))),
-      )
-      .catch((err: unknown) => {
-        this.cached = undefined;
-        throw new DependencyUnavailableError(
-          `cannot check the region: EC2 could not be asked (${err instanceof Error ? err.name : String(err)})`,
-        );
-      });
+    const regions = describeRegionNames(this.ec2).catch((err: unknown) => {
+      this.cached = undefined;
+      throw new DependencyUnavailableError(
+        `cannot check the region: EC2 could not be asked (${err instanceof Error ? err.name : String(err)})`,
+      );
+    });
     this.cached = { at: this.now(), regions };
     return regions;
   }

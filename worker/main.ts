@@ -1,9 +1,9 @@
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
-import { workerEc2Client } from '../activities/ec2-client';
+import { workerEc2Client } from '../ec2/client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
-import { regionalEc2, warmRegion } from '../activities/regional';
+import { regionalEc2, warmRegion } from '../ec2/regional';
 import { ensureSweeper, removeLegacySweepSchedules } from '../temporal/sweeper-client';
 import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';

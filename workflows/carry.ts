@@ -1,11 +1,17 @@
-import { continueAsNew, patched } from '@temporalio/workflow';
+import { continueAsNew, patched, workflowInfo } from '@temporalio/workflow';
 import type { MachineContext } from './context';
 import type { MachineWorkflowInput } from './definitions';
 import { CARRIED_LABEL } from './patches';
 
 /**
  * What a continued run's input says its carried state is (the Temporal UI
- * shows the input on the run's page): not the machine's state now.
+ * shows the input on the run's page): not the machine's state now. Set in
+ * every continued run without a patch: a field of the continue-as-new input
+ * is not a command, so replay cannot tell it apart. Runs continued with the
+ * withdrawn CARRIED_LABEL patch (patches.ts) hold its marker, which sdk-core
+ * refuses unless the code asks for it: replaying, startAfresh still asks
+ * (matched where the marker is, false and nothing recorded where it is not);
+ * live, it never does, so no new run records it.
  */
 export const CARRIED_ABOUT =
   "the previous run's state when it continued as new, not the machine's state now " +
@@ -24,11 +30,12 @@ export async function startAfresh(
   pending: { retryRequested: boolean; destroyRequested: boolean },
   resume?: { attempt: number },
 ): Promise<never> {
+  if (workflowInfo().unsafe.isReplaying) patched(CARRIED_LABEL);
   return continueAsNew<(i: MachineWorkflowInput) => Promise<void>>({
     model: ctx.model,
     machineId: ctx.machineId,
     carried: {
-      ...(patched(CARRIED_LABEL) ? { about: CARRIED_ABOUT } : {}),
+      about: CARRIED_ABOUT,
       ...pending,
       state: ctx.state,
       ...(ctx.launched.length > 0 ? { launched: [...ctx.launched] } : {}),

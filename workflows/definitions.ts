@@ -20,10 +20,10 @@ export interface MachineWorkflowInput {
 export interface CarriedState {
   /**
    * What this object is, for a person reading the run's input in the
-   * Temporal UI (CARRIED_LABEL, patches.ts): the previous run's state as it
+   * Temporal UI (CARRIED_ABOUT, carry.ts): the previous run's state as it
    * was when it continued as new, not the machine's state now (that is the
    * current details and the `provisioningState` query). Absent in runs
-   * continued before the label.
+   * continued before the label (issue 29).
    */
   about?: string;
   retryRequested: boolean;

@@ -87,10 +87,12 @@ export const OBSERVE_WITHOUT_READ = 'observe-without-read';
 export const REPROVISION_IN_WORKFLOW = 'reprovision-in-workflow';
 
 /**
- * Issue 29: a continued run's input says what the state it carries is
- * (`carried.about`: the previous run's, as it was when it continued), so the
- * Temporal UI's input of a machine running fine no longer reads as its
- * current state.
+ * Issue 29, withdrawn: a continued run's input says what the state it carries
+ * is (`carried.about`). Asked at every continue-as-new, the patch cost each a
+ * marker and a search-attribute upsert although an input field cannot break
+ * replay; the label is now always set and live runs no longer ask. Runs that
+ * recorded its marker replay: carry.ts asks for it only while replaying
+ * (the replay test's `machine-failing-mid-pass-carried-label-*` histories).
  */
 export const CARRIED_LABEL = 'carried-label';
 

@@ -1,5 +1,6 @@
 import { ActivityFailure, log, patched, sleep, workflowInfo } from '@temporalio/workflow';
 import type { DeadMachineSnapshot } from '../activities/types';
+import { harvestsDestroyed } from '../core/harvest';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from '../temporal/failures';
 import { goDuration, stepFailedMessage } from '../temporal/messages';
@@ -121,11 +122,6 @@ async function untilDone<T>(
       if (patched(QUIET_BLOCKED_TEARDOWN)) await afreshIfLong(ctx);
     }
   }
-}
-
-/** Harvest modes under which a Dead machine's instance is terminated (Juju's `destroyed` and `all`). */
-export function harvestsDestroyed(mode: string): boolean {
-  return mode === 'destroyed' || mode === 'all';
 }
 
 /**

@@ -31,8 +31,18 @@ export interface ProvisionerApiProps {
   identity?: ProvisionerIdentity;
 }
 
-/** EC2 calls of the models Lambda: model creation refuses a region EC2 does not offer. */
-export const MODELS_EC2_ACTIONS = ['ec2:DescribeRegions'] as const;
+/**
+ * EC2 calls of the models Lambda: model creation refuses a region EC2 does
+ * not offer; create-model and set-model-constraints refuse a `zones=` value
+ * the region lacks and an `instance-type` it does not offer
+ * (service/offerings.ts checkOffered). Without the last two the check is
+ * refused in the cloud, logged and skipped, and the bad value is stored.
+ */
+export const MODELS_EC2_ACTIONS = [
+  'ec2:DescribeRegions',
+  'ec2:DescribeAvailabilityZones',
+  'ec2:DescribeInstanceTypeOfferings',
+] as const;
 
 /**
  * EC2 calls of the machines Lambda: reprovision asks EC2 for the instance's
@@ -110,14 +120,15 @@ export class ProvisionerApi extends Construct {
       if (group === 'identity') props.identity?.grantAdmin(fn);
       props.table.grantRepositoryAccess(fn);
       if (group === 'models') {
-        // model creation refuses a region EC2 does not offer; DescribeRegions has no resource scoping
+        // model creation refuses a region EC2 does not offer; create-model and set-model-constraints
+        // check zones= and instance-type= (service/offerings.ts); none has resource scoping
         fn.addToRolePolicy(
           new PolicyStatement({ actions: [...MODELS_EC2_ACTIONS], resources: ['*'] }),
         );
         acknowledge(
           fn,
           'IAM5[Resource::*]',
-          'ec2:DescribeRegions has no resource-level permissions; the statement grants that one read-only action',
+          'ec2:DescribeRegions, DescribeAvailabilityZones and DescribeInstanceTypeOfferings have no resource-level permissions; the statement grants those read-only actions',
         );
       }
       if (group === 'machines') {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InstanceOwners } from '../../activities/instance-owners';
-import { TAG_MODEL } from '../../activities/tags';
+import { TAG_MODEL } from '../../ec2/tags';
 import { freePort } from '../../local/processes';
 import { startStack, type RunningStack } from '../../local/stack';
 import { apiClient, eventually, uniqueName } from '../integration/api-client';

@@ -234,6 +234,34 @@ describe('placement', () => {
       status: 400,
       body: { error: { code: 'bad-request', message: 'invalid machine id "0/lxd/x"' } },
     });
+    // a wrong method on a sub-path only POST has: 405 naming POST, not a 400 for id "0/retry"
+    for (const [method, sub] of [
+      ['GET', '0/retry'],
+      ['DELETE', '0/reprovision'],
+      ['GET', `${encodeURIComponent('0/lxd/0')}/retry`],
+    ] as const) {
+      const wrong = await fetch(`${stack.apiUrl}/v1/models/${model}/machines/${sub}`, {
+        method,
+        headers: { authorization: `Bearer ${stack.token}` },
+      });
+      expect([method, sub, wrong.status, wrong.headers.get('allow')]).toEqual([
+        method,
+        sub,
+        405,
+        'POST',
+      ]);
+    }
+    // a sub-path no route has: 404, as without the greedy routes
+    const unknown = await api.get(`/v1/models/${model}/machines/0/foo`);
+    expect(unknown).toEqual({
+      status: 404,
+      body: {
+        error: {
+          code: 'not-found',
+          message: `no route for GET /v1/models/${model}/machines/0/foo`,
+        },
+      },
+    });
     const removed = await api.delete(path);
     expect(removed.status).toBe(202);
     await eventually(

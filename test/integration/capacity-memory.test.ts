@@ -1,6 +1,6 @@
 import { createActivities } from '../../activities';
 import { CapacityMemory } from '../../activities/capacity-memory';
-import { regionalEc2 } from '../../activities/regional';
+import { regionalEc2 } from '../../ec2/regional';
 import type { LaunchPlan } from '../../activities/types';
 import { provisioningTuning } from '../../config/env';
 import { ProvisioningStore } from '../../state/provisioning';

@@ -3,7 +3,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import { ssmActivities } from '../../activities/ssm';
 import { provisioningTuning } from '../../config/env';
 import { containerName } from '../../core/containers';
-import type { SsmCommandRecord } from '../../local/ec2-proxy-ssm';
+import type { SsmCommandRecord } from '../../local/ec2-proxy/ssm';
 import { ContainerStore } from '../../state/containers';
 import { Repository } from '../../state/repository';
 import { apiClient, eventually, uniqueName } from './api-client';

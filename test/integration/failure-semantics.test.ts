@@ -453,9 +453,11 @@ describe('an instance launched and never recorded', () => {
       (n) => n > terminatesThen,
       60_000,
     );
+    // the retry's own error replaces the first one (EC2's terminate call is seen before the
+    // machine's record is written: wait for the record, not just the status)
     const still = await eventually(
       () => machine(model, id!),
-      (m) => m?.status === 'error',
+      (m) => m?.status === 'error' && m.message !== failed.message,
       60_000,
     );
     expect(still.message).toBe(

@@ -30,7 +30,7 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { baseToString, parseRequestBase } from '../../core/base';
 import { containerName } from '../../core/containers';
-import type { SsmCommandRecord } from '../../local/ec2-proxy-ssm';
+import type { SsmCommandRecord } from '../../local/ec2-proxy/ssm';
 import { Agent, request as httpRequest } from 'node:http';
 import { ROUTES } from '../../functions/routes';
 import { ERROR_CODES } from '../../functions/schemas';

@@ -1,5 +1,5 @@
 import { DescribeInstancesCommand } from '@aws-sdk/client-ec2';
-import { TAG_MODEL_UID } from '../../activities/tags';
+import { TAG_MODEL_UID } from '../../ec2/tags';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { ec2ClientFor, loadTestStack } from './stack';
 

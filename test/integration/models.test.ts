@@ -140,6 +140,30 @@ describe('models list with summaries (issue 29: one request for the CLI’s mode
     expect(bad.body.error.code).toBe('bad-request');
     expect(bad.body.error.message).toMatch(/^query parameter "summary": /);
   });
+
+  it('ignores an unknown query parameter (a cache-buster), as the list did before `summary`', async () => {
+    const name = uniqueName('extra-query');
+    expect((await api.post('/v1/models', { name })).status).toBe(201);
+    for (const path of ['/v1/models?_=123', '/v1/models?cheese=1&summary=false']) {
+      const plain = await api.get(path);
+      expect({ path, status: plain.status }).toEqual({ path, status: 200 });
+      const mine = (plain.body.models as Array<Record<string, unknown>>).find(
+        (m) => m.name === name,
+      );
+      expect(mine).toBeDefined();
+      expect(mine).not.toHaveProperty('summary');
+    }
+    // an extra parameter beside a valid summary leaves the summary in place
+    const summed = await api.get('/v1/models?summary=true&_=1');
+    expect(summed.status).toBe(200);
+    expect(
+      (summed.body.models as Array<{ name: string; summary?: unknown }>).find(
+        (m) => m.name === name,
+      )?.summary,
+    ).toMatchObject({ machines: 0, units: 0, access: 'admin' });
+    // a known parameter is still checked
+    expect((await api.get('/v1/models?summary=yes&_=1')).status).toBe(400);
+  });
 });
 
 describe('availability-set mode', () => {

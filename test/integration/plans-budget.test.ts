@@ -43,7 +43,8 @@ const logDir = mkdtempSync(join(tmpdir(), 'provisioner-plans-budget-'));
  */
 const deployment = `plans-${randomUUID().slice(0, 8)}`;
 const taskQueue = `provisioner-${deployment}`;
-const INSTANCE_BUCKET: Bucket = { burst: 4, perSecond: 0.02 };
+// refills in 4,000 s: the plan after the launch sees it drained however long the machines take
+const INSTANCE_BUCKET: Bucket = { burst: 4, perSecond: 0.001 };
 const bucketEnv = {
   PROVISIONER_DEPLOYMENT: deployment,
   PROVISIONER_LAUNCH_INSTANCE_BURST: String(INSTANCE_BUCKET.burst),
@@ -205,7 +206,7 @@ describe("estimatedSeconds counts this deployment's recent launches", () => {
       const latest = at(after.answeredAt);
       expect(after.plan.estimatedSeconds).toBeLessThanOrEqual(earliest.seconds);
       expect(after.plan.estimatedSeconds).toBeGreaterThanOrEqual(latest.seconds);
-      // three instances taken from four at 0.02 a second: at most ~1 + 0.02 s per second back
+      // three instances taken from four at 0.001 a second: ~1 + 0.001 per second back
       const left = bucketsLeft(settled, budget, after.answeredAt).instances;
       expect(left).toBeLessThan(4);
       expect(after.plan.estimatedSeconds).toBeGreaterThan(before.plan.estimatedSeconds);
@@ -215,7 +216,7 @@ describe("estimatedSeconds counts this deployment's recent launches", () => {
       // the note's count, as at some moment between asking and answering
       const leftAsked = Math.floor(bucketsLeft(settled, budget, after.askedAt).instances);
       const note = (n: number) =>
-        `this deployment's recent launches leave ${n} of the 4 instances EC2 launches at once; they come back at 0.02 a second`;
+        `this deployment's recent launches leave ${n} of the 4 instances EC2 launches at once; they come back at 0.001 a second`;
       expect(after.plan.notes).toEqual(
         expect.arrayContaining([
           leftAsked === Math.floor(left)

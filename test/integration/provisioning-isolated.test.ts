@@ -11,7 +11,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstanceOwners } from '../../activities/instance-owners';
-import { TAG_MODEL } from '../../activities/tags';
+import { TAG_MODEL } from '../../ec2/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { machineSk, modelPk } from '../../state/keys';

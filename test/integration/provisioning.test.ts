@@ -6,7 +6,7 @@ import {
   type Instance,
 } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
-import { toCatalogueEntry, type CatalogueEntry } from '../../activities/instance-types';
+import { toCatalogueEntry, type CatalogueEntry } from '../../ec2/instance-types';
 import { priced } from '../../activities/plan';
 import {
   TAG_DEPLOYMENT,
@@ -14,7 +14,7 @@ import {
   TAG_MACHINE,
   TAG_MODEL,
   TAG_MODEL_UID,
-} from '../../activities/tags';
+} from '../../ec2/tags';
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { TASK_QUEUE, machineWorkflowId, sweeperWorkflowId } from '../../temporal/search-attributes';

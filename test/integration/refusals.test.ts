@@ -1,4 +1,4 @@
-import { apiClient, uniqueName } from './api-client';
+import { apiClient, eventually, uniqueName } from './api-client';
 import { loadTestStack } from './stack';
 
 /**
@@ -223,4 +223,52 @@ describe('refused up front, nothing written, no machine number spent', () => {
     });
     expect(await contents(m)).toEqual({ machines: [], applications: ['wordpress'] });
   });
+
+  it('retry-provisioning with constraints checks them up front: refused, the machine’s constraints unchanged, still in error', async () => {
+    const m = uniqueName('refuse-r');
+    expect((await api.post('/v1/models', { name: m })).status).toBe(201);
+    // no instance type has 4096 cores: the machine goes to error
+    const added = await api.post(`/v1/models/${m}/machines`, { constraints: 'cores=4096' });
+    expect(added.body).toEqual({ machines: [{ id: '0' }] });
+    const machine = () => api.get(`/v1/models/${m}/machines/0`);
+    const failed = await eventually(
+      machine,
+      (r) => r.status === 200 && r.body.status === 'error',
+      180_000,
+      1_000,
+    );
+    const before = failed.body.constraints as string;
+    expect(before).toMatch(/^cores=4096/);
+
+    const retryType = await api.post(`/v1/models/${m}/machines/0/retry`, {
+      constraints: 'instance-type=z9.huge',
+    });
+    expect({ status: retryType.status, body: retryType.body }).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid-constraints',
+          message: 'invalid constraint value: instance-type=z9.huge',
+        },
+      },
+    });
+    const retryZone = await api.post(`/v1/models/${m}/machines/0/retry`, {
+      constraints: 'cores=2 zones=us-east-1a,us-east-1z',
+    });
+    expect({ status: retryZone.status, body: retryZone.body }).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'invalid-constraints',
+          message: 'availability zone "us-east-1z" not valid',
+        },
+      },
+    });
+    const after = await machine();
+    expect({ status: after.body.status, constraints: after.body.constraints }).toEqual({
+      status: 'error',
+      constraints: before,
+    });
+    expect(await contents(m)).toEqual({ machines: ['0'], applications: [] });
+  }, 240_000);
 });

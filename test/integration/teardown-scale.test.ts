@@ -1,6 +1,6 @@
 import { DescribeInstancesCommand, type Instance } from '@aws-sdk/client-ec2';
 import { loadavg } from 'node:os';
-import { TAG_MODEL } from '../../activities/tags';
+import { TAG_MODEL } from '../../ec2/tags';
 import { EC2_REQUEST_LIMITS } from '../../bench/proxy-admin';
 import { Repository } from '../../state/repository';
 import { apiClient, eventually, uniqueName } from './api-client';

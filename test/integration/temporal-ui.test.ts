@@ -1,10 +1,13 @@
 import { TerminateInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { workflowMetadataQuery } from '@temporalio/workflow';
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { cacheDir, PINS } from '../../local/toolchain';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT } from '../../local/stack';
@@ -84,6 +87,53 @@ function listed(query: string, expected: string[]): Promise<string[]> {
     (rows) => JSON.stringify(rows) === JSON.stringify([...expected].sort()),
     30_000,
   ).catch(async () => list(query));
+}
+
+/**
+ * With PROVISIONER_RECORD_HISTORIES=<dir>, writes a run's history there as
+ * `temporal workflow show -o json` prints it (the replay test's format,
+ * test/unit/workflows/histories): how this test's histories were recorded.
+ */
+async function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
+  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
+  if (!dir) return;
+  const { stdout } = await promisify(execFile)(
+    join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
+    ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json'].concat([
+      '--address',
+      stack.temporalAddress,
+      '--namespace',
+      stack.temporalNamespace,
+    ]),
+    { maxBuffer: 64 * 1024 * 1024 },
+  );
+  writeFileSync(join(dir, file), stdout);
+}
+
+/**
+ * The runs of a workflow once they have settled: the same run ids and statuses, exactly one
+ * of them running, at least two, in every read for `quietMs` (read once a second, up to
+ * `timeoutMs`; bounds generous for a busy 2-core machine).
+ */
+async function settledRuns(workflowId: string, quietMs: number, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  let since = Date.now();
+  let seen = '';
+  for (;;) {
+    const now = await runs(workflowId);
+    const signature = now.map((r) => `${r.runId}:${r.status}`).join(' ');
+    const candidate = now.length >= 2 && now.filter((r) => r.status === 'RUNNING').length === 1;
+    if (signature !== seen || !candidate) {
+      seen = signature;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) {
+      return now;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`the runs of ${workflowId} did not settle in ${timeoutMs} ms: ${signature}`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
 }
 
 /** Every run of a workflow, oldest first, with its status and history length. */
@@ -173,14 +223,25 @@ describe('the Temporal UI of a machine that fails in every zone', () => {
     // History: the failing pass went on in new runs between attempts; the run it settled in
     // error continued as new too (more than 40 events). Every closed run is bounded.
     const workflowId = machineWorkflowId(model, failing);
-    const all = await eventually(
-      () => runs(workflowId),
-      (r) => r.length >= 2 && r.filter((x) => x.status === 'RUNNING').length === 1,
-      30_000,
-    );
+    // The machine reads `error` (recordError) about 100 ms before its last run continues as new,
+    // and visibility lags behind both: read the runs only once their ids and statuses have
+    // stayed the same for 5 s, one of them running.
+    const all = await settledRuns(workflowId, 5_000, 120_000);
     const closed = all.filter((r) => r.status === 'CONTINUED_AS_NEW');
     expect(closed.length).toBeGreaterThanOrEqual(2);
-    const current = temporal.workflow.getHandle(workflowId);
+    // the first run continued as new mid-pass (failovers, then the history bound); the last
+    // closed one resumed the pass (its input's resumeAttempt) and continued as new mid-pass too
+    await recordHistory(workflowId, closed[0]!.runId, 'machine-failing-mid-pass-run1.json');
+    await recordHistory(
+      workflowId,
+      closed[closed.length - 1]!.runId,
+      'machine-failing-mid-pass-resumed.json',
+    );
+    // the settled running run, by its id: not whichever run is the latest when read
+    const current = temporal.workflow.getHandle(
+      workflowId,
+      all.find((r) => r.status === 'RUNNING')!.runId,
+    );
     // the running run's input: what the last closed run carried (the attempt it went on with)
     const started = (await current.fetchHistory()).events?.[0]
       ?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
@@ -262,12 +323,15 @@ describe('the Temporal UI of a machine that fails in every zone', () => {
     }
     // without the clause, the closed continued-as-new runs (which keep the attributes they
     // had) would be listed too
-    const unfiltered = await list(
-      `ProvisionerModel = "${model}" AND ProvisionerApplications = "wordpress"`,
-    );
-    expect(unfiltered.filter((r) => r === `${workflowId} CONTINUED_AS_NEW`)).toHaveLength(
-      closed.length,
-    );
+    const continued = (rows: string[]) =>
+      rows.filter((r) => r === `${workflowId} CONTINUED_AS_NEW`).length;
+    const unfiltered = await eventually(
+      () => list(`ProvisionerModel = "${model}" AND ProvisionerApplications = "wordpress"`),
+      (rows) => continued(rows) === closed.length,
+      30_000,
+      1000,
+    ).catch(() => list(`ProvisionerModel = "${model}" AND ProvisionerApplications = "wordpress"`));
+    expect(continued(unfiltered)).toBe(closed.length);
 
     // The UI in headless Chromium (skipped, saying so, where chromium is not installed).
     if (!chromiumPath()) {

@@ -5,7 +5,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstanceOwners } from '../../activities/instance-owners';
-import { TAG_MODEL } from '../../activities/tags';
+import { TAG_MODEL } from '../../ec2/tags';
 import { auditInstances } from '../../bench/audit';
 import { readStats, resetStats } from '../../bench/proxy-admin';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';

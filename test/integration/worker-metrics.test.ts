@@ -66,9 +66,13 @@ function emfLines(text: string): Emf[] {
     });
 }
 
+/** Distributions (config/worker-metrics.ts `sample`): each record holds samples, not a total. */
+const DISTRIBUTIONS = new Set(['BatchSize']);
+
 /**
- * The worker's own metrics summed over its EMF lines (a distribution: its
- * values counted), by name, and by `name{Code}` where the line has a code.
+ * The worker's own metrics over its EMF lines, by name, and by `name{Code}`
+ * where the line has a code: a counter's totals summed; a distribution's
+ * samples counted (one value written alone is one sample, whatever it is).
  */
 function totals(records: Emf[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -77,7 +81,7 @@ function totals(records: Emf[]): Record<string, number> {
     if (!cw || cw.Namespace !== 'Provisioner/local' || r.service !== 'provisioner-worker') continue;
     for (const { Name } of cw.Metrics) {
       const v = r[Name];
-      const n = Array.isArray(v) ? v.length : Number(v);
+      const n = Array.isArray(v) ? v.length : DISTRIBUTIONS.has(Name) ? 1 : Number(v);
       const key = r.Code === undefined ? Name : `${Name}{${r.Code}}`;
       out[key] = (out[key] ?? 0) + n;
     }
@@ -153,6 +157,29 @@ afterAll(async () => {
 });
 
 describe("the worker's metrics, from its EMF lines", () => {
+  it("counts a distribution's samples, not their values; sums a counter's totals", () => {
+    const record = (values: Record<string, unknown>): Emf => ({
+      _aws: {
+        CloudWatchMetrics: [
+          {
+            Namespace: 'Provisioner/local',
+            Dimensions: [['service']],
+            Metrics: Object.keys(values).map((Name) => ({ Name })),
+          },
+        ],
+      },
+      service: 'provisioner-worker',
+      ...values,
+    });
+    // one batch of 2 is one sample; two batches of 1 are two; a counter's total of 3 is 3
+    expect(totals([record({ BatchSize: 2 })])).toEqual({ BatchSize: 1 });
+    expect(totals([record({ BatchSize: [1, 1] })])).toEqual({ BatchSize: 2 });
+    expect(totals([record({ Launches: 3 }), record({ BatchSize: 5 })])).toEqual({
+      Launches: 3,
+      BatchSize: 1,
+    });
+  });
+
   it('counts a capacity refusal, a throttled launch, a launch, a machine in error and a blocked teardown', async () => {
     const model = uniqueName('wmetrics');
     expect((await api.post('/v1/models', { name: model })).status).toBe(201);
@@ -217,9 +244,22 @@ describe("the worker's metrics, from its EMF lines", () => {
     // one machine launched, one refused: no launch is counted twice
     expect(seen.Launches).toBe(1);
     expect(seen.MachinesInError).toBe(1);
-    // lets the teardown finish
+    // lets the teardown finish, and waits for it (this file's worker is the only one on its
+    // queue: stopped earlier, it would leave an open workflow and a running instance behind)
     await admin('DELETE', '/_admin/faults');
-  }, 420_000);
+    await eventually(
+      () => api.get(`/v1/models/${model}/machines/${launched}`),
+      (res) => res.status === 404,
+      180_000,
+    );
+    // and the machine in error too: the model goes once it is empty
+    expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
+    await eventually(
+      () => api.get(`/v1/models/${model}`),
+      (res) => res.status === 404,
+      180_000,
+    );
+  }, 900_000);
 
   it('counts a container put in error (the SSM path), with the real metrics object', async () => {
     const model = uniqueName('wmct');

@@ -1,4 +1,4 @@
-import { addressChanges } from '../../../activities/addresses';
+import { addressChanges } from '../../../ec2/addresses';
 
 describe('addressChanges: the addresses the sweep writes', () => {
   const listed = [

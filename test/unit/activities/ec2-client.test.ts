@@ -1,11 +1,7 @@
 import { DescribeAvailabilityZonesCommand } from '@aws-sdk/client-ec2';
 import { createServer, type Agent, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  ec2MaxSockets,
-  UNPACED_EC2_SOCKETS,
-  workerEc2Client,
-} from '../../../activities/ec2-client';
+import { ec2MaxSockets, UNPACED_EC2_SOCKETS, workerEc2Client } from '../../../ec2/client';
 import { provisioningTuning } from '../../../config/env';
 
 /** The http agent a client's request handler sends with (the local stack's endpoints are http). */

@@ -7,9 +7,9 @@ import {
   isThrottling,
   isZoneSpecific,
   refusedOr,
-} from '../../../activities/ec2-errors';
+} from '../../../ec2/errors';
 import { refusingPermanent } from '../../../activities/failures';
-import { Ec2RetryStrategy } from '../../../activities/ec2-client';
+import { Ec2RetryStrategy } from '../../../ec2/client';
 import { FAILURE } from '../../../temporal/failures';
 
 function ec2Error(code: string, status: number, message = `${code} happened`): EC2ServiceException {

@@ -4,8 +4,8 @@ import type {
   DescribeInstanceTypesCommand,
 } from '@aws-sdk/client-ec2';
 import { type EC2Client } from '@aws-sdk/client-ec2';
-import { CANONICAL_OWNER, ImageFinder, NoImageError } from '../../../activities/images';
-import { InstanceTypeCatalogue, toCatalogueEntry } from '../../../activities/instance-types';
+import { CANONICAL_OWNER, ImageFinder, NoImageError } from '../../../ec2/images';
+import { InstanceTypeCatalogue, toCatalogueEntry } from '../../../ec2/instance-types';
 
 /** An EC2 client double answering each command type with a function of the command. */
 function fakeEc2(answer: (command: unknown) => unknown): { client: EC2Client; sent: unknown[] } {

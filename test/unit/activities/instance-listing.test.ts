@@ -1,6 +1,6 @@
 import type { Instance } from '@aws-sdk/client-ec2';
-import { SharedListings, deploymentListing } from '../../../activities/instance-listing';
-import { TAG_MACHINE, TAG_MODEL, TAG_MODEL_UID } from '../../../activities/tags';
+import { SharedListings, deploymentListing } from '../../../ec2/instance-listing';
+import { TAG_MACHINE, TAG_MODEL, TAG_MODEL_UID } from '../../../ec2/tags';
 
 function instance(
   id: string,

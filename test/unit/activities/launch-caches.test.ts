@@ -1,9 +1,9 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { CapacityMemory } from '../../../activities/capacity-memory';
 import { Coalescer, type Settled } from '../../../activities/coalescer';
-import { Ec2RetryStrategy } from '../../../activities/ec2-client';
-import { TokenBucket } from '../../../activities/token-bucket';
-import { ZoneCache } from '../../../activities/zones';
+import { Ec2RetryStrategy } from '../../../ec2/client';
+import { TokenBucket } from '../../../ec2/token-bucket';
+import { ZoneCache } from '../../../ec2/zones';
 
 describe('ZoneCache', () => {
   function fakeEc2(states: () => Record<string, string>) {

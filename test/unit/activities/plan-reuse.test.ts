@@ -1,7 +1,7 @@
 import type { ActivityDeps } from '../../../activities/deps';
 import { launchActivities, PLAN_REUSE_MS } from '../../../activities/launch';
-import { PlacementGroups } from '../../../activities/placement-groups';
-import type { RegionalEc2 } from '../../../activities/regional';
+import { PlacementGroups } from '../../../ec2/placement-groups';
+import type { RegionalEc2 } from '../../../ec2/regional';
 import type { InstanceTypeInfo } from '../../../core';
 import type { MachineRecord, ModelRecord } from '../../../state/types';
 

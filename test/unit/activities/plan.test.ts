@@ -1,4 +1,4 @@
-import { NoImageError, noImageMessage, type ImageQuery } from '../../../activities/images';
+import { NoImageError, noImageMessage, type ImageQuery } from '../../../ec2/images';
 import {
   buildLaunchPlan,
   LaunchPlanError,

@@ -229,6 +229,56 @@ describe('InstancePrices', () => {
     ]);
   });
 
+  it('a lookup frozen past its timeout (a Lambda container between requests) is started again, not cached as a failure', async () => {
+    // first lookup: its first page hangs until the container is thawed
+    let thaw: (() => void) | undefined;
+    const sends: (string | undefined)[] = [];
+    const pricing: PricingSender = {
+      send: (command) => {
+        sends.push(command.input.NextToken);
+        if (sends.length === 1) {
+          return new Promise((_resolve, reject) => {
+            thaw = () =>
+              reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' }));
+          });
+        }
+        return Promise.resolve({ PriceList: [M5_LARGE] });
+      },
+    };
+    const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+    const first = prices.forRegion('us-east-1');
+    await new Promise((r) => setImmediate(r));
+    // frozen 10 minutes; on thaw the lookup's timeout fires at once
+    now += 10 * 60_000;
+    const second = prices.forRegion('us-east-1');
+    thaw!();
+    await expect(second).resolves.toEqual(new Map([['m5.large', 0.096]]));
+    await expect(first).resolves.toEqual(new Map([['m5.large', 0.096]]));
+    expect(sends).toEqual([undefined, undefined]);
+    expect(prices.failure('us-east-1')).toBeUndefined();
+    expect(lines).toEqual([]);
+    // and the restarted lookup is cached like any other
+    await prices.forRegion('us-east-1');
+    expect(sends).toHaveLength(2);
+  });
+
+  it('a lookup that times out while its process runs is a timeout failure, cached and named as such', async () => {
+    const hanging: PricingSender = {
+      send: () =>
+        Promise.reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' })),
+    };
+    const prices = new InstancePrices(hanging, { ...options, timeoutMs: 60_000 });
+    now += 61_000; // within twice the timeout: it ran, and the price list did not answer
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    expect(prices.failure('us-east-1')).toEqual({ kind: 'timeout', afterMs: 60_000 });
+    const failing = new InstancePrices(
+      fakePricing({ '': new Error('getaddrinfo ENOTFOUND') }),
+      options,
+    );
+    await failing.forRegion('us-east-1');
+    expect(failing.failure('us-east-1')).toEqual({ kind: 'error', name: 'Error' });
+  });
+
   it('without a Pricing client every type is unpriced, silently', async () => {
     await expect(new InstancePrices(undefined, options).forRegion('us-east-1')).resolves.toEqual(
       new Map(),

@@ -1,13 +1,13 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import type { ActivityDeps } from '../../../activities/deps';
-import { SharedListings } from '../../../activities/instance-listing';
+import { SharedListings } from '../../../ec2/instance-listing';
 import {
   ADDRESS_WRITE_CONCURRENCY,
   ADDRESS_WRITES_PER_SWEEP,
   sweepActivities,
   type SweptMachine,
 } from '../../../activities/sweep';
-import { TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
+import { TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
 import { provisioningTuning } from '../../../config/env';
 import { machineWorkflowId } from '../../../temporal/search-attributes';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';

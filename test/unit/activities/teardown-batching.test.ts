@@ -2,7 +2,7 @@ import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
 import { InstanceOwners } from '../../../activities/instance-owners';
-import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../activities/tags';
+import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
 import { idsNamedIn, teardownActivities, terminateEach } from '../../../activities/teardown';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';
 import { EntityNotFoundError } from '../../../state/errors';

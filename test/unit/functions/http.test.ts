@@ -3,8 +3,11 @@ import { z } from 'zod';
 import { ConstraintsError, PlacementError } from '../../../core';
 import { ConflictError } from '../../../functions/errors';
 import { adminTokenGate } from '../../../functions/access';
-import { createHandler, parseBody } from '../../../functions/http';
+import { createHandler, param, parseBody } from '../../../functions/http';
 import { LIMITS } from '../../../functions/limits';
+import { GATEWAY_ROUTES, ROUTES, routeKey } from '../../../functions/routes';
+import { sourcesDispatch } from '../../../local/api-server';
+import { templateRouter } from '../../../local/shipped-api';
 import {
   AddMachines,
   AddUnits,
@@ -279,5 +282,111 @@ describe('request body limits', () => {
       subordinate: false,
     });
     expect(Buffer.byteLength(longest)).toBeLessThan(LIMITS.bodyBytes);
+  });
+});
+
+describe('machine sub-paths through the router (the template’s routes, and the local server’s)', () => {
+  // what the template has: every documented route, the greedy gateway routes, and $default
+  const shipped = templateRouter([
+    ...[...ROUTES, ...GATEWAY_ROUTES].map((r) => ({
+      routeKey: routeKey(r),
+      functionLogicalId: r.group,
+    })),
+    { routeKey: '$default', functionLogicalId: 'models' },
+  ]);
+  const sources = sourcesDispatch({} as never).route;
+  const machines = createHandler(
+    Object.fromEntries(
+      [
+        'GET /v1/models/{model}/machines/{id}',
+        'DELETE /v1/models/{model}/machines/{id}',
+        'POST /v1/models/{model}/machines/{id}/retry',
+        'POST /v1/models/{model}/machines/{id}/reprovision',
+      ].map((key) => [
+        key,
+        // the id checked as the machine operations check it
+        (req: Parameters<typeof param>[0]) =>
+          Promise.resolve({ status: 200, body: { route: req.routeKey, id: param(req, 'id') } }),
+      ]),
+    ),
+    () => adminTokenGate(() => Promise.resolve(TOKEN)),
+  );
+  const routers = [
+    ['the template (shipped)', shipped],
+    ['the local server (sources)', sources],
+  ] as const;
+
+  async function send(router: (typeof routers)[number][1], method: string, path: string) {
+    const routed = router(method, path);
+    return machines(
+      event({
+        routeKey: routed.routeKey,
+        rawPath: routed.rawPath ?? path,
+        ...(routed.pathParameters ? { pathParameters: routed.pathParameters } : {}),
+        requestContext: { http: { method, path } } as never,
+      }),
+    );
+  }
+
+  describe.each(routers)('through %s', (_name, router) => {
+    it.each([
+      ['GET', '/v1/models/demo/machines/3/retry'],
+      ['DELETE', '/v1/models/demo/machines/3/retry'],
+      ['GET', '/v1/models/demo/machines/3/reprovision'],
+      ['DELETE', '/v1/models/demo/machines/3/reprovision'],
+      ['GET', '/v1/models/demo/machines/0/lxd/1/retry'],
+      ['DELETE', '/v1/models/demo/machines/0%2Flxd%2F1/reprovision'],
+    ])('answers %s %s, a path only POST has, with 405 and Allow: POST', async (method, path) => {
+      const res = await send(router, method, path);
+      expect([res.statusCode, res.headers?.allow, body(res).error?.code]).toEqual([
+        405,
+        'POST',
+        'method-not-allowed',
+      ]);
+    });
+
+    it.each([
+      ['GET', '/v1/models/demo/machines/3/foo'],
+      ['DELETE', '/v1/models/demo/machines/3/foo'],
+      ['POST', '/v1/models/demo/machines/3/foo'],
+      ['POST', '/v1/models/demo/machines/3/foo/retry'],
+      ['GET', '/v1/models/demo/machines/0/lxd/1/foo'],
+    ])('answers %s %s, a path no route has, with 404 no route', async (method, path) => {
+      const res = await send(router, method, path);
+      expect([res.statusCode, body(res)]).toEqual([
+        404,
+        { error: { code: 'not-found', message: expect.stringMatching(/^no route for /) } },
+      ]);
+    });
+
+    it.each([
+      ['GET', '/v1/models/demo/machines/0%2Flxd%2Fx', '0/lxd/x'],
+      ['DELETE', '/v1/models/demo/machines/0%2Fkvm%2F1', '0/kvm/1'],
+      ['POST', '/v1/models/demo/machines/0%2Flxd%2Fx/retry', '0/lxd/x'],
+    ])('answers %s %s, a malformed container id, with 400 naming it', async (method, path, id) => {
+      const res = await send(router, method, path);
+      expect([res.statusCode, body(res)]).toEqual([
+        400,
+        { error: { code: 'bad-request', message: `invalid machine id "${id}"` } },
+      ]);
+    });
+
+    it.each([
+      ['GET', '/v1/models/demo/machines/0%2Flxd%2F1', 'GET /v1/models/{model}/machines/{id}'],
+      ['DELETE', '/v1/models/demo/machines/0%2Flxd%2F1', 'DELETE /v1/models/{model}/machines/{id}'],
+      [
+        'POST',
+        '/v1/models/demo/machines/0%2Flxd%2F1/retry',
+        'POST /v1/models/{model}/machines/{id}/retry',
+      ],
+      [
+        'POST',
+        '/v1/models/demo/machines/0%2Flxd%2F1/reprovision',
+        'POST /v1/models/{model}/machines/{id}/reprovision',
+      ],
+    ])('answers %s %s on the documented route', async (method, path, route) => {
+      const res = await send(router, method, path);
+      expect([res.statusCode, body(res)]).toEqual([200, { route, id: '0/lxd/1' }]);
+    });
   });
 });

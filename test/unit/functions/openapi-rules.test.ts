@@ -149,9 +149,14 @@ describe('the OpenAPI document refuses what the server refuses (issue 29)', () =
     [
       'CreateModelRequest',
       CreateModel,
-      // the document's constraints pattern takes the keys in Juju's canonical order
-      // (functions/grammar.ts); the server takes any order
-      { name: 'demo', region: 'eu-west-1', constraints: 'cores=2 mem=2G' },
+      // the document's constraints pattern takes keys in any order, as API.md writes them
+      // (functions/grammar.ts), and sizes as large as the server answers them
+      { name: 'demo', region: 'eu-west-1', constraints: 'mem=2G cores=2' },
+    ],
+    [
+      'CreateModelRequest',
+      CreateModel,
+      { name: 'demo', region: 'eu-west-1', constraints: 'root-disk=3072000M mem=1048576M' },
     ],
     ['DeployRequest', Deploy, { name: 'wordpress', base: 'ubuntu@22.04/stable', numUnits: 0 }],
     ['DeployRequest', Deploy, { name: 'web', base: 'Ubuntu@24.04', to: ['zone=us-east-1a'] }],

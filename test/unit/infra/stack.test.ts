@@ -65,7 +65,7 @@ const RESOURCE_WILDCARD_ALLOWED = new Set<string>([
   // containers: which instances SSM has online, and how their commands ended
   ...SSM_READ_ACTIONS,
   'ecr:GetAuthorizationToken',
-  // model creation refuses a region EC2 does not offer
+  // model creation refuses a region EC2 does not offer, create-model and set-model-constraints an unknown zone or type
   ...MODELS_EC2_ACTIONS,
   // reprovision asks EC2 whether the instance is gone
   ...MACHINES_EC2_ACTIONS,
@@ -437,7 +437,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       }
     });
 
-    it('gives each API Lambda exactly its EC2 and Price List reads: regions (models); instances, zones, offerings and the plan reads (machines); zones, offerings and the plan reads (applications, units); none elsewhere', () => {
+    it('gives each API Lambda exactly its EC2 and Price List reads: regions, zones and offerings (models); instances, zones, offerings and the plan reads (machines); zones, offerings and the plan reads (applications, units); none elsewhere', () => {
       const planReads = [
         'ec2:DescribeAvailabilityZones',
         'ec2:DescribeInstanceTypeOfferings',
@@ -446,7 +446,12 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
         'pricing:GetProducts',
       ];
       const expected: Partial<Record<RouteGroup, string[]>> = {
-        models: ['ec2:DescribeRegions'],
+        // create-model and set-model-constraints run checkOffered (zones and offerings)
+        models: [
+          'ec2:DescribeAvailabilityZones',
+          'ec2:DescribeInstanceTypeOfferings',
+          'ec2:DescribeRegions',
+        ],
         machines: ['ec2:DescribeInstances', ...planReads],
         applications: planReads,
         units: planReads,

@@ -1,10 +1,10 @@
-import type { AdminState } from '../../../local/ec2-proxy-admin';
-import { handleAdmin, isAdminPath } from '../../../local/ec2-proxy-admin';
-import { NO_FAULTS } from '../../../local/ec2-proxy-faults';
-import { NO_LATENCY } from '../../../local/ec2-proxy-latency';
-import { RequestLimiter } from '../../../local/ec2-proxy-limits';
-import { SsmEmulation } from '../../../local/ec2-proxy-ssm';
-import { ProxyStats } from '../../../local/ec2-proxy-stats';
+import type { AdminState } from '../../../local/ec2-proxy/admin';
+import { handleAdmin, isAdminPath } from '../../../local/ec2-proxy/admin';
+import { NO_FAULTS } from '../../../local/ec2-proxy/faults';
+import { NO_LATENCY } from '../../../local/ec2-proxy/latency';
+import { RequestLimiter } from '../../../local/ec2-proxy/limits';
+import { SsmEmulation } from '../../../local/ec2-proxy/ssm';
+import { ProxyStats } from '../../../local/ec2-proxy/stats';
 
 function state(): AdminState {
   return {

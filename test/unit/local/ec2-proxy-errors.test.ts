@@ -3,7 +3,7 @@ import {
   ec2ErrorStatus,
   ec2ErrorXml,
   faultMessage,
-} from '../../../local/ec2-proxy-errors';
+} from '../../../local/ec2-proxy/errors';
 
 describe('ec2ErrorStatus', () => {
   it.each([

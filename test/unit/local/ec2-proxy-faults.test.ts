@@ -3,7 +3,7 @@ import {
   AdminBadRequestError,
   alternativeZones,
   parseFaultSet,
-} from '../../../local/ec2-proxy-faults';
+} from '../../../local/ec2-proxy/faults';
 
 describe('parseFaultSet', () => {
   it('accepts the shape API.md documents', () => {

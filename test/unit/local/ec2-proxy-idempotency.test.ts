@@ -1,11 +1,11 @@
-import type { LaunchRecord } from '../../../local/ec2-proxy-idempotency';
+import type { LaunchRecord } from '../../../local/ec2-proxy/idempotency';
 import {
   callerScope,
   decideReplay,
   IdempotencyStore,
   idempotencyKey,
   launchFingerprint,
-} from '../../../local/ec2-proxy-idempotency';
+} from '../../../local/ec2-proxy/idempotency';
 
 const scope = { principal: 'test|', region: 'us-east-1' };
 

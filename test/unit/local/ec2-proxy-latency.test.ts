@@ -2,7 +2,7 @@ import {
   latencyFor,
   parseLatencySet,
   runInstancesAnswerMs,
-} from '../../../local/ec2-proxy-latency';
+} from '../../../local/ec2-proxy/latency';
 
 const known = (action: string) => ['RunInstances', 'CreateTags'].includes(action);
 

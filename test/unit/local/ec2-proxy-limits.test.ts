@@ -1,10 +1,10 @@
-import { AdminBadRequestError } from '../../../local/ec2-proxy-faults';
+import { AdminBadRequestError } from '../../../local/ec2-proxy/faults';
 import {
   actionFromLimitKey,
   parseLimitSet,
   RequestLimiter,
   TokenBucket,
-} from '../../../local/ec2-proxy-limits';
+} from '../../../local/ec2-proxy/limits';
 
 function fakeClock(): { now: () => number; advance: (ms: number) => void } {
   let t = 1_000;

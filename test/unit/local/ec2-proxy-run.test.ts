@@ -5,8 +5,8 @@ import {
   resolveLaunchTarget,
   responseNamespace,
   runInstancesResponseXml,
-} from '../../../local/ec2-proxy-run';
-import { parseXml } from '../../../local/ec2-proxy-xml';
+} from '../../../local/ec2-proxy/run';
+import { parseXml } from '../../../local/ec2-proxy/xml';
 
 // Trimmed from moto 5.2.5 answers (the nested <item>s are what matter).
 const INSTANCE =

@@ -7,7 +7,7 @@ import {
   parseXml,
   unescapeXml,
   XmlParseError,
-} from '../../../local/ec2-proxy-xml';
+} from '../../../local/ec2-proxy/xml';
 
 describe('parseXml', () => {
   const doc =

@@ -2,8 +2,8 @@ import {
   filterLimitRefusal,
   filterValueMatches,
   takeFilters,
-} from '../../../local/ec2-proxy-query';
-import { rewriteAvailabilityZones } from '../../../local/ec2-proxy-zones';
+} from '../../../local/ec2-proxy/query';
+import { rewriteAvailabilityZones } from '../../../local/ec2-proxy/zones';
 
 // moto 5.2.5's answer to DescribeAvailabilityZones in us-east-1 (three of its six zones).
 const MOTO_ZONES =

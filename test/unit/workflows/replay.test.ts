@@ -51,6 +51,13 @@ import { promisify } from 'node:util';
  *   `machine-teardown-overlapped-…`: the same two with that marker (the steps
  *   started together, the DynamoDB writes local, the wait for `terminated`
  *   inside the terminating activity). From the bench's Temporal database.
+ * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
+ *   failing every zone, cut between attempts by `bounded-failing-history`
+ *   (with `quiet-failover` failovers), the first run and a later one resuming
+ *   the attempt it carried; recorded with the since-withdrawn `carried-label`
+ *   marker, which the code must still match while replaying (carry.ts).
+ *   Recorded by test/integration/temporal-ui.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does

@@ -1,4 +1,4 @@
-import { AdminBadRequestError, isPlainObject } from './ec2-proxy-faults';
+import { AdminBadRequestError, isPlainObject } from './faults';
 
 /**
  * EC2's request rate limits as token buckets (AWS: "request token bucket" per

@@ -57,24 +57,28 @@ async function describeAll(ec2: EC2Client, filters: Filter[]): Promise<Instance[
   return found;
 }
 
-/** This deployment's live instances tagged for one model, oldest first (pages of 1,000). */
-export async function liveInstancesTagged(
-  ec2: EC2Client,
-  scope: { deployment: string; model: string; modelUid?: string },
-): Promise<Instance[]> {
+type ModelScope = { deployment: string; model: string; modelUid?: string };
+
+/** The tag filters of one model's instances in this deployment. */
+function modelFilters(scope: ModelScope): Filter[] {
   const filters: Filter[] = [
     { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
     { Name: `tag:${TAG_MODEL}`, Values: [scope.model] },
-    { Name: 'instance-state-name', Values: LIVE_STATES },
   ];
   // a model re-created under the same name is another model: its uid tells their instances apart
   if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
-  const instances = await describeAll(ec2, filters);
-  return instances.sort(
-    (a, b) =>
-      (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
-      (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
-  );
+  return filters;
+}
+
+/** Oldest first; launched together, by instance id. */
+const oldestFirst = (a: Instance, b: Instance): number =>
+  (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
+  (a.InstanceId ?? '').localeCompare(b.InstanceId ?? '');
+
+/** This deployment's live instances tagged for one model, oldest first (pages of 1,000). */
+export async function liveInstancesTagged(ec2: EC2Client, scope: ModelScope): Promise<Instance[]> {
+  const filters = [...modelFilters(scope), { Name: 'instance-state-name', Values: LIVE_STATES }];
+  return (await describeAll(ec2, filters)).sort(oldestFirst);
 }
 
 /**
@@ -117,21 +121,7 @@ export async function instanceStates(
  */
 export async function instancesTaggedAnyState(
   ec2: EC2Client,
-  scope: { deployment: string; model: string; modelUid?: string },
+  scope: ModelScope,
 ): Promise<Instance[]> {
-  const filters: Filter[] = [
-    { Name: `tag:${TAG_DEPLOYMENT}`, Values: [scope.deployment] },
-    { Name: `tag:${TAG_MODEL}`, Values: [scope.model] },
-  ];
-  if (scope.modelUid) filters.push({ Name: `tag:${TAG_MODEL_UID}`, Values: [scope.modelUid] });
-  const found: Instance[] = [];
-  const pages = paginateDescribeInstances({ client: ec2, pageSize: 1000 }, { Filters: filters });
-  for await (const page of pages) {
-    for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
-  }
-  return found.sort(
-    (a, b) =>
-      (a.LaunchTime?.getTime() ?? 0) - (b.LaunchTime?.getTime() ?? 0) ||
-      (a.InstanceId ?? '').localeCompare(b.InstanceId ?? ''),
-  );
+  return (await describeAll(ec2, modelFilters(scope))).sort(oldestFirst);
 }

@@ -1,14 +1,7 @@
-import type { ZoneState } from './ec2-proxy-faults';
-import { filterMatches, type QueryFilter } from './ec2-proxy-query';
-import type { Splice } from './ec2-proxy-xml';
-import {
-  childElement,
-  childElements,
-  childText,
-  escapeXml,
-  parseXml,
-  applySplices,
-} from './ec2-proxy-xml';
+import type { ZoneState } from './faults';
+import { filterMatches, type QueryFilter } from './query';
+import type { Splice } from './xml';
+import { childElement, childElements, childText, escapeXml, parseXml, applySplices } from './xml';
 
 /**
  * DescribeAvailabilityZones with the admin API's zone states: moto answers,

@@ -1,9 +1,10 @@
 import { EC2Client, type EC2ClientConfig } from '@aws-sdk/client-ec2';
 import { AdaptiveRetryStrategy } from '@smithy/core/retry';
 import { provisioningTuning, type ProvisioningTuning } from '../config/env';
-import { classifyError } from './ec2-errors';
-import { throttled } from './metrics';
-import { teardownPacing } from './teardown';
+import { classifyError } from './errors';
+import { METRIC } from '../config/metrics';
+import { workerMetrics, type WorkerMetrics } from '../config/worker-metrics';
+import { teardownPacing } from './pacing';
 
 type Strategy = Pick<
   AdaptiveRetryStrategy,
@@ -12,6 +13,11 @@ type Strategy = Pick<
 type RetryToken = Awaited<ReturnType<Strategy['acquireInitialRetryToken']>>;
 type StandardRetryToken = Parameters<Strategy['recordSuccess']>[0];
 type RetryErrorInfo = Parameters<Strategy['refreshRetryTokenForRetry']>[1];
+
+/** An EC2 call EC2 throttled (one per throttled attempt). */
+function throttled(m: WorkerMetrics = workerMetrics): void {
+  m.count(METRIC.throttledCalls);
+}
 
 /** Attempts per EC2 call, throttled ones included, before Temporal's activity retry takes over. */
 export const EC2_MAX_ATTEMPTS = 6;

@@ -1,12 +1,12 @@
-import type { FaultSet } from './ec2-proxy-faults';
-import { AdminBadRequestError, NO_FAULTS, parseFaultSet } from './ec2-proxy-faults';
-import type { LatencySet } from './ec2-proxy-latency';
-import { NO_LATENCY, parseLatencySet } from './ec2-proxy-latency';
-import type { RequestLimiter } from './ec2-proxy-limits';
-import { parseLimitSet } from './ec2-proxy-limits';
-import type { SsmEmulation } from './ec2-proxy-ssm';
-import { parseSsmFaults } from './ec2-proxy-ssm';
-import type { ProxyStats } from './ec2-proxy-stats';
+import type { FaultSet } from './faults';
+import { AdminBadRequestError, NO_FAULTS, parseFaultSet } from './faults';
+import type { LatencySet } from './latency';
+import { NO_LATENCY, parseLatencySet } from './latency';
+import type { RequestLimiter } from './limits';
+import { parseLimitSet } from './limits';
+import type { SsmEmulation } from './ssm';
+import { parseSsmFaults } from './ssm';
+import type { ProxyStats } from './stats';
 
 /**
  * The proxy's admin API under `/_admin/` (API.md, section 2), never forwarded

@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import type { IdempotencyScope } from './ec2-proxy-idempotency';
-import type { QueryParams } from './ec2-proxy-query';
-import { encodeQuery } from './ec2-proxy-query';
-import type { Upstream, UpstreamAnswer } from './ec2-proxy-upstream';
-import { childElement, childElements, childText, parseXml } from './ec2-proxy-xml';
+import type { IdempotencyScope } from './idempotency';
+import type { QueryParams } from './query';
+import { encodeQuery } from './query';
+import type { Upstream, UpstreamAnswer } from './upstream';
+import { childElement, childElements, childText, parseXml } from './xml';
 
 /** Whose behalf the proxy asks moto on: the caller's headers (identity) and scope. */
 export interface Caller {

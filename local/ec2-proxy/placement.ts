@@ -1,15 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import type { IdempotencyScope } from './ec2-proxy-idempotency';
-import type { QueryFilter, QueryParams } from './ec2-proxy-query';
-import { filterMatches, paramValue, takeFilters } from './ec2-proxy-query';
-import { escapeXml } from './ec2-proxy-xml';
+import type { IdempotencyScope } from './idempotency';
+import type { QueryFilter, QueryParams } from './query';
+import { filterMatches, paramValue, takeFilters } from './query';
+import { escapeXml } from './xml';
 
 /**
  * Placement groups, which moto lacks, served by the proxy itself
  * (CreatePlacementGroup, DescribePlacementGroups, DeletePlacementGroup), per
  * caller and Region as in EC2, with EC2's error codes. RunInstances'
  * `Placement.GroupName` / `Placement.PartitionNumber` are checked here
- * (`resolvePlacement`) and then kept by the proxy (ec2-proxy-instances.ts).
+ * (`resolvePlacement`) and then kept by the proxy (instances.ts).
  */
 
 export const PLACEMENT_STRATEGIES = ['cluster', 'spread', 'partition'] as const;

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AdminBadRequestError } from './ec2-proxy-faults';
-import type { UpstreamAnswer } from './ec2-proxy-upstream';
+import { AdminBadRequestError } from './faults';
+import type { UpstreamAnswer } from './upstream';
 
 /**
  * Systems Manager on the local stack (issue 15): SSM's JSON protocol

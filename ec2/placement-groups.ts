@@ -4,7 +4,7 @@ import {
   type EC2Client,
 } from '@aws-sdk/client-ec2';
 import { PARTITION_COUNT } from '../core';
-import { ec2ErrorCode } from './ec2-errors';
+import { ec2ErrorCode } from './errors';
 
 /** How long a group this worker created (or found) is taken to exist without asking EC2 again. */
 const KNOWN_FOR_MS = 60_000;

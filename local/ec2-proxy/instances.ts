@@ -1,7 +1,7 @@
-import type { Clock } from './ec2-proxy-limits';
-import type { QueryFilter } from './ec2-proxy-query';
-import { filterMatches } from './ec2-proxy-query';
-import type { Splice, XmlElement } from './ec2-proxy-xml';
+import type { Clock } from './limits';
+import type { QueryFilter } from './query';
+import { filterMatches } from './query';
+import type { Splice, XmlElement } from './xml';
 import {
   applySplices,
   childElement,
@@ -10,7 +10,7 @@ import {
   descendant,
   escapeXml,
   parseXml,
-} from './ec2-proxy-xml';
+} from './xml';
 
 /**
  * What the proxy knows about the instances launched through it and moto does

@@ -1,5 +1,5 @@
-import type { QueryParams } from './ec2-proxy-query';
-import { paramValue } from './ec2-proxy-query';
+import type { QueryParams } from './query';
+import { paramValue } from './query';
 import {
   childElement,
   childElements,
@@ -9,8 +9,8 @@ import {
   parseXml,
   escapeXml,
   XmlParseError,
-} from './ec2-proxy-xml';
-import type { XmlElement } from './ec2-proxy-xml';
+} from './xml';
+import type { XmlElement } from './xml';
 
 /** The parts of a RunInstances request the proxy acts on. */
 export interface RunInstancesRequest {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { QueryParams } from './ec2-proxy-query';
+import type { QueryParams } from './query';
 
 /**
  * RunInstances idempotency by ClientToken, the AWS way

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { descendant, elementText, escapeXml, parseXml, XmlParseError } from './ec2-proxy-xml';
+import { descendant, elementText, escapeXml, parseXml, XmlParseError } from './xml';
 
 /**
  * EC2 error answers as AWS writes them: the XML body, the HTTP status and, for

@@ -1,11 +1,11 @@
-import { AdminBadRequestError, isPlainObject } from './ec2-proxy-faults';
-import { actionFromLimitKey } from './ec2-proxy-limits';
+import { AdminBadRequestError, isPlainObject } from './faults';
+import { actionFromLimitKey } from './limits';
 
 /**
  * `PUT /_admin/latency` (API.md, section 2): milliseconds the proxy waits
  * before answering each call of an EC2 action (lower-camel action names,
  * `default` for every other action), and `pendingToRunning`, how long a newly
- * launched instance reports `pending` before `running` (ec2-proxy-lifecycle.ts).
+ * launched instance reports `pending` before `running` (lifecycle.ts).
  * All 0 by default and after `DELETE`.
  */
 

@@ -1,0 +1,136 @@
+import {
+  DescribeAvailabilityZonesCommand,
+  DescribeInstanceTypeOfferingsCommand,
+} from '@aws-sdk/client-ec2';
+import { lambdaEc2Client } from './lambda-client';
+
+/**
+ * What a region offers, as a request is checked against it before anything
+ * is recorded: its availability zones and the instance types offered there.
+ * Juju refuses an unknown zone (`availability zone "us-east-1z" not valid`)
+ * and an unknown `instance-type` (its constraints vocabulary) up front; so do
+ * we, instead of recording a machine that can only fail later.
+ */
+export interface RegionOfferings {
+  /** The region's availability zones (not Local or Wavelength zones), whatever their state. */
+  zones(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>>;
+  /** Instance types offered anywhere in the region. */
+  instanceTypes(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>>;
+}
+
+/** Zones and offered types change rarely: one read per region and hour per container. */
+export const OFFERINGS_TTL_MS = 60 * 60 * 1000;
+/**
+ * A failed or timed-out read is remembered this long: during an EC2 outage a
+ * request pays the deadline once a minute per container, not every time.
+ */
+export const OFFERINGS_FAILURE_TTL_MS = 60 * 1000;
+/**
+ * The whole up-front check (every read it needs, in parallel, one attempt
+ * each) waits this long at most; past it the request goes on unchecked. Far
+ * below the 29 s an API Gateway request may take.
+ */
+export const OFFERINGS_DEADLINE_MS = 2_500;
+
+interface Cached {
+  /** When the entry stops answering. */
+  until: number;
+  value: Promise<ReadonlySet<string>>;
+}
+
+/** The one EC2 call the offerings make (an EC2Client's `send`). */
+export type OfferingsSend = (
+  command: DescribeAvailabilityZonesCommand | DescribeInstanceTypeOfferingsCommand,
+  options: { abortSignal?: AbortSignal },
+) => Promise<{
+  AvailabilityZones?: Array<{ ZoneName?: string; ZoneType?: string }>;
+  InstanceTypeOfferings?: Array<{ InstanceType?: string }>;
+  NextToken?: string;
+}>;
+
+export class Ec2Offerings implements RegionOfferings {
+  private readonly clients = new Map<string, OfferingsSend>();
+  private readonly cache = new Map<string, Cached>();
+
+  constructor(
+    private readonly endpoint: string | undefined,
+    private readonly now: () => number = Date.now,
+    /** The EC2 call for a region (tests stub it); an EC2Client with one attempt by default. */
+    private readonly sendFor: (region: string) => OfferingsSend = (region) =>
+      this.defaultSend(region),
+  ) {}
+
+  zones(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>> {
+    return this.cached(`zones:${region}`, async () => {
+      const out = await this.send(region)(new DescribeAvailabilityZonesCommand({}), {
+        abortSignal: signal,
+      });
+      return new Set(
+        (out.AvailabilityZones ?? []).flatMap((z) =>
+          z.ZoneName && (z.ZoneType === undefined || z.ZoneType === 'availability-zone')
+            ? [z.ZoneName]
+            : [],
+        ),
+      );
+    });
+  }
+
+  instanceTypes(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>> {
+    return this.cached(`types:${region}`, async () => {
+      const names = new Set<string>();
+      let token: string | undefined;
+      do {
+        const out = await this.send(region)(
+          new DescribeInstanceTypeOfferingsCommand({
+            LocationType: 'region',
+            Filters: [{ Name: 'location', Values: [region] }],
+            MaxResults: 1000,
+            NextToken: token,
+          }),
+          { abortSignal: signal },
+        );
+        for (const o of out.InstanceTypeOfferings ?? [])
+          if (o.InstanceType) names.add(o.InstanceType);
+        token = out.NextToken;
+      } while (token);
+      return names;
+    });
+  }
+
+  private cached(
+    key: string,
+    read: () => Promise<ReadonlySet<string>>,
+  ): Promise<ReadonlySet<string>> {
+    const hit = this.cache.get(key);
+    if (hit && this.now() < hit.until) return hit.value;
+    const entry: Cached = { until: this.now() + OFFERINGS_TTL_MS, value: read() };
+    this.cache.set(key, entry);
+    // a failed read is remembered for a minute, then asked again
+    entry.value.catch(() => {
+      entry.until = this.now() + OFFERINGS_FAILURE_TTL_MS;
+    });
+    return entry.value;
+  }
+
+  private send(region: string): OfferingsSend {
+    let send = this.clients.get(region);
+    if (!send) {
+      send = this.sendFor(region);
+      this.clients.set(region, send);
+    }
+    return send;
+  }
+
+  private defaultSend(region: string): OfferingsSend {
+    const client = lambdaEc2Client({
+      region,
+      endpoint: this.endpoint,
+      maxAttempts: 1,
+      timeoutMs: OFFERINGS_DEADLINE_MS,
+    });
+    return (command, options) =>
+      command instanceof DescribeAvailabilityZonesCommand
+        ? client.send(command, options)
+        : client.send(command, options);
+  }
+}
