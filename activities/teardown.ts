@@ -10,6 +10,7 @@ import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
 import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
+import { asCaller } from '../ec2/caller';
 import type { ProvisioningTuning } from '../config/env';
 import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
@@ -223,6 +224,9 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     return set;
   }
   const ec2Of = (region: string): EC2Client => deps.ec2ForRegion(region).ec2;
+  /** EC2's states of instances a wait for terminated asks about. */
+  const describePolled = (region: string, ids: string[]) =>
+    asCaller('teardown:poll', () => instanceStates(ec2Of(region), ids));
   const waits = new Map<string, Set<Waiter>>();
   const pollers = new Set<string>();
 
@@ -255,11 +259,13 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     WINDOWS.search,
     async (_key, requests) => {
       const first = requests[0]!;
-      const instances = await liveInstancesTagged(ec2Of(first.region), {
-        deployment: deps.deployment,
-        model: first.model,
-        ...(first.modelUid ? { modelUid: first.modelUid } : {}),
-      });
+      const instances = await asCaller('teardown:search', () =>
+        liveInstancesTagged(ec2Of(first.region), {
+          deployment: deps.deployment,
+          model: first.model,
+          ...(first.modelUid ? { modelUid: first.modelUid } : {}),
+        }),
+      );
       const owned = await owners().of(first.model, instances);
       return requests.map((r): Settled<string[]> => ({
         ok: true,
@@ -291,7 +297,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
         const each = await terminateEach(
           async (asked) => {
-            const out = await terminateInstances(ec2, asked);
+            const out = await asCaller('teardown:terminate', () => terminateInstances(ec2, asked));
             for (const t of out.TerminatingInstances ?? []) {
               if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
                 gone(region).add(t.InstanceId);
@@ -342,7 +348,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ask, MAX_FILTER_VALUES)) {
         if (!first) await bucket('describe', region).take();
         first = false;
-        for (const [id, state] of await instanceStates(ec2Of(region), some)) {
+        for (const [id, state] of await describePolled(region, some)) {
           states.set(id, state);
           if (state === 'terminated') known.add(id);
         }
@@ -493,7 +499,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       try {
         for (const some of chunks(ask, MAX_FILTER_VALUES)) {
           await bucket('describe', region).take();
-          for (const [id, state] of await instanceStates(ec2Of(region), some)) {
+          for (const [id, state] of await describePolled(region, some)) {
             states.set(id, state);
             if (state === 'terminated') known.add(id);
           }
