@@ -3,6 +3,7 @@ import { createServer, type Agent, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ec2MaxSockets, UNPACED_EC2_SOCKETS, workerEc2Client } from '../../../ec2/client';
 import { provisioningTuning } from '../../../config/env';
+import { asCaller, CALLER_HEADER } from '../../../ec2/caller';
 
 /** The http agent a client's request handler sends with (the local stack's endpoints are http). */
 async function agentOf(client: ReturnType<typeof workerEc2Client>): Promise<Agent> {
@@ -90,5 +91,45 @@ describe('the worker’s EC2 client: sockets for every call its buckets let go a
       client.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('the worker’s EC2 client names its caller to a configured endpoint', () => {
+  /** Sends one call inside `asCaller(caller)` (or none) and returns the caller header it carried. */
+  async function headerSent(endpoint: boolean, caller?: string): Promise<string | undefined> {
+    const client = workerEc2Client(
+      {
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+        ...(endpoint ? { endpoint: 'http://127.0.0.1:1' } : {}),
+      },
+      provisioningTuning({}),
+    );
+    let seen: string | undefined;
+    // the request as it would be sent, answered in process
+    client.middlewareStack.add(
+      () => (args) => {
+        const headers = (args.request as { headers: Record<string, string> }).headers;
+        seen = headers[CALLER_HEADER];
+        return Promise.resolve({ output: { $metadata: {} }, response: {} });
+      },
+      { step: 'finalizeRequest', name: 'answeredInProcess', priority: 'low' },
+    );
+    try {
+      const send = () => client.send(new DescribeAvailabilityZonesCommand({}));
+      await (caller === undefined ? send() : asCaller(caller, send));
+    } finally {
+      client.destroy();
+    }
+    return seen;
+  }
+
+  it('sends the caller in x-provisioner-caller to a configured endpoint', async () => {
+    expect(await headerSent(true, 'teardown:poll')).toBe('teardown:poll');
+  });
+
+  it('sends no caller header when no caller is named, or to AWS’s own endpoint', async () => {
+    expect(await headerSent(true)).toBeUndefined();
+    expect(await headerSent(false, 'sweep')).toBeUndefined();
   });
 });
