@@ -1,5 +1,5 @@
-/** Karpenter keeps insufficient-capacity answers for 3 minutes; so do we, by default. */
-export const DEFAULT_CAPACITY_MEMORY_MS = 3 * 60_000;
+import { DEFAULT_CAPACITY_MEMORY_MS } from '../core/cache-ttl';
+export { DEFAULT_CAPACITY_MEMORY_MS };
 
 /**
  * Zone-specific capacity failures of an instance type in a zone, remembered

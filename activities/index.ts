@@ -22,9 +22,11 @@ export function createActivities(given: ActivityDeps) {
   // which machine each instance was launched for, from the batches' records (teardown, sweep)
   const owners = new InstanceOwners(deps.store.batches);
   const sweep = sweepActivities(deps, owners);
+  // not an activity: the step a machine's first read takes with it (records.ts loadMachine)
+  const { prepareLaunch, ...launch } = launchActivities(deps, groups);
   return {
-    ...refusingPermanent(recordActivities(deps, groups)),
-    ...refusingPermanent(launchActivities(deps, groups)),
+    ...refusingPermanent(recordActivities(deps, groups, prepareLaunch)),
+    ...refusingPermanent(launch),
     ...refusingPermanent(teardownActivities(deps, owners)),
     ...sweep,
     ...sweeperActivities(deps, (input, listings) => sweep.sweepModel(input, listings)),

@@ -119,6 +119,8 @@ export class LaunchBatcher {
   private readonly coalescer: Coalescer<LaunchRequest, Launched>;
   private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
   private readonly buckets = new Map<string, TokenBucket>();
+  /** Each machine's launch under way in this worker (model and machine id → it). */
+  private readonly underway = new Map<string, { tokenSeed: string; launched: Promise<Launched> }>();
 
   /** The region's RunInstances bucket, as EC2 publishes it (burst, then a rate). */
   private bucket(region: string): TokenBucket {
@@ -169,10 +171,43 @@ export class LaunchBatcher {
     });
   }
 
-  /** Launches one machine's instance, in whatever batch it joins. */
+  /**
+   * Launches one machine's instance, in whatever batch it joins. At most one
+   * launch of a machine is under way in this worker: an activity retried
+   * while its first attempt still waits for its batch (a heartbeat or
+   * start-to-close timeout under load: the first attempt is not stopped) finds
+   * no marker yet, and without this would join a second batch, and EC2 would
+   * launch the machine twice. It waits for the earlier launch to settle
+   * instead, and takes what that launch's batch launched for the machine.
+   */
   async launch(request: LaunchRequest): Promise<StartedInstance> {
-    const launched = await this.coalescer.submit(batchKey(request), request);
-    return this.finish(launched, false);
+    const machine = JSON.stringify([request.model, request.machineId]);
+    for (;;) {
+      const earlier = this.underway.get(machine);
+      if (!earlier) break;
+      const outcome = await earlier.launched.then(
+        (launched) => ({ launched }),
+        () => undefined,
+      );
+      if (this.underway.get(machine) === earlier) this.underway.delete(machine);
+      // the same attempt: its instance, as its batch answered it
+      if (outcome && earlier.tokenSeed === request.tokenSeed) {
+        return this.finish(outcome.launched, false);
+      }
+      // yet another launch of the machine began meanwhile: wait for that one too
+      if (this.underway.has(machine)) continue;
+      // another attempt, or one that failed: what its batch left (recover checks it fits)
+      const found = await this.recover(request, { sameAttemptOnly: false });
+      if (found) return found;
+    }
+    const launched = this.coalescer.submit(batchKey(request), request);
+    const entry = { tokenSeed: request.tokenSeed, launched };
+    this.underway.set(machine, entry);
+    try {
+      return this.finish(await launched, false);
+    } finally {
+      if (this.underway.get(machine) === entry) this.underway.delete(machine);
+    }
   }
 
   /**

@@ -15,7 +15,18 @@ import { SingleFlight } from './single-flight';
 import type { ProvisioningStore } from '../state/provisioning';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from './plan';
-import type { LaunchPlan, MachineRef, StartedInstance } from './types';
+import type {
+  LaunchPlan,
+  MachineRef,
+  PreparedLaunch,
+  StartedInstance,
+  StepFailure,
+  WorkflowTuning,
+} from './types';
+import type { MachineView } from '../state/zone-counts';
+import { recordLaunched } from './records';
+import { activityLog } from './log';
+import { refusedOr } from '../ec2/errors';
 
 /** How long machines alike (model, base, constraints, placement, groups) share one plan. */
 export const PLAN_REUSE_MS = 30_000;
@@ -54,10 +65,21 @@ export interface ClaimZoneInput extends MachineRef {
   ignoreCapacityMemory?: boolean;
 }
 
+/** How the claim is made: with the machine as the caller just read it (no read of its own). */
+interface ClaimOptions {
+  view?: MachineView;
+}
+
 export interface StartInstanceInput extends MachineRef {
   zone: string;
   plan: LaunchPlan;
   tokenSeed: string;
+  /**
+   * Record the launched instance on the machine too (status `running`), in
+   * this activity rather than a workflow step of its own (`lean-launch`):
+   * the answer's `recorded` says it was.
+   */
+  record?: boolean;
   /**
    * An earlier launch attempt of this pass may have launched (its answer was
    * lost, it timed out): look for that instance before launching again.
@@ -103,8 +125,8 @@ export function launchActivities(
   >();
 
   /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
-  async function planFor(ref: MachineRef): Promise<LaunchPlan> {
-    const recent = deps.recentReads?.take(ref);
+  async function planFor(ref: MachineRef, read?: MachineRecord): Promise<LaunchPlan> {
+    const recent = read ?? deps.recentReads?.take(ref);
     const [model, machine] = await orMachineGone(
       Promise.all([
         modelReads.read(ref.model, () => repo.getModel(ref.model)),
@@ -182,7 +204,122 @@ export function launchActivities(
     }
   }
 
+  /**
+   * Claims the zone to try next, against the machine's distribution group:
+   * healthy zones that the plan allows and that offer its type, minus the
+   * zones this machine already failed in, least populous first; zones where
+   * the type lately lacked capacity come last. Claims arriving together
+   * are made together (state/zone-counts.ts). Writes status `allocating`
+   * with the zone and attempt in the same update.
+   */
+  async function claim(input: ClaimZoneInput, options: ClaimOptions = {}): Promise<string> {
+    const { plan } = input;
+    const regional = deps.ec2ForRegion(plan.region);
+    const zones = await regional.zones.zones();
+    const offering = new Set(
+      await regional.catalogue.zonesOffering(
+        plan.instanceType,
+        zones.map((z) => z.name),
+      ),
+    );
+    const candidates = zones.filter((z) => offering.has(z.name));
+    const short = input.ignoreCapacityMemory
+      ? []
+      : memory.short(
+          plan.region,
+          plan.instanceType,
+          candidates.map((z) => z.name),
+        );
+    const choice = (population: Record<string, number>, avoid: readonly string[]) =>
+      orderZones({
+        machineId: input.machineId,
+        zones: candidates,
+        population,
+        failedZones: [...input.exclude, ...avoid],
+        zonesConstraint: plan.zonesConstraint,
+        ...(plan.placementZone !== undefined ? { placementZone: plan.placementZone } : {}),
+      });
+    const attempt = input.attempt;
+    const maxAttempts = input.maxAttempts;
+    try {
+      return await orMachineGone(
+        claims.submit(input.model, {
+          machineId: input.machineId,
+          groups: plan.applications,
+          ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
+          ...(options.view ? { view: options.view } : {}),
+          order: (population) => {
+            if (short.length === 0) return choice(population, []);
+            try {
+              return choice(population, short);
+            } catch (err) {
+              // every zone left lately lacked capacity: try them anyway
+              if (err instanceof NoSuitableZoneError) return choice(population, []);
+              throw err;
+            }
+          },
+          ...(attempt !== undefined && maxAttempts !== undefined
+            ? {
+                status: {
+                  status: 'allocating',
+                  message: (zone: string) => startingMessage(zone, attempt, maxAttempts),
+                },
+              }
+            : {}),
+        }),
+      );
+    } catch (err) {
+      if (err instanceof NoSuitableZoneError) throw failure(FAILURE.noSuitableZone, err.message);
+      // lost the race too often: the workflow spends an attempt and tries again later
+      if (err instanceof ZoneClaimContendedError) throw failure(FAILURE.startFailed, err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * A machine's first provisioning steps, for `loadMachine` asked to prepare
+   * (records.ts): its plan, from the machine just read, then its zone for
+   * attempt 1, claimed with that read's view (no read of its own). A failure
+   * the workflow branches on is answered as data (`planFailure`,
+   * `claimFailure`); anything else throws and the step is tried again whole
+   * (a second claim of the machine moves it, counted once).
+   */
+  async function prepareLaunch(
+    ref: MachineRef,
+    machine: MachineRecord,
+    view: MachineView,
+    tuning: WorkflowTuning,
+  ): Promise<PreparedLaunch> {
+    let plan: LaunchPlan;
+    try {
+      plan = await planFor(ref, machine);
+    } catch (err) {
+      const failed = stepFailure(err, PLAN_FAILURES);
+      if (failed) return { planFailure: failed };
+      throw err;
+    }
+    try {
+      const zone = await claim(
+        { ...ref, plan, exclude: [], attempt: 1, maxAttempts: tuning.startAttempts },
+        { view },
+      );
+      return { plan, zone };
+    } catch (err) {
+      const failed = stepFailure(err, CLAIM_FAILURES);
+      if (failed) return { plan, claimFailure: failed };
+      throw err;
+    }
+  }
+
   return {
+    /** Not an activity: the step `loadMachine` runs with `prepare` (activities/index.ts). */
+    prepareLaunch: (
+      ref: MachineRef,
+      machine: MachineRecord,
+      view: MachineView,
+      tuning: WorkflowTuning,
+    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning)),
+
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {
       // a destroy cancels planning: give up at once, whatever EC2 call is under way
@@ -190,74 +327,12 @@ export function launchActivities(
     },
 
     /**
-     * Claims the zone to try next, against the machine's distribution group:
-     * healthy zones that the plan allows and that offer its type, minus the
-     * zones this machine already failed in, least populous first; zones where
-     * the type lately lacked capacity come last. Claims arriving together
-     * are made together (state/zone-counts.ts). Writes status `allocating`
-     * with the zone and attempt in the same update.
+     * Claims the zone to try next, against the machine's distribution group
+     * (`claim` below). Writes status `allocating` with the zone and attempt
+     * in the same update.
      */
-    async claimZone(input: ClaimZoneInput): Promise<string> {
-      const { plan } = input;
-      const regional = deps.ec2ForRegion(plan.region);
-      const zones = await regional.zones.zones();
-      const offering = new Set(
-        await regional.catalogue.zonesOffering(
-          plan.instanceType,
-          zones.map((z) => z.name),
-        ),
-      );
-      const candidates = zones.filter((z) => offering.has(z.name));
-      const short = input.ignoreCapacityMemory
-        ? []
-        : memory.short(
-            plan.region,
-            plan.instanceType,
-            candidates.map((z) => z.name),
-          );
-      const choice = (population: Record<string, number>, avoid: readonly string[]) =>
-        orderZones({
-          machineId: input.machineId,
-          zones: candidates,
-          population,
-          failedZones: [...input.exclude, ...avoid],
-          zonesConstraint: plan.zonesConstraint,
-          ...(plan.placementZone !== undefined ? { placementZone: plan.placementZone } : {}),
-        });
-      const attempt = input.attempt;
-      const maxAttempts = input.maxAttempts;
-      try {
-        return await orMachineGone(
-          claims.submit(input.model, {
-            machineId: input.machineId,
-            groups: plan.applications,
-            ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
-            order: (population) => {
-              if (short.length === 0) return choice(population, []);
-              try {
-                return choice(population, short);
-              } catch (err) {
-                // every zone left lately lacked capacity: try them anyway
-                if (err instanceof NoSuitableZoneError) return choice(population, []);
-                throw err;
-              }
-            },
-            ...(attempt !== undefined && maxAttempts !== undefined
-              ? {
-                  status: {
-                    status: 'allocating',
-                    message: (zone: string) => startingMessage(zone, attempt, maxAttempts),
-                  },
-                }
-              : {}),
-          }),
-        );
-      } catch (err) {
-        if (err instanceof NoSuitableZoneError) throw failure(FAILURE.noSuitableZone, err.message);
-        // lost the race too often: the workflow spends an attempt and tries again later
-        if (err instanceof ZoneClaimContendedError) throw failure(FAILURE.startFailed, err.message);
-        throw err;
-      }
+    claimZone(input: ClaimZoneInput): Promise<string> {
+      return claim(input);
     },
 
     /**
@@ -268,43 +343,72 @@ export function launchActivities(
      * becomes a second instance.
      */
     async startInstance(input: StartInstanceInput): Promise<StartedInstance> {
-      return heartbeating(async () => {
-        const retried = activityAttempt() > 1;
-        if (retried || input.mayHaveLaunched) {
-          const found = await launches.recover(input, {
-            sameAttemptOnly: !input.mayHaveLaunched,
-          });
-          if (found) return found;
-        }
-        const group = input.plan.placementGroup;
-        let partition: number | undefined;
-        if (group !== undefined) {
-          // the partition was assigned with the zone claim
-          const counted = await store.countedPlacement(input.model, input.machineId);
-          if (counted.zone === input.zone) partition = counted.partition;
-        }
-        const request: LaunchRequest = {
-          model: input.model,
-          machineId: input.machineId,
-          zone: input.zone,
-          plan: input.plan,
-          tokenSeed: input.tokenSeed,
-          ...(partition !== undefined ? { partition } : {}),
-        };
-        if (group === undefined) return launches.launch(request);
-        await groups.ensure(input.plan.region, group);
-        try {
-          return await launches.launch(request);
-        } catch (err) {
-          // deleted meanwhile (its last machine went): the next attempt creates it again
-          if (launchErrorCode(err) === 'InvalidPlacementGroup.Unknown') {
-            groups.forget(input.plan.region, group);
-          }
-          throw err;
-        }
-      });
+      const started = await heartbeating(() => launch(input));
+      return input.record ? recorded(input, started) : started;
     },
   };
+
+  /**
+   * The launch answered, recorded on its machine when the workflow asked
+   * for that (`record`). A record that fails is not the launch's failure (a
+   * retry of the activity would only find the same instance): the answer
+   * then says nothing was recorded, and the workflow records it in a step
+   * of its own, which terminates the instance if that fails too.
+   */
+  async function recorded(
+    input: StartInstanceInput,
+    started: StartedInstance,
+  ): Promise<StartedInstance> {
+    try {
+      const life = await recordLaunched(deps, { ...input, started });
+      return { ...started, recorded: life };
+    } catch (err) {
+      activityLog.warn('launched instance not recorded by the launch; the workflow records it', {
+        model: input.model,
+        machineId: input.machineId,
+        instanceId: started.instanceId,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      });
+      return started;
+    }
+  }
+
+  /** One launch: found again if an earlier try (or attempt) may have made it, else batched. */
+  async function launch(input: StartInstanceInput): Promise<StartedInstance> {
+    const retried = activityAttempt() > 1;
+    if (retried || input.mayHaveLaunched) {
+      const found = await launches.recover(input, {
+        sameAttemptOnly: !input.mayHaveLaunched,
+      });
+      if (found) return found;
+    }
+    const group = input.plan.placementGroup;
+    let partition: number | undefined;
+    if (group !== undefined) {
+      // the partition was assigned with the zone claim
+      const counted = await store.countedPlacement(input.model, input.machineId);
+      if (counted.zone === input.zone) partition = counted.partition;
+    }
+    const request: LaunchRequest = {
+      model: input.model,
+      machineId: input.machineId,
+      zone: input.zone,
+      plan: input.plan,
+      tokenSeed: input.tokenSeed,
+      ...(partition !== undefined ? { partition } : {}),
+    };
+    if (group === undefined) return launches.launch(request);
+    await groups.ensure(input.plan.region, group);
+    try {
+      return await launches.launch(request);
+    } catch (err) {
+      // deleted meanwhile (its last machine went): the next attempt creates it again
+      if (launchErrorCode(err) === 'InvalidPlacementGroup.Unknown') {
+        groups.forget(input.plan.region, group);
+      }
+      throw err;
+    }
+  }
 }
 
 /**
@@ -374,3 +478,27 @@ function activityAttempt(): number {
     return 1;
   }
 }
+
+/** A failure the workflow branches on after this step, as data; undefined for the rest. */
+function stepFailure(err: unknown, branched: readonly string[]): StepFailure | undefined {
+  const classified = refusedOr(err);
+  const type = (classified as { type?: unknown } | undefined)?.type;
+  if (classified instanceof Error && typeof type === 'string' && branched.includes(type)) {
+    return { type, message: classified.message };
+  }
+  return undefined;
+}
+
+/** What the workflow does something particular for after planning (workflows/launch.ts runPass)… */
+const PLAN_FAILURES: readonly string[] = [
+  FAILURE.planFailed,
+  FAILURE.ec2Refused,
+  FAILURE.machineGone,
+];
+/** …and after a zone claim. */
+const CLAIM_FAILURES: readonly string[] = [
+  FAILURE.ec2Refused,
+  FAILURE.noSuitableZone,
+  FAILURE.startFailed,
+  FAILURE.machineGone,
+];

@@ -1,4 +1,5 @@
 import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-pricing';
+import { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
 
 /**
  * On-demand prices of a region's instance types, from the AWS Price List API
@@ -12,10 +13,7 @@ import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-
 
 /** The Price List API's own region: it answers for every EC2 region from here. */
 export const PRICING_API_REGION = 'us-east-1';
-/** Prices change rarely (AWS publishes a few times a month): one fetch per region a day. */
-export const PRICE_TTL_MS = 24 * 60 * 60_000;
-/** After a failed lookup the fallback order is used this long before trying again. */
-export const PRICE_FAILURE_TTL_MS = 5 * 60_000;
+export { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
 /** A lookup (every page) that takes longer than this is given up for the fallback. */
 export const PRICE_LOOKUP_TIMEOUT_MS = 30_000;
 
@@ -112,12 +110,14 @@ interface Cached {
 export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string };
 
 /**
- * A lookup that ended this many times its timeout after it started cannot
- * have run all that time (the timeout aborts it): its process was frozen (a
- * Lambda container between invocations), so its failure says nothing about
- * the price list and it is started again rather than cached.
+ * How late a lookup may end past its own timeout and still have run all that
+ * time: the timeout aborts it, so it ends at its timeout plus the timer's
+ * lateness (milliseconds, a few hundred on a busy machine). One that ends
+ * later than this cannot have been running: its process was frozen (a Lambda
+ * container between invocations), so its failure says nothing about the price
+ * list and it is started again rather than cached.
  */
-export const FROZEN_FACTOR = 2;
+export const FROZEN_SLACK_MS = 2_000;
 
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
@@ -166,6 +166,11 @@ export class InstancePrices {
   }
 
   forRegion(region: string): Promise<ReadonlyMap<string, number>> {
+    return this.lookup(region, false);
+  }
+
+  /** `again`: this lookup replaces a frozen one (restarted once, never in a loop). */
+  private lookup(region: string, again: boolean): Promise<ReadonlyMap<string, number>> {
     const hit = this.cache.get(region);
     if (hit && hit.expires > this.now()) return hit.value;
     const started = this.now();
@@ -176,10 +181,10 @@ export class InstancePrices {
       return prices;
     });
     entry.value = fetched.catch((err: unknown) => {
-      if (this.now() - started > this.timeoutMs * FROZEN_FACTOR) {
+      if (!again && this.now() - started > this.timeoutMs + FROZEN_SLACK_MS) {
         // frozen, not failed: whoever waits on this entry waits on a fresh lookup instead
         if (this.cache.get(region) === entry) this.cache.delete(region);
-        return this.forRegion(region);
+        return this.lookup(region, true);
       }
       this.failures.set(
         region,

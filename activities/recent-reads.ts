@@ -2,8 +2,8 @@ import { Context } from '@temporalio/activity';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 
-/** How long a read stays usable: the same run's next step (taken once), even when the worker is slow. */
-export const RECENT_READ_MS = 30_000;
+import { RECENT_READ_MS } from '../core/cache-ttl';
+export { RECENT_READ_MS };
 
 /**
  * The machine records this worker read moments ago, for the next step of the

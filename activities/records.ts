@@ -8,10 +8,12 @@ import { ec2ErrorCode } from '../ec2/errors';
 import { activityLog } from './log';
 import { machineInError } from './metrics';
 import { PlacementGroups } from '../ec2/placement-groups';
+import type { MachineView } from '../state/zone-counts';
 import type {
   LaunchPlan,
   MachineRef,
   MachineSnapshot,
+  PreparedLaunch,
   StartedInstance,
   StatusUpdate,
   WorkflowTuning,
@@ -35,10 +37,81 @@ const GROUP_DELETE_TRIES = 8;
 /** …this far apart (within the removal activity's 30 s). */
 const GROUP_DELETE_PAUSE_MS = 2_500;
 
+/**
+ * Records a launched instance on its machine (status `running`, instance
+ * id, zone, type, hardware); the machine's life is the answer, so one that
+ * went Dead meanwhile is torn down. Throws MachineGone when the machine is
+ * gone. The `recordRunning` activity, and the launch itself where the
+ * workflow asks it to record what it launched (activities/launch.ts).
+ */
+export async function recordLaunched(
+  deps: ActivityDeps,
+  input: MachineRef & { plan: LaunchPlan; started: StartedInstance },
+): Promise<Life> {
+  const { plan, started } = input;
+  let hardware = plan.hardware;
+  let pricePerHour = plan.pricePerHour;
+  if (started.instanceType !== plan.instanceType) {
+    // an adopted instance of another type: its price if known, never a fetch here
+    pricePerHour = deps.prices?.known(plan.region)?.get(started.instanceType);
+    // an adopted instance launched from an earlier plan: record what it is
+    const entry = (await deps.ec2ForRegion(plan.region).catalogue.all()).find(
+      (t) => t.name === started.instanceType,
+    );
+    if (entry) {
+      hardware = {
+        arch: entry.arches[0] ?? plan.hardware.arch,
+        cores: entry.cores,
+        mem: entry.mem,
+      };
+    }
+  }
+  return orMachineGone(
+    deps.store.recordRunning(input.model, input.machineId, {
+      instanceId: started.instanceId,
+      imageId: started.imageId,
+      zone: started.zone,
+      instanceType: started.instanceType,
+      hardware,
+      ...(pricePerHour !== undefined ? { pricePerHour } : {}),
+      ...(started.placementGroup !== undefined ? { placementGroup: started.placementGroup } : {}),
+      ...(started.partition !== undefined ? { partition: started.partition } : {}),
+    }),
+  );
+}
+
+/**
+ * Plans and claims the zone of a machine just read (activities/launch.ts
+ * `prepareLaunch`), for `loadMachine` asked to prepare its launch.
+ */
+export type LaunchPreparer = (
+  ref: MachineRef,
+  machine: MachineRecord,
+  view: MachineView,
+  tuning: WorkflowTuning,
+) => Promise<PreparedLaunch>;
+
+/**
+ * Whether a machine just read is one its workflow provisions now when no
+ * signal is pending (workflows/machine.ts `provisionable` without a retry):
+ * only then does `loadMachine` prepare its launch.
+ */
+export function launchesNow(machine: MachineRecord): boolean {
+  const manual = machine.manual === true || machine.placement?.startsWith('ssh:') === true;
+  return (
+    machine.life !== 'dead' &&
+    !manual &&
+    !isContainerMachineId(machine.id) &&
+    !machine.instanceId &&
+    machine.status !== 'error'
+  );
+}
+
 /** DynamoDB reads and writes made on a machine workflow's behalf. */
 export function recordActivities(
   deps: ActivityDeps,
   groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
+  prepare?: LaunchPreparer,
 ) {
   const { repo, store } = deps;
 
@@ -139,14 +212,56 @@ export function recordActivities(
     };
   }
 
+  /** What loadMachine answers of a machine just read (a Dead one and a container: with their model's). */
+  async function snapshotOf(ref: MachineRef, machine: MachineRecord): Promise<MachineSnapshot> {
+    const fields = snapshotFields(machine);
+    if (machine.life !== 'dead' && !fields.container) return { ...fields, life: machine.life };
+    // teardown: where the instance is, whether to keep it, and whose instances are the model's;
+    // a container's steps (SSM on its host) need the region too
+    const model = await repo.getModel(ref.model).catch((err: unknown) => {
+      if (err instanceof EntityNotFoundError) return undefined;
+      throw err;
+    });
+    return {
+      ...fields,
+      life: machine.life,
+      region: model?.region ?? deps.defaultRegion,
+      harvestMode: model?.harvestMode ?? 'destroyed',
+      ...(model?.uid ? { modelUid: model.uid } : {}),
+    };
+  }
+
   return {
     /** Worker tuning, read from the worker's environment and recorded in history. */
     tuning(): Promise<WorkflowTuning> {
       return Promise.resolve(workflowTuning());
     },
 
-    /** The machine as it is now, or null once it is removed. */
-    async loadMachine(ref: MachineRef): Promise<MachineSnapshot | null> {
+    /**
+     * The machine as it is now, or null once it is removed. With `prepare`
+     * (a `machine` run's first read, nothing pending: workflows/machine.ts),
+     * a machine its workflow is about to provision also has its launch
+     * planned and its zone claimed in this same step (`prepared`): one read
+     * of the machine serves all three, and the workflow's first task runs
+     * one local activity instead of three.
+     */
+    async loadMachine(ref: MachineRef & { prepare?: boolean }): Promise<MachineSnapshot | null> {
+      if (ref.prepare && prepare) {
+        const read = await store.machineWithView(ref.model, ref.machineId);
+        if (!read) return null;
+        const machine = toMachine(read.item);
+        if (launchesNow(machine)) {
+          const fields = snapshotFields(machine);
+          const prepared = await prepare(
+            { model: ref.model, machineId: ref.machineId },
+            machine,
+            read.view,
+            fields.tuning,
+          );
+          return { ...fields, life: machine.life as 'alive' | 'dying', prepared };
+        }
+        return snapshotOf(ref, machine);
+      }
       let machine;
       try {
         machine = await repo.getMachine(ref.model, ref.machineId);
@@ -156,23 +271,8 @@ export function recordActivities(
       }
       // planning, next in this workflow task, plans from this very read
       deps.recentReads?.remember(ref, machine);
-      const fields = snapshotFields(machine);
-      if (machine.life !== 'dead' && !fields.container) return { ...fields, life: machine.life };
-      // teardown: where the instance is, whether to keep it, and whose instances are the model's;
-      // a container's steps (SSM on its host) need the region too
-      const model = await repo.getModel(ref.model).catch((err: unknown) => {
-        if (err instanceof EntityNotFoundError) return undefined;
-        throw err;
-      });
-      return {
-        ...fields,
-        life: machine.life,
-        region: model?.region ?? deps.defaultRegion,
-        harvestMode: model?.harvestMode ?? 'destroyed',
-        ...(model?.uid ? { modelUid: model.uid } : {}),
-      };
+      return snapshotOf(ref, machine);
     },
-
     async recordStatus(update: StatusUpdate): Promise<void> {
       await orMachineGone(
         repo.updateMachine(update.model, update.machineId, {
@@ -229,41 +329,10 @@ export function recordActivities(
      * Records the launched instance (status `running`). Returns the machine's
      * life: a machine that went Dead meanwhile is torn down by the workflow.
      */
-    async recordRunning(
+    recordRunning(
       input: MachineRef & { plan: LaunchPlan; started: StartedInstance },
     ): Promise<Life> {
-      const { plan, started } = input;
-      let hardware = plan.hardware;
-      let pricePerHour = plan.pricePerHour;
-      if (started.instanceType !== plan.instanceType) {
-        // an adopted instance of another type: its price if known, never a fetch here
-        pricePerHour = deps.prices?.known(plan.region)?.get(started.instanceType);
-        // an adopted instance launched from an earlier plan: record what it is
-        const entry = (await deps.ec2ForRegion(plan.region).catalogue.all()).find(
-          (t) => t.name === started.instanceType,
-        );
-        if (entry) {
-          hardware = {
-            arch: entry.arches[0] ?? plan.hardware.arch,
-            cores: entry.cores,
-            mem: entry.mem,
-          };
-        }
-      }
-      return orMachineGone(
-        store.recordRunning(input.model, input.machineId, {
-          instanceId: started.instanceId,
-          imageId: started.imageId,
-          zone: started.zone,
-          instanceType: started.instanceType,
-          hardware,
-          ...(pricePerHour !== undefined ? { pricePerHour } : {}),
-          ...(started.placementGroup !== undefined
-            ? { placementGroup: started.placementGroup }
-            : {}),
-          ...(started.partition !== undefined ? { partition: started.partition } : {}),
-        }),
-      );
+      return recordLaunched(deps, input);
     },
 
     /** Final failure: status `error` with the cause, no instance id, no zone. */

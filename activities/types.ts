@@ -53,6 +53,27 @@ interface MachineSnapshotFields {
   modelUid?: string;
   /** The worker's tuning (`machine` runs read it here rather than in a step of its own). */
   tuning?: WorkflowTuning;
+  /** Asked with `prepare` (records.ts loadMachine): the machine's launch, planned and its zone claimed. */
+  prepared?: PreparedLaunch;
+}
+
+/** A failure the workflow branches on (temporal/failures.ts), answered as data instead of thrown. */
+export interface StepFailure {
+  type: string;
+  message: string;
+}
+
+/**
+ * A machine's first provisioning steps, taken in its first read (the
+ * workflow's `lean-launch` change, workflows/patches.ts): the plan, then
+ * the zone claimed for attempt 1, or the failure of either, which the
+ * workflow handles exactly as if that step had failed on its own.
+ */
+export interface PreparedLaunch {
+  plan?: LaunchPlan;
+  planFailure?: StepFailure;
+  zone?: string;
+  claimFailure?: StepFailure;
 }
 
 /**
@@ -101,6 +122,13 @@ export interface StartedInstance {
   /** Availability-set mode: the placement group and partition it was launched into. */
   placementGroup?: string;
   partition?: number;
+  /**
+   * Asked with `record` (workflows/launch.ts, `lean-launch`): the launch also
+   * recorded the instance on its machine (status `running`), and this is the
+   * machine's life after that write. Absent: not recorded, the workflow
+   * records it (its own step, as before).
+   */
+  recorded?: Life;
 }
 
 export interface SweepReport {

@@ -1,3 +1,4 @@
+import { decimalSeconds } from '../core/duration';
 import type { Client } from '@temporalio/client';
 import type { StackInfo } from '../local/stack-info';
 import { EntityNotFoundError } from '../state/errors';
@@ -130,13 +131,15 @@ export async function runRemoval(ctx: RemovalContext): Promise<RemovalResult> {
         contents.machines.every((m) => m.life === 'dead')
       ) {
         result.deadMs = performance.now() - start;
-        log(`N=${n}: removal: every unit gone and machine Dead after ${seconds(result.deadMs)}`);
+        log(
+          `N=${n}: removal: every unit gone and machine Dead after ${decimalSeconds(result.deadMs)}`,
+        );
       }
     } catch (err) {
       if (!(err instanceof EntityNotFoundError)) throw err;
       result.goneMs = performance.now() - start;
       result.deadMs ??= result.goneMs;
-      log(`N=${n}: removal: model removed after ${seconds(result.goneMs)}`);
+      log(`N=${n}: removal: model removed after ${decimalSeconds(result.goneMs)}`);
       break;
     }
     if (Date.now() > deadline) {
@@ -147,8 +150,4 @@ export async function runRemoval(ctx: RemovalContext): Promise<RemovalResult> {
   }
   await Promise.race([told, sleep(10_000)]);
   return result;
-}
-
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
 }

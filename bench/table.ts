@@ -1,3 +1,4 @@
+import { decimalSeconds } from '../core/duration';
 import {
   checkScaleOutTargets,
   checkScaleTargets,
@@ -27,7 +28,7 @@ export function renderTable(
 }
 
 export function seconds(ms: number | undefined): string {
-  return ms === undefined ? '—' : `${(ms / 1000).toFixed(1)} s`;
+  return ms === undefined ? '—' : decimalSeconds(ms);
 }
 
 export function num(v: number | undefined, digits = 2): string {

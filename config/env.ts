@@ -2,6 +2,8 @@
  * Configuration getters. Each throws at cold start when a required variable is
  * missing or malformed, naming the variable, rather than running on a blank.
  */
+import { parseDuration } from '../core/duration';
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
@@ -23,16 +25,7 @@ export function optionalEnv(
   return value === undefined || value === '' ? fallback : value;
 }
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/** Parses `500ms`, `10s`, `1m`, `2h` into milliseconds. */
-export function parseDuration(text: string): number | undefined {
-  const match = DURATION.exec(text.trim());
-  if (!match) return undefined;
-  const [, amount, unit] = match;
-  return Math.round(Number(amount) * (UNIT_MS[unit ?? 's'] ?? 1000));
-}
+export { parseDuration };
 
 export function durationEnv(
   name: string,

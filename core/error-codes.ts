@@ -39,6 +39,21 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
 };
 
 /**
+ * Codes the Lambda may answer that the contract does not list (so they are
+ * not in the OpenAPI enum): `not-implemented` is a route API Gateway has and
+ * the Lambda has no operation for, a deployment mistake no client should see.
+ */
+export const UNLISTED_ERROR_STATUS = { 'not-implemented': 501 } as const;
+export type UnlistedErrorCode = keyof typeof UNLISTED_ERROR_STATUS;
+
+/** The status of any code the HTTP layer answers with, listed or not. */
+export function errorStatus(code: ErrorCode | UnlistedErrorCode): number {
+  return code in UNLISTED_ERROR_STATUS
+    ? UNLISTED_ERROR_STATUS[code as UnlistedErrorCode]
+    : ERROR_STATUS[code as ErrorCode];
+}
+
+/**
  * The codes a domain error (core/, state/, service/: no HTTP status of its
  * own) may carry for the API to answer with its status. The rest are the
  * HTTP layer's own (authentication, routing, idempotency, the 500).

@@ -11,9 +11,18 @@ import {
   hasInstanceType,
   withoutConstraints,
 } from './constraints';
-import { EC2_UNSUPPORTED_CONSTRAINTS } from './ec2-validator';
 import { NoMatchingInstanceTypeError } from './errors';
 import { compareStrings, goQuote } from './text';
+
+/**
+ * Keys kept on a machine and shown but never matched against a type (the
+ * keys EC2 cannot honour: ec2/validator.ts reports them as unsupported).
+ */
+export const UNMATCHED_CONSTRAINTS: readonly ConstraintKey[] = [
+  'tags',
+  'virt-type',
+  'allocate-public-ip',
+];
 
 /** One instance type of a region's catalogue. */
 export interface InstanceTypeInfo {
@@ -142,7 +151,7 @@ export function matchingInstanceTypes(
   region: string,
   catalogue: readonly InstanceTypeInfo[],
   requested: Constraints,
-  unsupported: readonly ConstraintKey[] = EC2_UNSUPPORTED_CONSTRAINTS,
+  unsupported: readonly ConstraintKey[] = UNMATCHED_CONSTRAINTS,
 ): InstanceTypeInfo[] {
   const constraints = withoutConstraints(requested, unsupported);
   const arch = hasArch(constraints) ? [constraints.arch ?? ''] : undefined;

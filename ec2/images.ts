@@ -1,5 +1,6 @@
 import { DescribeImagesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { archToEc2, ubuntuImageNamePattern } from '../core';
+import { IMAGES_TTL_MS } from '../core/cache-ttl';
 
 /** Canonical's AWS account: the owner of official Ubuntu images. */
 export const CANONICAL_OWNER = '099720109477';
@@ -32,7 +33,7 @@ export class ImageFinder {
 
   constructor(
     private readonly ec2: EC2Client,
-    private readonly ttlMs = 10 * 60_000,
+    private readonly ttlMs = IMAGES_TTL_MS,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -5,6 +5,7 @@ import {
   type InstanceTypeInfo as Ec2InstanceTypeInfo,
 } from '@aws-sdk/client-ec2';
 import { archFromEc2, type InstanceTypeInfo } from '../core';
+import { INSTANCE_TYPES_TTL_MS } from '../core/cache-ttl';
 
 /** One instance type as the provisioner sees it (core's shape: cores are vCPUs, memory in MiB). */
 export type CatalogueEntry = InstanceTypeInfo & { currentGeneration: boolean };
@@ -40,7 +41,7 @@ export class InstanceTypeCatalogue {
 
   constructor(
     private readonly ec2: EC2Client,
-    private readonly ttlMs = 60 * 60_000,
+    private readonly ttlMs = INSTANCE_TYPES_TTL_MS,
     private readonly now: () => number = Date.now,
   ) {}
 

@@ -18,13 +18,8 @@ export interface RegionOfferings {
   instanceTypes(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>>;
 }
 
-/** Zones and offered types change rarely: one read per region and hour per container. */
-export const OFFERINGS_TTL_MS = 60 * 60 * 1000;
-/**
- * A failed or timed-out read is remembered this long: during an EC2 outage a
- * request pays the deadline once a minute per container, not every time.
- */
-export const OFFERINGS_FAILURE_TTL_MS = 60 * 1000;
+import { OFFERINGS_FAILURE_TTL_MS, OFFERINGS_TTL_MS } from '../core/cache-ttl';
+export { OFFERINGS_FAILURE_TTL_MS, OFFERINGS_TTL_MS };
 /**
  * The whole up-front check (every read it needs, in parallel, one attempt
  * each) waits this long at most; past it the request goes on unchecked. Far

@@ -1,8 +1,8 @@
 import { DescribeAvailabilityZonesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import type { AvailabilityZone } from '../core';
 
-/** DESIGN.md: zone states are read fresh for each choice, through a cache that lives at most 5 s. */
-export const ZONE_CACHE_MAX_MS = 5_000;
+import { ZONE_CACHE_MAX_MS } from '../core/cache-ttl';
+export { ZONE_CACHE_MAX_MS };
 
 /**
  * A region's availability zones and their states, shared by every zone

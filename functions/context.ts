@@ -22,10 +22,19 @@ import { ec2PlanSources } from './plan-sources';
 
 let context: ServiceContext | undefined;
 
-/** The context, with the request's `step` (Idempotency-Key) and caller when given. */
+/**
+ * The context, with the request's `step` (Idempotency-Key) and caller when
+ * given, and the time the request's operation began (a plan's deadline counts
+ * from it).
+ */
 export function serviceContext(step?: ServiceContext['step'], user?: string): ServiceContext {
-  const base = sharedContext();
-  return step || user ? { ...base, ...(step ? { step } : {}), ...(user ? { user } : {}) } : base;
+  const requestStartedAt = Date.now();
+  return {
+    ...sharedContext(),
+    ...(step ? { step } : {}),
+    ...(user ? { user } : {}),
+    requestStartedAt,
+  };
 }
 
 function sharedContext(): ServiceContext {

@@ -1,35 +1,39 @@
+import { errorStatus, type ErrorCode, type UnlistedErrorCode } from '../core/error-codes';
+
 /**
- * Errors the API maps to HTTP statuses by type. Domain errors from core/
- * carry their own `code`; these cover what is not domain logic.
+ * Errors of the HTTP layer (authentication, routing, parsing). Domain errors
+ * from core/ carry their own `code`; these cover what is not domain logic.
+ * Each status is its code's in core/error-codes.ts.
  */
 export class ApiError extends Error {
+  readonly status: number;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode | UnlistedErrorCode,
     message: string,
   ) {
     super(message);
+    this.status = errorStatus(code);
   }
 }
 
 export class BadRequestError extends ApiError {
   override readonly name = 'BadRequestError';
   constructor(message: string) {
-    super(400, 'bad-request', message);
+    super('bad-request', message);
   }
 }
 
 export class UnauthorizedError extends ApiError {
   override readonly name = 'UnauthorizedError';
   constructor(message = 'missing or invalid bearer token') {
-    super(401, 'unauthorized', message);
+    super('unauthorized', message);
   }
 }
 
 export class NotFoundError extends ApiError {
   override readonly name = 'NotFoundError';
   constructor(message: string) {
-    super(404, 'not-found', message);
+    super('not-found', message);
   }
 }
 
@@ -45,7 +49,6 @@ export class MethodNotAllowedError extends ApiError {
     readonly allow: readonly string[],
   ) {
     super(
-      405,
       'method-not-allowed',
       `method ${method} not allowed for ${path} (allowed: ${allow.join(', ')})`,
     );
@@ -55,14 +58,14 @@ export class MethodNotAllowedError extends ApiError {
 export class NotImplementedError extends ApiError {
   override readonly name = 'NotImplementedError';
   constructor(message: string) {
-    super(501, 'not-implemented', message);
+    super('not-implemented', message);
   }
 }
 
 export class ConflictError extends ApiError {
   override readonly name = 'ConflictError';
   constructor(message: string) {
-    super(409, 'conflict', message);
+    super('conflict', message);
   }
 }
 
@@ -70,6 +73,6 @@ export class ConflictError extends ApiError {
 export class ForbiddenError extends ApiError {
   override readonly name = 'ForbiddenError';
   constructor(message = 'permission denied') {
-    super(403, 'forbidden', message);
+    super('forbidden', message);
   }
 }

@@ -8,7 +8,8 @@
  * pattern cannot say (whether a zone or instance type exists in the model's
  * region, whether a machine exists) is said in the field's description.
  */
-import { CONTAINER_TYPES, EC2_ARCHES } from '../core';
+import { CONTAINER_TYPES } from '../core';
+import { EC2_ARCHES } from '../ec2/validator';
 
 const alt = (words: readonly string[]) => `(?:${words.join('|')})`;
 

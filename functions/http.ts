@@ -4,7 +4,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import type { z } from 'zod';
-import { domainErrorStatus } from '../core/error-codes';
+import { domainErrorStatus, ERROR_STATUS } from '../core/error-codes';
 import { ADMIN_USER, controllerAtLeast, modelAtLeast, type ModelAccess } from '../core/access';
 import { dynamoDbClient } from '../config/clients';
 import { serviceEndpoints } from '../config/env';
@@ -125,7 +125,7 @@ export function toErrorResponse(err: unknown): APIGatewayProxyStructuredResultV2
     if (status !== undefined) return errorResponse(status, code as string, err.message);
   }
   logger.error('unhandled error', { error: err as Error });
-  return errorResponse(500, 'internal', 'internal error');
+  return errorResponse(ERROR_STATUS.internal, 'internal', 'internal error');
 }
 
 function parseJsonBody(event: APIGatewayProxyEventV2): unknown {
@@ -181,15 +181,26 @@ export function asDocumentedRoute(event: APIGatewayProxyEventV2): APIGatewayProx
  * is still answered by that route (a 400 naming the id), as the path answered
  * before the greedy routes: only when the path is no other route's (a wrong
  * method on `…/machines/3/retry` is a 405 naming POST) and the id has a
- * container id's shape (`0/lxd/x`, `0/kvm/1`: an odd number of segments);
- * any other path (`…/machines/3/foo`) is no route at all, a 404.
+ * container id's shape (`0/lxd/x`, `0/kvm/1`: an odd number of segments,
+ * every second one a container type Juju names); any other path
+ * (`…/machines/3/foo`, `…/machines/3/foo/bar`) is no route at all, a 404.
  */
 function answersAsDocumented(rawPath: string, id: string | undefined): boolean {
   if (id === undefined) return false;
   if (PATH_PARAMETERS.id.schema.safeParse(id).success) return true;
   if (allowedMethods(rawPath).length > 0) return false;
-  return id.split('/').length % 2 === 1;
+  const segments = id.split('/');
+  return (
+    segments.length % 2 === 1 &&
+    segments.every((s, i) => i % 2 === 0 || JUJU_CONTAINER_TYPES.has(s))
+  );
 }
+
+/**
+ * The container types Juju's machine ids name (`0/lxd/1`; `kvm` and the
+ * retired `lxc` are still ids' shape although only `lxd` is provisioned here).
+ */
+const JUJU_CONTAINER_TYPES: ReadonlySet<string> = new Set(['lxd', 'kvm', 'lxc']);
 
 /**
  * Builds a Lambda handler for one route group: who is calling and whether
@@ -268,7 +279,7 @@ export function createHandler(
     } catch (err) {
       response = toErrorResponse(err);
     }
-    if (caller && !(dryRun && response.statusCode !== 403)) {
+    if (caller && !(dryRun && response.statusCode !== ERROR_STATUS.forbidden)) {
       await audit(gate(), caller, event, response, hiddenModel);
     }
     return response;
@@ -291,7 +302,7 @@ async function audit(
 ): Promise<void> {
   const method = event.requestContext?.http?.method ?? event.routeKey.split(' ')[0] ?? '';
   const status = response.statusCode ?? 200;
-  if (!IDEMPOTENT_METHODS.has(method) && status !== 403) return;
+  if (!IDEMPOTENT_METHODS.has(method) && status !== ERROR_STATUS.forbidden) return;
   const entry: AuditEntry = {
     time: new Date().toISOString(),
     user: caller.user,
@@ -413,12 +424,16 @@ async function runOnce(
   switch (claim.kind) {
     case 'mismatch':
       return errorResponse(
-        422,
+        ERROR_STATUS['idempotency-key-reused'],
         'idempotency-key-reused',
         'this Idempotency-Key was used with another request (method, path or body)',
       );
     case 'in-flight':
-      return errorResponse(409, 'conflict', 'a request with this Idempotency-Key is still running');
+      return errorResponse(
+        ERROR_STATUS.conflict,
+        'conflict',
+        'a request with this Idempotency-Key is still running',
+      );
     case 'replay':
       return json(claim.response.status, claim.response.body);
     case 'run':
@@ -441,7 +456,7 @@ async function runOnce(
   } catch (err) {
     response = toErrorResponse(err);
     stored = {
-      status: response.statusCode ?? 500,
+      status: response.statusCode ?? ERROR_STATUS.internal,
       body: JSON.parse(String(response.body)) as unknown,
     };
   }
@@ -483,7 +498,7 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown, what = 'field'
   // a domain rule's own refusal (functions/schemas.ts refusedBy): its text and code, as it is
   if (issue.code === 'custom' && (issue.params as Partial<WholeIssueParams> | undefined)?.whole) {
     const code = (issue.params as WholeIssueParams).code;
-    throw new ApiError(400, code, issue.message);
+    throw new ApiError(code, issue.message);
   }
   if (issue.code === 'unrecognized_keys') {
     throw new BadRequestError(

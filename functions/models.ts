@@ -23,18 +23,18 @@ export const handler = createHandler(
       return { status: 201, body: model };
     },
     'GET /v1/models': async (req) => {
-      const { summary } = parseBody(ModelsQuery, req.query, 'query parameter');
-      return {
-        status: 200,
-        body: {
-          // only the models the caller can read; a superuser reads every model
-          models: await listModels(
-            serviceContext(),
-            req.caller?.access === 'superuser' ? undefined : (req.caller?.user ?? ''),
-            { summary: summary !== undefined && summary !== 'false' },
-          ),
+      const { summary, limit, cursor } = parseBody(ModelsQuery, req.query, 'query parameter');
+      // only the models the caller can read; a superuser reads every model
+      const page = await listModels(
+        serviceContext(),
+        req.caller?.access === 'superuser' ? undefined : (req.caller?.user ?? ''),
+        {
+          summary: summary !== undefined && summary !== 'false',
+          ...(limit !== undefined ? { limit: Number(limit) } : {}),
+          ...(cursor !== undefined ? { cursor } : {}),
         },
-      };
+      );
+      return { status: 200, body: page };
     },
     'GET /v1/models/{model}': async (req) => ({
       status: 200,

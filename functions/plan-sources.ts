@@ -28,7 +28,7 @@ export function ec2PlanSources(
     // answers without prices; the lookup goes on meanwhile, so a slow price list still fills
     // the cache for the next plans; one that fails is asked again soon after. In Lambda the
     // lookup only moves while a request runs: one that was frozen past its timeout is not a
-    // failure and is started again (InstancePrices, FROZEN_FACTOR)
+    // failure and is started again (InstancePrices, FROZEN_SLACK_MS)
     timeoutMs: 60_000,
     failureTtlMs: 30_000,
     log: () => undefined,

@@ -222,18 +222,25 @@ function upTo(max: number): string {
   return `^(?:[1-9][0-9]?|${hundreds.join('|')})$`;
 }
 
-const AuditLimit = z
-  .string()
-  .regex(/^[1-9][0-9]{0,2}$/, { error: `must be a whole number from 1 to ${LIMITS.auditPage}` })
-  .refine((v) => Number(v) <= LIMITS.auditPage, {
-    error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
-  })
-  .optional()
-  .meta({
-    description: `Entries per page, 1 to ${LIMITS.auditPage} (default 100).`,
-    // the regex and the bound above as one pattern (the document's, for 1 to 500)
-    pattern: upTo(LIMITS.auditPage),
-  });
+/** A page size, 1 to LIMITS.auditPage (the audit's and the models list's). */
+function pageLimit(description: string) {
+  return z
+    .string()
+    .regex(/^[1-9][0-9]{0,2}$/, {
+      error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
+    })
+    .refine((v) => Number(v) <= LIMITS.auditPage, {
+      error: `must be a whole number from 1 to ${LIMITS.auditPage}`,
+    })
+    .optional()
+    .meta({
+      description,
+      // the regex and the bound above as one pattern (the document's, for 1 to 500)
+      pattern: upTo(LIMITS.auditPage),
+    });
+}
+
+const AuditLimit = pageLimit(`Entries per page, 1 to ${LIMITS.auditPage} (default 100).`);
 
 export const AuditQuery = z.strictObject({
   since: z.iso
@@ -396,13 +403,34 @@ export {
   type StatusView,
 } from '../service/views';
 
-export const ModelList = z.object({ models: z.array(ModelListEntry) }).meta({ id: 'ModelList' });
+export const ModelList = z
+  .object({
+    models: z.array(ModelListEntry),
+    cursor: z.string().optional().meta({
+      description:
+        'Present when more models follow (a page was asked for: `summary`, `limit` or `cursor`).',
+    }),
+  })
+  .meta({ id: 'ModelList' });
 
 /** Unknown query parameters are ignored, as before `summary` existed (a cache-buster must not break the list). */
 export const ModelsQuery = z.object({
-  summary: z.enum(['true', 'false', '']).optional().meta({
+  summary: z
+    .enum(['true', 'false', ''])
+    .optional()
+    .meta({
+      description:
+        "Also each model's machine and unit counts, last change and the caller's access; empty means " +
+        'true. A summary is paged (100 models by default, by name): follow `cursor`.',
+    }),
+  limit: pageLimit(
+    'Models per page, 1 to 500; with it (or `cursor`, or `summary`) the list is paged by name ' +
+      '(default 100), else every model is answered at once.',
+  ),
+  cursor: text(LIMITS.cursor).optional().meta({
+    pattern: '^[A-Za-z0-9_-]+$',
     description:
-      "Also each model's machine and unit counts, last change and the caller's access; empty means true.",
+      'The `cursor` of the previous page: an opaque token only the server makes; any other is `400 invalid cursor`.',
   }),
 });
 

@@ -1,6 +1,7 @@
 import { serviceContext } from './context';
 import { removeUnit } from '../service/unit-removal';
-import { addUnits, planAddUnits } from '../service/units';
+import { addUnits } from '../service/units';
+import { planAddUnits } from '../service/unit-plan';
 import { createHandler, groupOperations, param, parseBody } from './http';
 import { AddUnits } from './schemas';
 

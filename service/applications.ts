@@ -2,8 +2,12 @@ import { checkUnitOnMachineBase } from '../core';
 import { InvalidRequestError, isRefusal } from './errors';
 import type { ApplicationView, ConstraintsView, PlanView } from './views';
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { appKey, relationItem } from '../state/repository';
-import { createApplication } from '../state/writes';
+import {
+  bumpApplicationVersion,
+  createRelation,
+  setApplicationConstraints as writeApplicationConstraints,
+} from '../state/application-writes';
+import { createApplication, guardModelAndApp } from '../state/writes';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import type { Placement } from '../core';
 import { buildPlan } from './plans';
@@ -23,13 +27,9 @@ import {
   removeApplicationContents,
   removeInBackground,
 } from './removal-batches';
-import {
-  addUnits,
-  checkUnitPlacements,
-  guardModelAndApp,
-  unitPlanEntries,
-  type PlacedUnit,
-} from './units';
+import { checkUnitPlacements } from './unit-placement';
+import { unitPlanEntries } from './unit-plan';
+import { addUnits, type PlacedUnit } from './units';
 
 export interface DeployInput {
   name: string;
@@ -253,12 +253,7 @@ export async function setApplicationConstraints(
   const view = constraintsView(text);
   await checkOffered(ctx, modelRecord.region, { constraints: view.constraints });
   const tx = ctx.repo.transaction();
-  tx.update(appKey(model, app), 'SET #c = :c', {
-    condition: 'life = :alive AND subordinate = :false',
-    names: { '#c': 'constraints' },
-    values: { ':c': view.constraints, ':alive': 'alive', ':false': false },
-    onFail: new EntityConflictError(`application "${app}" is being destroyed`),
-  });
+  writeApplicationConstraints(tx, model, app, view.constraints);
   await ctx.repo.commit(tx);
   return view;
 }
@@ -342,19 +337,9 @@ async function relateOnce(
   guardModelAndApp(tx, model, []);
   // Bumping both versions makes a unit being added to either concurrently
   // retry, so it is written with its new subordinates or before the relation.
-  for (const app of [appA, appB]) {
-    tx.update(appKey(model, app.name), 'SET version = :next', {
-      condition: 'life = :alive AND version = :v',
-      values: { ':alive': 'alive', ':v': app.version ?? 0, ':next': (app.version ?? 0) + 1 },
-    });
-  }
+  for (const app of [appA, appB]) bumpApplicationVersion(tx, app);
   const exists = new EntityConflictError(`relation "${a} ${b}" already exists`);
-  tx.put(
-    relationItem({ model, endpoints: [a, b], createdAt: ctx.now().toISOString() }),
-    'attribute_not_exists(pk)',
-    undefined,
-    exists,
-  );
+  createRelation(tx, { model, endpoints: [a, b], createdAt: ctx.now().toISOString() }, exists);
   const fansOut = appA.subordinate !== appB.subordinate;
   const [principal, subordinate] = appA.subordinate ? [appB, appA] : [appA, appB];
   try {

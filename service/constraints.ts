@@ -1,11 +1,6 @@
 import type { ConstraintsView } from './views';
-import {
-  constraintsToString,
-  createEc2Validator,
-  mergeConstraints,
-  parseConstraints,
-  type Constraints,
-} from '../core';
+import { constraintsToString, parseConstraints, type Constraints } from '../core';
+import { createEc2Validator, mergeConstraints } from '../ec2/validator';
 
 /**
  * Constraints as the API takes them: Juju's grammar, EC2's validator

@@ -43,6 +43,13 @@ export interface ServiceContext {
    * plans count them in `estimatedSeconds`; absent, plans take EC2's buckets as full and say so.
    */
   launchRecord?: Pick<LaunchRecordStore, 'read'>;
+  /**
+   * When the request began (ms since the epoch), as functions/context.ts
+   * takes it: a plan's EC2 read deadline counts from here, so the time spent
+   * before its first read (DynamoDB reads, the decision) is counted too.
+   * Absent (tests), the deadline counts from the plan's first read.
+   */
+  requestStartedAt?: number;
 }
 
 /** Runs `run` as a step of the request (once per Idempotency-Key), or just runs it. */

@@ -1,14 +1,13 @@
 import { TRANSACTION_LIMIT } from '../state/repository';
-import { createApplication, createMachine, createUnit } from '../state/writes';
+import { createApplication, createMachine, createUnit, guardModelAndApp } from '../state/writes';
 import type { ApplicationRecord, ModelRecord } from '../state/types';
 import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
-import { guardModelAndApp, startWorkflows, type PlacedUnit } from './units';
+import type { PlacedUnit } from './units';
+import { startWorkflows } from './workflow-start';
 import { retryOnConcurrentChange } from '../state/errors';
 
-/** DynamoDB's limit of items in one transaction (state/table.ts). */
-const TRANSACTION_ITEMS = TRANSACTION_LIMIT;
 /** The model check and the application itself. */
 const FIXED_ITEMS = 2;
 /** A unit on a new machine of its own: the machine and the unit. */
@@ -19,7 +18,7 @@ const ITEMS_PER_UNIT = 2;
  * transaction as its application (a new application has no relations yet,
  * so no subordinate units ride along).
  */
-export const MAX_UNITS_AT_ONCE = Math.floor((TRANSACTION_ITEMS - FIXED_ITEMS) / ITEMS_PER_UNIT);
+export const MAX_UNITS_AT_ONCE = Math.floor((TRANSACTION_LIMIT - FIXED_ITEMS) / ITEMS_PER_UNIT);
 
 /** True when `deployAtOnce` can write the whole deploy as one transaction. */
 export function fitsOneTransaction(numUnits: number, directives: readonly string[]): boolean {

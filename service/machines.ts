@@ -11,9 +11,9 @@ import {
   EntityNotFoundError,
   retryOnConcurrentChange,
 } from '../state/errors';
-import { machineItem, machineKey, machineWriteChunks } from '../state/repository';
+import { machineWriteChunks } from '../state/repository';
 import type { MachineRecord, ModelRecord } from '../state/types';
-import type { Placement } from '../core';
+import { checkContainerHost, checkZoneInRegion, type Placement } from '../core';
 import type { PlanView } from './views';
 import { buildPlan, type PlanEntry } from './plans';
 import { collapseConstraints, validateConstraints } from './constraints';
@@ -24,16 +24,12 @@ import {
   placementText,
   validateBase,
 } from './placement';
-import { checkOffered } from './offerings';
+import { checkOffered, checkRetryConstraints } from './offerings';
 import { isProvisioned, newMachine } from './records';
 import { isWorkflowServiceUnavailable } from './workflows';
-import {
-  checkContainerHost,
-  checkZoneInRegion,
-  guardModelAndApp,
-  startWorkflows,
-  updateMachineMembership,
-} from './units';
+import { createMachine, guardModelAndApp, updateMachineMembership } from '../state/writes';
+import { setErrorMachineConstraints } from '../state/machine-writes';
+import { startWorkflows } from './workflow-start';
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
 const MAX_MACHINES = 1000;
@@ -175,11 +171,7 @@ export async function addMachines(
           throw new EntityConflictError(`machine ${hostId} is being destroyed`);
         const tx = ctx.repo.transaction();
         guardModelAndApp(tx, model, []);
-        for (const id of ids)
-          tx.put(
-            machineItem(newMachine({ model, id, base, constraints, now })),
-            'attribute_not_exists(pk)',
-          );
+        for (const id of ids) createMachine(tx, newMachine({ model, id, base, constraints, now }));
         updateMachineMembership(tx, current, {
           principals: current.principals,
           applications: current.applications,
@@ -273,10 +265,9 @@ export async function retryMachine(
   constraints?: string,
 ): Promise<void> {
   const modelRecord = await ctx.repo.getModel(model);
+  const own = constraints === undefined ? undefined : validateConstraints(constraints).canonical;
   const replacement =
-    constraints === undefined
-      ? undefined
-      : collapseConstraints(modelRecord.constraints, validateConstraints(constraints).canonical);
+    own === undefined ? undefined : collapseConstraints(modelRecord.constraints, own);
   const notInError = (m: MachineRecord) =>
     new EntityConflictError(
       `machine ${id} is not in an error state (${m.life === 'alive' ? m.status : m.life})`,
@@ -284,23 +275,16 @@ export async function retryMachine(
   const machine = await ctx.repo.getMachine(model, id);
   if (machine.status !== 'error' || machine.life !== 'alive') throw notInError(machine);
   if (replacement !== undefined) {
-    await checkOffered(ctx, modelRecord.region, { constraints: replacement });
-    const tx = ctx.repo.transaction();
-    tx.update(
-      machineKey(model, id),
-      'SET #c = :c, version = if_not_exists(version, :zero) + :one',
-      {
-        condition: '#s = :error',
-        names: { '#c': 'constraints', '#s': 'status' },
-        values: {
-          ':c': replacement,
-          ':error': 'error',
-          ':zero': 0,
-          ':one': 1,
-        },
-        onFail: new EntityConflictError(`machine ${id} changed meanwhile`),
-      },
+    // the retry's own values; the model's stored ones only where the machine cannot launch
+    await checkRetryConstraints(
+      ctx,
+      modelRecord.region,
+      own!,
+      modelRecord.constraints,
+      replacement,
     );
+    const tx = ctx.repo.transaction();
+    setErrorMachineConstraints(tx, model, id, replacement);
     try {
       await ctx.repo.commit(tx);
     } catch (err) {

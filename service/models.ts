@@ -112,27 +112,75 @@ export async function updateModel(
 /** Models whose contents are read at once for `summary`. */
 const SUMMARY_LANES = 8;
 
+/** A page of the models list when a page is asked for (`limit`, `cursor`) or `summary` is. */
+export const MODELS_PAGE_DEFAULT = 100;
+
+/** Where the next page starts: after this model name (opaque to clients). */
+function modelsCursor(after: string): string {
+  return Buffer.from(JSON.stringify({ after }), 'utf8').toString('base64url');
+}
+
+/** The name a cursor this server made continues after; anything else is `400 invalid cursor`. */
+function modelsCursorAfter(cursor: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new InvalidRequestError('invalid cursor');
+  }
+  const after = (value as { after?: unknown } | null)?.after;
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Object.keys(value).length !== 1 ||
+    typeof after !== 'string' ||
+    after === '' ||
+    after.length > 255 ||
+    modelsCursor(after) !== cursor
+  ) {
+    throw new InvalidRequestError('invalid cursor');
+  }
+  return after;
+}
+
 /**
  * Every model, or with `readableBy`, only those that user can read (a
  * superuser is not filtered). With `summary`, each model also carries its
  * machine and unit counts, last change and the caller's access (Juju's
  * `models` columns), so a client needs one request, not one per model.
+ * With `summary`, `limit` or `cursor`, one page (by name; `limit` models,
+ * default MODELS_PAGE_DEFAULT) and the cursor of the next when more follow:
+ * a summary reads each model's contents, so it is never read for every model
+ * at once. Without any of them, every model, as before paging.
  */
 export async function listModels(
   ctx: ServiceContext,
   readableBy?: string,
-  options: { summary?: boolean } = {},
-): Promise<ModelListEntryView[]> {
+  options: { summary?: boolean; limit?: number; cursor?: string } = {},
+): Promise<{ models: ModelListEntryView[]; cursor?: string }> {
+  const after = options.cursor === undefined ? undefined : modelsCursorAfter(options.cursor);
+  const paged = options.summary === true || options.limit !== undefined || after !== undefined;
   const all = await ctx.repo.listModels();
   const grants =
     readableBy === undefined || !ctx.access
       ? undefined
       : await ctx.access.grantsOf(all.map((m) => m.name));
-  const models =
+  const readable =
     grants === undefined || readableBy === undefined
       ? all
       : all.filter((m) => grants.get(m.name)?.users[readableBy] !== undefined);
-  if (!options.summary) return models.map(modelView);
+  let models = readable;
+  let cursor: string | undefined;
+  if (paged) {
+    const limit = options.limit ?? MODELS_PAGE_DEFAULT;
+    const from = [...readable]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .filter((m) => after === undefined || m.name > after);
+    models = from.slice(0, limit);
+    if (from.length > limit) cursor = modelsCursor(models[models.length - 1]!.name);
+  }
+  const page = (list: ModelListEntryView[]) => ({ models: list, ...(cursor ? { cursor } : {}) });
+  if (!options.summary) return page(models.map(modelView));
   const out: ModelListEntryView[] = models.map(modelView);
   let next = 0;
   const lane = async () => {
@@ -163,7 +211,7 @@ export async function listModels(
     }
   };
   await Promise.all(Array.from({ length: Math.min(SUMMARY_LANES, models.length) }, lane));
-  return out;
+  return page(out);
 }
 
 export async function getModel(ctx: ServiceContext, name: string): Promise<ModelView> {

@@ -36,6 +36,8 @@ export interface PlanSources {
   budget: LaunchBudget;
   /** How long a plan waits for `prices` before answering without them (default: plans.ts PRICE_DEADLINE_MS). */
   priceDeadlineMs?: number;
+  /** How long a plan's EC2 reads may take together before it is refused 503 (default: plans.ts PLAN_READS_DEADLINE_MS). */
+  readsDeadlineMs?: number;
 }
 
 /**

@@ -24,7 +24,8 @@ import {
 } from '../state/zone-counts';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import type { ServiceContext } from './context';
-import { launchBudgetFromEnv } from './plan-sources';
+import { DependencyUnavailableError } from './errors';
+import { launchBudgetFromEnv, type PlanSources } from './plan-sources';
 
 /** Hours in a month, as AWS's own price pages count them. */
 export const HOURS_PER_MONTH = 730;
@@ -82,7 +83,8 @@ export async function buildPlan(
   entries: readonly PlanEntry[],
 ): Promise<PlanView> {
   const notes: string[] = [];
-  const sources = ctx.planSources;
+  // every EC2 read of this plan answers by one deadline, or the plan is refused (503)
+  const sources = ctx.planSources && boundedReads(ctx.planSources, ctx.requestStartedAt);
   const launches = entries.filter((e) => e.kind === 'launch');
   let zones: AvailabilityZone[] = [];
   let catalogue: readonly InstanceTypeInfo[] = [];
@@ -123,6 +125,7 @@ export async function buildPlan(
           if (late !== undefined) [prices, priced] = [late, true];
         }
       } catch (err) {
+        if (err instanceof PlanReadsDeadlineError) throw err;
         notes.push(
           `EC2 could not be asked (${err instanceof Error ? err.name : String(err)}): ` +
             'zones, instance types and prices are not known',
@@ -147,7 +150,7 @@ export async function buildPlan(
     const key = JSON.stringify([e.constraints, e.placement ?? null]);
     let choice = choices.get(key);
     if (!choice) {
-      choice = typeFor(ctx, model, e, catalogue, prices, zones);
+      choice = typeFor(sources!, model, e, catalogue, prices, zones);
       choices.set(key, choice);
     }
     return choice;
@@ -285,6 +288,7 @@ export async function buildPlan(
           zones.map((z) => z.name),
         );
       } catch (err) {
+        if (err instanceof PlanReadsDeadlineError) throw err;
         notes.push(ec2ReadNote(err, `the zones offering ${type.name}`));
       }
       const offering = new Set(offered ?? []);
@@ -418,6 +422,66 @@ export function priceLookupTimeoutNote(timeoutMs: number): string {
   );
 }
 
+/**
+ * How long a plan's EC2 reads (zones, instance types, offerings, subnets) may
+ * take together, counted from the start of the request (the time spent before
+ * the first read is in API Gateway's 29 s too): a cold catalogue read once took
+ * 34 s, past API Gateway's 29 s, which then answers a bare 503 of its own. The
+ * plan answers its own `503 unavailable` by then, naming what did not answer;
+ * the reads go on and fill the caches for the next plan.
+ */
+export const PLAN_READS_DEADLINE_MS = 20_000;
+
+/** A plan's EC2 reads did not all answer by PLAN_READS_DEADLINE_MS: the plan is refused, 503. */
+export class PlanReadsDeadlineError extends DependencyUnavailableError {
+  constructor(deadlineMs: number, pending: readonly string[]) {
+    super(
+      `EC2 did not answer within ${deadlineMs / 1000} s for this plan ` +
+        `(still waiting for ${pending.length > 0 ? pending.join(', ') : 'a read'}); ` +
+        'nothing was planned, try again shortly',
+    );
+  }
+}
+
+/**
+ * The plan sources with their EC2 reads bounded by one deadline, counted from
+ * the request's start (`startedAt`; without it, from the first read): a read
+ * still unanswered then rejects with PlanReadsDeadlineError naming every read
+ * still under way (the price list keeps its own, shorter deadline: a plan
+ * answers without prices).
+ */
+function boundedReads(sources: PlanSources, startedAt?: number): PlanSources {
+  const deadlineMs = sources.readsDeadlineMs ?? PLAN_READS_DEADLINE_MS;
+  let end: number | undefined = startedAt === undefined ? undefined : startedAt + deadlineMs;
+  const pending = new Map<string, number>();
+  const read = <T>(what: string, value: Promise<T>): Promise<T> => {
+    end ??= Date.now() + deadlineMs;
+    pending.set(what, (pending.get(what) ?? 0) + 1);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new PlanReadsDeadlineError(deadlineMs, [...pending.keys()])),
+        Math.max(0, end! - Date.now()),
+      );
+    });
+    return Promise.race([value, late]).finally(() => {
+      clearTimeout(timer);
+      const n = (pending.get(what) ?? 1) - 1;
+      if (n > 0) pending.set(what, n);
+      else pending.delete(what);
+    });
+  };
+  return {
+    ...sources,
+    zones: (region) => read(`the availability zones of ${region}`, sources.zones(region)),
+    catalogue: (region) => read(`the instance types of ${region}`, sources.catalogue(region)),
+    zonesOffering: (region, type, zones) =>
+      read(`the zones offering ${type}`, sources.zonesOffering(region, type, zones)),
+    findSubnet: (region, idOrCidr) =>
+      read(`subnet ${idOrCidr}`, sources.findSubnet(region, idOrCidr)),
+  };
+}
+
 /** The value, or undefined once `ms` have passed without it. */
 function withDeadline<T>(value: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
@@ -438,14 +502,13 @@ function ec2ReadNote(err: unknown, what: string): string {
 }
 
 async function typeFor(
-  ctx: ServiceContext,
+  sources: PlanSources,
   model: ModelRecord,
   entry: Extract<PlanEntry, { kind: 'launch' }>,
   catalogue: readonly InstanceTypeInfo[],
   prices: ReadonlyMap<string, number>,
   zones: readonly AvailabilityZone[],
 ): Promise<TypeChoice> {
-  const sources = ctx.planSources!;
   let placementZone: string | undefined;
   if (entry.placement?.kind === 'zone') placementZone = entry.placement.zone;
   if (entry.placement?.kind === 'subnet') {
@@ -453,6 +516,7 @@ async function typeFor(
     try {
       subnet = await sources.findSubnet(model.region, entry.placement.subnet);
     } catch (err) {
+      if (err instanceof PlanReadsDeadlineError) throw err;
       return { zonesConstraint: [], error: ec2ReadNote(err, 'the subnet, zone and instance type') };
     }
     if (!subnet) {
@@ -481,6 +545,7 @@ async function typeFor(
       ...(placementZone !== undefined ? { placementZone } : {}),
     };
   } catch (err) {
+    if (err instanceof PlanReadsDeadlineError) throw err;
     if (!(err instanceof LaunchPlanError)) {
       // a read of EC2 failed (throttled, timed out): a plan that says so, never a 500
       return { zonesConstraint: [], error: ec2ReadNote(err, 'the instance type and zone') };

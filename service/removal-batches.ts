@@ -1,12 +1,11 @@
 import { ConcurrentChangeError, EntityNotFoundError } from '../state/errors';
 import {
-  appKey,
-  relationItem,
-  TRANSACTION_LIMIT,
-  unitKey,
-  type ModelContents,
-  type Transaction,
-} from '../state/repository';
+  deleteApplication,
+  deleteRelation,
+  markApplicationDying,
+} from '../state/application-writes';
+import { TRANSACTION_LIMIT, type ModelContents, type Transaction } from '../state/repository';
+import { deleteSubordinateUnit, setUnitSubordinates } from '../state/unit-writes';
 import type { MachineRecord, UnitRecord } from '../state/types';
 import type { RemovalTarget } from '../temporal/removal';
 import type { ServiceContext } from './context';
@@ -173,18 +172,15 @@ function unitGroups(
   }
   for (const [principalName, list] of byPrincipal) {
     const tx = ctx.repo.transaction();
-    for (const u of list) tx.delete(unitKey(model, u.name));
+    for (const u of list) deleteSubordinateUnit(tx, model, u.name);
     const principal = units.get(principalName);
     if (principal && !chosenNames.has(principalName)) {
       const gone = new Set(list.map((u) => u.name));
-      tx.update(unitKey(model, principal.name), 'SET subordinates = :s, version = :next', {
-        condition: 'version = :v',
-        values: {
-          ':s': principal.subordinates.filter((s) => !gone.has(s)),
-          ':v': principal.version ?? 0,
-          ':next': (principal.version ?? 0) + 1,
-        },
-      });
+      setUnitSubordinates(
+        tx,
+        principal,
+        principal.subordinates.filter((s) => !gone.has(s)),
+      );
     }
     groups.push({ tx, dead: [], units: list.length });
   }
@@ -241,21 +237,15 @@ export async function deleteApplications(
   const relations = (await ctx.repo.listRelations(model)).filter((r) =>
     r.endpoints.some((e) => names.has(e)),
   );
-  const keys = [
-    ...relations.map((r) => {
-      const item = relationItem(r);
-      return { pk: String(item.pk), sk: String(item.sk) };
-    }),
-  ];
-  for (let start = 0; start < keys.length; start += TRANSACTION_LIMIT) {
+  for (let start = 0; start < relations.length; start += TRANSACTION_LIMIT) {
     const tx = ctx.repo.transaction();
-    for (const key of keys.slice(start, start + TRANSACTION_LIMIT)) tx.delete(key);
+    for (const r of relations.slice(start, start + TRANSACTION_LIMIT)) deleteRelation(tx, r);
     await ctx.repo.commit(tx);
   }
-  const appKeys = apps.map((a) => appKey(model, a));
-  for (let start = 0; start < appKeys.length; start += TRANSACTION_LIMIT) {
+  for (let start = 0; start < apps.length; start += TRANSACTION_LIMIT) {
     const tx = ctx.repo.transaction();
-    for (const key of appKeys.slice(start, start + TRANSACTION_LIMIT)) tx.delete(key);
+    for (const app of apps.slice(start, start + TRANSACTION_LIMIT))
+      deleteApplication(tx, model, app);
     await ctx.repo.commit(tx);
   }
 }
@@ -268,10 +258,7 @@ export async function markApplicationsDying(
 ): Promise<void> {
   for (const app of apps) {
     const tx = ctx.repo.transaction();
-    tx.update(appKey(model, app), 'SET life = :dying', {
-      condition: 'attribute_exists(pk)',
-      values: { ':dying': 'dying' },
-    });
+    markApplicationDying(tx, model, app);
     try {
       await ctx.repo.commit(tx);
     } catch (err) {

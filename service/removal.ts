@@ -1,8 +1,14 @@
 import { EntityConflictError, EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { machineKey, unitKey, type Transaction } from '../state/repository';
+import type { Transaction } from '../state/repository';
+import { deleteMachine } from '../state/machine-writes';
+import {
+  deleteSubordinateUnit,
+  deleteUnitWithSubordinates,
+  setUnitSubordinates,
+} from '../state/unit-writes';
 import type { MachineRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
-import { updateMachineMembership } from './units';
+import { updateMachineMembership } from '../state/writes';
 
 /** The application of a unit name (`wordpress/3` → `wordpress`). */
 export const applicationOf = (unit: string): string => unit.slice(0, unit.lastIndexOf('/'));
@@ -49,20 +55,16 @@ export function writeMachineChange(
     return [];
   }
   if (machine.manual) {
-    tx.delete(machineKey(machine.model, machine.id), 'version = :v', {
-      ':v': machine.version ?? 0,
-    });
+    deleteMachine(tx, machine);
     return [];
   }
   updateMachineMembership(tx, machine, { ...next, life: 'dead' });
   return [machine.id];
 }
 
-export function removeUnitItems(tx: Transaction, unit: UnitRecord): void {
-  // under its version: a subordinate added meanwhile makes this retry and go too
-  tx.delete(unitKey(unit.model, unit.name), 'version = :v', { ':v': unit.version ?? 0 });
-  for (const sub of unit.subordinates) tx.delete(unitKey(unit.model, sub));
-}
+/** A unit's item under its version, with its subordinates' (state/unit-writes.ts). */
+export const removeUnitItems: (tx: Transaction, unit: UnitRecord) => void =
+  deleteUnitWithSubordinates;
 
 /** Removes one principal unit with its subordinates; its machine goes Dead if left empty. */
 export async function removePrincipalUnit(
@@ -95,18 +97,15 @@ export async function removeSubordinateUnit(
   await retryOnConcurrentChange(async () => {
     const unit = await ctx.repo.getUnit(model, unitName);
     const tx = ctx.repo.transaction();
-    tx.delete(unitKey(model, unitName));
+    deleteSubordinateUnit(tx, model, unitName);
     if (unit.principal !== undefined) {
       const principal = await ctx.repo.getUnit(model, unit.principal).catch(() => undefined);
       if (principal) {
-        tx.update(unitKey(model, principal.name), 'SET subordinates = :s, version = :next', {
-          condition: 'version = :v',
-          values: {
-            ':s': principal.subordinates.filter((s) => s !== unitName),
-            ':v': principal.version,
-            ':next': principal.version + 1,
-          },
-        });
+        setUnitSubordinates(
+          tx,
+          principal,
+          principal.subordinates.filter((s) => s !== unitName),
+        );
       }
     }
     await ctx.repo.commit(tx);

@@ -1,9 +1,9 @@
 import { EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { unitItem, unitKey } from '../state/repository';
+import { attachSubordinateUnit } from '../state/unit-writes';
+import { guardModelAndApp } from '../state/writes';
 import type { ApplicationRecord, UnitRecord } from '../state/types';
 import type { ServiceContext } from './context';
 import { newUnit } from './records';
-import { guardModelAndApp } from './units';
 
 /** Principal units whose subordinate units one transaction adds: 3 checks + 2 items each, under 100. */
 const UNITS_PER_TRANSACTION = 40;
@@ -65,15 +65,7 @@ export async function addSubordinateUnits(
           principal: unit.name,
           now,
         });
-        tx.put(unitItem(sub), 'attribute_not_exists(pk)');
-        tx.update(unitKey(model, unit.name), 'SET subordinates = :s, version = :next', {
-          condition: 'version = :v',
-          values: {
-            ':s': [...unit.subordinates, sub.name],
-            ':v': unit.version,
-            ':next': unit.version + 1,
-          },
-        });
+        attachSubordinateUnit(tx, unit, sub);
       }
       await ctx.repo.commit(tx);
     });
@@ -90,4 +82,18 @@ export async function fanOutIncomplete(
   return (await ctx.repo.listUnits(model, principal)).some((u) =>
     missingSubordinate(u, subordinate),
   );
+}
+
+/** The subordinate applications related to `app`. */
+export async function relatedSubordinates(
+  ctx: ServiceContext,
+  model: string,
+  app: string,
+): Promise<ApplicationRecord[]> {
+  const relations = await ctx.repo.listRelations(model);
+  const others = relations
+    .filter((r) => r.endpoints.includes(app))
+    .map((r) => (r.endpoints[0] === app ? r.endpoints[1] : r.endpoints[0]));
+  const apps = await Promise.all(others.map((name) => ctx.repo.getApplication(model, name)));
+  return apps.filter((a) => a.subordinate && a.life === 'alive');
 }

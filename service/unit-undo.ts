@@ -1,5 +1,6 @@
 import { EntityNotFoundError, retryOnConcurrentChange } from '../state/errors';
-import { machineKey, unitKey } from '../state/repository';
+import { setMachinePrincipals } from '../state/machine-writes';
+import { deleteUnitWithSubordinates } from '../state/unit-writes';
 import type { Life } from '../state/types';
 import type { ServiceContext } from './context';
 
@@ -33,8 +34,7 @@ export async function undoUnits(
       const unit = await ctx.repo.getUnit(model, r.name).catch(orUndefined);
       const tx = ctx.repo.transaction();
       if (unit) {
-        tx.delete(unitKey(model, unit.name), 'version = :v', { ':v': unit.version ?? 0 });
-        for (const sub of unit.subordinates) tx.delete(unitKey(model, sub));
+        deleteUnitWithSubordinates(tx, unit);
       }
       const going: string[] = [];
       for (const id of new Set([r.machine, ...r.created])) {
@@ -45,20 +45,7 @@ export async function undoUnits(
         if (r.created.includes(id) && principals.length === 0 && m.life === 'alive') {
           life = m.containers.length > 0 ? 'dying' : 'dead';
         }
-        tx.update(
-          machineKey(model, id),
-          'SET principals = :p, applications = :a, life = :life, version = :next',
-          {
-            condition: 'version = :v',
-            values: {
-              ':p': principals,
-              ':a': [...new Set(principals.map((p) => p.slice(0, p.lastIndexOf('/'))))].sort(),
-              ':life': life,
-              ':v': m.version ?? 0,
-              ':next': (m.version ?? 0) + 1,
-            },
-          },
-        );
+        setMachinePrincipals(tx, m, principals, life);
         if (life === 'dead' && m.life !== 'dead') going.push(id);
       }
       await ctx.repo.commit(tx);

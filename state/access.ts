@@ -4,7 +4,6 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
@@ -24,6 +23,8 @@ import {
   retryOnConcurrentChange,
   ConcurrentChangeError,
 } from './errors';
+import { doublingPause } from './backoff';
+import { batchGetAll } from './batch-get';
 import { modelPk } from './keys';
 import { documentClient, queryAll } from './table';
 
@@ -235,25 +236,11 @@ export class AccessStore {
   /** Grants on many models at once. */
   async grantsOf(models: readonly string[]): Promise<Map<string, ModelGrants>> {
     const result = new Map<string, ModelGrants>();
-    for (let i = 0; i < models.length; i += 100) {
-      let keys: Array<Record<string, unknown>> = models
-        .slice(i, i + 100)
-        .map((m) => ({ pk: modelPk(m), sk: ACCESS_SK }));
-      for (let attempt = 0; keys.length > 0; attempt++) {
-        const out = await this.doc.send(
-          new BatchGetCommand({
-            RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } },
-          }),
-        );
-        for (const item of out.Responses?.[this.tableName] ?? []) {
-          result.set(String(item.pk).slice('MODEL#'.length), toGrants(item));
-        }
-        keys = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Array<
-          Record<string, unknown>
-        >;
-        if (keys.length > 0)
-          await new Promise((r) => setTimeout(r, Math.min(1000, 50 * 2 ** attempt)));
-      }
+    const keys = models.map((m) => ({ pk: modelPk(m), sk: ACCESS_SK }));
+    for (const item of await batchGetAll(this.doc, this.tableName, keys, {
+      pause: doublingPause,
+    })) {
+      result.set(String(item.pk).slice('MODEL#'.length), toGrants(item));
     }
     return result;
   }

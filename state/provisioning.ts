@@ -41,7 +41,13 @@ export type ZoneChooser = (machines: readonly PlacementMachine[]) => string;
 
 export { MachineDeadError, ZoneClaimContendedError } from './zone-counts';
 import { LaunchBatchStore } from './launch-batches';
-import { ZoneCountStore, type ClaimRequest, type ClaimResult } from './zone-counts';
+import {
+  machineView,
+  ZoneCountStore,
+  type ClaimRequest,
+  type ClaimResult,
+  type MachineView,
+} from './zone-counts';
 
 export interface RunningRecord {
   instanceId: string;
@@ -97,6 +103,27 @@ export class ProvisioningStore {
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.random ? { random: options.random } : {}),
     });
+  }
+
+  /**
+   * The machine's item (strongly consistent; `toMachine` makes the record of
+   * it), with what a zone claim relies on of it (`ClaimRequest.view`): one
+   * read serves the workflow's snapshot, its plan and its claim. Undefined
+   * when there is no such machine.
+   */
+  async machineWithView(
+    model: string,
+    machineId: string,
+  ): Promise<{ item: Record<string, unknown>; view: MachineView } | undefined> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: machineSk(machineId) },
+        ConsistentRead: true,
+      }),
+    );
+    if (!out.Item) return undefined;
+    return { item: out.Item, view: machineView(out.Item) };
   }
 
   /** The zone the machine's workflow holds a claim on, if any. */

@@ -49,6 +49,12 @@ export function requireApplicationAlive(
   );
 }
 
+/** The model alive, and each of `apps` alive with a failure that names it. */
+export function guardModelAndApp(tx: Transaction, model: string, apps: readonly string[]): void {
+  requireModelAlive(tx, model);
+  for (const app of apps) requireApplicationAlive(tx, model, app, { named: true });
+}
+
 /**
  * A new application's item, written only where none of its name is
  * (else "application … already exists"); `nextUnit` when its first units

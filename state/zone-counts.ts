@@ -4,39 +4,49 @@ import {
   type DynamoDBClient,
 } from '@aws-sdk/client-dynamodb';
 import {
-  BatchGetCommand,
   GetCommand,
   TransactWriteCommand,
   UpdateCommand,
-  type TransactWriteCommandInput,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { leastPopulousPartition } from '../core/partitions';
+import {
+  assignZone,
+  bump,
+  claimGroups,
+  regroupDelta,
+  type GroupCounter,
+  type PartitionCounts,
+  type WorkingCounters,
+  type ZoneAsk,
+  type ZoneCounts,
+} from '../core/zone-assignment';
+import { jitteredPause } from './backoff';
+import { batchGetAll } from './batch-get';
 import { EntityNotFoundError } from './errors';
 import { machineSk, modelPk } from './keys';
-import { zoneCountSk } from './provisioning-keys';
 import type { Life } from './types';
 import { documentClient, TRANSACTION_LIMIT } from './table';
+import {
+  counterKey,
+  counterPut,
+  machineClaimItem,
+  regroupCondition,
+  releaseItems,
+  releaseUncountedMachine,
+  type TransactItem,
+} from './zone-count-items';
 
-type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
+// The pure assignment lives in core/zone-assignment.ts; its names are re-exported for the
+// store's callers.
+export {
+  countedGroups,
+  partitionKey,
+  type PartitionCounts,
+  type ZoneCounts,
+} from '../core/zone-assignment';
+
 type Item = Record<string, unknown>;
-
-/** Zone → machines of a distribution group in (or claimed for) it. */
-export type ZoneCounts = Record<string, number>;
-
-/** `<zone>#<partition>` → machines of a distribution group in that partition of that zone. */
-export type PartitionCounts = Record<string, number>;
-
-/** The key of a zone's partition in PartitionCounts. */
-export function partitionKey(zone: string, partition: number): string {
-  return `${zone}#${partition}`;
-}
-
-interface CounterState {
-  version: number;
-  counts: ZoneCounts;
-  partitions: PartitionCounts;
-}
+type CounterState = GroupCounter;
 
 /**
  * One machine's zone claim, as the workflow asks for it. `order` sees the
@@ -44,7 +54,7 @@ interface CounterState {
  * the zones to try, best first, or throws (e.g. NoSuitableZoneError), which
  * fails this claim alone.
  */
-export interface ClaimRequest {
+export interface ClaimRequest extends ZoneAsk {
   machineId: string;
   /**
    * The distribution groups the machine counts in (its applications as the
@@ -61,6 +71,13 @@ export interface ClaimRequest {
    * of them in the chosen zone (counted in the same counter items).
    */
   partitions?: number;
+  /**
+   * The machine as the caller read it a moment ago (strongly consistent,
+   * `machineView`): the claim's first round takes it instead of reading the
+   * machine again. Safe when stale: the claim's write is conditional on every
+   * field of the view, and a machine whose condition failed is read afresh.
+   */
+  view?: MachineView;
 }
 
 /** What a change of a machine's applications writes with it (ZoneCountStore.regroup). */
@@ -89,12 +106,7 @@ export class ZoneClaimContendedError extends Error {
 export type ClaimResult =
   { ok: true; zone: string; partition?: number } | { ok: false; error: unknown };
 
-/** The group counter key of a machine's applications; `[]` is the group of bare machines. */
-export function countedGroups(applications: readonly string[]): string[] {
-  return applications.length === 0 ? [''] : [...new Set(applications)].sort();
-}
-
-interface MachineView {
+export interface MachineView {
   exists: boolean;
   life?: Life;
   /** The machine's applications as recorded now: the groups it counts in (Juju's distribution group). */
@@ -159,9 +171,7 @@ export class ZoneCountStore {
   }
 
   private async pause(attempt: number): Promise<void> {
-    const sleep = this.options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
-    const random = this.options.random ?? Math.random;
-    await sleep(Math.floor(random() * Math.min(250, 10 * attempt)));
+    await jitteredPause(attempt, this.options);
   }
 
   /** A group's counts (strongly consistent), for tests and status. */
@@ -169,7 +179,7 @@ export class ZoneCountStore {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: zoneCountSk(group) },
+        Key: counterKey(model, group),
         ConsistentRead: true,
       }),
     );
@@ -182,7 +192,7 @@ export class ZoneCountStore {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: zoneCountSk(group) },
+        Key: counterKey(model, group),
         ConsistentRead: true,
       }),
     );
@@ -210,6 +220,7 @@ export class ZoneCountStore {
     // writer of a counter reads the counters again, and only the machines
     // whose own condition failed
     const known = new Map<string, MachineView>();
+    for (const r of requests) if (r.view) known.set(r.machineId, r.view);
     let remaining = requests.map((r, i) => ({ r, i }));
     for (let attempt = 1; remaining.length > 0; attempt++) {
       if (attempt > this.maxTries) {
@@ -307,49 +318,12 @@ export class ZoneCountStore {
         };
         return;
       }
-      const mine = claimGroups(request, m);
-      // a machine moving from an earlier claim leaves its old zone (and partition) first
-      if (m.countedZone) {
-        for (const g of m.countedGroups ?? []) {
-          bump(working, g, m.countedZone, -1, m.countedPartition);
-        }
-      }
-      const population: ZoneCounts = {};
-      for (const g of mine) {
-        for (const [zone, n] of Object.entries(working.get(g)?.counts ?? {})) {
-          population[zone] = (population[zone] ?? 0) + n;
-        }
-      }
-      let zone: string | undefined;
-      try {
-        zone = request.order(population)[0];
-      } catch (error) {
-        // undo the move: this machine keeps what it had
-        if (m.countedZone) {
-          for (const g of m.countedGroups ?? []) {
-            bump(working, g, m.countedZone, 1, m.countedPartition);
-          }
-        }
-        outcomes[k] = { ok: false, error };
+      const assigned = assignZone(working, request, m);
+      if (!assigned.ok) {
+        outcomes[k] = { ok: false, error: assigned.error };
         return;
       }
-      if (zone === undefined) {
-        outcomes[k] = { ok: false, error: new Error('no zone to claim') };
-        return;
-      }
-      let partition: number | undefined;
-      if (request.partitions !== undefined) {
-        const inZone: Record<number, number> = {};
-        for (const g of mine) {
-          const parts = working.get(g)?.partitions ?? {};
-          for (let p = 1; p <= request.partitions; p++) {
-            inZone[p] = (inZone[p] ?? 0) + (parts[partitionKey(zone, p)] ?? 0);
-          }
-        }
-        partition = leastPopulousPartition(inZone, request.partitions);
-      }
-      for (const g of mine) bump(working, g, zone, 1, partition);
-      const touched = new Set([...mine, ...(m.countedGroups ?? [])]);
+      const { zone, partition, groups: mine, touched } = assigned;
       const wouldTouch = new Set([...chunk.touched, ...touched]);
       if (chunk.items.length > 0 && chunk.items.length + 1 + wouldTouch.size > TRANSACTION_LIMIT) {
         chunks.push(this.closeChunk(model, chunk, working));
@@ -357,7 +331,16 @@ export class ZoneCountStore {
       }
       for (const g of touched) chunk.touched.add(g);
       chunk.indexes.push(k);
-      chunk.items.push(this.machineClaimItem(model, request, m, zone, partition, [...mine], now));
+      chunk.items.push(
+        machineClaimItem(this.tableName, model, request.machineId, {
+          m,
+          zone,
+          partition,
+          groups: [...mine],
+          ...(request.status ? { status: request.status } : {}),
+          now,
+        }),
+      );
       outcomes[k] = { ok: true, zone, ...(partition !== undefined ? { partition } : {}) };
     });
     if (chunk.items.length > 0) chunks.push(this.closeChunk(model, chunk, working));
@@ -385,123 +368,16 @@ export class ZoneCountStore {
   private closeChunk(
     model: string,
     chunk: { indexes: number[]; items: TransactItem[]; touched: Set<string> },
-    working: Map<string, CounterState>,
+    working: WorkingCounters,
   ): { indexes: number[]; items: TransactItem[]; touched: Set<string> } {
     const items = [...chunk.items];
     for (const g of chunk.touched) {
       const state = working.get(g) ?? { version: 0, counts: {}, partitions: {} };
-      items.push(this.counterPut(model, g, state));
+      items.push(counterPut(this.tableName, model, g, state));
       // the next chunk expects this chunk's version
       working.set(g, { ...state, version: state.version + 1 });
     }
     return { ...chunk, items };
-  }
-
-  private counterPut(model: string, group: string, state: CounterState): TransactItem {
-    const expected = state.version;
-    const clean = Object.fromEntries(Object.entries(state.counts).filter(([, n]) => n > 0));
-    // always a map (possibly empty), so a release can decrement a path in it
-    const partitions = Object.fromEntries(
-      Object.entries(state.partitions).filter(([, n]) => n > 0),
-    );
-    return {
-      Put: {
-        TableName: this.tableName,
-        Item: {
-          pk: modelPk(model),
-          sk: zoneCountSk(group),
-          type: 'zone-counts',
-          group,
-          counts: clean,
-          partitions,
-          version: expected + 1,
-        },
-        ConditionExpression: expected === 0 ? 'attribute_not_exists(pk)' : '#version = :expected',
-        ...(expected === 0
-          ? {}
-          : {
-              ExpressionAttributeNames: { '#version': 'version' },
-              ExpressionAttributeValues: { ':expected': expected },
-            }),
-      },
-    };
-  }
-
-  private machineClaimItem(
-    model: string,
-    request: ClaimRequest,
-    m: MachineView,
-    zone: string,
-    partition: number | undefined,
-    groups: string[],
-    now: string,
-  ): TransactItem {
-    const names: Record<string, string> = {
-      '#zoneClaim': 'zoneClaim',
-      '#countedZone': 'countedZone',
-      '#countedGroups': 'countedGroups',
-      '#updatedAt': 'updatedAt',
-      '#life': 'life',
-    };
-    const values: Record<string, unknown> = {
-      ':zone': zone,
-      ':groups': groups,
-      ':now': now,
-      ':dead': 'dead',
-    };
-    let set =
-      '#zoneClaim = :zone, #countedZone = :zone, #countedGroups = :groups, #updatedAt = :now';
-    let remove = '';
-    names['#countedPartition'] = 'countedPartition';
-    if (partition !== undefined) {
-      values[':partition'] = partition;
-      set += ', #countedPartition = :partition';
-    } else {
-      remove = ' REMOVE #countedPartition';
-    }
-    if (request.status) {
-      names['#status'] = 'status';
-      names['#message'] = 'message';
-      values[':status'] = request.status.status;
-      values[':message'] = request.status.message(zone);
-      set += ', #status = :status, #message = :message';
-    }
-    let condition = 'attribute_exists(pk) AND #life <> :dead';
-    if (m.applications !== undefined) {
-      // a unit placed on the machine meanwhile: the claim is made again with its group
-      names['#applications'] = 'applications';
-      values[':applications'] = m.applications;
-      condition += ' AND #applications = :applications';
-    }
-    if (m.countedZone) {
-      condition += ' AND #countedZone = :was';
-      values[':was'] = m.countedZone;
-      // the move undoes what the view says the machine is counted in: exactly that
-      if (m.countedGroups) {
-        condition += ' AND #countedGroups = :wasGroups';
-        values[':wasGroups'] = m.countedGroups;
-      } else {
-        condition += ' AND attribute_not_exists(#countedGroups)';
-      }
-      if (m.countedPartition !== undefined) {
-        condition += ' AND #countedPartition = :wasPartition';
-        values[':wasPartition'] = m.countedPartition;
-      } else {
-        condition += ' AND attribute_not_exists(#countedPartition)';
-      }
-    } else {
-      condition += ' AND attribute_not_exists(#countedZone)';
-    }
-    return {
-      Update: {
-        TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: machineSk(request.machineId) },
-        UpdateExpression: `SET ${set}${remove}`,
-        ConditionExpression: condition,
-        ExpressionAttributeNames: names,
-        ExpressionAttributeValues: values,
-      },
-    };
   }
 
   /**
@@ -512,29 +388,11 @@ export class ZoneCountStore {
     for (let attempt = 1; ; attempt++) {
       const m = (await this.readMachines(model, [machineId])).get(machineId);
       if (!m?.exists) throw new EntityNotFoundError(`machine ${machineId} not found`);
-      const names = {
-        '#zoneClaim': 'zoneClaim',
-        '#countedZone': 'countedZone',
-        '#countedGroups': 'countedGroups',
-        '#countedPartition': 'countedPartition',
-        '#updatedAt': 'updatedAt',
-      };
       const now = new Date().toISOString();
       if (!m.countedZone) {
         try {
           await this.doc.send(
-            new UpdateCommand({
-              TableName: this.tableName,
-              Key: { pk: modelPk(model), sk: machineSk(machineId) },
-              UpdateExpression: 'REMOVE #zoneClaim SET #updatedAt = :now',
-              ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#countedZone)',
-              ExpressionAttributeNames: {
-                '#zoneClaim': 'zoneClaim',
-                '#countedZone': 'countedZone',
-                '#updatedAt': 'updatedAt',
-              },
-              ExpressionAttributeValues: { ':now': now },
-            }),
+            new UpdateCommand(releaseUncountedMachine(this.tableName, model, machineId, now)),
           );
           return;
         } catch (err) {
@@ -546,49 +404,13 @@ export class ZoneCountStore {
       }
       const zone = m.countedZone;
       const partition = m.countedPartition;
-      const items: TransactItem[] = [
-        {
-          Update: {
-            TableName: this.tableName,
-            Key: { pk: modelPk(model), sk: machineSk(machineId) },
-            UpdateExpression:
-              'REMOVE #zoneClaim, #countedZone, #countedGroups, #countedPartition SET #updatedAt = :now',
-            ConditionExpression: '#countedZone = :zone',
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: { ':now': now, ':zone': zone },
-          },
-        },
-        ...(m.countedGroups ?? []).map((g): TransactItem => ({
-          Update: {
-            TableName: this.tableName,
-            Key: { pk: modelPk(model), sk: zoneCountSk(g) },
-            ...(partition === undefined
-              ? {
-                  UpdateExpression: 'SET #counts.#zone = #counts.#zone - :one ADD #version :one',
-                  ConditionExpression: '#counts.#zone > :zero',
-                  ExpressionAttributeNames: {
-                    '#counts': 'counts',
-                    '#zone': zone,
-                    '#version': 'version',
-                  },
-                }
-              : {
-                  // the partition goes back in the same write as the zone
-                  UpdateExpression:
-                    'SET #counts.#zone = #counts.#zone - :one, #partitions.#part = #partitions.#part - :one ADD #version :one',
-                  ConditionExpression: '#counts.#zone > :zero AND #partitions.#part > :zero',
-                  ExpressionAttributeNames: {
-                    '#counts': 'counts',
-                    '#zone': zone,
-                    '#partitions': 'partitions',
-                    '#part': partitionKey(zone, partition),
-                    '#version': 'version',
-                  },
-                }),
-            ExpressionAttributeValues: { ':one': 1, ':zero': 0 },
-          },
-        })),
-      ];
+      const items = releaseItems(
+        this.tableName,
+        model,
+        machineId,
+        { zone, partition, groups: m.countedGroups ?? [] },
+        now,
+      );
       try {
         await this.doc.send(new TransactWriteCommand({ TransactItems: items }));
         return;
@@ -602,7 +424,7 @@ export class ZoneCountStore {
         ) {
           const [first] = items;
           await this.doc
-            .send(new TransactWriteCommand({ TransactItems: [first!] }))
+            .send(new TransactWriteCommand({ TransactItems: [first] }))
             .catch(() => undefined);
           return;
         }
@@ -631,26 +453,22 @@ export class ZoneCountStore {
   ): Promise<Regroup> {
     const m = (await this.readMachines(model, [machineId])).get(machineId);
     if (!m?.exists) throw new EntityNotFoundError(`machine ${machineId} not found`);
-    const names: Record<string, string> = { '#countedZone': 'countedZone' };
     if (!m.countedZone) {
       return {
-        machine: { set: '', condition: 'attribute_not_exists(#countedZone)', names, values: {} },
+        machine: {
+          set: '',
+          condition: 'attribute_not_exists(#countedZone)',
+          names: { '#countedZone': 'countedZone' },
+          values: {},
+        },
         counters: [],
       };
     }
-    const values: Record<string, unknown> = { ':rgZone': m.countedZone };
-    names['#countedGroups'] = 'countedGroups';
-    let condition = '#countedZone = :rgZone';
-    if (m.countedGroups) {
-      condition += ' AND #countedGroups = :rgWas';
-      values[':rgWas'] = m.countedGroups;
-    } else {
-      condition += ' AND attribute_not_exists(#countedGroups)';
-    }
-    const have = m.countedGroups ?? [];
-    const want = countedGroups(applications);
-    const joined = want.filter((g) => !have.includes(g));
-    const left = have.filter((g) => !want.includes(g));
+    const { condition, names, values } = regroupCondition({
+      countedZone: m.countedZone,
+      ...(m.countedGroups ? { countedGroups: m.countedGroups } : {}),
+    });
+    const { want, joined, left } = regroupDelta(m.countedGroups ?? [], applications);
     if (joined.length === 0 && left.length === 0) {
       return { machine: { set: '', condition, names, values }, counters: [] };
     }
@@ -661,7 +479,12 @@ export class ZoneCountStore {
     return {
       machine: { set: '#countedGroups = :rgGroups', condition, names, values },
       counters: [...joined, ...left].map((g) =>
-        this.counterPut(model, g, working.get(g) ?? { version: 0, counts: {}, partitions: {} }),
+        counterPut(
+          this.tableName,
+          model,
+          g,
+          working.get(g) ?? { version: 0, counts: {}, partitions: {} },
+        ),
       ),
     };
   }
@@ -692,21 +515,7 @@ export class ZoneCountStore {
         '#countedPartition': 'countedPartition',
       },
     )) {
-      const id = String(item.sk).slice('MACHINE#'.length);
-      found.set(id, {
-        exists: true,
-        life: item.life as Life,
-        ...(Array.isArray(item.applications)
-          ? { applications: (item.applications as unknown[]).map(String) }
-          : {}),
-        ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
-        ...(Array.isArray(item.countedGroups)
-          ? { countedGroups: item.countedGroups as string[] }
-          : {}),
-        ...(typeof item.countedPartition === 'number'
-          ? { countedPartition: item.countedPartition }
-          : {}),
-      });
+      found.set(String(item.sk).slice('MACHINE#'.length), machineView(item));
     }
     return found;
   }
@@ -717,7 +526,7 @@ export class ZoneCountStore {
   ): Promise<Map<string, CounterState>> {
     const out = new Map<string, CounterState>();
     for (const g of groups) out.set(g, { version: 0, counts: {}, partitions: {} });
-    const keys = groups.map((g) => ({ pk: modelPk(model), sk: zoneCountSk(g) }));
+    const keys = groups.map((g) => counterKey(model, g));
     for (const item of await this.batchGet(keys, '#group, #counts, #partitions, #version', {
       '#group': 'group',
       '#counts': 'counts',
@@ -733,36 +542,17 @@ export class ZoneCountStore {
     return out;
   }
 
-  /** BatchGetItem, strongly consistent, 100 keys a call, unprocessed keys asked again. */
+  /** BatchGetItem, strongly consistent (state/batch-get.ts), with the store's backoff. */
   private async batchGet(
     keys: Array<{ pk: string; sk: string }>,
     projection: string,
     names: Record<string, string>,
   ): Promise<Item[]> {
-    const items: Item[] = [];
-    for (let i = 0; i < keys.length; i += 100) {
-      let pending: Array<Record<string, unknown>> = keys.slice(i, i + 100);
-      for (let attempt = 1; pending.length > 0; attempt++) {
-        const out = await this.doc.send(
-          new BatchGetCommand({
-            RequestItems: {
-              [this.tableName]: {
-                Keys: pending,
-                ConsistentRead: true,
-                ProjectionExpression: projection,
-                ExpressionAttributeNames: names,
-              },
-            },
-          }),
-        );
-        items.push(...((out.Responses?.[this.tableName] ?? []) as Item[]));
-        pending = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Array<
-          Record<string, unknown>
-        >;
-        if (pending.length > 0) await this.pause(attempt);
-      }
-    }
-    return items;
+    return batchGetAll(this.doc, this.tableName, keys, {
+      projection,
+      names,
+      pause: (attempt) => this.pause(attempt),
+    });
   }
 }
 
@@ -783,31 +573,18 @@ function changedMachines(
   return indexes.filter((_, j) => reasons[j]?.Code !== 'None');
 }
 
-/**
- * The groups a claim counts the machine in: those it asks for, and those of
- * the applications the machine records now, however their units were placed
- * (a `--to` unit placed after the workflow read the machine); the claim's
- * write holds the applications unchanged.
- */
-function claimGroups(request: ClaimRequest, m: MachineView | undefined): string[] {
-  return countedGroups([...request.groups, ...(m?.applications ?? [])]);
-}
-
-function bump(
-  working: Map<string, CounterState>,
-  group: string,
-  zone: string,
-  by: number,
-  partition?: number,
-): void {
-  let state = working.get(group);
-  if (!state) {
-    state = { version: 0, counts: {}, partitions: {} };
-    working.set(group, state);
-  }
-  state.counts[zone] = Math.max(0, (state.counts[zone] ?? 0) + by);
-  if (partition !== undefined) {
-    const key = partitionKey(zone, partition);
-    state.partitions[key] = Math.max(0, (state.partitions[key] ?? 0) + by);
-  }
+/** What a zone claim relies on of a machine item (read with at least these attributes). */
+export function machineView(item: Item): MachineView {
+  return {
+    exists: true,
+    life: item.life as Life,
+    ...(Array.isArray(item.applications)
+      ? { applications: (item.applications as unknown[]).map(String) }
+      : {}),
+    ...(typeof item.countedZone === 'string' ? { countedZone: item.countedZone } : {}),
+    ...(Array.isArray(item.countedGroups) ? { countedGroups: item.countedGroups as string[] } : {}),
+    ...(typeof item.countedPartition === 'number'
+      ? { countedPartition: item.countedPartition }
+      : {}),
+  };
 }

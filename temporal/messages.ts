@@ -4,22 +4,9 @@
  * share them.
  */
 
-/** A duration as Go's `time.Duration.String()` prints it: `500ms`, `10s`, `1.5s`, `1m0s`, `1h0m0s`. */
-export function goDuration(ms: number): string {
-  const whole = Math.round(ms);
-  if (whole === 0) return '0s';
-  if (Math.abs(whole) < 1000) return `${whole}ms`;
-  const sign = whole < 0 ? '-' : '';
-  let rest = Math.abs(whole);
-  const hours = Math.floor(rest / 3_600_000);
-  rest -= hours * 3_600_000;
-  const minutes = Math.floor(rest / 60_000);
-  rest -= minutes * 60_000;
-  const seconds = (rest / 1000).toFixed(3).replace(/\.?0+$/, '');
-  if (hours > 0) return `${sign}${hours}h${minutes}m${seconds}s`;
-  if (minutes > 0) return `${sign}${minutes}m${seconds}s`;
-  return `${sign}${seconds}s`;
-}
+import { goDuration } from '../core/duration';
+
+export { goDuration };
 
 /** While a launch is in flight: which zone and which attempt. */
 export function startingMessage(zone: string, attempt: number, maxAttempts: number): string {

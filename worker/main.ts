@@ -110,6 +110,18 @@ async function main(): Promise<void> {
       200,
     ),
     maxConcurrentWorkflowTaskPolls: 20,
+    // A machine's next workflow task goes to this worker's sticky queue (its run is cached
+    // here); one not picked up within this time goes back to the shared queue, costing
+    // the server a timeout and two more history events and the worker a replay of the run
+    // from its whole history. The default 10 s was exceeded about once per machine in a
+    // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
+    // leaves its sticky tasks waiting this long before another takes them (a shutdown
+    // hands them over at once); a dead worker's open tasks already wait their 1-minute
+    // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
+    stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
+    // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
+    // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
+    // stay the SDK's defaults: README, "Worker tuning".
   });
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
   workerLogger.info(`worker polling ${taskQueue}`, {

@@ -1,6 +1,6 @@
 import type { SearchAttributeUpdatePair } from '@temporalio/common';
 import { upsertSearchAttributes } from '@temporalio/workflow';
-import type { MachineSnapshot, WorkflowTuning } from '../activities/types';
+import type { MachineSnapshot, PreparedLaunch, WorkflowTuning } from '../activities/types';
 import type { InstanceState } from '../core/liveness';
 import type { MachineStatus } from '../state/types';
 import type { InstanceObservation, ProvisioningState } from './definitions';
@@ -49,6 +49,18 @@ export interface MachineContext {
   requestedBy?: string;
   /** The machine as last read (its current details in the UI are drawn from it). */
   snapshot?: MachineSnapshot;
+  /**
+   * The plan and zone claim the last read made for the pass about to start
+   * (LEAN_LAUNCH, records.ts loadMachine `prepare`); taken by that pass.
+   */
+  prepared?: PreparedLaunch;
+  /**
+   * This run's own first read answered `prepared` (LEAN_LAUNCH), so only code
+   * that knows `recorded` ever ran it: its launches are asked to record the
+   * instance. A run begun by older code, or continued as new, never is, and
+   * keeps the separate record step an older worker would replay.
+   */
+  recordsLaunch?: boolean;
 }
 
 export interface Published {

@@ -1,5 +1,6 @@
 import {
   ActivityFailure,
+  ApplicationFailure,
   CancellationScope,
   condition,
   isCancellation,
@@ -8,7 +9,7 @@ import {
   sleep,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { LaunchPlan, StartedInstance } from '../activities/types';
+import type { LaunchPlan, StartedInstance, StepFailure } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { startAfresh } from './carry';
 import {
@@ -171,9 +172,19 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
   const batched = uses(ctx, BATCHED_LAUNCHES);
   const quick = ctx.local ? localRecords : records;
 
+  // the first read planned and claimed for this pass (LEAN_LAUNCH): its plan, and its zone
+  // for the first try of attempt 1
+  const prepared = resumeAt === undefined ? ctx.prepared : undefined;
+  ctx.prepared = undefined;
+  let preparedClaim = prepared?.plan !== undefined ? prepared : undefined;
+
   let plan: LaunchPlan;
   try {
-    plan = await orStop(planUnlessDestroyed(ctx));
+    plan =
+      prepared?.plan ??
+      (prepared?.planFailure
+        ? fromPrepared(prepared.planFailure)
+        : await orStop(planUnlessDestroyed(ctx)));
   } catch (err) {
     const type = failureType(err);
     if (type === FAILURE.planFailed || type === FAILURE.ec2Refused) {
@@ -191,18 +202,22 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       if (signals.destroy) await stopIfDead(ctx);
       state.phase = 'starting';
       let zone: string;
+      const claimed = preparedClaim;
+      preparedClaim = undefined;
       try {
-        zone = await orStop(
-          quick.claimZone({
-            model,
-            machineId,
-            plan,
-            exclude: state.failedZones,
-            ...(batched
-              ? { attempt, maxAttempts: tuning.startAttempts, ignoreCapacityMemory }
-              : {}),
-          }),
-        );
+        zone = claimed
+          ? (claimed.zone ?? fromPrepared(claimed.claimFailure))
+          : await orStop(
+              quick.claimZone({
+                model,
+                machineId,
+                plan,
+                exclude: state.failedZones,
+                ...(batched
+                  ? { attempt, maxAttempts: tuning.startAttempts, ignoreCapacityMemory }
+                  : {}),
+              }),
+            );
       } catch (err) {
         const type = failureType(err);
         if (type === FAILURE.ec2Refused) return recordFailure(ctx, failureMessage(err));
@@ -222,7 +237,10 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
       // a failover's zone is not published (an upsert, a history event and an action per zone
       // tried): the zone the machine lands in is published with its launch (QUIET_FAILOVER)
       const quietFailover = state.failedZones.length > 0 && patched(QUIET_FAILOVER);
-      publish(ctx, quietFailover ? { status: 'allocating' } : { status: 'allocating', zone });
+      // a claim made with the first read is published with the launch (one upsert for both)
+      if (!claimed) {
+        publish(ctx, quietFailover ? { status: 'allocating' } : { status: 'allocating', zone });
+      }
       if (!batched) {
         await orStop(
           quick.recordStatus({
@@ -243,6 +261,9 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
           // one token per machine, pass, attempt and zone: stable across worker restarts and replays
           tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${state.pass}/${attempt}/${zone}`,
           ...(mayHaveLaunched ? { mayHaveLaunched } : {}),
+          // the launch records the instance itself (LEAN_LAUNCH), only in a run whose own first
+          // read answered `prepared`; its answer says whether it did
+          ...(ctx.lean && ctx.recordsLaunch && batched ? { record: true } : {}),
         };
         started = batched
           ? await launching.startInstance.executeWithOptions(
@@ -434,10 +455,15 @@ async function recordLaunch(
       zone: started.zone,
     });
   }
+  let life;
+  if (started.recorded !== undefined) {
+    // recorded by the launch itself (LEAN_LAUNCH): a machine Dead meanwhile is torn down below
+    life = started.recorded;
+    return launchRecorded(ctx, started, life);
+  }
   // Dead while the launch was in flight: stop the instance as soon as the launch returns.
   if (ctx.signals.destroy) await stopIfDead(ctx);
 
-  let life;
   try {
     life = await (ctx.local ? localRecording : recording).recordRunning({
       model,
@@ -482,13 +508,29 @@ async function recordLaunch(
       recordFailedMessage(machineId, started.instanceId, failureMessage(err)),
     );
   }
+  return launchRecorded(ctx, started, life);
+}
+
+/** The launched instance is recorded on the machine, whose life the write answered. */
+function launchRecorded(
+  ctx: MachineContext,
+  started: StartedInstance,
+  life: string,
+): ProvisionOutcome {
+  const { model, machineId, state } = ctx;
   // Dead meanwhile: the instance stays in `launched`, so teardown treats it as
   // fresh (EC2 may not list it yet) and never skips terminating it.
   if (life === 'dead') return 'recheck';
   ctx.launched = ctx.launched.filter((id) => id !== started.instanceId);
   state.phase = 'running';
   state.lastError = undefined;
-  if (uses(ctx, INSTANCE_LIVENESS)) {
+  if (ctx.recordsLaunch) {
+    // recorded `pending` with the launch; routine news (→ running) is written by
+    // whoever hears it and never reaches the workflow, so the search attribute
+    // is left unset: it names only a state the workflow acted on (a loss, a stop)
+    state.instanceStatus = 'pending';
+    publish(ctx, { status: 'running', zone: started.zone });
+  } else if (uses(ctx, INSTANCE_LIVENESS)) {
     // recorded `pending` with the launch; the sweep or EC2's events move it on
     state.instanceStatus = 'pending';
     publish(ctx, { status: 'running', zone: started.zone, instanceStatus: 'pending' });
@@ -502,6 +544,20 @@ async function recordLaunch(
     zone: started.zone,
   });
   return 'running';
+}
+
+/**
+ * A step the first read took (LEAN_LAUNCH) failed: thrown as that step's own
+ * failure would have been, so the pass handles it the same way (a machine
+ * gone or Dead stops the pass, as orStop makes it).
+ */
+function fromPrepared(failed: StepFailure | undefined): never {
+  if (failed?.type === FAILURE.machineGone) throw new MachineGoneSignal();
+  throw ApplicationFailure.create({
+    type: failed?.type ?? FAILURE.startFailed,
+    message: failed?.message ?? 'the prepared step answered nothing',
+    nonRetryable: true,
+  });
 }
 
 async function recordFailure(ctx: MachineContext, message: string): Promise<ProvisionOutcome> {

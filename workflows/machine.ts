@@ -1,4 +1,6 @@
 import {
+  ActivityFailure,
+  CancellationScope,
   condition,
   isCancellation,
   log,
@@ -27,12 +29,13 @@ import {
   CONTAINERS,
   CONTINUE_WHEN_SETTLED,
   INSTANCE_LIVENESS,
+  LEAN_READ_CUT,
   NO_ORPHAN_ON_ERROR,
   OBSERVE_WITHOUT_READ,
   REPROVISION_IN_WORKFLOW,
   uses,
 } from './patches';
-import { failureMessage, localRecords, records, tearing } from './proxies';
+import { failureMessage, localPlanning, localRecords, records, tearing } from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -161,6 +164,7 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
   };
   state.maxAttempts = ctx.tuning.startAttempts;
 
+  let first = true;
   for (;;) {
     // Signals are consumed before the machine is read, never after: one that
     // lands while the read is in flight stays set and wakes the next wait.
@@ -177,7 +181,22 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
       seen && !retryRequested && !destroyRequested && reprovisionOf === undefined
         ? await observeWithoutRead(ctx, seen)
         : undefined;
-    const machine = observed?.machine ?? (await quick.loadMachine({ model, machineId }));
+    // a `machine` run's first read, nothing pending: the read also plans and claims (LEAN_LAUNCH)
+    const prepare =
+      lean &&
+      first &&
+      input.carried === undefined &&
+      !retryRequested &&
+      !destroyRequested &&
+      reprovisionOf === undefined &&
+      seen === undefined;
+    first = false;
+    const read =
+      observed?.machine ??
+      (prepare ? await loadPrepared(ctx) : await quick.loadMachine({ model, machineId }));
+    // a destroy cut the first read short, or its planning failed: read again, step by step
+    if (read === 'interrupted') continue;
+    const machine = read;
     if (lean && machine?.tuning && ctx.tuning.startAttempts === 0) {
       ctx.tuning = machine.tuning;
       state.maxAttempts = machine.tuning.startAttempts;
@@ -212,6 +231,10 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     // a live machine's snapshot leaves the model out; its region is then its plan's
     ctx.region = machine.region ?? ctx.region;
     ctx.snapshot = machine;
+    // only as read, for the pass that starts now: a later pass plans and claims afresh
+    ctx.prepared = machine.prepared;
+    // this run's own first read planned and claimed (LEAN_LAUNCH): its launches record themselves
+    if (machine.prepared) ctx.recordsLaunch = true;
     if (observed?.machine) {
       // published with the observation below: one search-attribute update for both
     } else if (lean && provisionable(machine, retryRequested)) {
@@ -295,6 +318,55 @@ async function reprovision(
     ctx.signals.retry = true;
   }
   return true;
+}
+
+/**
+ * The first read of a `machine` run with nothing pending (LEAN_LAUNCH): the
+ * machine, and for one about to be provisioned its plan and zone claim,
+ * taken in the same local activity (records.ts loadMachine `prepare`). A
+ * destroy that arrives meanwhile cancels it, as it cancels planning
+ * (DESTROY_CANCELS_PLANNING; asked with LEAN_READ_CUT, so a run main's code
+ * began, whose first read outlasted a workflow task and met a destroy,
+ * replays as main ran it): 'interrupted', and the loop reads the
+ * machine again; so too when the step runs out of retries (planning kept
+ * failing), and the pass then plans on its own and records what failed.
+ * Whether a run took this path is in its history (the
+ * read's answer carries `prepared`), so replay follows it without a marker.
+ */
+async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null | 'interrupted'> {
+  const { model, machineId, signals, state } = ctx;
+  // what a person querying the machine sees while it is planned
+  state.phase = 'planning';
+  const scope = new CancellationScope();
+  const loading = scope.run(() => localPlanning.loadMachine({ model, machineId, prepare: true }));
+  let settled = false;
+  loading.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
+  await condition(() => settled || signals.destroy);
+  // Runs whose history has no LEAN_READ_CUT marker here awaited the read, as main's code did
+  // (its history then holds the read's answer, and the destroy is taken by the planning).
+  if (!settled && patched(LEAN_READ_CUT)) {
+    scope.cancel();
+    await loading.catch(() => undefined);
+    state.phase = 'loading';
+    return 'interrupted';
+  }
+  try {
+    return await loading;
+  } catch (err) {
+    // out of its retries (planning or the claim kept failing): the loop reads again and
+    // takes the steps one by one, whose failures the pass records on the machine
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    log.warn('first read with planning failed; planning on its own', {
+      model,
+      machineId,
+      error: failureMessage(err),
+    });
+    state.phase = 'loading';
+    return 'interrupted';
+  }
 }
 
 /** Whether the loop will provision this machine now (the last branch below). */

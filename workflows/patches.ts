@@ -120,3 +120,33 @@ export const QUIET_FAILOVER = 'quiet-failover';
  * activity in the last workflow task (teardown.ts `tearDownTogether`).
  */
 export const OVERLAPPED_TEARDOWN = 'overlapped-teardown';
+
+/**
+ * Issue 26: a `machine` run's launch takes two workflow tasks and four
+ * actions (start, one local activity, the launch, one upsert). Its first
+ * read also plans and claims the zone (records.ts loadMachine `prepare`:
+ * one local activity instead of three, one read of the machine instead of
+ * two); the claim is not published on its own (the launch's upsert carries
+ * status, zone, instance status and applications); the launch records the
+ * instance itself (launch.ts `record`), so no record step follows it.
+ *
+ * Not asked with `patched()`: a marker and its TemporalChangeVersion upsert
+ * would cost two of the four actions. The change is taken from what the
+ * history already holds: the first read's answer carries `prepared` only
+ * where that read planned and claimed, and the launch's answer carries
+ * `recorded` only where it recorded. Histories recorded before the change
+ * hold neither, and replay on the old path (the replay test's histories);
+ * a worker of older code never asks for either, so what it ran replays too.
+ * This id names the change in code and notes; it is never recorded.
+ */
+export const LEAN_LAUNCH = 'lean-launch';
+
+/**
+ * Issue 26: a destroy that arrives while a `machine` run's first read plans
+ * and claims (LEAN_LAUNCH) cancels that read. Asked only in that rare branch
+ * (the marker costs two actions there and nowhere else): a run begun by
+ * code before LEAN_LAUNCH whose first read outlasted a workflow task and met
+ * a destroy has no marker there, and awaits the read's answer as that code
+ * did (its destroy then cancels the planning that follows, as recorded).
+ */
+export const LEAN_READ_CUT = 'lean-read-cut';

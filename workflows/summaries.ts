@@ -3,6 +3,7 @@ import type { MachineSnapshot } from '../activities/types';
 import type { MachineStatus } from '../state/types';
 import type { ProvisioningState } from './definitions';
 import { machineSummary } from '../temporal/search-attributes';
+import { shortDuration } from '../core/duration';
 
 /**
  * What the Temporal UI shows of a machine without opening a payload: a
@@ -12,14 +13,8 @@ import { machineSummary } from '../temporal/search-attributes';
  * setting them never changes a workflow's history (replay-safe).
  */
 
-/** A duration as people write it: `500ms`, `10s`, `1m`, `1m30s`. */
-export function duration(ms: number): string {
-  if (ms < 1000) return `${ms}ms`;
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  return s % 60 === 0 ? `${m}m` : `${m}m${s % 60}s`;
-}
+/** A duration as people write it: `500ms`, `10s`, `1m`, `1m30s` (core/duration.ts). */
+export const duration = shortDuration;
 
 /**
  * What a machine's details are drawn from: the part of a workflow run's

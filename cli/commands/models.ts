@@ -134,12 +134,30 @@ export function registerModelCommands(program: Command, session: Session): void 
     ['tabular', 'json', 'yaml'],
     'tabular',
   ).action(async (opts: { format: Format }) => {
-    // the table's counts come with the list (one request); json and yaml print the plain list
-    const { models } = await session
-      .client()
-      .get<{ models: Model[] }>(
-        opts.format === 'tabular' ? '/v1/models?summary=true' : '/v1/models',
-      );
+    // the table's counts come with the list, a page at a time (the server pages a summary:
+    // one request per 100 models, following its cursor); json and yaml print the plain list
+    const models: Model[] = [];
+    let cursor: string | undefined;
+    // a cursor answered twice would page forever: a server fault, stopped with an error
+    const seen = new Set<string>();
+    do {
+      const path =
+        opts.format !== 'tabular'
+          ? '/v1/models'
+          : `/v1/models?summary=true${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
+      const page = await session.client().get<{ models: Model[]; cursor?: string }>(path);
+      models.push(...page.models);
+      cursor = opts.format === 'tabular' ? page.cursor : undefined;
+      if (cursor !== undefined) {
+        if (seen.has(cursor))
+          throw new CliError(
+            `the server answered the same models cursor twice ("${cursor.slice(0, 100)}"); ` +
+              'stopped paging after ' +
+              `${models.length} models (a server fault: try again, or use --format json)`,
+          );
+        seen.add(cursor);
+      }
+    } while (cursor);
     const current = currentModel(session.endpoint().apiUrl, session.ctx.env);
     if (opts.format !== 'tabular') {
       printStructured(session, opts.format, {

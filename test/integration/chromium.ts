@@ -13,22 +13,55 @@ import type { Readable, Writable } from 'node:stream';
  * for the text instead.
  */
 
-/** The browser's path, or undefined when none is installed. */
-export function chromiumPath(): string | undefined {
+/** What a test says when it leaves its browser part out for want of a working browser. */
+export const NO_CHROMIUM =
+  'no working chromium (`chromium` or `chromium-browser` answering --version with a ' +
+  "Chromium version; Ubuntu's is a stub asking for the snap)";
+
+/**
+ * The browser's path, or undefined when none is installed that runs: a
+ * `chromium` or `chromium-browser` on PATH whose `--version` answers with a
+ * Chromium (or Chrome) version. Ubuntu's `chromium-browser` package is only a
+ * script that says to install the snap: found on PATH, yet no browser.
+ */
+export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string | undefined {
   for (const name of ['chromium', 'chromium-browser']) {
-    const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
-    if (found.status === 0 && found.stdout.trim()) return found.stdout.trim();
+    const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8', env });
+    const path = found.status === 0 ? found.stdout.trim() : '';
+    if (!path) continue;
+    // bounded: a stub may wait for input; a real browser answers at once even on a busy machine
+    const version = spawnSync(path, ['--version'], {
+      encoding: 'utf8',
+      env,
+      timeout: 30_000,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    if (version.status === 0 && /\b(Chromium|Chrome) \d+\.\d+/.test(version.stdout)) return path;
   }
   return undefined;
 }
 
 /**
- * The page's text, and that of its frames: the UI renders a workflow's
- * details (Markdown) in a sandboxed frame, whose text is read from its srcdoc.
+ * The page's text, and that of its frames, each after a line naming the
+ * frame (`[frame <id>]`): the UI 2.54 renders a workflow's details (Markdown)
+ * in a same-origin frame (`<iframe id="user-metadata-current-details"
+ * src="/render?content=…">`), read from its document once loaded; a frame
+ * with a `srcdoc` is read from that.
  */
 const VISIBLE_TEXT = `(() => {
-  const frames = [...document.querySelectorAll('iframe')].map((f) =>
-    f.srcdoc ? new DOMParser().parseFromString(f.srcdoc, 'text/html').body.textContent : '');
+  const frames = [...document.querySelectorAll('iframe')].map((f) => {
+    let text = '';
+    try {
+      const body = f.contentDocument && f.contentDocument.body;
+      text = body ? body.innerText : '';
+    } catch (e) {
+      text = '';
+    }
+    if (!text && f.srcdoc) {
+      text = new DOMParser().parseFromString(f.srcdoc, 'text/html').body.textContent || '';
+    }
+    return '[frame ' + (f.id || '') + ']\\n' + text.trim();
+  });
   return [document.body ? document.body.innerText : '', ...frames].join('\\n');
 })()`;
 
@@ -54,7 +87,7 @@ export async function renderedText(
 ): Promise<string> {
   const timeoutMs = opts.timeoutMs ?? 90_000;
   const binary = chromiumPath();
-  if (!binary) throw new Error('chromium is not installed (Debian: apt-get install chromium)');
+  if (!binary) throw new Error(`${NO_CHROMIUM} (Debian: apt-get install chromium)`);
   const profile = mkdtempSync(join(tmpdir(), 'provisioner-chromium-'));
   const child = spawn(
     binary,

@@ -252,9 +252,11 @@ describe('users, logins and access through the CLI', () => {
       [bob]: { access: 'read' },
     });
     // alice is the only admin: she cannot revoke herself out of it
-    const last = await cli('alice', ['revoke', alice, 'read', model]);
-    expect(last.code).toBe(1);
-    expect(last.stderr).toMatch(/^ERROR .+\n$/);
+    expect(await cli('alice', ['revoke', alice, 'read', model])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `ERROR cannot remove the last admin of model "${model}"\n`,
+    });
   });
 
   it("alice reads her model's audit: her changes and bob's refusal, newest first, as a table", async () => {

@@ -12,6 +12,7 @@ import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamod
 import { apiClient, uniqueName } from './api-client';
 import { addUserAndLogIn } from './identity-support';
 import { loadTestStack, type StackInfo } from './stack';
+import { stackEnv } from '../support/stack-process';
 
 /**
  * What happens when the audit write fails (README, "Audit"): a second API
@@ -35,16 +36,7 @@ beforeAll(async () => {
     cwd: join(__dirname, '..', '..'),
     logFile,
     env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: dynamo.url,
-      EC2_ENDPOINT: stack.ec2Endpoint,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      ...stackEnv(stack, { dynamodb: dynamo.url }),
       PROVISIONER_API_TOKEN: stack.token,
       PROVISIONER_API_PORT: String(port),
       PROVISIONER_USER_POOL_ID: stack.userPoolId,

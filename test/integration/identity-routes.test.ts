@@ -1,3 +1,4 @@
+import { TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { workflowMetadataQuery } from '@temporalio/workflow';
 import {
@@ -8,11 +9,12 @@ import {
   type ControllerAccess,
   type ModelAccess,
 } from '../../core/access';
-import { ROUTES } from '../../functions/routes';
+import type { RouteAccess } from '../../core/access';
+import { GATEWAY_ROUTES, ROUTES, type HttpMethod } from '../../functions/routes';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { addUserAndLogIn } from './identity-support';
-import { loadTestStack } from './stack';
+import { ec2ClientFor, loadTestStack } from './stack';
 
 /**
  * The route walk (issue 24): every route of functions/routes.ts, called by a
@@ -29,6 +31,59 @@ interface Walker {
   controller: ControllerAccess;
   model?: ModelAccess;
   api: ReturnType<typeof apiClient>;
+  token: string;
+}
+
+/**
+ * What the walk asks: every route of ROUTES, and every route of
+ * GATEWAY_ROUTES as each documented route it serves (a container id the
+ * gateway decoded into segments, `0/lxd/1`), with that route's access.
+ */
+interface WalkedRoute {
+  method: HttpMethod;
+  path: string;
+  access: RouteAccess;
+  /** A gateway route's path is no route of the OpenAPI document: asked without the client's check. */
+  gateway: boolean;
+}
+
+const WALKED: Array<readonly [string, WalkedRoute]> = [
+  ...ROUTES.map(
+    (r) =>
+      [
+        `${r.method} ${r.path}`,
+        { method: r.method, path: r.path, access: r.access, gateway: false },
+      ] as const,
+  ),
+  ...GATEWAY_ROUTES.flatMap((g) =>
+    g.serves.map((key) => {
+      const served = ROUTES.find((r) => `${r.method} ${r.path}` === key)!;
+      const path = served.path.replace('{id}', '0/lxd/1');
+      return [
+        `${g.method} ${g.path} as ${key}`,
+        { method: g.method, path, access: served.access, gateway: true },
+      ] as const;
+    }),
+  ),
+];
+
+/** A request without the client's OpenAPI check, for the gateway's paths. */
+async function raw(
+  token: string | null,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${stack.apiUrl}${path}`, {
+    method,
+    headers: {
+      'content-type': 'application/json',
+      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
+      ...headers,
+    },
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
 }
 
 const PARAMS: Record<string, string> = {
@@ -48,7 +103,13 @@ describe('every route, at every access level', () => {
 
   beforeAll(async () => {
     expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
-    walkers.push({ label: 'admin token', controller: 'superuser', model: 'admin', api: admin });
+    walkers.push({
+      label: 'admin token',
+      controller: 'superuser',
+      model: 'admin',
+      api: admin,
+      token: stack.token,
+    });
     for (const controller of CONTROLLER_LEVELS) {
       const session = await addUserAndLogIn(stack, uniqueName(`w-${controller}`));
       if (controller !== 'login') {
@@ -60,6 +121,7 @@ describe('every route, at every access level', () => {
         controller,
         ...(controller === 'superuser' ? { model: 'admin' as const } : {}),
         api: session.api,
+        token: session.accessToken,
       });
     }
     for (const level of MODEL_LEVELS) {
@@ -73,11 +135,12 @@ describe('every route, at every access level', () => {
         controller: 'login',
         model: level,
         api: session.api,
+        token: session.accessToken,
       });
     }
   }, 180_000);
 
-  it.each(ROUTES.map((r) => [`${r.method} ${r.path}`, r] as const))('%s', async (_key, route) => {
+  it.each(WALKED)('%s', async (_key, route) => {
     const path = route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
       name === 'model' ? model : (PARAMS[name] ?? 'x'),
     );
@@ -86,26 +149,25 @@ describe('every route, at every access level', () => {
     const seen: string[] = [];
     const expected: string[] = [];
 
-    const anonymous = await apiClient(stack, null).call(
-      route.method,
-      path,
-      undefined,
-      undefined,
-      mutating ? STOP_AFTER_ACCESS : {},
-    );
+    const headers = mutating ? STOP_AFTER_ACCESS : {};
+    const ask = (walker: Walker | undefined) =>
+      route.gateway
+        ? raw(walker ? walker.token : null, route.method, path, headers)
+        : (walker ? walker.api : apiClient(stack, null)).call(
+            route.method,
+            path,
+            undefined,
+            undefined,
+            headers,
+          );
+    const anonymous = await ask(undefined);
     seen.push(
       `anonymous ${anonymous.status >= 500 ? serverError(anonymous) : anonymous.status === 401 ? 'unauthorized' : 'allowed'}`,
     );
     expected.push(`anonymous ${route.access.kind === 'none' ? 'allowed' : 'unauthorized'}`);
 
     for (const walker of walkers) {
-      const res = await walker.api.call(
-        route.method,
-        path,
-        undefined,
-        undefined,
-        mutating ? STOP_AFTER_ACCESS : {},
-      );
+      const res = await ask(walker);
       // a 5xx is never an answer to a caller's access, whatever the level: it fails the walk
       const outcome =
         res.status >= 500
@@ -137,6 +199,45 @@ describe('every route, at every access level', () => {
     }
     expect(seen).toEqual(expected);
   });
+
+  /**
+   * No access is a model that does not exist (API.md): on every route of a
+   * model, a caller without a grant gets, for the model that exists, the very
+   * answer (status and whole body, but for the name) they get for one that
+   * does not; and the superuser's answer for a model that does not exist on
+   * the reads and deletes (which need no body) is that answer too, but for
+   * the model's audit, which outlives the model.
+   */
+  const nowhere = uniqueName('walk-nowhere');
+  it.each(WALKED.filter(([, r]) => r.access.kind === 'model'))(
+    'no access to the model is its absence: %s',
+    async (_key, route) => {
+      const pathOf = (m: string) =>
+        route.path.replace(/\{(\w+)\}/g, (_m, name: string) =>
+          name === 'model' ? m : (PARAMS[name] ?? 'x'),
+        );
+      const mutating = route.method !== 'GET';
+      const ask = (walker: Walker, m: string, headers = mutating ? STOP_AFTER_ACCESS : {}) =>
+        route.gateway
+          ? raw(walker.token, route.method, pathOf(m), headers)
+          : walker.api.call(route.method, pathOf(m), undefined, undefined, headers);
+      const missing = (m: string) => ({
+        status: 404,
+        body: { error: { code: 'not-found', message: `model "${m}" not found` } },
+      });
+      const outsiders = walkers.filter((w) => w.model === undefined);
+      expect(outsiders.map((w) => w.label)).toEqual(['controller login', 'controller add-model']);
+      for (const outsider of outsiders) {
+        expect(await ask(outsider, model)).toEqual(missing(model));
+        expect(await ask(outsider, nowhere)).toEqual(missing(nowhere));
+      }
+      // a superuser reads the audit of a model that is gone: its entries outlive it (API.md)
+      const outlives = route.method === 'GET' && route.path === '/v1/models/{model}/audit';
+      if ((route.method === 'GET' || route.method === 'DELETE') && !outlives) {
+        expect(await ask(walkers[0]!, nowhere, {})).toEqual(missing(nowhere));
+      }
+    },
+  );
 
   /**
    * `$default`: a path the table does not have, or a path it has asked with a
@@ -238,6 +339,51 @@ describe('who asked, in Temporal', () => {
     await eventually(details, (d) => d.includes('**requested by** admin'), 30_000);
     expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
   });
+
+  it('a reprovision names the user who asked for it in the current details', async () => {
+    const model = uniqueName('reasked');
+    const creatorName = uniqueName('creator');
+    const fixerName = uniqueName('fixer');
+    const creator = await addUserAndLogIn(stack, creatorName);
+    const fixer = await addUserAndLogIn(stack, fixerName);
+    expect((await admin.post('/v1/models', { name: model })).status).toBe(201);
+    for (const name of [creatorName, fixerName]) {
+      expect(
+        (await admin.put(`/v1/models/${model}/access/${name}`, { access: 'write' })).status,
+      ).toBe(200);
+    }
+    const added = await creator.api.post(`/v1/models/${model}/machines`, {});
+    expect(added.status).toBe(201);
+    const id = added.body.machines[0].id as string;
+    const running = await eventually(
+      () => admin.get(`/v1/models/${model}/machines/${id}`),
+      // the launch records the instance; EC2's own state comes later, with a sweep (not needed here)
+      (r) => r.body?.status === 'running' && typeof r.body?.instanceId === 'string',
+      180_000,
+    );
+    const instanceId = running.body.instanceId as string;
+    const handle = client.workflow.getHandle(machineWorkflowId(model, id));
+    const details = () => handle.query(workflowMetadataQuery).then((m) => m.currentDetails ?? '');
+    expect(await details()).toContain(`**requested by** ${creatorName}`);
+    expect(await (await handle.describe()).staticDetails()).toBe(`Requested by ${creatorName}`);
+
+    // the instance goes behind the provisioner's back; the fixer asks for a new one
+    const ec2 = ec2ClientFor(stack);
+    await ec2.send(new TerminateInstancesCommand({ InstanceIds: [instanceId] }));
+    ec2.destroy();
+    // reprovision asks EC2 itself whether the instance is gone (no sweep needed): until EC2
+    // lists it terminated it is a 409, then 202
+    const asked = await eventually(
+      () => fixer.api.post(`/v1/models/${model}/machines/${id}/reprovision`, {}),
+      (r) => r.status !== 409,
+      120_000,
+      1_000,
+    );
+    expect(asked.status).toBe(202);
+    await eventually(details, (d) => d.includes(`**requested by** ${fixerName}`), 30_000);
+    expect(await details()).not.toContain(`**requested by** ${creatorName}`);
+    expect((await admin.delete(`/v1/models/${model}`)).status).toBe(202);
+  }, 300_000);
 
   it('machines started by the bulk starter (more than 20 in one request) name who asked too', async () => {
     const model = uniqueName('bulk-asked');

@@ -4,6 +4,31 @@ import { loadTestStack } from './stack';
 const stack = loadTestStack();
 const api = apiClient(stack);
 
+/**
+ * Every model a paged list answers, following its cursor (a summary is paged by
+ * default: the shared stack holds more models than one page), and each page.
+ */
+async function allPages(query: string) {
+  const models: Array<Record<string, unknown> & { name: string }> = [];
+  const pages: Array<{ status: number; names: string[]; cursor?: string }> = [];
+  let cursor: string | undefined;
+  do {
+    const res = await api.get(
+      `/v1/models?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
+    const names = ((res.body?.models ?? []) as Array<{ name: string }>).map((m) => m.name);
+    pages.push({
+      status: res.status,
+      names,
+      ...(res.body?.cursor ? { cursor: res.body.cursor } : {}),
+    });
+    if (res.status !== 200) break;
+    models.push(...(res.body.models as typeof models));
+    cursor = res.body.cursor as string | undefined;
+  } while (cursor);
+  return { models, pages };
+}
+
 async function patch(model: string, body: unknown) {
   return api.call('PATCH', `/v1/models/${model}`, body);
 }
@@ -103,11 +128,11 @@ describe('models list with summaries (issue 29: one request for the CLI’s mode
       );
     };
     const before = await lastOf();
-    const listed = await api.get('/v1/models?summary=true');
+    const listed = await allPages('summary=true');
     const after = await lastOf();
-    expect(listed.status).toBe(200);
+    expect(listed.pages.every((p) => p.status === 200)).toBe(true);
     const entry = (
-      listed.body.models as Array<{
+      listed.models as Array<{
         name: string;
         summary?: { lastChange: string; machines: number };
       }>
@@ -122,9 +147,9 @@ describe('models list with summaries (issue 29: one request for the CLI’s mode
     expect(last).toBeGreaterThanOrEqual(before);
     expect(last).toBeLessThanOrEqual(after);
     // empty means true, as `force`
-    const empty = await api.get('/v1/models?summary=');
+    const empty = await allPages('summary=');
     expect(
-      (empty.body.models as Array<{ name: string; summary?: unknown }>).find((m) => m.name === name)
+      (empty.models as Array<{ name: string; summary?: unknown }>).find((m) => m.name === name)
         ?.summary,
     ).toMatchObject({ machines: 3, units: 2, access: 'admin' });
 
@@ -141,6 +166,56 @@ describe('models list with summaries (issue 29: one request for the CLI’s mode
     expect(bad.body.error.message).toMatch(/^query parameter "summary": /);
   });
 
+  it('pages the list by name with limit and cursor: more models than one page, each once', async () => {
+    const prefix = uniqueName('page');
+    const mine = [`${prefix}-a`, `${prefix}-b`, `${prefix}-c`, `${prefix}-d`, `${prefix}-e`];
+    for (const name of mine) expect((await api.post('/v1/models', { name })).status).toBe(201);
+    // every model the stack has, two to a page, with their summaries
+    const paged = await allPages('summary=true&limit=2');
+    expect(paged.pages.length).toBeGreaterThanOrEqual(3);
+    expect(paged.pages.every((p) => p.status === 200 && p.names.length <= 2)).toBe(true);
+    expect(paged.pages.slice(0, -1).every((p) => p.names.length === 2 && p.cursor)).toBe(true);
+    expect(paged.pages.at(-1)?.cursor).toBeUndefined();
+    const names = paged.models.map((m) => m.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect(names).toEqual([...names].sort());
+    for (const name of mine) expect(names).toContain(name);
+    expect(paged.models.find((m) => m.name === mine[2])?.summary).toEqual({
+      machines: 0,
+      units: 0,
+      lastChange: expect.any(String),
+      access: 'admin',
+    });
+    // the plain list pages too when asked, and the same models are there
+    const plain = await allPages('limit=500');
+    expect(plain.models.map((m) => m.name)).toEqual(expect.arrayContaining(mine));
+    expect(plain.models.every((m) => !('summary' in m))).toBe(true);
+    // without summary, limit or cursor: every model at once, no cursor (as before paging)
+    const all = await api.get('/v1/models');
+    expect(all.body.cursor).toBeUndefined();
+    expect((all.body.models as Array<{ name: string }>).map((m) => m.name)).toEqual(
+      expect.arrayContaining(mine),
+    );
+    // the default page of a summary is 100
+    const first = await api.get('/v1/models?summary=true');
+    expect((first.body.models as unknown[]).length).toBeLessThanOrEqual(100);
+    expect(first.body.cursor === undefined).toBe(names.length <= 100);
+
+    for (const [query, message] of [
+      ['limit=0', /^query parameter "limit": must be a whole number from 1 to 500/],
+      ['limit=501', /^query parameter "limit": must be a whole number from 1 to 500/],
+      ['summary=true&cursor=bm9wZQ', /^invalid cursor$/],
+      [
+        `cursor=${Buffer.from(JSON.stringify({ after: 'x', y: 1 })).toString('base64url')}`,
+        /^invalid cursor$/,
+      ],
+    ] as const) {
+      const res = await api.get(`/v1/models?${query}`);
+      expect([query, res.status, res.body.error?.code]).toEqual([query, 400, 'bad-request']);
+      expect(res.body.error.message).toMatch(message);
+    }
+  });
+
   it('ignores an unknown query parameter (a cache-buster), as the list did before `summary`', async () => {
     const name = uniqueName('extra-query');
     expect((await api.post('/v1/models', { name })).status).toBe(201);
@@ -154,12 +229,11 @@ describe('models list with summaries (issue 29: one request for the CLI’s mode
       expect(mine).not.toHaveProperty('summary');
     }
     // an extra parameter beside a valid summary leaves the summary in place
-    const summed = await api.get('/v1/models?summary=true&_=1');
-    expect(summed.status).toBe(200);
+    const summed = await allPages('summary=true&_=1');
+    expect(summed.pages.every((p) => p.status === 200)).toBe(true);
     expect(
-      (summed.body.models as Array<{ name: string; summary?: unknown }>).find(
-        (m) => m.name === name,
-      )?.summary,
+      (summed.models as Array<{ name: string; summary?: unknown }>).find((m) => m.name === name)
+        ?.summary,
     ).toMatchObject({ machines: 0, units: 0, access: 'admin' });
     // a known parameter is still checked
     expect((await api.get('/v1/models?summary=yes&_=1')).status).toBe(400);

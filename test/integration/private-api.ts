@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { freePort, spawnManaged, type ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT, tsEntry } from '../../local/stack';
-import { eventually } from './api-client';
+import { stackEnv, waitForLogLine } from '../support/stack-process';
 import type { StackInfo } from './stack';
 
 export interface PrivateApiOptions {
@@ -32,17 +31,8 @@ export async function startPrivateApi(
     cwd: PROJECT_ROOT,
     logFile: opts.logFile,
     env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-      EC2_ENDPOINT: stack.ec2Endpoint,
+      ...stackEnv(stack),
       PRICING_ENDPOINT: stack.pricingEndpoint,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
       PROVISIONER_API_TOKEN: stack.token,
       PROVISIONER_API_PORT: String(port),
       PROVISIONER_USER_POOL_ID: stack.userPoolId,
@@ -53,17 +43,6 @@ export async function startPrivateApi(
     },
   });
   const url = `http://127.0.0.1:${port}`;
-  // a busy machine takes its time to compile and start a server: a generous bound
-  try {
-    await eventually(
-      () => Promise.resolve(existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8') : ''),
-      (log) => log.includes(`API listening on ${url}`),
-      90_000,
-      200,
-    );
-  } catch (err) {
-    await proc.stop();
-    throw err;
-  }
+  await waitForLogLine(proc, opts.logFile, `API listening on ${url}`);
   return { proc, stack: { ...stack, apiUrl: url } };
 }

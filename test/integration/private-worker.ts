@@ -1,7 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { spawnManaged, type ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT, tsEntry } from '../../local/stack';
-import { eventually } from './api-client';
+import { stackEnv, waitForLogLine } from '../support/stack-process';
 import type { StackInfo } from './stack';
 
 export interface PrivateWorkerOptions {
@@ -33,16 +32,7 @@ export async function startPrivateWorker(
     cwd: PROJECT_ROOT,
     logFile: opts.logFile,
     env: {
-      ...process.env,
-      AWS_REGION: stack.region,
-      AWS_ACCESS_KEY_ID: 'local',
-      AWS_SECRET_ACCESS_KEY: 'local',
-      AWS_EC2_METADATA_DISABLED: 'true',
-      PROVISIONER_TABLE: stack.tableName,
-      DYNAMODB_ENDPOINT: stack.dynamodbEndpoint,
-      EC2_ENDPOINT: opts.ec2Endpoint ?? stack.ec2Endpoint,
-      TEMPORAL_ADDRESS: stack.temporalAddress,
-      TEMPORAL_NAMESPACE: stack.temporalNamespace,
+      ...stackEnv(stack, opts.ec2Endpoint !== undefined ? { ec2: opts.ec2Endpoint } : {}),
       PROVISIONER_TASK_QUEUE: opts.taskQueue,
       PROVISIONER_START_ATTEMPTS: '3',
       PROVISIONER_RETRY_DELAY: '500ms',
@@ -56,18 +46,7 @@ export async function startPrivateWorker(
       ...opts.env,
     },
   });
-  // a busy machine takes its time to compile and start a worker: a generous bound
-  try {
-    await eventually(
-      () => Promise.resolve(existsSync(opts.logFile) ? readFileSync(opts.logFile, 'utf8') : ''),
-      (log) => log.includes(`worker polling ${opts.taskQueue}`),
-      90_000,
-      200,
-    );
-  } catch (err) {
-    // the caller never gets the process: stop it here, or it outlives the test run
-    await proc.stop();
-    throw err;
-  }
+  // the caller never gets the process on a timeout: waitForLogLine stops it
+  await waitForLogLine(proc, opts.logFile, `worker polling ${opts.taskQueue}`);
   return proc;
 }

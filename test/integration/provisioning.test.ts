@@ -18,6 +18,7 @@ import {
 import { matchingInstanceTypes, parseConstraints } from '../../core';
 import { provisioningStateQuery } from '../../workflows/definitions';
 import { TASK_QUEUE, machineWorkflowId, sweeperWorkflowId } from '../../temporal/search-attributes';
+import { countHistory, emptyTemporalUse } from '../../bench/history';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { servedPrices } from './prices';
 import { ec2ClientFor, loadTestStack } from './stack';
@@ -279,6 +280,68 @@ describe('zone spread', () => {
         20_000,
       ),
     ).toEqual(dbMachines.map((id) => machineWorkflowId(model, id)).sort());
+  });
+});
+
+describe('launch cost', () => {
+  it('launches a machine in two workflow tasks and four Temporal actions: one local activity reads, plans and claims; the launch records the instance; one upsert', async () => {
+    const model = await newModel('cost');
+    const res = await api.post(`/v1/models/${model}/machines`, { count: 3, constraints: IN_ZONES });
+    expect(res.status).toBe(201);
+    const ids = (res.body.machines as Array<{ id: string }>).map((m) => m.id);
+    const running = await eventually(
+      () => status(model),
+      (st) => Object.values<any>(st.machines).filter((m) => m.status === 'running').length === 3,
+    );
+    // spread 1/1/1 by the claims the first reads made
+    expect(
+      Object.values<any>(running.machines)
+        .map((m) => m.zone as string)
+        .sort(),
+    ).toEqual(ZONES);
+    for (const id of ids) {
+      const recorded = await machine(model, id);
+      expect(recorded.status).toBe('running');
+      expect(recorded.instanceId).toMatch(/^i-/);
+      expect(await instanceState(recorded.instanceId as string)).toMatch(/^(pending|running)$/);
+      const { events } = await temporal.workflow
+        .getHandle(machineWorkflowId(model, id))
+        .fetchHistory();
+      // the launch: everything before the first news of the instance (liveness, not the launch)
+      const signalled = events!.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
+      const launch = signalled < 0 ? events! : events!.slice(0, signalled);
+      const use = emptyTemporalUse();
+      countHistory(launch, use);
+      expect({
+        actions: use.actions,
+        workflowTasks: use.workflowTasks,
+        localActivities: use.localActivities,
+        activityTasks: use.activityTasks,
+      }).toEqual({ actions: 4, workflowTasks: 2, localActivities: 1, activityTasks: 1 });
+      const activities = launch.flatMap(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+      );
+      expect(activities).toEqual(['startInstance']);
+      const upserts = launch.flatMap((e) =>
+        e.upsertWorkflowSearchAttributesEventAttributes
+          ? [
+              Object.keys(
+                e.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields ??
+                  {},
+              ).sort(),
+            ]
+          : [],
+      );
+      // status, zone and applications (none here: cleared) in one upsert; the instance's
+      // routine pending → running never reaches the workflow, so no instance status is named
+      expect(upserts).toEqual([
+        ['ProvisionerApplications', 'ProvisionerStatus', 'ProvisionerZone'],
+      ]);
+      // no patch marker: the path is told by what the history's answers carry (LEAN_LAUNCH)
+      expect(
+        launch.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch'),
+      ).toEqual([]);
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import { apiClient, eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { Repository } from '../../state/repository';
+import { dynamoClientFor, loadTestStack } from './stack';
 
 /**
  * Issue 29: what Juju refuses at the request is refused at the request here
@@ -271,4 +272,102 @@ describe('refused up front, nothing written, no machine number spent', () => {
     });
     expect(await contents(m)).toEqual({ machines: ['0'], applications: [] });
   }, 240_000);
+
+  it('retry-provisioning is refused for its own constraints, not for a zone stored on the model, unless the machine cannot launch with it', async () => {
+    const m = uniqueName('refuse-s');
+    expect((await api.post('/v1/models', { name: m })).status).toBe(201);
+    const added = await api.post(`/v1/models/${m}/machines`, { constraints: 'cores=4096' });
+    expect(added.body).toEqual({ machines: [{ id: '0' }] });
+    const machine = () => api.get(`/v1/models/${m}/machines/0`);
+    const inError = () =>
+      eventually(machine, (r) => r.status === 200 && r.body.status === 'error', 180_000, 1_000);
+    await inError();
+    // a zone on the model that the region does not have (stored while EC2 could not be asked,
+    // or before the up-front check existed: the API refuses it today), written as it is stored
+    const ddb = dynamoClientFor(stack);
+    const repo = new Repository(ddb, stack.tableName);
+    const storedModel = async (constraints: string) => {
+      await repo.setModelConstraints(m, constraints);
+      expect((await api.get(`/v1/models/${m}/constraints`)).body).toEqual({ constraints });
+    };
+    try {
+      // one stored zone gone, one there: the retry asks nothing about zones and is accepted
+      await storedModel('zones=us-east-1a,us-east-1z');
+      const accepted = await api.post(`/v1/models/${m}/machines/0/retry`, {
+        constraints: 'cores=4095',
+      });
+      expect(accepted.status).toBeLessThan(300);
+      expect((await machine()).body.constraints).toBe('cores=4095 zones=us-east-1a,us-east-1z');
+      // back in error from this retry (its message names the retry's constraints)
+      await eventually(
+        machine,
+        (r) => r.body.status === 'error' && String(r.body.message).includes('cores=4095'),
+        180_000,
+        1_000,
+      );
+
+      // a stored instance type the region does not offer, masked in the merge by the retry's
+      // cores (EC2: instance-type conflicts with cores): not launched with, so accepted
+      await storedModel('instance-type=z9.huge');
+      const masked = await api.post(`/v1/models/${m}/machines/0/retry`, {
+        constraints: 'cores=4093',
+      });
+      expect({ status: masked.status, body: masked.body }).toMatchObject({ status: 202 });
+      expect((await machine()).body.constraints).toBe('cores=4093');
+      await eventually(
+        machine,
+        (r) => r.body.status === 'error' && String(r.body.message).includes('cores=4093'),
+        180_000,
+        1_000,
+      );
+      // not masked (zones do not conflict with it): the machine would launch with it, refused
+      const kept = await api.post(`/v1/models/${m}/machines/0/retry`, {
+        constraints: 'zones=us-east-1a',
+      });
+      expect({ status: kept.status, body: kept.body }).toEqual({
+        status: 400,
+        body: {
+          error: {
+            code: 'invalid-constraints',
+            message:
+              "invalid constraint value: instance-type=z9.huge: from the model's constraints " +
+              '"instance-type=z9.huge", which this retry does not replace (change them with ' +
+              'set-model-constraints, or give the retry its own)',
+          },
+        },
+      });
+      expect((await machine()).body).toMatchObject({ status: 'error', constraints: 'cores=4093' });
+
+      // every stored zone gone: the machine cannot launch, and the refusal says it is the model's
+      await storedModel('zones=us-east-1z');
+      const refused = await api.post(`/v1/models/${m}/machines/0/retry`, {
+        constraints: 'cores=4094',
+      });
+      expect({ status: refused.status, body: refused.body }).toEqual({
+        status: 400,
+        body: {
+          error: {
+            code: 'invalid-constraints',
+            message:
+              'availability zone "us-east-1z" not valid: from the model\'s constraints ' +
+              '"zones=us-east-1z", which this retry does not replace (change them with ' +
+              'set-model-constraints, or give the retry its own)',
+          },
+        },
+      });
+      expect((await machine()).body).toMatchObject({ status: 'error', constraints: 'cores=4093' });
+      // the retry's own zones replace the model's: accepted, and the machine launches there
+      const own = await api.post(`/v1/models/${m}/machines/0/retry`, {
+        constraints: 'cores=2 zones=us-east-1b',
+      });
+      expect(own.status).toBeLessThan(300);
+      const up = await eventually(machine, (r) => r.body.status === 'running', 180_000, 1_000);
+      expect(up.body).toMatchObject({
+        zone: 'us-east-1b',
+        constraints: 'cores=2 zones=us-east-1b',
+      });
+    } finally {
+      ddb.destroy();
+    }
+  }, 600_000);
 });

@@ -20,7 +20,7 @@ import {
 import { CARRIED_ABOUT } from '../../workflows/carry';
 import { FAILING_HISTORY_EVENTS } from '../../workflows/launch';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { chromiumPath, renderedText } from './chromium';
+import { chromiumPath, NO_CHROMIUM, renderedText } from './chromium';
 import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
@@ -333,9 +333,9 @@ describe('the Temporal UI of a machine that fails in every zone', () => {
     ).catch(() => list(`ProvisionerModel = "${model}" AND ProvisionerApplications = "wordpress"`));
     expect(continued(unfiltered)).toBe(closed.length);
 
-    // The UI in headless Chromium (skipped, saying so, where chromium is not installed).
+    // The UI in headless Chromium (skipped, saying so, where no working chromium is installed).
     if (!chromiumPath()) {
-      process.stderr.write('[skipped] chromium is not installed: the UI pages were not opened\n');
+      process.stderr.write(`[skipped] ${NO_CHROMIUM}: the UI pages were not opened\n`);
     } else {
       const errorQuery = queries[0]![1].replaceAll('"demo"', `"${model}"`);
       const ui = stack.temporalUiUrl;
@@ -348,18 +348,28 @@ describe('the Temporal UI of a machine that fails in every zone', () => {
       expect(listText).toContain('Running');
       expect(listText).not.toContain('Continued as New');
       expect(listText).not.toContain(machineWorkflowId(model, running));
-      // The machine's page (its running run, continued as new): the UI 2.54 shows the static
-      // summary ("No summary available": continue-as-new takes none) and a "Current Details"
-      // section, which did not render the details in headless Chromium (they are asserted
-      // above through the metadata query the UI itself sends).
+      // The machine's page (its running run, continued as new). The UI 2.54 shows the static
+      // summary, which a continued run cannot have ("No summary available": neither the SDK's
+      // continue-as-new nor the server's new run carries one, README), and under "Current
+      // Details" the run's details, rendered from Markdown in a same-origin frame
+      // (`#user-metadata-current-details`, loaded from `/render?content=…`): their first line
+      // is the summary, then the machine's status now.
+      const detailsFrame = '[frame user-metadata-current-details]\n';
+      const summary = `Machine ${failing} in model ${model}`;
       const page = await renderedText(
         `${ui}/namespaces/default/workflows/${encodeURIComponent(workflowId)}`,
-        (t) => t.includes('Current Details'),
+        (t) => t.includes(`${detailsFrame}${summary}`) && t.includes('status error'),
         { click: 'User Metadata' },
       );
       expect(page).toContain(workflowId);
       expect(page).toContain('RUNNING');
+      expect(page).toContain('Current Details');
       expect(page).toContain('No summary available');
+      const shown = page.slice(page.indexOf(detailsFrame) + detailsFrame.length);
+      // the summary, then the status as now (each on its own line), the error's zones
+      expect(shown.startsWith(summary)).toBe(true);
+      expect(shown).toMatch(/status error \(error, attempt \d+ of 10\)/);
+      expect(shown).toContain('last error every zone tried failed');
     }
     expect((await api.delete(`/v1/models/${model}`)).status).toBe(202);
   }, 600_000);

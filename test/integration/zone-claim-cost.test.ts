@@ -300,6 +300,43 @@ describe('zone claims under contention', () => {
     }
   });
 
+  it("reads no machine for claims given the views their caller read (a machine's first workflow step), and only the one whose view went stale", async () => {
+    const [model, ...ids] = await modelWithMachines(30, ['db']);
+    // what loadMachine with `prepare` reads: the machine and its view, in one GetItem each
+    const reader = new ProvisioningStore(ddb, TABLE);
+    const views = await Promise.all(
+      ids.map(async (id) => (await reader.machineWithView(model!, id))!.view),
+    );
+    expect(views[0]).toEqual({ exists: true, life: 'alive', applications: ['db'] });
+    // machine 7 is claimed by another worker after its view was read: the view says uncounted
+    const stale = ids[7]!;
+    const [elsewhere] = await new ZoneCountStore(ddb, TABLE).claim(model!, [
+      request(stale, ['db']),
+    ]);
+    expect(elsewhere?.ok).toBe(true);
+    const { store, ledger, done } = meteredStore({ noPause: true });
+    try {
+      const results = await store.claim(
+        model!,
+        ids.map((id, i) => ({ ...request(id, ['db']), view: views[i]! })),
+      );
+      expect(results.every((r) => r.ok)).toBe(true);
+      // machine 7 moved from its first claim, counted once: 30 machines, 10 per zone
+      expect(zonesOf(results)).toEqual({ 'us-east-1a': 10, 'us-east-1b': 10, 'us-east-1c': 10 });
+      expect(await store.counts(model!, 'db')).toEqual({
+        'us-east-1a': 10,
+        'us-east-1b': 10,
+        'us-east-1c': 10,
+      });
+      // the stale view's condition failed; that machine alone was read, once
+      expect(ledger.cancelled).toBe(1);
+      expect(ledger.reasons['machine ConditionalCheckFailed']).toBe(1);
+      expect(ledger.machineItems).toBe(1);
+    } finally {
+      done();
+    }
+  });
+
   it('moves a machine out of the groups it is counted in now, not the ones first read: it was given up and claimed for another group meanwhile', async () => {
     const [model, m] = await modelWithMachines(1, ['web']);
     const other = new ZoneCountStore(ddb, TABLE);

@@ -262,13 +262,58 @@ describe('InstancePrices', () => {
     expect(sends).toHaveLength(2);
   });
 
+  it.each([
+    ['1.05x', 63_000],
+    ['1.5x', 90_000],
+    ['1.99x', 119_000],
+  ])(
+    'a lookup frozen for %s its timeout is started again as soon as it is past its timeout, never reported as "did not answer"',
+    async (_label, frozenMs) => {
+      const sends: number[] = [];
+      const pricing: PricingSender = {
+        send: () => {
+          sends.push(now);
+          if (sends.length === 1) {
+            // the container was frozen mid-request; on thaw the abort fires at once
+            now += frozenMs;
+            return Promise.reject(
+              Object.assign(new Error('Request aborted'), { name: 'AbortError' }),
+            );
+          }
+          return Promise.resolve({ PriceList: [M5_LARGE] });
+        },
+      };
+      const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+      await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map([['m5.large', 0.096]]));
+      expect(sends).toHaveLength(2);
+      expect(prices.failure('us-east-1')).toBeUndefined();
+      expect(lines).toEqual([]);
+    },
+  );
+
+  it('a restarted lookup that looks frozen again is a failure, not restarted in a loop', async () => {
+    let sends = 0;
+    const pricing: PricingSender = {
+      send: () => {
+        sends += 1;
+        now += 90_000;
+        return Promise.reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' }));
+      },
+    };
+    const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    expect(sends).toBe(2);
+    expect(prices.failure('us-east-1')).toEqual({ kind: 'timeout', afterMs: 60_000 });
+    expect(lines).toHaveLength(1);
+  });
+
   it('a lookup that times out while its process runs is a timeout failure, cached and named as such', async () => {
     const hanging: PricingSender = {
       send: () =>
         Promise.reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' })),
     };
     const prices = new InstancePrices(hanging, { ...options, timeoutMs: 60_000 });
-    now += 61_000; // within twice the timeout: it ran, and the price list did not answer
+    now += 61_000; // its timer fired a second late: it ran, and the price list did not answer
     await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
     expect(prices.failure('us-east-1')).toEqual({ kind: 'timeout', afterMs: 60_000 });
     const failing = new InstancePrices(

@@ -254,6 +254,57 @@ describe('models list', () => {
     expect(JSON.parse(json.stdout).models).toEqual([model]);
   });
 
+  it('the table follows the summary cursor: every page, in one table', async () => {
+    const summed = (m: Model, machines: number) => ({
+      ...m,
+      summary: { machines, units: 0, lastChange: m.createdAt, access: 'admin' as const },
+    });
+    const h = await runCli(['models'], (req) => {
+      if (req.path === '/v1/models?summary=true')
+        return { models: [summed(model, 4)], cursor: 'eyJhZnRlciI6ImRlbW8ifQ' };
+      if (req.path === '/v1/models?summary=true&cursor=eyJhZnRlciI6ImRlbW8ifQ')
+        return { models: [summed({ ...model, name: 'other', constraints: '' }, 2)] };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(h.code).toBe(0);
+    expect(h.requests).toEqual([
+      { method: 'GET', path: '/v1/models?summary=true' },
+      { method: 'GET', path: '/v1/models?summary=true&cursor=eyJhZnRlciI6ImRlbW8ifQ' },
+    ]);
+    expect(h.stdout.split('\n').slice(1, 3)).toEqual([
+      expect.stringMatching(/^demo +aws\/us-east-1 +mem=2048M +4 +0 +admin /),
+      expect.stringMatching(/^other +aws\/us-east-1 +2 +0 +admin /),
+    ]);
+  });
+
+  it('the table stops with an error when the server answers the same cursor twice', async () => {
+    const summed = (m: Model, machines: number) => ({
+      ...m,
+      summary: { machines, units: 0, lastChange: m.createdAt, access: 'admin' as const },
+    });
+    const h = await runCli(['models'], (req) => {
+      if (req.path === '/v1/models?summary=true')
+        return { models: [summed(model, 4)], cursor: 'c1' };
+      // a faulty server: the next page hands back a cursor already followed
+      if (req.path === '/v1/models?summary=true&cursor=c1')
+        return { models: [summed({ ...model, name: 'other' }, 2)], cursor: 'c2' };
+      if (req.path === '/v1/models?summary=true&cursor=c2')
+        return { models: [summed({ ...model, name: 'third' }, 1)], cursor: 'c1' };
+      throw new Error(`unexpected ${req.path}`);
+    });
+    expect(h.code).toBe(1);
+    expect(h.stdout).toBe('');
+    expect(h.stderr).toBe(
+      'ERROR the server answered the same models cursor twice ("c1"); stopped paging after 3 ' +
+        'models (a server fault: try again, or use --format json)\n',
+    );
+    expect(h.requests.map((r) => r.path)).toEqual([
+      '/v1/models?summary=true',
+      '/v1/models?summary=true&cursor=c1',
+      '/v1/models?summary=true&cursor=c2',
+    ]);
+  });
+
   it('list-models is models; a superuser has admin on every model (a server without summaries: one request per model)', async () => {
     const h = await runCli(['list-models'], (req) => {
       if (req.path === '/v1/models?summary=true') return { models: [model] };

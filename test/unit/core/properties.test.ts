@@ -4,10 +4,8 @@ import {
   type Constraints,
   constraintsToString,
   CoreError,
-  createEc2Validator,
   type InstanceTypeInfo,
   matchingInstanceTypes,
-  mergeConstraints,
   parseBase,
   parseConstraints,
   parsePlacement,
@@ -16,6 +14,7 @@ import {
   baseToString,
   Validator,
 } from '../../../core';
+import { createEc2Validator, mergeConstraints } from '../../../ec2/validator';
 
 const RUNS = 3000;
 

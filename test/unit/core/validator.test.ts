@@ -3,13 +3,12 @@ import {
   type Constraints,
   ConstraintsError,
   constraintsToString,
-  createEc2Validator,
-  mergeConstraints,
   parseConstraints,
   unsupportedConstraintsMessage,
   Validator,
   type VocabularyValue,
 } from '../../../core';
+import { createEc2Validator, mergeConstraints } from '../../../ec2/validator';
 import { expectThrows } from './helpers';
 
 const p = (text: string): Constraints => parseConstraints(text);

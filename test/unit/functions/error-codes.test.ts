@@ -10,7 +10,9 @@ import {
   DOMAIN_ERROR_CODES,
   ERROR_CODES,
   ERROR_STATUS,
+  UNLISTED_ERROR_STATUS,
   domainErrorStatus,
+  errorStatus,
   isRefusalCode,
 } from '../../../core/error-codes';
 import type { ApiError } from '../../../functions/errors';
@@ -20,9 +22,13 @@ import {
   ForbiddenError,
   MethodNotAllowedError,
   NotFoundError,
+  NotImplementedError,
   UnauthorizedError,
 } from '../../../functions/errors';
-import { toErrorResponse } from '../../../functions/http';
+import { parseBody, toErrorResponse } from '../../../functions/http';
+import { commonErrors, OPERATIONS, type OperationSpec } from '../../../functions/operations';
+import { ROUTES, routeKey } from '../../../functions/routes';
+import { CreateModel } from '../../../functions/schemas';
 import { openApiDocument } from '../../../functions/openapi-document';
 import {
   DependencyUnavailableError,
@@ -136,6 +142,53 @@ describe('the error table (core/error-codes.ts)', () => {
       expect(JSON.parse(response.body!)).toEqual({
         error: { code: 'internal', message: 'internal error' },
       });
+    }
+  });
+});
+
+describe('statuses come from the table, not from literals beside it', () => {
+  it('the unlisted 501 is answered with its own code and kept out of the contract', () => {
+    const err = new NotImplementedError('GET /v1/x is not implemented yet');
+    expect(err.status).toBe(UNLISTED_ERROR_STATUS['not-implemented']);
+    expect(err.status).toBe(501);
+    const response = toErrorResponse(err);
+    expect(response.statusCode).toBe(501);
+    expect(JSON.parse(response.body!)).toEqual({
+      error: { code: 'not-implemented', message: 'GET /v1/x is not implemented yet' },
+    });
+    expect(openApiErrorEnum()).not.toContain('not-implemented');
+    expect(errorStatus('conflict')).toBe(409);
+    expect(errorStatus('not-implemented')).toBe(501);
+  });
+
+  it("a body refused by a domain rule is answered with its code's status", () => {
+    let thrown: unknown;
+    try {
+      parseBody(CreateModel, { name: 'm', region: 'us-east-1', constraints: 'mem=2G mem=4G' });
+    } catch (err) {
+      thrown = err;
+    }
+    const response = toErrorResponse(thrown);
+    const body = JSON.parse(response.body!);
+    expect(body.error.code).toBe('invalid-constraints');
+    expect(response.statusCode).toBe(ERROR_STATUS['invalid-constraints']);
+    expect(body.error.message).toBe('bad "mem" constraint: already set');
+  });
+
+  const routes = ROUTES.map((r) => [routeKey(r), r] as const);
+
+  it.each(routes)("%s: each documented error's status is the table's for its code", (key, r) => {
+    const spec = (OPERATIONS as Record<string, OperationSpec>)[key];
+    expect(spec).toBeDefined();
+    const documented = [
+      ...Object.entries(spec!.errors),
+      ...Object.entries(commonErrors(r.method, r.access)),
+    ];
+    expect(documented.length).toBeGreaterThan(0);
+    for (const [status, codes] of documented) {
+      for (const code of codes ?? []) {
+        expect([key, code, ERROR_STATUS[code]]).toEqual([key, code, Number(status)]);
+      }
     }
   });
 });

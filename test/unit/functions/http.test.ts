@@ -351,6 +351,11 @@ describe('machine sub-paths through the router (the template’s routes, and the
       ['POST', '/v1/models/demo/machines/3/foo'],
       ['POST', '/v1/models/demo/machines/3/foo/retry'],
       ['GET', '/v1/models/demo/machines/0/lxd/1/foo'],
+      // three segments, but not a container id's shape (no container type)
+      ['GET', '/v1/models/demo/machines/3/foo/bar'],
+      ['DELETE', '/v1/models/demo/machines/3/foo/bar'],
+      ['POST', '/v1/models/demo/machines/3/foo/bar'],
+      ['GET', '/v1/models/demo/machines/0/lxd/1/foo/bar'],
     ])('answers %s %s, a path no route has, with 404 no route', async (method, path) => {
       const res = await send(router, method, path);
       expect([res.statusCode, body(res)]).toEqual([

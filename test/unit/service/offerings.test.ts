@@ -3,8 +3,10 @@ import {
   DescribeInstanceTypeOfferingsCommand,
 } from '@aws-sdk/client-ec2';
 import { ConstraintsError, PlacementError } from '../../../core';
+import { collapseConstraints } from '../../../service/constraints';
 import {
   checkOffered,
+  checkRetryConstraints,
   Ec2Offerings,
   OFFERINGS_FAILURE_TTL_MS,
   OFFERINGS_TTL_MS,
@@ -251,5 +253,104 @@ describe('checkOffered', () => {
     expect(ec2.calls).toHaveLength(1);
     expect(warnings).toHaveLength(2);
     expect(warnings[1]!.extra).toEqual({ region: REGION, error: 'AbortError' });
+  });
+});
+
+describe('checkRetryConstraints', () => {
+  const check = (own: string, model: string) => {
+    const ec2 = healthyEc2();
+    const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
+    // the merge retryMachine makes: what the machine launches with
+    const merged = collapseConstraints(model, own);
+    return checkRetryConstraints({ offerings, log: logSpy().log }, REGION, own, model, merged);
+  };
+  const fromModel = (why: string, model: string) =>
+    new ConstraintsError(
+      `${why}: from the model's constraints "${model}", which this retry does not replace ` +
+        '(change them with set-model-constraints, or give the retry its own)',
+    );
+
+  it("refuses the retry's own values in Juju's words, whatever the model's", async () => {
+    await expect(check('cores=2 zones=us-east-1a,us-east-1z', 'zones=us-east-1a')).rejects.toEqual(
+      new ConstraintsError('availability zone "us-east-1z" not valid'),
+    );
+    await expect(check('instance-type=z9.huge', 'zones=us-east-1z')).rejects.toEqual(
+      new ConstraintsError('invalid constraint value: instance-type=z9.huge'),
+    );
+  });
+
+  it('a zone stored on the model does not refuse a retry that can still launch', async () => {
+    // one stored zone is gone, the other is there: the machine can launch there
+    await expect(check('cores=2', 'zones=us-east-1a,us-east-1z')).resolves.toBeUndefined();
+    // the retry's own zones replace the model's, bad as they are
+    await expect(check('cores=2 zones=us-east-1b', 'zones=us-east-1z')).resolves.toBeUndefined();
+    await expect(
+      check('instance-type=t3.micro', 'instance-type=z9.huge zones=us-east-1a'),
+    ).resolves.toBeUndefined();
+  });
+
+  it("refuses a stored combination that cannot launch, saying it is the model's constraint", async () => {
+    await expect(check('cores=2', 'zones=us-east-1z')).rejects.toEqual(
+      fromModel('availability zone "us-east-1z" not valid', 'zones=us-east-1z'),
+    );
+    await expect(check('cores=2', 'zones=us-east-1y,us-east-1z')).rejects.toEqual(
+      fromModel(
+        'no availability zone of "us-east-1y", "us-east-1z" is valid',
+        'zones=us-east-1y,us-east-1z',
+      ),
+    );
+    // the merge keeps the stored type (zones do not conflict with it): the machine would launch with it
+    await expect(check('zones=us-east-1a', 'instance-type=z9.huge')).rejects.toEqual(
+      fromModel('invalid constraint value: instance-type=z9.huge', 'instance-type=z9.huge'),
+    );
+  });
+
+  it.each(['mem=4G', 'cores=2', 'cpu-power=100', 'arch=arm64'])(
+    "a stored instance type the retry's %s masks in the merge refuses nothing (it is not launched with)",
+    async (own) => {
+      expect(collapseConstraints('instance-type=z9.huge', own)).not.toContain('instance-type');
+      await expect(check(own, 'instance-type=z9.huge')).resolves.toBeUndefined();
+    },
+  );
+
+  it('reads the types and zones once, in parallel, under one deadline', async () => {
+    const started: string[] = [];
+    // EC2 never answers; a read ends only when the deadline aborts it
+    const ec2 = stubEc2(
+      (command, signal) =>
+        new Promise((_resolve, reject) => {
+          started.push(command!.constructor.name);
+          signal?.addEventListener('abort', () =>
+            reject(Object.assign(new Error('aborted'), { name: 'AbortError' })),
+          );
+        }),
+    );
+    const offerings = new Ec2Offerings(undefined, Date.now, () => ec2.send);
+    const { log, warnings } = logSpy();
+    const model = 'instance-type=m5.large zones=us-east-1a,us-east-1b';
+    // root-disk does not mask the stored type: both the type and the zones come from the model
+    const own = 'root-disk=16G';
+    const check = checkRetryConstraints(
+      { offerings, log },
+      REGION,
+      own,
+      model,
+      collapseConstraints(model, own),
+      500,
+    );
+    await new Promise((r) => setImmediate(r));
+    // both asked before either answered (one deadline, not one per read or per zone)
+    expect(started.sort()).toEqual([
+      'DescribeAvailabilityZonesCommand',
+      'DescribeInstanceTypeOfferingsCommand',
+    ]);
+    await expect(check).resolves.toBeUndefined();
+    // one deadline passed: one warning, each read asked once
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]!.extra).toEqual({ region: REGION, error: 'OfferingsTimeout' });
+    expect(ec2.calls.map((c) => c.name).sort()).toEqual([
+      'DescribeAvailabilityZonesCommand',
+      'DescribeInstanceTypeOfferingsCommand',
+    ]);
   });
 });

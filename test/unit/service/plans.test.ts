@@ -3,11 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstancePrices, type PricingSender } from '../../../activities/pricing';
 import type { InstanceTypeInfo } from '../../../core';
+import { ERROR_STATUS } from '../../../core/error-codes';
 import type { ServiceContext } from '../../../service/context';
 import type { PlanSources } from '../../../service/plan-sources';
 import { launchBudgetFromEnv } from '../../../service/plan-sources';
 import {
   buildPlan,
+  PLAN_READS_DEADLINE_MS,
+  PlanReadsDeadlineError,
   priceDeadlineNote,
   priceLookupTimeoutNote,
   PRICE_LIST_UNREACHABLE_NOTE,
@@ -166,5 +169,74 @@ describe('buildPlan: the launch record', () => {
     );
     expect(plan.machines).toHaveLength(1);
     expect(plan.estimatedSeconds).toBeGreaterThan(0);
+  });
+});
+
+describe('buildPlan: a deadline on its EC2 reads', () => {
+  const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+  const priced = () => Promise.resolve(new Map([['m5.large', 0.096]]));
+
+  it.each([
+    ['the catalogue', { catalogue: never }, 'the instance types of us-east-1'],
+    ['the zones', { zones: never }, 'the availability zones of us-east-1'],
+    ['the offerings', { zonesOffering: never }, 'the zones offering m5.large'],
+  ] as const)(
+    'a plan whose read of %s never answers is refused 503 unavailable by the deadline, naming it',
+    async (_what, stuck, named) => {
+      const sources = sourcesWith(priced, {
+        ...stuck,
+        readsDeadlineMs: 200,
+      });
+      const started = Date.now();
+      const err = await buildPlan(context(sources), MODEL, ONE).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // bounded generously for a busy machine; without the deadline this never settles
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(err).toBeInstanceOf(PlanReadsDeadlineError);
+      expect(err).toMatchObject({
+        code: 'unavailable',
+        message:
+          `EC2 did not answer within 0.2 s for this plan (still waiting for ${named}); ` +
+          'nothing was planned, try again shortly',
+      });
+      expect(ERROR_STATUS[(err as PlanReadsDeadlineError).code]).toBe(503);
+    },
+  );
+
+  it("counts the deadline from the request's start, not from the plan's first read", async () => {
+    const sources = sourcesWith(priced, { catalogue: never, readsDeadlineMs: 30_000 });
+    const started = Date.now();
+    // the request began 29.8 s ago (cold start, DynamoDB reads, the decision): 0.2 s are left
+    const err = await buildPlan(
+      context(sources, { requestStartedAt: started - 29_800 }),
+      MODEL,
+      ONE,
+    ).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // counted from the first read it would wait the whole 30 s (past the test's own timeout)
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(err).toBeInstanceOf(PlanReadsDeadlineError);
+    expect((err as Error).message).toBe(
+      'EC2 did not answer within 30 s for this plan (still waiting for the instance types of ' +
+        'us-east-1); nothing was planned, try again shortly',
+    );
+  });
+
+  it('reads that answer within the deadline make the plan as before', async () => {
+    const slow = <T>(v: T) => new Promise<T>((r) => setTimeout(() => r(v), 20));
+    const sources = sourcesWith(priced, {
+      catalogue: () => slow(CATALOGUE),
+      readsDeadlineMs: 5_000,
+    });
+    const plan = await buildPlan(context(sources), MODEL, ONE);
+    expect(plan.machines[0]).toMatchObject({ instanceType: 'm5.large', zone: 'us-east-1a' });
+  });
+
+  it("the default deadline leaves room under API Gateway's 29 s", () => {
+    expect(PLAN_READS_DEADLINE_MS).toBe(20_000);
   });
 });

@@ -58,6 +58,23 @@ import { promisify } from 'node:util';
  *   marker, which the code must still match while replaying (carry.ts).
  *   Recorded by test/integration/temporal-ui.test.ts with
  *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-lean-…` (issue 26, `lean-launch`, workflows/patches.ts): the
+ *   same stories as their namesakes above, recorded after the launch was cut
+ *   to one local activity (read, plan and claim), the launch recording its
+ *   instance, and one upsert; a run destroyed while its first read planned
+ *   (the read cancelled, after its `lean-read-cut` marker). Recorded by failure-semantics.test.ts and
+ *   liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`. The
+ *   histories above, without `prepared` and `recorded` in their answers,
+ *   replay the steps as they were.
+ * - `machine-slow-first-read-destroyed`, `…-destroyed-while-planning`
+ *   (review of issue 26): runs of the code before `lean-launch` (d30b3fc)
+ *   whose first read outlasted a workflow-task heartbeat while a destroy
+ *   arrived; the read saw the machine Dead (teardown next), or alive
+ *   (planning next, cancelled by `destroy-cancels-planning`). Recorded by
+ *   failure-semantics.test.ts "a destroy during provisioning" at d30b3fc,
+ *   with a test hook delaying each machine's first `loadMachine` by 16 s
+ *   (before or after its DynamoDB read) and the destroy sent once the first
+ *   workflow task completed. `lean-read-cut` keeps them replaying.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does

@@ -1,18 +1,19 @@
 /**
  * The constraints validator for EC2, after Juju's provider/ec2
- * `ConstraintsValidator`, and the merge that collapses a model's and an
+ * `ConstraintsValidator` (kept beside the provider, as Juju keeps each
+ * provider's), and the merge that collapses a model's and an
  * application's constraints into a unit's.
  */
-import type { ConstraintKey, Constraints } from './constraints';
-import { compareStrings, goQuote } from './text';
-import { Validator } from './validator';
+import type { ConstraintKey, Constraints } from '../core/constraints';
+import { UNMATCHED_CONSTRAINTS } from '../core/instance-types';
+import { compareStrings, goQuote } from '../core/text';
+import { Validator } from '../core/validator';
 
-/** Keys EC2 cannot honour, as Juju's ec2 provider lists them. */
-export const EC2_UNSUPPORTED_CONSTRAINTS: readonly ConstraintKey[] = [
-  'tags',
-  'virt-type',
-  'allocate-public-ip',
-];
+/**
+ * Keys EC2 cannot honour, as Juju's ec2 provider lists them: exactly those
+ * core's instance-type matching leaves out (core/instance-types.ts).
+ */
+export const EC2_UNSUPPORTED_CONSTRAINTS: readonly ConstraintKey[] = UNMATCHED_CONSTRAINTS;
 
 /** Architectures EC2 offers, in Juju's names. */
 export const EC2_ARCHES: readonly string[] = ['amd64', 'arm64'];
