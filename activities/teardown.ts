@@ -465,7 +465,10 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       set.add(waiter);
       if (!pollers.has(region)) {
         pollers.add(region);
-        void pollRegion(region).finally(() => pollers.delete(region));
+        // pollRegion clears its flag itself, in the same turn it finds no waiter left: a
+        // `.finally` would clear it a microtask later, and a wait added in that gap would
+        // find the flag set and no poller to serve it
+        void pollRegion(region).catch((err: unknown) => abandon(region, err));
       }
     });
   }
@@ -480,7 +483,10 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     let lastRound = 0;
     for (;;) {
       const set = waits.get(region);
-      if (!set || set.size === 0) return;
+      if (!set || set.size === 0) {
+        pollers.delete(region);
+        return;
+      }
       let wake = Infinity;
       for (const w of set) wake = Math.min(wake, w.nextAt, w.until);
       wake = Math.max(wake, lastRound + TERMINATED_ROUND_MS);
@@ -532,6 +538,18 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
         }
       }
     }
+  }
+
+  /**
+   * The region's poller stopped on an unexpected throw: its flag is cleared
+   * and every wait it served fails with the error (their activities retry)
+   * rather than hang until their start-to-close timeout.
+   */
+  function abandon(region: string, err: unknown): void {
+    pollers.delete(region);
+    const set = waits.get(region);
+    waits.delete(region);
+    for (const w of set ?? []) w.reject(err);
   }
 }
 

@@ -3,7 +3,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
 import { InstanceOwners } from '../../../activities/instance-owners';
 import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
-import { idsNamedIn, teardownActivities, terminateEach } from '../../../activities/teardown';
+import {
+  idsNamedIn,
+  teardownActivities,
+  TERMINATED_POLL_MS,
+  terminateEach,
+} from '../../../activities/teardown';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';
 import { EntityNotFoundError } from '../../../state/errors';
 import type { MachineRecord } from '../../../state/types';
@@ -277,77 +282,126 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     expect(calls).toHaveLength(1);
   });
 
-  it('waits for terminated inside the activity when asked (waitMs): polls again until none is left', async () => {
-    const ids = ['i-0a1', 'i-0a2', 'i-0a3'];
-    const instances = ids.map((id): Instance => ({
-      InstanceId: id,
-      State: { Name: 'shutting-down' },
-    }));
-    const { activities, calls } = harness({ instances });
-    const waiting = Promise.all(
-      ids.map((id) =>
-        activities.instancesNotTerminated({
-          region: 'us-east-1',
-          instanceIds: [id],
-          waitMs: 60_000,
-        }),
-      ),
-    );
-    // EC2 reports them terminated only after the first poll
-    while (calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
-    for (const i of instances) i.State = { Name: 'terminated' };
-    expect((await waiting).flat()).toEqual([]);
-    // the three machines' polls went out together, twice
-    expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
-      ['DescribeInstances', 3],
-      ['DescribeInstances', 3],
-    ]);
-  });
+  describe('waits for terminated, on fake timers (the 5 s / 10 s rounds without their wall-clock time)', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
 
-  it('answers every waiting machine of a region from one describe per round, however their waits began', async () => {
-    const ids = ['i-0d1', 'i-0d2', 'i-0d3', 'i-0d4'];
-    const instances = ids.map((id): Instance => ({
-      InstanceId: id,
-      State: { Name: 'shutting-down' },
-    }));
-    const { activities, calls } = harness({ instances });
-    const waiting: Array<Promise<string[]>> = [];
-    // four machines start waiting a second apart (their first checks go out on their own)
-    for (const id of ids) {
-      waiting.push(
-        activities.instancesNotTerminated({
-          region: 'us-east-1',
-          instanceIds: [id],
-          waitMs: 60_000,
-        }),
-      );
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    /** Advances the fake clock in steps until `done` holds (at most `maxMs`), microtasks run between. */
+    async function advanceUntil(done: () => boolean, maxMs = 120_000): Promise<number> {
+      const from = Date.now();
+      while (!done()) {
+        if (Date.now() - from > maxMs) throw new Error(`not done after ${maxMs} ms (fake)`);
+        await jest.advanceTimersByTimeAsync(100);
+      }
+      return Date.now() - from;
     }
-    // EC2 reports them terminated after the poller's first round
-    while (calls.length < ids.length + 1) await new Promise((resolve) => setTimeout(resolve, 20));
-    for (const i of instances) i.State = { Name: 'terminated' };
-    expect((await Promise.all(waiting)).flat()).toEqual([]);
-    expect(calls.slice(0, ids.length).map((c) => c.ids)).toEqual(ids.map((id) => [id]));
-    // then the region's poller: one describe for all four per round, not one per machine
-    expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
-      ['DescribeInstances', 4],
-      ['DescribeInstances', 4],
-    ]);
-  }, 40_000);
 
-  it('answers what is still not terminated once waitMs has passed', async () => {
-    const instances: Instance[] = [{ InstanceId: 'i-0b1', State: { Name: 'shutting-down' } }];
-    const { activities, calls } = harness({ instances });
-    const left = await activities.instancesNotTerminated({
-      region: 'us-east-1',
-      instanceIds: ['i-0b1'],
-      waitMs: 7_000,
+    it('polls again inside the activity when asked (waitMs) until none is left', async () => {
+      const ids = ['i-0a1', 'i-0a2', 'i-0a3'];
+      const instances = ids.map((id): Instance => ({
+        InstanceId: id,
+        State: { Name: 'shutting-down' },
+      }));
+      const { activities, calls } = harness({ instances });
+      let answers: string[][] | undefined;
+      void Promise.all(
+        ids.map((id) =>
+          activities.instancesNotTerminated({
+            region: 'us-east-1',
+            instanceIds: [id],
+            waitMs: 60_000,
+          }),
+        ),
+      ).then((a) => (answers = a));
+      // the three machines' first checks, asked in one turn, go out together
+      await advanceUntil(() => calls.length > 0);
+      expect(calls.map((c) => [c.action, c.ids.length])).toEqual([['DescribeInstances', 3]]);
+      // EC2 reports them terminated only after that first check
+      for (const i of instances) i.State = { Name: 'terminated' };
+      const waited = await advanceUntil(() => answers !== undefined);
+      expect(answers!.flat()).toEqual([]);
+      // the region's poller asked for the three together TERMINATED_POLL_MS later, once
+      expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 3],
+        ['DescribeInstances', 3],
+      ]);
+      expect(waited).toBeGreaterThanOrEqual(TERMINATED_POLL_MS - 1_000);
+      expect(waited).toBeLessThan(TERMINATED_POLL_MS + 2_000);
     });
-    expect(left).toEqual(['i-0b1']);
-    // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; its next round
-    // (TERMINATED_ROUND_MS, 10 s, after that) would come after the wait is over
-    expect(calls.length).toBeGreaterThanOrEqual(2);
-    expect(calls.length).toBeLessThanOrEqual(3);
+
+    it('answers every waiting machine of a region from one describe per round, however their waits began', async () => {
+      const ids = ['i-0d1', 'i-0d2', 'i-0d3', 'i-0d4'];
+      const instances = ids.map((id): Instance => ({
+        InstanceId: id,
+        State: { Name: 'shutting-down' },
+      }));
+      const { activities, calls } = harness({ instances });
+      const answers = new Map<string, string[]>();
+      // four machines start waiting a second apart: their first checks go out on their own
+      // (each more than the poll window's 500 ms idle after the one before)
+      for (const id of ids) {
+        void activities
+          .instancesNotTerminated({ region: 'us-east-1', instanceIds: [id], waitMs: 60_000 })
+          .then((left) => answers.set(id, left));
+        await jest.advanceTimersByTimeAsync(1_000);
+      }
+      expect(calls.map((c) => c.ids)).toEqual(ids.map((id) => [id]));
+      // then the region's poller: one describe for all four per round, not one per machine
+      await advanceUntil(() => calls.length > ids.length);
+      expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 4],
+      ]);
+      for (const i of instances) i.State = { Name: 'terminated' };
+      await advanceUntil(() => answers.size === ids.length);
+      expect([...answers.values()].flat()).toEqual([]);
+      expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 4],
+        ['DescribeInstances', 4],
+      ]);
+    });
+
+    it('answers what is still not terminated once waitMs has passed', async () => {
+      const instances: Instance[] = [{ InstanceId: 'i-0b1', State: { Name: 'shutting-down' } }];
+      const { activities, calls } = harness({ instances });
+      let left: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0b1'], waitMs: 7_000 })
+        .then((l) => (left = l));
+      const waited = await advanceUntil(() => left !== undefined);
+      expect(left).toEqual(['i-0b1']);
+      // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; its next poll
+      // (7.5 s after that) would come after the wait is over, so it is answered at that round,
+      // before its 7 s, not kept waiting for nothing
+      expect(calls.map((c) => c.ids)).toEqual([['i-0b1'], ['i-0b1']]);
+      expect(waited).toBeGreaterThanOrEqual(TERMINATED_POLL_MS);
+      expect(waited).toBeLessThan(7_000);
+    });
+
+    it('a wait that begins after the region’s poller found no one left and stopped gets a poller of its own', async () => {
+      const instances: Instance[] = [
+        { InstanceId: 'i-0e1', State: { Name: 'shutting-down' } },
+        { InstanceId: 'i-0e2', State: { Name: 'shutting-down' } },
+      ];
+      const { activities, calls } = harness({ instances });
+      let first: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0e1'], waitMs: 60_000 })
+        .then((l) => (first = l));
+      await advanceUntil(() => calls.length === 1);
+      instances[0]!.State = { Name: 'terminated' };
+      await advanceUntil(() => first !== undefined);
+      expect(first).toEqual([]);
+      // the poller has stopped: a new wait starts a new one, which answers it
+      let second: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0e2'], waitMs: 60_000 })
+        .then((l) => (second = l));
+      await advanceUntil(() => calls.length === 3);
+      instances[1]!.State = { Name: 'terminated' };
+      await advanceUntil(() => second !== undefined);
+      expect(second).toEqual([]);
+      expect(calls.map((c) => c.ids)).toEqual([['i-0e1'], ['i-0e1'], ['i-0e2'], ['i-0e2']]);
+    });
   });
 
   it('terminates, then waits for terminated in the same activity (waitMs)', async () => {
