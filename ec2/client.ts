@@ -96,13 +96,14 @@ export function workerEc2Client(
     ...config,
     retryStrategy: new Ec2RetryStrategy(),
   });
-  if (config.endpoint !== undefined) nameCallers(client);
+  if (tuning.ec2CallerHeader === true) nameCallers(client);
   return client;
 }
 
 /**
  * Each request says which caller made it (ec2/caller.ts), for the local
- * proxy's per-caller counts; only for a configured endpoint.
+ * proxy's per-caller counts; only when the worker is told to
+ * (PROVISIONER_EC2_CALLER_HEADER=on, which only the local stack sets).
  */
 function nameCallers(client: EC2Client): void {
   client.middlewareStack.add(

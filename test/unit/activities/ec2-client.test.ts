@@ -94,16 +94,24 @@ describe('the worker’s EC2 client: sockets for every call its buckets let go a
   });
 });
 
-describe('the worker’s EC2 client names its caller to a configured endpoint', () => {
-  /** Sends one call inside `asCaller(caller)` (or none) and returns the caller header it carried. */
-  async function headerSent(endpoint: boolean, caller?: string): Promise<string | undefined> {
+describe('the worker’s EC2 client names its caller only when told to (PROVISIONER_EC2_CALLER_HEADER)', () => {
+  /**
+   * Sends one call inside `asCaller(caller)` (or none), with the worker's
+   * environment `env` and a configured endpoint or AWS's own, and returns the
+   * caller header it carried.
+   */
+  async function headerSent(
+    env: NodeJS.ProcessEnv,
+    endpoint: boolean,
+    caller?: string,
+  ): Promise<string | undefined> {
     const client = workerEc2Client(
       {
         region: 'us-east-1',
         credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
         ...(endpoint ? { endpoint: 'http://127.0.0.1:1' } : {}),
       },
-      provisioningTuning({}),
+      provisioningTuning(env),
     );
     let seen: string | undefined;
     // the request as it would be sent, answered in process
@@ -124,12 +132,27 @@ describe('the worker’s EC2 client names its caller to a configured endpoint', 
     return seen;
   }
 
-  it('sends the caller in x-provisioner-caller to a configured endpoint', async () => {
-    expect(await headerSent(true, 'teardown:poll')).toBe('teardown:poll');
+  const ON = { PROVISIONER_EC2_CALLER_HEADER: 'on' };
+
+  it('sends the caller in x-provisioner-caller when the local stack sets PROVISIONER_EC2_CALLER_HEADER=on', async () => {
+    expect(await headerSent(ON, true, 'teardown:poll')).toBe('teardown:poll');
   });
 
-  it('sends no caller header when no caller is named, or to AWS’s own endpoint', async () => {
-    expect(await headerSent(true)).toBeUndefined();
-    expect(await headerSent(false, 'sweep')).toBeUndefined();
+  it('sends no caller header by default, even to a configured endpoint (a VPC endpoint of EC2’s in the cloud)', async () => {
+    expect(await headerSent({}, true, 'teardown:poll')).toBeUndefined();
+    expect(
+      await headerSent({ PROVISIONER_EC2_CALLER_HEADER: 'off' }, true, 'sweep'),
+    ).toBeUndefined();
+  });
+
+  it('sends no caller header when no caller is named', async () => {
+    expect(await headerSent(ON, true)).toBeUndefined();
+    expect(await headerSent(ON, false)).toBeUndefined();
+  });
+
+  it('refuses a setting that is neither on nor off, naming it', () => {
+    expect(() => provisioningTuning({ PROVISIONER_EC2_CALLER_HEADER: 'yes' })).toThrow(
+      'environment variable PROVISIONER_EC2_CALLER_HEADER: "yes" is neither on nor off',
+    );
   });
 });
