@@ -236,9 +236,10 @@ const PATIENT_WAITS = 5;
  * them all: the zone's release, the status, the tag search, and the
  * termination of the instances the machine knows (recorded, or launched by
  * this run), which then waits for EC2's `terminated` in the same activity.
- * Instances only the tag search found are terminated once it answers; the
- * machine is removed by a local activity in the workflow task that sees the
- * last of them terminated. The first writes stay activities: as local
+ * Instances only the tag search found are terminated as soon as it answers;
+ * the machine is removed by a local activity in the workflow task that sees
+ * the last of them terminated (an activity in availability-set mode, whose
+ * removal may wait for EC2 to delete a placement group). The first writes stay activities: as local
  * activities, a thousand machines' writes queued on DynamoDB held the
  * worker's workflow-task slots (tasks of 3 s at the median, 25 s at worst,
  * some timed out at a minute: measured at N=300). The guarantees are tearDown's: every instance
@@ -281,40 +282,36 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
       noted,
     );
   };
-  const [, tagged, left] = await Promise.all([
-    // leaving: it no longer counts in its zone
-    untilDone(ctx, 'release its zone', () => records.releaseZone({ model, machineId })).catch(
-      (err: unknown) => {
-        if (failureType(err) !== FAILURE.machineGone) throw err;
-      },
-    ),
-    terminate
-      ? untilDone(ctx, 'list the instances tagged for it', () =>
-          tearing.instancesTaggedFor({
-            model,
-            machineId,
-            region,
-            ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
-          }),
-        )
-      : Promise.resolve<string[]>([]),
-    (async (): Promise<string[]> => {
-      // the status and the termination together: a block found is written after the status
-      const noted = note(ctx, say(known));
-      const [, left] = await Promise.all([
-        noted,
-        terminate && known.length > 0 ? terminating(known, noted) : [],
-      ]);
-      return left;
-    })(),
-  ]);
-  const found = tagged.filter((id) => !known.includes(id));
-  let remaining = left;
-  if (found.length > 0) {
-    const noted = note(ctx, say([...known, ...found]));
-    const [, more] = await Promise.all([noted, terminating(found, noted)]);
-    remaining = [...remaining, ...more];
-  }
+  // leaving: it no longer counts in its zone
+  const released = untilDone(ctx, 'release its zone', () =>
+    records.releaseZone({ model, machineId }),
+  ).catch((err: unknown) => {
+    if (failureType(err) !== FAILURE.machineGone) throw err;
+  });
+  const tagged = terminate
+    ? untilDone(ctx, 'list the instances tagged for it', () =>
+        tearing.instancesTaggedFor({
+          model,
+          machineId,
+          region,
+          ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+        }),
+      )
+    : Promise.resolve<string[]>([]);
+  // the status and the termination together: a block found is written after the status
+  const noted = note(ctx, say(known));
+  const knownLeft = terminate && known.length > 0 ? terminating(known, noted) : [];
+  // what only the tag search found is terminated as soon as it answers, not after the known
+  // instances' wait for terminated (up to TERMINATED_WAIT_MS); its status after the first one
+  const foundLeft = tagged.then(async (ids): Promise<string[]> => {
+    const found = ids.filter((id) => !known.includes(id));
+    if (found.length === 0) return [];
+    const noting = noted.then(() => note(ctx, say([...known, ...found])));
+    const [, more] = await Promise.all([noting, terminating(found, noting)]);
+    return more;
+  });
+  const [, , left, more] = await Promise.all([released, noted, knownLeft, foundLeft]);
+  let remaining = [...left, ...more];
   for (let wait = 1; remaining.length > 0; wait++) {
     const ids = remaining;
     if (wait >= PATIENT_WAITS) {
@@ -342,8 +339,12 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
     if (wait > PATIENT_WAITS) await afreshIfLong(ctx);
   }
   ctx.launched = [];
+  // a local activity, in this workflow task; but in availability-set mode the removal may
+  // delete the placement group, waiting seconds for EC2 (records.ts deleteGroupIfEmpty), which
+  // would hold the worker's workflow-task slot: an activity of its own there
+  const removal = machine.availabilitySets === true ? records : localRecords;
   const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
-    localRecords.removeMachine({ model, machineId }),
+    removal.removeMachine({ model, machineId }),
   );
   state.phase = 'removed';
   state.instanceId = undefined;

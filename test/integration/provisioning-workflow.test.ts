@@ -1,4 +1,5 @@
 import type { ClaimZoneInput } from '../../activities/launch';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -170,6 +171,7 @@ class FakeWorld {
 async function withWorker<T>(
   world: FakeWorld,
   body: (taskQueue: string) => Promise<T>,
+  activities: Partial<Activities> = world.activities(),
 ): Promise<T> {
   const taskQueue = `provisioner-wf-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
@@ -177,7 +179,7 @@ async function withWorker<T>(
     namespace: stack.temporalNamespace,
     taskQueue,
     workflowsPath: require.resolve('../../workflows'),
-    activities: world.activities(),
+    activities,
   });
   return worker.runUntil(body(taskQueue));
 }
@@ -320,5 +322,69 @@ describe('machine workflow decisions', () => {
     });
     expect(world.terminated).toEqual(['i-running']);
     expect(world.removed).toBe(true);
+  });
+
+  /**
+   * A Dead machine with a recorded instance whose tag search also finds one
+   * it never recorded (issue 30's "a launch that was never recorded still
+   * found and terminated"); how its removal runs is recorded too.
+   */
+  function deadWithAnUnrecordedInstance(extra: Partial<MachineSnapshot> = {}) {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, {
+      life: 'dead',
+      status: 'running',
+      instanceId: 'i-known',
+      ...extra,
+    });
+    const seen = { foundWhileKnownWaited: false, removedLocally: [] as boolean[] };
+    const activities: Partial<Activities> = {
+      ...world.activities(),
+      instancesTaggedFor: () => Promise.resolve(['i-known', 'i-found']),
+      terminateInstances: async (input: { instanceIds: string[] }) => {
+        world.terminated.push(...input.instanceIds);
+        if (input.instanceIds.includes('i-known')) {
+          // the known instance's wait for terminated (up to a minute in the real activity): held
+          // until the found one is asked to terminate, or 15 s (under the 30 s heartbeat timeout)
+          await until(() => world.terminated.includes('i-found'), 15_000).catch(() => undefined);
+          seen.foundWhileKnownWaited = world.terminated.includes('i-found');
+        }
+        return [];
+      },
+      removeMachine: () => {
+        seen.removedLocally.push(Context.current().info.isLocal);
+        world.removed = true;
+        return Promise.resolve({ modelRemoved: false });
+      },
+    };
+    return { world, seen, activities };
+  }
+
+  it('terminates an instance only the tag search found while the known one still waits for terminated', async () => {
+    const { world, seen, activities } = deadWithAnUnrecordedInstance();
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 60_000),
+      activities,
+    );
+    expect(world.terminated).toEqual(['i-known', 'i-found']);
+    expect(seen.foundWhileKnownWaited).toBe(true);
+    expect(world.removed).toBe(true);
+    // outside availability-set mode the removal is a local activity, in the last workflow task
+    expect(seen.removedLocally).toEqual([true]);
+  });
+
+  it('removes a machine of an availability-set model with an activity of its own, not a local one', async () => {
+    const { world, seen, activities } = deadWithAnUnrecordedInstance({ availabilitySets: true });
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 60_000),
+      activities,
+    );
+    expect(world.removed).toBe(true);
+    // its removal may delete the placement group (seconds of EC2 calls): not in a workflow task
+    expect(seen.removedLocally).toEqual([false]);
   });
 });
