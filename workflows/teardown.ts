@@ -69,17 +69,32 @@ async function note(ctx: MachineContext, message: string): Promise<boolean> {
 }
 
 /**
- * Says what blocks the teardown. With QUIET_BLOCKED_TEARDOWN, only when that
- * changed since this run (or the run it continues) said it: `key` names the
- * block (the step and EC2's code), since EC2's words may differ at every try
- * (AWS encodes a new authorization message into each refusal).
+ * Says what blocks the teardown. With QUIET_BLOCKED_TEARDOWN, each block only
+ * once since this run (or the run it continues) said it, or since a status
+ * written after it (forgetBlocks): `key` names the block (the step and EC2's
+ * code), since EC2's words may differ at every try (AWS encodes a new
+ * authorization message into each refusal). Every block said is remembered,
+ * not only the last: the overlapped teardown's steps may be blocked at the
+ * same time (a role without EC2's permissions blocks the tag search and the
+ * termination), and two alternating keys would each be said again at every
+ * try, for ever. In the sequential teardown a step never follows a later
+ * one within a run, so the set says what the one key said.
  */
 async function sayBlocked(ctx: MachineContext, key: string, message: string): Promise<void> {
   const quiet = patched(QUIET_BLOCKED_TEARDOWN);
-  if (quiet && ctx.blockedNote === key) return;
+  if (quiet && (ctx.blockedNote === key || ctx.blockedNotes?.includes(key))) return;
   log.warn('teardown blocked', { model: ctx.model, machineId: ctx.machineId, error: message });
   metrics.teardownBlocked();
-  if ((await note(ctx, message)) && quiet) ctx.blockedNote = key;
+  if ((await note(ctx, message)) && quiet) {
+    ctx.blockedNote = key;
+    ctx.blockedNotes = [...new Set([...(ctx.blockedNotes ?? []), key])];
+  }
+}
+
+/** The status no longer says what blocked the teardown: a block found again is said again. */
+function forgetBlocks(ctx: MachineContext): void {
+  ctx.blockedNote = undefined;
+  ctx.blockedNotes = undefined;
 }
 
 /**
@@ -102,7 +117,7 @@ async function untilDone<T>(
   what: string,
   step: () => Promise<T>,
   /** A status write started before this step, which what blocks the step must come after. */
-  after?: Promise<unknown>,
+  after?: Promise<unknown> | (() => Promise<unknown>),
 ): Promise<T> {
   const { state } = ctx;
   const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
@@ -116,7 +131,7 @@ async function untilDone<T>(
       const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
       state.lastError = message;
       // the status says what blocks it (a status that cannot be written is no reason to stop)
-      await after;
+      await (typeof after === 'function' ? after() : after);
       await sayBlocked(ctx, `${what}|${cause.split(':')[0]}`, message);
       await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
       if (patched(QUIET_BLOCKED_TEARDOWN)) await afreshIfLong(ctx);
@@ -184,7 +199,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     if (ctx.resumedTeardown && !ctx.patientPolls) {
       // terminated now: the status says so instead of what blocked it
       await note(ctx, message);
-      ctx.blockedNote = undefined;
+      forgetBlocks(ctx);
     }
     // a run that took over patient polling goes on looking as slowly
     for (let poll = ctx.patientPolls ? PATIENT_POLLS + 1 : 0; ; poll++) {
@@ -282,31 +297,48 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
       noted,
     );
   };
+  // the status, started after the release and the search (the first task's commands keep their
+  // order) but written before what blocks either: a block said before it would be overwritten
+  const first: { noted?: Promise<boolean> } = {};
+  const afterNoted = (): Promise<unknown> => first.noted ?? Promise.resolve();
   // leaving: it no longer counts in its zone
-  const released = untilDone(ctx, 'release its zone', () =>
-    records.releaseZone({ model, machineId }),
+  const released = untilDone(
+    ctx,
+    'release its zone',
+    () => records.releaseZone({ model, machineId }),
+    afterNoted,
   ).catch((err: unknown) => {
     if (failureType(err) !== FAILURE.machineGone) throw err;
   });
   const tagged = terminate
-    ? untilDone(ctx, 'list the instances tagged for it', () =>
-        tearing.instancesTaggedFor({
-          model,
-          machineId,
-          region,
-          ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
-        }),
+    ? untilDone(
+        ctx,
+        'list the instances tagged for it',
+        () =>
+          tearing.instancesTaggedFor({
+            model,
+            machineId,
+            region,
+            ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+          }),
+        afterNoted,
       )
     : Promise.resolve<string[]>([]);
   // the status and the termination together: a block found is written after the status
   const noted = note(ctx, say(known));
+  first.noted = noted;
   const knownLeft = terminate && known.length > 0 ? terminating(known, noted) : [];
   // what only the tag search found is terminated as soon as it answers, not after the known
   // instances' wait for terminated (up to TERMINATED_WAIT_MS); its status after the first one
   const foundLeft = tagged.then(async (ids): Promise<string[]> => {
     const found = ids.filter((id) => !known.includes(id));
     if (found.length === 0) return [];
-    const noting = noted.then(() => note(ctx, say([...known, ...found])));
+    // this status replaces what a block of the known instances said: said again if still blocked
+    const noting = noted.then(async () => {
+      const written = await note(ctx, say([...known, ...found]));
+      forgetBlocks(ctx);
+      return written;
+    });
     const [, more] = await Promise.all([noting, terminating(found, noting)]);
     return more;
   });
@@ -323,6 +355,7 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
         )} ago); checking every ${goDuration(waitMs)}`;
         state.lastError = message;
         await note(ctx, message);
+        forgetBlocks(ctx);
         ctx.patientPolls = true;
       }
       await sleep(waitMs, {

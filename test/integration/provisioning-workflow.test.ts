@@ -345,8 +345,9 @@ describe('machine workflow decisions', () => {
         world.terminated.push(...input.instanceIds);
         if (input.instanceIds.includes('i-known')) {
           // the known instance's wait for terminated (up to a minute in the real activity): held
-          // until the found one is asked to terminate, or 15 s (under the 30 s heartbeat timeout)
-          await until(() => world.terminated.includes('i-found'), 15_000).catch(() => undefined);
+          // until the found one is asked to terminate, or 25 s (a workflow task and two activities at
+          // load 30; still under the 30 s heartbeat timeout)
+          await until(() => world.terminated.includes('i-found'), 25_000).catch(() => undefined);
           seen.foundWhileKnownWaited = world.terminated.includes('i-found');
         }
         return [];
@@ -373,6 +374,97 @@ describe('machine workflow decisions', () => {
     expect(world.removed).toBe(true);
     // outside availability-set mode the removal is a local activity, in the last workflow task
     expect(seen.removedLocally).toEqual([true]);
+  });
+
+  /** EC2's refusal as the real activities throw it: typed, for good. */
+  function refused(message: string): ApplicationFailure {
+    return ApplicationFailure.create({ type: 'Ec2Refused', message, nonRetryable: true });
+  }
+
+  it("says again what blocks the known instance after the found instance's status replaced it", async () => {
+    const { world, activities } = deadWithAnUnrecordedInstance();
+    const blocked = (s: { message: string }) =>
+      s.message.startsWith('cannot terminate instance i-known: OperationNotPermitted');
+    const foundNote = (s: { message: string }) =>
+      s.message === 'terminating instance i-known, i-found';
+    let afterFound = 0;
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
+      {
+        ...activities,
+        // the model's search answers only after the known instance's block was said (coalesced
+        // searches take tens of seconds under load)
+        instancesTaggedFor: async () => {
+          await until(() => world.statuses.some(blocked));
+          return ['i-known', 'i-found'];
+        },
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          world.terminated.push(...input.instanceIds);
+          // termination protection on the known instance until a few tries after the found
+          // instance's status was written
+          if (input.instanceIds.includes('i-known') && world.statuses.some(foundNote)) afterFound++;
+          if (input.instanceIds.includes('i-known') && afterFound < 3) {
+            throw refused('OperationNotPermitted: the instance i-known may not be terminated');
+          }
+          return Promise.resolve<string[]>([]);
+        },
+      },
+    );
+    const found = world.statuses.findIndex(foundNote);
+    expect(found).toBeGreaterThan(0);
+    // the block was said before the found instance's status, and again after it
+    expect(world.statuses.slice(0, found).filter(blocked)).toHaveLength(1);
+    expect(world.statuses.slice(found + 1).filter(blocked)).toHaveLength(1);
+    expect(world.terminated.filter((id) => id === 'i-found')).toEqual(['i-found']);
+    expect(world.removed).toBe(true);
+  });
+
+  it('says each of two blocks at once only once, however often they are tried', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    // a role without EC2's permissions: the tag search and the termination both refused, each
+    // tried every second (blockedRetryMs at a 100 ms retry delay), until the role is fixed
+    let tries = { search: 0, terminate: 0 };
+    const fixedAfter = 6;
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
+      {
+        ...world.activities(),
+        instancesTaggedFor: () => {
+          tries = { ...tries, search: tries.search + 1 };
+          if (tries.search <= fixedAfter || tries.terminate <= fixedAfter) {
+            throw refused('UnauthorizedOperation: not authorized to perform ec2:DescribeInstances');
+          }
+          return Promise.resolve(['i-known']);
+        },
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          tries = { ...tries, terminate: tries.terminate + 1 };
+          if (tries.search <= fixedAfter || tries.terminate <= fixedAfter) {
+            throw refused(
+              'UnauthorizedOperation: not authorized to perform ec2:TerminateInstances',
+            );
+          }
+          world.terminated.push(...input.instanceIds);
+          return Promise.resolve<string[]>([]);
+        },
+      },
+    );
+    expect(tries.search).toBeGreaterThan(fixedAfter);
+    expect(tries.terminate).toBeGreaterThan(fixedAfter);
+    const said = (prefix: string) => world.statuses.filter((s) => s.message.startsWith(prefix));
+    expect(said('cannot list the instances tagged for it: UnauthorizedOperation')).toHaveLength(1);
+    expect(said('cannot terminate instance i-known: UnauthorizedOperation')).toHaveLength(1);
+    // the first status ("terminating") came before either block
+    expect(world.statuses[0]).toEqual({
+      status: 'stopping',
+      message: 'terminating instance i-known',
+    });
+    expect(world.terminated).toEqual(['i-known']);
+    expect(world.removed).toBe(true);
   });
 
   it('removes a machine of an availability-set model with an activity of its own, not a local one', async () => {
