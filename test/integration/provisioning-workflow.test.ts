@@ -19,6 +19,7 @@ import {
   zoneFailoverMessage,
 } from '../../temporal/messages';
 import { uniqueName } from './api-client';
+import { recordHistory } from './histories';
 import { loadTestStack } from './stack';
 
 /**
@@ -366,7 +367,16 @@ describe('machine workflow decisions', () => {
     const model = uniqueName('wf');
     await withWorker(
       world,
-      async (taskQueue) => resultWithin(await start(taskQueue, model), 60_000),
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-overlapped-found-instance.json',
+        );
+      },
       activities,
     );
     expect(world.terminated).toEqual(['i-known', 'i-found']);
@@ -472,7 +482,16 @@ describe('machine workflow decisions', () => {
     const model = uniqueName('wf');
     await withWorker(
       world,
-      async (taskQueue) => resultWithin(await start(taskQueue, model), 60_000),
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-overlapped-availability-set.json',
+        );
+      },
       activities,
     );
     expect(world.removed).toBe(true);

@@ -51,6 +51,14 @@ import { promisify } from 'node:util';
  *   `machine-teardown-overlapped-…`: the same two with that marker (the steps
  *   started together, the DynamoDB writes local, the wait for `terminated`
  *   inside the terminating activity). From the bench's Temporal database.
+ *   `machine-teardown-overlapped-found-instance` (issue 30's review): a Dead
+ *   machine whose tag search found an instance it never recorded, terminated
+ *   (with its status) as soon as the search answered, while the known one's
+ *   termination still waited, the machine removed by a local activity;
+ *   `…-availability-set`: the same in an availability-set model, removed by
+ *   an activity of its own (it may delete the placement group). Recorded by
+ *   test/integration/provisioning-workflow.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
  *   failing every zone, cut between attempts by `bounded-failing-history`
  *   (with `quiet-failover` failovers), the first run and a later one resuming
