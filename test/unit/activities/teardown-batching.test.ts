@@ -179,6 +179,8 @@ function harness(input: {
   machines?: Record<string, Partial<MachineRecord>>;
   /** What every `repo.getMachine` fails with, when given. */
   machineReadError?: Error;
+  /** What DescribeInstances fails with while set (read at each call). */
+  describeError?: { error?: Error };
   now?: number;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
@@ -218,6 +220,7 @@ function harness(input: {
         );
       }
       calls.push({ action: 'DescribeInstances', ids: byId ?? [] });
+      if (input.describeError?.error) throw input.describeError.error;
       const listed = byId
         ? input.instances.filter((i) => byId.includes(i.InstanceId!))
         : input.instances;
@@ -401,6 +404,46 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       await advanceUntil(() => second !== undefined);
       expect(second).toEqual([]);
       expect(calls.map((c) => c.ids)).toEqual([['i-0e1'], ['i-0e1'], ['i-0e2'], ['i-0e2']]);
+    });
+    it('fails the waits of a round whose describe failed (their activities retry), and polls again for the next wait', async () => {
+      const instances: Instance[] = [
+        { InstanceId: 'i-0f1', State: { Name: 'shutting-down' } },
+        { InstanceId: 'i-0f2', State: { Name: 'shutting-down' } },
+      ];
+      const describeError: { error?: Error } = {};
+      const { activities, calls } = harness({ instances, describeError });
+      let failed: unknown;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0f1'], waitMs: 60_000 })
+        .then(
+          () => (failed = 'answered'),
+          (err: unknown) => (failed = err),
+        );
+      await advanceUntil(() => calls.length === 1);
+      // the poller's round fails: its wait fails with EC2's error, not kept to its 60 s
+      describeError.error = ec2Error('UnauthorizedOperation', 'You are not authorized');
+      const waited = await advanceUntil(() => failed !== undefined);
+      expect(failed).toBeInstanceOf(Error);
+      expect((failed as Error).message).toBe('You are not authorized');
+      expect(waited).toBeLessThan(TERMINATED_POLL_MS + 2_000);
+      // the poller went on: a wait after the failure is served and answered
+      describeError.error = undefined;
+      let later: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0f2'], waitMs: 60_000 })
+        .then((l) => (later = l));
+      await advanceUntil(() => calls.length === 4);
+      instances[1]!.State = { Name: 'terminated' };
+      await advanceUntil(() => later !== undefined);
+      expect(later).toEqual([]);
+      // the failed round's describe, then the new wait's own check and the poller's two rounds
+      expect(calls.map((c) => c.ids)).toEqual([
+        ['i-0f1'],
+        ['i-0f1'],
+        ['i-0f2'],
+        ['i-0f2'],
+        ['i-0f2'],
+      ]);
     });
   });
 
