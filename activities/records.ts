@@ -9,6 +9,7 @@ import { ec2ErrorCode } from '../ec2/errors';
 import { activityLog } from './log';
 import { machineInError } from './metrics';
 import { PlacementGroups } from '../ec2/placement-groups';
+import { asCaller } from '../ec2/caller';
 import type { MachineView } from '../state/zone-counts';
 import type {
   LaunchPlan,
@@ -160,7 +161,9 @@ export function recordActivities(
     for (let attempt = 1; ; attempt++) {
       const counts = await store.zones.counts(model, group.application);
       if (Object.values(counts).some((n) => n > 0)) return;
-      outcome = await groups.delete(group.region, group.name);
+      outcome = await asCaller('teardown:placement-group', () =>
+        groups.delete(group.region, group.name),
+      );
       if (outcome !== 'in-use' || attempt >= GROUP_DELETE_TRIES) break;
       await new Promise((r) => setTimeout(r, GROUP_DELETE_PAUSE_MS));
     }
@@ -236,6 +239,9 @@ export function recordActivities(
       region: model?.region ?? deps.defaultRegion,
       harvestMode: model?.harvestMode ?? 'destroyed',
       ...(model?.uid ? { modelUid: model.uid } : {}),
+      ...(model?.availabilitySets && machine.life === 'dead'
+        ? { availabilitySets: true as const }
+        : {}),
     };
   }
 

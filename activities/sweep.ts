@@ -88,7 +88,10 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         // A Dead machine's destroy signal is sent best effort by the API; an idle
         // workflow that missed it would wait forever, so the sweep sends it again
         // (harmless: the workflow re-reads the machine). A workflow that has
-        // finished meanwhile needs nothing more.
+        // finished meanwhile needs nothing more. One that wrote `stopping` took it
+        // and is tearing down: a signal would only cost it a workflow task (issue 30:
+        // a 5 s sweep gave each of 300 dying machines one every sweep).
+        if (m.status === 'stopping') return;
         try {
           await client.workflow.getHandle(workflowId).signal('destroy');
         } catch (err) {

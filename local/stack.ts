@@ -331,6 +331,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       PROVISIONER_TABLE: tableName,
       DYNAMODB_ENDPOINT: dynamodbEndpoint,
       EC2_ENDPOINT: ec2Endpoint,
+      // the worker names each EC2 call's caller for the proxy's byCaller (ec2/caller.ts)
+      PROVISIONER_EC2_CALLER_HEADER: 'on',
       PRICING_ENDPOINT: pricing.url,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_NAMESPACE: namespace,
@@ -365,6 +367,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         AWS_EC2_METADATA_DISABLED: 'true',
         DYNAMODB_ENDPOINT: dynamodbEndpoint,
         EC2_ENDPOINT: ec2Endpoint,
+        PROVISIONER_EC2_CALLER_HEADER: 'on',
         PRICING_ENDPOINT: pricing.url,
         POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
         ...(process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED

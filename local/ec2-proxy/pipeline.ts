@@ -25,6 +25,7 @@ import { PlacementGroups } from './placement';
 import { paramValue, parseQuery, queryAction } from './query';
 import { SsmEmulation, ssmAction } from './ssm';
 import { ProxyStats } from './stats';
+import { CALLER_HEADER } from '../../ec2/caller';
 import type { Upstream } from './upstream';
 import { readBody, UpstreamUnreachableError } from './upstream';
 
@@ -54,6 +55,12 @@ const UNAVAILABLE = {
   code: 'Unavailable',
   message: 'The server is overloaded or is not accepting requests at this time.',
 } as const;
+
+/** The caller a request names (ec2/caller.ts), if it names one. */
+function callerOf(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value === undefined || value === '' ? undefined : value;
+}
 
 /** What the stats count a lost response under (`injected`). */
 const LOST_RESPONSE = 'LostResponse';
@@ -134,7 +141,7 @@ export class ProxyHandler {
       return;
     }
     const { admin } = this.state;
-    admin.stats.call(call.action);
+    admin.stats.call(call.action, callerOf(call.headers[CALLER_HEADER]));
     const delay = latencyFor(admin.latency, call.action);
     if (delay > 0) await sleep(delay);
     if (admin.faults.unavailable) {

@@ -519,3 +519,31 @@ describe('sweepModel telling routine news', () => {
     }
   });
 });
+
+describe('sweepModel and Dead machines whose workflow runs', () => {
+  const dead = (id: string, status: SweptMachine['status']): SweptMachine => ({
+    id,
+    life: 'dead',
+    status,
+    instanceId: `i-${id}`,
+    instanceStatus: 'running',
+  });
+
+  it('sends destroy again only to a workflow that has not begun its teardown (status not stopping)', async () => {
+    // machine 0 missed the API's signal (still `running`); machine 1's workflow wrote
+    // `stopping`: it took the signal and tears down, and a signal would only cost it a
+    // workflow task every sweep (issue 30)
+    const { temporal, signals } = fakeTemporal();
+    const h = harness({
+      machines: [dead('0', 'running'), dead('1', 'stopping')],
+      listed: [],
+      byId: [],
+      temporal,
+    });
+    const report = await h.sweep();
+    expect(signals).toEqual([
+      { workflowId: machineWorkflowId('m', '0'), name: 'destroy', args: [] },
+    ]);
+    expect(report.restarted).toEqual([]);
+  });
+});
