@@ -1,4 +1,9 @@
-import { GetProductsCommand, PricingClient, type Filter } from '@aws-sdk/client-pricing';
+import {
+  paginateGetProducts,
+  PricingClient,
+  type Filter,
+  type GetProductsCommand,
+} from '@aws-sdk/client-pricing';
 import { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
 
 /**
@@ -82,7 +87,11 @@ export function parsePriceListItem(item: unknown): InstancePrice | undefined {
   return best === undefined ? undefined : { instanceType, usdPerHour: best };
 }
 
-/** What InstancePrices needs of a Pricing client (tests pass a fake). */
+/**
+ * The shape of a Pricing client's `send` that the tests' fakes answer; the
+ * SDK's paginator asks for a PricingClient, so a fake is put in one
+ * (test/unit/activities/pricing.test.ts).
+ */
 export interface PricingSender {
   send(
     command: GetProductsCommand,
@@ -142,7 +151,7 @@ export class InstancePrices {
 
   /** `pricing` undefined: prices are never looked up (every type unpriced). */
   constructor(
-    private readonly pricing: PricingSender | undefined,
+    private readonly pricing: PricingClient | undefined,
     options: InstancePricesOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? PRICE_TTL_MS;
@@ -208,18 +217,12 @@ export class InstancePrices {
     if (!this.pricing) return new Map();
     const signal = AbortSignal.timeout(this.timeoutMs);
     const prices = new Map<string, number>();
-    let token: string | undefined;
-    do {
-      const out = await this.pricing.send(
-        new GetProductsCommand({
-          ServiceCode: 'AmazonEC2',
-          Filters: priceListFilters(region),
-          FormatVersion: 'aws_v1',
-          MaxResults: 100,
-          NextToken: token,
-        }),
-        { abortSignal: signal },
-      );
+    const pages = paginateGetProducts(
+      { client: this.pricing, pageSize: 100 },
+      { ServiceCode: 'AmazonEC2', Filters: priceListFilters(region), FormatVersion: 'aws_v1' },
+      { abortSignal: signal },
+    );
+    for await (const out of pages) {
       const items: unknown[] = Array.isArray(out.PriceList) ? out.PriceList : [];
       for (const item of items) {
         const price = parsePriceListItem(item);
@@ -230,8 +233,7 @@ export class InstancePrices {
           prices.set(price.instanceType, price.usdPerHour);
         }
       }
-      token = out.NextToken || undefined;
-    } while (token);
+    }
     if (prices.size === 0) throw new Error(`the Price List API lists no instance prices`);
     return prices;
   }

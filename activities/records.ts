@@ -1,13 +1,15 @@
 import { isContainerMachineId, isLost, placementGroupName, type InstanceState } from '../core';
 import { EntityNotFoundError } from '../state/errors';
-import { toMachine } from '../state/repository';
+import { toMachine } from '../state/items';
 import type { Life, MachineRecord } from '../state/types';
+import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from '../ec2/errors';
 import { activityLog } from './log';
 import { machineInError } from './metrics';
 import { PlacementGroups } from '../ec2/placement-groups';
+import { asCaller } from '../ec2/caller';
 import type { MachineView } from '../state/zone-counts';
 import type {
   LaunchPlan,
@@ -66,7 +68,7 @@ export async function recordLaunched(
       };
     }
   }
-  return orMachineGone(
+  const life = await orMachineGone(
     deps.store.recordRunning(input.model, input.machineId, {
       instanceId: started.instanceId,
       imageId: started.imageId,
@@ -78,6 +80,13 @@ export async function recordLaunched(
       ...(started.partition !== undefined ? { partition: started.partition } : {}),
     }),
   );
+  // a `running` EC2 said before this record found no machine: asked once, with others
+  if (life === 'alive') {
+    const { model, machineId } = input;
+    const { instanceId } = started;
+    void runningCatchUpOf(deps).recorded({ region: plan.region, model, machineId, instanceId });
+  }
+  return life;
 }
 
 /**
@@ -152,7 +161,9 @@ export function recordActivities(
     for (let attempt = 1; ; attempt++) {
       const counts = await store.zones.counts(model, group.application);
       if (Object.values(counts).some((n) => n > 0)) return;
-      outcome = await groups.delete(group.region, group.name);
+      outcome = await asCaller('teardown:placement-group', () =>
+        groups.delete(group.region, group.name),
+      );
       if (outcome !== 'in-use' || attempt >= GROUP_DELETE_TRIES) break;
       await new Promise((r) => setTimeout(r, GROUP_DELETE_PAUSE_MS));
     }
@@ -228,6 +239,9 @@ export function recordActivities(
       region: model?.region ?? deps.defaultRegion,
       harvestMode: model?.harvestMode ?? 'destroyed',
       ...(model?.uid ? { modelUid: model.uid } : {}),
+      ...(model?.availabilitySets && machine.life === 'dead'
+        ? { availabilitySets: true as const }
+        : {}),
     };
   }
 

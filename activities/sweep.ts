@@ -3,6 +3,7 @@ import {
   instanceChanges,
   isContainerMachineId,
   isLost,
+  isRoutine,
   type InstanceChange,
   type InstanceState,
 } from '../core';
@@ -87,7 +88,10 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         // A Dead machine's destroy signal is sent best effort by the API; an idle
         // workflow that missed it would wait forever, so the sweep sends it again
         // (harmless: the workflow re-reads the machine). A workflow that has
-        // finished meanwhile needs nothing more.
+        // finished meanwhile needs nothing more. One that wrote `stopping` took it
+        // and is tearing down: a signal would only cost it a workflow task (issue 30:
+        // a 5 s sweep gave each of 300 dying machines one every sweep).
+        if (m.status === 'stopping') return;
         try {
           await client.workflow.getHandle(workflowId).signal('destroy');
         } catch (err) {
@@ -179,6 +183,54 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
   }
 
   /**
+   * Routine news (`pending`, `running`: core/liveness.ts isRoutine) written to
+   * each machine by the sweep itself, one UpdateItem with the addresses EC2
+   * lists for it when they changed, RECONCILE_LANES at a time. A machine the
+   * write does not apply to (down, stopped, dying: its workflow decides) is
+   * told by a signal instead; a failed write is said, and the next sweep sees
+   * the same difference. Answers the machines whose addresses went with it.
+   */
+  async function recordRoutine(
+    model: string,
+    changes: readonly InstanceChange[],
+    addresses: readonly AddressChange[],
+  ): Promise<Set<string>> {
+    const withAddresses = new Set<string>();
+    const addressOf = new Map(addresses.map((a) => [a.machineId, a]));
+    await inLanes(changes, RECONCILE_LANES, async (c) => {
+      const address = addressOf.get(c.machineId);
+      let applied: boolean | 'stale';
+      try {
+        applied = await deps.store.recordRoutineInstanceState(
+          model,
+          c.machineId,
+          c.instanceId,
+          c.state,
+          address?.instanceId === c.instanceId
+            ? { privateAddress: address.privateAddress, publicAddress: address.publicAddress }
+            : undefined,
+        );
+      } catch (err) {
+        activityLog.warn('sweep: could not record the instance state; the next sweep tries again', {
+          model,
+          machineId: c.machineId,
+          instanceId: c.instanceId,
+          error: errorText(err),
+        });
+        return;
+      }
+      // 'stale': a pending the sweep read before a running landed; dropped, not signalled
+      if (applied === 'stale') return;
+      if (applied) {
+        if (address?.instanceId === c.instanceId) withAddresses.add(c.machineId);
+        return;
+      }
+      await signalChanges(model, [c]);
+    });
+    return withAddresses;
+  }
+
+  /**
    * The addresses EC2 lists for the model's instances, written only where they
    * changed (once per instance, mostly), after the workflows are reconciled,
    * ADDRESS_WRITE_CONCURRENCY at a time and at most ADDRESS_WRITES_PER_SWEEP
@@ -247,8 +299,9 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
 
   /**
    * What EC2 says of the model's instances: strays terminated (when the
-   * harvest mode allows), liveness changes told to the machines' workflows,
-   * lost instances reprovisioned (when the model asks).
+   * harvest mode allows), routine liveness changes written to the machines
+   * and the others told to their workflows, lost instances reprovisioned
+   * (when the model asks).
    */
   async function watchInstances(
     model: string,
@@ -324,11 +377,22 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
       observed,
       now(),
     );
-    await signalChanges(model, changes);
-    // written by the caller after reconciling, so restarting a missing workflow never waits on them
-    const addresses = listing
+    const listedAddresses = listing
       ? addressChanges(watched(machines), listing.tagged(model, record.uid))
       : [];
+    // routine news is written here, with the addresses EC2 lists in the same write; the rest
+    // (losses, stops, a machine down or dying) is the workflow's to decide
+    const written = await recordRoutine(
+      model,
+      changes.filter((c) => isRoutine(c.state)),
+      listedAddresses,
+    );
+    await signalChanges(
+      model,
+      changes.filter((c) => !isRoutine(c.state)),
+    );
+    // written by the caller after reconciling, so restarting a missing workflow never waits on them
+    const addresses = listedAddresses.filter((a) => !written.has(a.machineId));
     return { machines, strays, reprovisioned, changes, addresses };
   }
 

@@ -1,6 +1,7 @@
 import type { ActivityDeps } from './deps';
 import { SharedListings, listDeployment } from '../ec2/instance-listing';
 import type { SweepReport } from './types';
+import { asCaller } from '../ec2/caller';
 
 /** Models one sweeper activity sweeps (one Temporal action however many models that is). */
 export const SWEEP_PAGE_SIZE = 100;
@@ -84,51 +85,56 @@ export function sweeperActivities(
   sweepModel: (input: { model: string }, listings: SharedListings) => Promise<SweepReport>,
 ) {
   return {
-    async sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
-      const limit = input.limit ?? SWEEP_PAGE_SIZE;
-      const models = await deps.repo.listModels();
-      const { page, next } = modelPage(
-        models.map((m) => m.name),
-        input.after,
-        limit,
-      );
-      const began = Date.now();
-      let listed = 0;
-      const listings = new SharedListings((region) => {
-        listed++;
-        return listDeployment(deps.ec2ForRegion(region).ec2, deps.deployment);
-      }, LISTING_MAX_AGE_MS);
-      const changed: SweepReport[] = [];
-      const failed: Array<{ model: string; error: string }> = [];
-      let i = 0;
-      // Within the page activity's 2 minutes whatever the models do: no model is
-      // begun after PAGE_BUDGET_MS (the page ends early, and the walk goes on from
-      // there), and a model's sweep that outlasts MODEL_BUDGET_MS counts as failed.
-      const deadline = Date.now() + PAGE_BUDGET_MS;
-      async function lane(): Promise<void> {
-        while (i < page.length && Date.now() < deadline) {
-          const model = page[i++]!;
-          try {
-            const report = await withinBudget(sweepModel({ model }, listings), model);
-            if (changedSomething(report)) changed.push(report);
-          } catch (err) {
-            failed.push({ model, error: err instanceof Error ? err.message : String(err) });
-          }
-        }
-      }
-      const lanes = deps.tuning.sweepConcurrency ?? SWEEP_CONCURRENCY;
-      await Promise.all(Array.from({ length: Math.min(lanes, page.length) }, lane));
-      const cut = i < page.length ? page[i - 1] : undefined;
-      const resume = cut ?? next;
-      return {
-        swept: i,
-        ...(resume !== undefined ? { next: resume } : {}),
-        intervalMs: deps.tuning.sweepIntervalMs,
-        changed,
-        failed,
-        tookMs: Date.now() - began,
-        listings: listed,
-      };
+    sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
+      // the EC2 calls of the page's models count as the sweep's (the local proxy's byCaller)
+      return asCaller('sweep', () => sweepPage(input));
     },
   };
+
+  async function sweepPage(input: SweepPageInput): Promise<SweepPageResult> {
+    const limit = input.limit ?? SWEEP_PAGE_SIZE;
+    const models = await deps.repo.listModels();
+    const { page, next } = modelPage(
+      models.map((m) => m.name),
+      input.after,
+      limit,
+    );
+    const began = Date.now();
+    let listed = 0;
+    const listings = new SharedListings((region) => {
+      listed++;
+      return listDeployment(deps.ec2ForRegion(region).ec2, deps.deployment);
+    }, LISTING_MAX_AGE_MS);
+    const changed: SweepReport[] = [];
+    const failed: Array<{ model: string; error: string }> = [];
+    let i = 0;
+    // Within the page activity's 2 minutes whatever the models do: no model is
+    // begun after PAGE_BUDGET_MS (the page ends early, and the walk goes on from
+    // there), and a model's sweep that outlasts MODEL_BUDGET_MS counts as failed.
+    const deadline = Date.now() + PAGE_BUDGET_MS;
+    async function lane(): Promise<void> {
+      while (i < page.length && Date.now() < deadline) {
+        const model = page[i++]!;
+        try {
+          const report = await withinBudget(sweepModel({ model }, listings), model);
+          if (changedSomething(report)) changed.push(report);
+        } catch (err) {
+          failed.push({ model, error: err instanceof Error ? err.message : String(err) });
+        }
+      }
+    }
+    const lanes = deps.tuning.sweepConcurrency ?? SWEEP_CONCURRENCY;
+    await Promise.all(Array.from({ length: Math.min(lanes, page.length) }, lane));
+    const cut = i < page.length ? page[i - 1] : undefined;
+    const resume = cut ?? next;
+    return {
+      swept: i,
+      ...(resume !== undefined ? { next: resume } : {}),
+      intervalMs: deps.tuning.sweepIntervalMs,
+      changed,
+      failed,
+      tookMs: Date.now() - began,
+      listings: listed,
+    };
+  }
 }

@@ -10,6 +10,7 @@ import { InstanceOwners } from './instance-owners';
 import { heartbeating } from './launch';
 import { instanceStates, liveInstancesTagged, MAX_FILTER_VALUES } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
+import { asCaller } from '../ec2/caller';
 import type { ProvisioningTuning } from '../config/env';
 import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
@@ -20,16 +21,41 @@ export const MAX_IDS_PER_CALL = 1000;
 
 /** Coalescing windows: a few seconds at most, since one machine's teardown waits on each. */
 const WINDOWS = {
-  /** Tag searches of one model: one at a time, every machine that asked meanwhile in the next. */
-  search: { idleMs: 500, maxMs: 3_000, maxSize: 100_000 },
+  /**
+   * Tag searches of one model: one at a time, every machine that asked meanwhile in the
+   * next. Machines ask as their first workflow tasks run, spread over the teardown: at
+   * 1 s / 5 s, 300 machines' teardown made 10 searches of 31 calls (teardown-scale, by
+   * caller). A machine with an instance waits for terminated longer than this anyway.
+   */
+  search: { idleMs: 2_000, maxMs: 10_000, maxSize: 100_000 },
   // machines reach this step spread over their other teardown steps: a wider window, fewer calls
   // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
-  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
+  // machines' first workflow tasks, and so their terminations, come spread over the worker's
+  // queue: a window of seconds gathers them (a machine waits longer for terminated anyway)
+  terminate: { idleMs: 3_000, maxMs: 15_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
 /** A call that hangs holds the next batch of its key back no longer than this. */
 const ONE_AT_A_TIME = { oneAtATime: { maxWaitMs: 30_000 } };
+
+/**
+ * A wait for terminated instances (issue 30): EC2 keeps an instance
+ * `shutting-down` for some seconds, so a machine's first poll comes this
+ * long after it asked for termination, and each later one 1.5 times as long
+ * after the one before (up to TERMINATED_POLL_MAX_MS). Every wait of a region
+ * is answered by the region's one poller: at most one round of describes
+ * (200 ids each) every TERMINATED_ROUND_MS, asking for every machine that is
+ * due then or before the next round. At 3 s a machine and one describe batch
+ * per machine's own cycle, 300 machines' polls made 30-38 describes; with
+ * rounds 5 s apart, ~20 in a teardown of 100 s (terminations keep arriving,
+ * so some machine is always waiting).
+ */
+export const TERMINATED_POLL_MS = 5_000;
+/** The region's describe rounds for waits are at least this far apart. */
+export const TERMINATED_ROUND_MS = 10_000;
+/** The longest a machine's wait goes between two polls. */
+export const TERMINATED_POLL_MAX_MS = 20_000;
 
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
@@ -203,6 +229,11 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     return set;
   }
   const ec2Of = (region: string): EC2Client => deps.ec2ForRegion(region).ec2;
+  /** EC2's states of instances a wait for terminated asks about. */
+  const describePolled = (region: string, ids: string[]) =>
+    asCaller('teardown:poll', () => instanceStates(ec2Of(region), ids));
+  const waits = new Map<string, Set<Waiter>>();
+  const pollers = new Set<string>();
 
   /**
    * Whether EC2's not knowing `instanceId` says nothing yet: the caller's
@@ -233,11 +264,13 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     WINDOWS.search,
     async (_key, requests) => {
       const first = requests[0]!;
-      const instances = await liveInstancesTagged(ec2Of(first.region), {
-        deployment: deps.deployment,
-        model: first.model,
-        ...(first.modelUid ? { modelUid: first.modelUid } : {}),
-      });
+      const instances = await asCaller('teardown:search', () =>
+        liveInstancesTagged(ec2Of(first.region), {
+          deployment: deps.deployment,
+          model: first.model,
+          ...(first.modelUid ? { modelUid: first.modelUid } : {}),
+        }),
+      );
       const owned = await owners().of(first.model, instances);
       return requests.map((r): Settled<string[]> => ({
         ok: true,
@@ -269,7 +302,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
         const each = await terminateEach(
           async (asked) => {
-            const out = await terminateInstances(ec2, asked);
+            const out = await asCaller('teardown:terminate', () => terminateInstances(ec2, asked));
             for (const t of out.TerminatingInstances ?? []) {
               if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
                 gone(region).add(t.InstanceId);
@@ -320,7 +353,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ask, MAX_FILTER_VALUES)) {
         if (!first) await bucket('describe', region).take();
         first = false;
-        for (const [id, state] of await instanceStates(ec2Of(region), some)) {
+        for (const [id, state] of await describePolled(region, some)) {
           states.set(id, state);
           if (state === 'terminated') known.add(id);
         }
@@ -363,26 +396,169 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       region: string;
       instanceIds: string[];
       fresh?: string[];
-    }): Promise<void> {
-      if (input.instanceIds.length === 0) return;
-      await heartbeating(() =>
-        terminations.submit(input.region, {
+      /** Then wait up to this long for EC2 to report them terminated (see `notTerminated`). */
+      waitMs?: number;
+    }): Promise<string[]> {
+      if (input.instanceIds.length === 0) return [];
+      return heartbeating(async () => {
+        await terminations.submit(input.region, {
           instanceIds: input.instanceIds,
           fresh: input.fresh ?? [],
           caller: callingMachine(),
-        }),
-      );
+        });
+        // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
+        return input.waitMs === undefined
+          ? []
+          : notTerminated(input.region, input.instanceIds, input.waitMs, false);
+      });
     },
 
-    /** Those of the instances EC2 does not yet report terminated (one describe per batch of polls). */
+    /**
+     * Those of the instances EC2 does not yet report terminated (one describe
+     * per batch of polls). With `waitMs`, asked again every
+     * TERMINATED_POLL_MS (each time with the other machines' polls) until
+     * none is left or `waitMs` has passed: one activity, and one workflow
+     * task, for what took a poll, a timer and a workflow task each.
+     */
     async instancesNotTerminated(input: {
       region: string;
       instanceIds: string[];
+      waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      const known = gone(input.region);
-      if (input.instanceIds.every((id) => known.has(id))) return [];
-      return heartbeating(() => polls.submit(input.region, input.instanceIds));
+      return heartbeating(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0));
     },
   };
+
+  /**
+   * Those of `instanceIds` not terminated after up to `waitMs`. `askNow`:
+   * the first answer comes from a poll at once (with other machines' polls);
+   * otherwise from the region's poller TERMINATED_POLL_MS later. Ids
+   * TerminateInstances already reported terminated are never asked about.
+   */
+  async function notTerminated(
+    region: string,
+    instanceIds: string[],
+    waitMs: number,
+    askNow = true,
+  ): Promise<string[]> {
+    const now = Date.now();
+    const known = gone(region);
+    let remaining = instanceIds.filter((id) => !known.has(id));
+    if (remaining.length === 0) return [];
+    if (askNow) {
+      remaining = await polls.submit(region, remaining);
+      if (remaining.length === 0 || waitMs < TERMINATED_POLL_MS) return remaining;
+    }
+    const left = remaining;
+    return new Promise<string[]>((resolve, reject) => {
+      const waiter: Waiter = {
+        ids: left,
+        nextAt: Date.now() + TERMINATED_POLL_MS,
+        intervalMs: TERMINATED_POLL_MS,
+        until: now + waitMs,
+        resolve,
+        reject,
+      };
+      let set = waits.get(region);
+      if (!set) waits.set(region, (set = new Set()));
+      set.add(waiter);
+      if (!pollers.has(region)) {
+        pollers.add(region);
+        // pollRegion clears its flag itself, in the same turn it finds no waiter left: a
+        // `.finally` would clear it a microtask later, and a wait added in that gap would
+        // find the flag set and no poller to serve it
+        void pollRegion(region).catch((err: unknown) => abandon(region, err));
+      }
+    });
+  }
+
+  /**
+   * The region's one poller: while machines wait, one round of describes by
+   * id (the describe bucket's tokens) at most every TERMINATED_ROUND_MS, for
+   * every waiter due by the next round; a waiter whose time is up gets what
+   * it still waits for.
+   */
+  async function pollRegion(region: string): Promise<void> {
+    let lastRound = 0;
+    for (;;) {
+      const set = waits.get(region);
+      if (!set || set.size === 0) {
+        pollers.delete(region);
+        return;
+      }
+      let wake = Infinity;
+      for (const w of set) wake = Math.min(wake, w.nextAt, w.until);
+      wake = Math.max(wake, lastRound + TERMINATED_ROUND_MS);
+      const delay = wake - Date.now();
+      if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+      const now = Date.now();
+      const horizon = now + TERMINATED_ROUND_MS;
+      const due: Waiter[] = [];
+      for (const w of set) {
+        if (w.nextAt <= horizon) due.push(w);
+        else if (w.until <= now) {
+          set.delete(w);
+          w.resolve(w.ids);
+        }
+      }
+      if (due.length === 0) continue;
+      lastRound = now;
+      const known = gone(region);
+      const ask = [...new Set(due.flatMap((w) => w.ids))].filter((id) => !known.has(id));
+      const states = new Map<string, string>();
+      try {
+        for (const some of chunks(ask, MAX_FILTER_VALUES)) {
+          await bucket('describe', region).take();
+          for (const [id, state] of await describePolled(region, some)) {
+            states.set(id, state);
+            if (state === 'terminated') known.add(id);
+          }
+        }
+      } catch (err) {
+        // as a poll of its own would have: the waits it was for fail, and their activities retry
+        for (const w of due) {
+          set.delete(w);
+          w.reject(err);
+        }
+        continue;
+      }
+      const after = Date.now();
+      for (const w of due) {
+        // an id EC2 no longer lists counts as gone, as an id it lists terminated
+        w.ids = w.ids.filter((id) => {
+          const state = states.get(id);
+          return !known.has(id) && state !== undefined && state !== 'terminated';
+        });
+        w.intervalMs = Math.min(w.intervalMs * 1.5, TERMINATED_POLL_MAX_MS);
+        w.nextAt = after + w.intervalMs;
+        if (w.ids.length === 0 || w.nextAt > w.until) {
+          set.delete(w);
+          w.resolve(w.ids);
+        }
+      }
+    }
+  }
+
+  /**
+   * The region's poller stopped on an unexpected throw: its flag is cleared
+   * and every wait it served fails with the error (their activities retry)
+   * rather than hang until their start-to-close timeout.
+   */
+  function abandon(region: string, err: unknown): void {
+    pollers.delete(region);
+    const set = waits.get(region);
+    waits.delete(region);
+    for (const w of set ?? []) w.reject(err);
+  }
+}
+
+/** A machine's wait for terminated, answered by its region's poller. */
+interface Waiter {
+  ids: string[];
+  nextAt: number;
+  intervalMs: number;
+  until: number;
+  resolve: (remaining: string[]) => void;
+  reject: (err: unknown) => void;
 }

@@ -103,6 +103,13 @@ export interface DeadMachineSnapshot extends MachineSnapshotFields {
   life: 'dead';
   region: string;
   harvestMode: HarvestMode;
+  /**
+   * The model runs in availability-set mode: the machine's removal may delete
+   * its placement group (seconds of EC2 calls), so teardown removes it with
+   * an activity, not a local one. Absent otherwise (and in snapshots recorded
+   * before it was carried).
+   */
+  availabilitySets?: true;
 }
 
 export interface StatusUpdate extends MachineRef {

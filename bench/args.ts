@@ -1,3 +1,5 @@
+import { parseArgs as tokenize } from 'node:util';
+
 /** Command line of `npm run bench`. */
 export interface BenchArgs {
   sizes: number[];
@@ -31,6 +33,23 @@ function positiveNumber(flag: string, text: string | undefined): number {
   return v;
 }
 
+/** The flags; each is applied in the order given (a later one may undo an earlier). */
+const OPTIONS = {
+  sizes: { type: 'string' },
+  'timeout-min': { type: 'string' },
+  'request-timeout-s': { type: 'string' },
+  'no-floor': { type: 'boolean' },
+  'no-removal': { type: 'boolean' },
+  'removal-only': { type: 'boolean' },
+  workers: { type: 'string' },
+  'cpu-prof': { type: 'boolean' },
+} as const;
+
+/**
+ * `node:util`'s parseArgs reads the flags (`--x v` and `--x=v` alike); it
+ * runs non-strict so the checks and messages stay the bench's own, and in
+ * tokens so the flags apply in order.
+ */
 export function parseArgs(argv: readonly string[]): BenchArgs {
   const args: BenchArgs = {
     sizes: [100, 300, 1000],
@@ -42,13 +61,19 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     workers: 1,
     cpuProfile: false,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i] ?? '';
-    const [name, inline] = flag.includes('=') ? flag.split('=', 2) : [flag, undefined];
-    const value = () => inline ?? argv[++i];
+  const { tokens } = tokenize({
+    args: [...argv],
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    const name = token.kind === 'option' ? token.name : undefined;
+    const value = token.kind === 'option' ? token.value : undefined;
     switch (name) {
-      case '--sizes': {
-        const text = value() ?? '';
+      case 'sizes': {
+        const text = value ?? '';
         const sizes = text.split(',').map((s) => Number(s.trim()));
         if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 1000)) {
           throw new BenchArgsError(`--sizes takes whole numbers from 1 to 1000, got "${text}"`);
@@ -56,39 +81,39 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         args.sizes = sizes;
         break;
       }
-      case '--timeout-min':
-        args.timeoutMs = positiveNumber(name, value()) * 60_000;
+      case 'timeout-min':
+        args.timeoutMs = positiveNumber('--timeout-min', value) * 60_000;
         break;
-      case '--request-timeout-s':
-        args.requestTimeoutMs = positiveNumber(name, value()) * 1000;
+      case 'request-timeout-s':
+        args.requestTimeoutMs = positiveNumber('--request-timeout-s', value) * 1000;
         break;
-      case '--no-floor':
+      case 'no-floor':
         args.floor = false;
         break;
-      case '--no-removal':
+      case 'no-removal':
         args.removal = false;
         break;
-      case '--workers': {
-        const text = value();
-        const k = Number(text);
+      case 'workers': {
+        const k = Number(value);
         if (!Number.isInteger(k) || k < 1 || k > 8) {
           throw new BenchArgsError(
-            `--workers takes a whole number from 1 to 8, got ${String(text)}`,
+            `--workers takes a whole number from 1 to 8, got ${String(value)}`,
           );
         }
         args.workers = k;
         break;
       }
-      case '--cpu-prof':
+      case 'cpu-prof':
         args.cpuProfile = true;
         break;
-      case '--removal-only':
+      case 'removal-only':
         args.launch = false;
         args.floor = false;
         args.removal = true;
         break;
       default:
-        throw new BenchArgsError(`unknown argument "${flag}"; usage: ${USAGE}`);
+        // a flag not listed, a short one, a positional, or `--`: named as it was typed
+        throw new BenchArgsError(`unknown argument "${argv[token.index] ?? ''}"; usage: ${USAGE}`);
     }
   }
   return args;

@@ -39,6 +39,8 @@ export interface TemporalUse {
   localActivityTasks?: number;
   /** Workflow and activity tasks by the identity of the worker that took them (`<pid>@<host>`). */
   byIdentity?: Record<string, { workflowTasks: number; activityTasks: number }>;
+  /** The actions by what they are (`start`, `signal <name>`, `marker <name>`, `upsert`…): they add up to `actions`. */
+  actionsByKind?: Record<string, number>;
 }
 
 /** CPU seconds per process over the launch phase (from the request to all running). */

@@ -21,8 +21,10 @@ export interface HistoryEventLike {
     identity?: string | null;
   } | null;
   timerStartedEventAttributes?: unknown;
-  workflowExecutionSignaledEventAttributes?: unknown;
-  upsertWorkflowSearchAttributesEventAttributes?: unknown;
+  workflowExecutionSignaledEventAttributes?: { signalName?: string | null } | null;
+  upsertWorkflowSearchAttributesEventAttributes?: {
+    searchAttributes?: { indexedFields?: Record<string, unknown> | null } | null;
+  } | null;
   markerRecordedEventAttributes?: {
     markerName?: string | null;
     workflowTaskCompletedEventId?: number | string | { toString(): string } | null;
@@ -35,6 +37,39 @@ export interface HistoryEventLike {
 /** The marker the SDKs record for each local activity's result. */
 export const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
 
+/** The search attribute the SDKs upsert with a `patched()` marker. */
+export const CHANGE_VERSION_ATTRIBUTE = 'TemporalChangeVersion';
+
+/**
+ * What an event that is an action is, for `actionsByKind`: the start, each
+ * signal by its name, each marker by its name, an upsert (one that sets the
+ * SDK's change version apart), a timer, a child start, an external signal.
+ */
+function actionKind(e: HistoryEventLike): string | undefined {
+  if (e.workflowExecutionStartedEventAttributes) return 'start';
+  if (e.workflowExecutionSignaledEventAttributes) {
+    return `signal ${e.workflowExecutionSignaledEventAttributes.signalName ?? '?'}`;
+  }
+  if (e.upsertWorkflowSearchAttributesEventAttributes) {
+    const fields = e.upsertWorkflowSearchAttributesEventAttributes.searchAttributes?.indexedFields;
+    return fields && CHANGE_VERSION_ATTRIBUTE in fields
+      ? `upsert ${CHANGE_VERSION_ATTRIBUTE}`
+      : 'upsert';
+  }
+  if (e.markerRecordedEventAttributes) {
+    return `marker ${e.markerRecordedEventAttributes.markerName ?? '?'}`;
+  }
+  if (e.timerStartedEventAttributes) return 'timer';
+  if (e.startChildWorkflowExecutionInitiatedEventAttributes) return 'child workflow start';
+  if (e.signalExternalWorkflowExecutionInitiatedEventAttributes) return 'external signal';
+  if (e.workflowPropertiesModifiedEventAttributes) return 'properties modified';
+  return undefined;
+}
+
+/** Activity attempts and the local activities' tasks, as `actionsByKind` names them. */
+export const ACTIVITY_ATTEMPTS = 'activity attempts';
+export const LOCAL_ACTIVITY_TASKS = 'local activities (one per workflow task)';
+
 export function emptyTemporalUse(): TemporalUse {
   return {
     workflows: 0,
@@ -46,6 +81,7 @@ export function emptyTemporalUse(): TemporalUse {
     localActivities: 0,
     localActivityTasks: 0,
     byIdentity: {},
+    actionsByKind: {},
   };
 }
 
@@ -59,8 +95,15 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
   const byIdentity = (into.byIdentity ??= {});
   const of = (identity: string | null | undefined) =>
     (byIdentity[identity || 'unknown'] ??= { workflowTasks: 0, activityTasks: 0 });
+  const byKind = (into.actionsByKind ??= {});
+  const add = (kind: string, n: number) => {
+    if (n > 0) byKind[kind] = (byKind[kind] ?? 0) + n;
+  };
   for (const e of events) {
-    if (e.workflowExecutionStartedEventAttributes) into.actions += 1;
+    if (e.workflowExecutionStartedEventAttributes) {
+      into.actions += 1;
+      add('start', 1);
+    }
     if (e.workflowTaskStartedEventAttributes) {
       into.workflowTasks += 1;
       of(e.workflowTaskStartedEventAttributes.identity).workflowTasks += 1;
@@ -85,6 +128,7 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
       e.workflowPropertiesModifiedEventAttributes
     ) {
       into.actions += 1;
+      add(actionKind(e)!, 1);
     }
   }
   // all the local activities one workflow task ran: one action
@@ -93,6 +137,8 @@ export function countHistory(events: readonly HistoryEventLike[], into: Temporal
   // An activity still retrying has no started event yet: its attempts so far are not in the history.
   const activityAttempts = attempts + (scheduled - started);
   into.actions += activityAttempts;
+  add(LOCAL_ACTIVITY_TASKS, localActivityTasks.size);
+  add(ACTIVITY_ATTEMPTS, activityAttempts);
   into.activityTasks += activityAttempts;
   into.activityRetries += attempts - started;
 }

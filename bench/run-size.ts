@@ -541,10 +541,11 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
 
 /**
  * After EC2 says every instance runs: how long until every machine's
- * recorded instanceStatus says so too (what the status answer shows). Locally
- * the sweeper's listing carries it (every PROVISIONER_SWEEP_INTERVAL); in the
- * cloud, EC2's state-change events do (EventBridge → instance-events).
- * Bounded at two minutes.
+ * recorded instanceStatus says so too (what the status answer shows). EC2's
+ * state-change events carry it: in the cloud through EventBridge to the
+ * instance-events Lambda, locally the stack's own emitter (local/ec2-events.ts)
+ * to the same handler; the sweeper's listing (every PROVISIONER_SWEEP_INTERVAL)
+ * is the backstop. Bounded at two minutes.
  */
 async function statusCatchesUp(
   ctx: PhaseContext,
@@ -720,5 +721,11 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
     activityTasks: use.activityTasks + others.activityTasks,
     activityRetries: use.activityRetries + others.activityRetries,
     otherWorkflows: others.workflows,
+    actionsByKind: {
+      ...use.actionsByKind,
+      ...Object.fromEntries(
+        Object.entries(others.actionsByKind ?? {}).map(([k, v]) => [`other workflows: ${k}`, v]),
+      ),
+    },
   };
 }

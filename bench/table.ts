@@ -1,3 +1,4 @@
+import { columns } from '../cli/table';
 import { decimalSeconds } from '../core/duration';
 import {
   checkScaleOutTargets,
@@ -9,22 +10,14 @@ import {
   type TargetCheck,
 } from './figures';
 
-/** Pads cells into a plain-text table with a rule under the header; numbers right-aligned. */
+const NUMERIC = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
+
+/** A plain-text table with a rule under the header; numbers right-aligned (cli/table.ts draws it). */
 export function renderTable(
   header: readonly string[],
   rows: ReadonlyArray<readonly string[]>,
 ): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const numeric = /^[-+]?[\d.,]+( ?[a-zA-Z%×]*)?$|^—$/;
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((c, i) => {
-        const w = widths[i] ?? 0;
-        return i > 0 && numeric.test(c) ? c.padStart(w) : c.padEnd(w);
-      })
-      .join('  ')
-      .trimEnd();
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+  return columns(header, rows, { rule: true, right: (c, i) => i > 0 && NUMERIC.test(c) });
 }
 
 export function seconds(ms: number | undefined): string {
@@ -52,6 +45,19 @@ function rssNames(results: readonly SizeResult[]): string[] {
     results.flatMap((r) => Object.keys(r.provisioner?.workerPeakRssBytesByWorker ?? {})),
   );
   return names.size > 1 ? [...names].sort() : [];
+}
+
+/** What the actions were (bench/history.ts actionsByKind), most first. */
+function actionKinds(results: readonly SizeResult[]): string[] {
+  const totals = new Map<string, number>();
+  for (const r of results) {
+    for (const [kind, n] of Object.entries(r.provisioner?.temporal?.actionsByKind ?? {})) {
+      totals.set(kind, (totals.get(kind) ?? 0) + n);
+    }
+  }
+  return [...totals.entries()]
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .map(([k]) => k);
 }
 
 function workerNames(results: readonly SizeResult[]): string[] {
@@ -114,6 +120,12 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('DynamoDB WCU per machine', (i) => num(d[i]?.writeUnitsPerMachine)),
     row('Temporal actions per machine (history, no heartbeats)', (i) =>
       num(d[i]?.actionsPerMachine, 1),
+    ),
+    ...actionKinds(results).map((kind) =>
+      row(`    ${kind}`, (i) => {
+        const count = p[i]?.temporal?.actionsByKind?.[kind];
+        return count === undefined ? '—' : num(count / (p[i]?.n ?? 1), 2);
+      }),
     ),
     row('  history events per machine', (i) => num(d[i]?.eventsPerMachine, 1)),
     row('  workflow tasks per machine', (i) => num(d[i]?.workflowTasksPerMachine, 1)),

@@ -20,17 +20,49 @@ const NO_BORDER = Object.fromEntries(
   ].map((k) => [k, '']),
 );
 
+/** How `columns` lays out a table beyond its cells. */
+export interface ColumnsOptions {
+  /** The columns aligned right, or a cell's own test (header cells included). */
+  right?: readonly number[] | ((cell: string, column: number) => boolean);
+  /** A rule of dashes under the header, as wide as each column. */
+  rule?: boolean;
+}
+
 /**
  * Rows in columns two spaces apart, no borders, as Juju's tabwriter prints
- * them; `right` names the columns aligned right. Trailing spaces are trimmed.
+ * them; `right` names the columns aligned right (or, as options, tests each
+ * cell). Trailing spaces are trimmed. The CLI's tables and the bench's
+ * (bench/table.ts) are all drawn here.
  */
-export function columns(header: string[], rows: string[][], right: number[] = []): string {
+export function columns(
+  header: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+  layout: readonly number[] | ColumnsOptions = [],
+): string {
+  const options: ColumnsOptions = Array.isArray(layout)
+    ? { right: layout as readonly number[] }
+    : (layout as ColumnsOptions);
+  const right = options.right ?? [];
+  const alignsRight =
+    typeof right === 'function' ? right : (_cell: string, column: number) => right.includes(column);
   const table = new Table({
     chars: NO_BORDER,
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 2, compact: true },
-    colAligns: header.map((_, i) => (right.includes(i) ? 'right' : 'left')),
   });
-  table.push(header, ...rows);
+  const cells = (row: readonly string[]): Table.HorizontalTableRow =>
+    row.map((content, i) => ({
+      content,
+      hAlign: alignsRight(content, i) ? ('right' as const) : ('left' as const),
+    }));
+  const all = [header, ...rows];
+  const ruled = options.rule
+    ? [
+        header,
+        header.map((_, i) => '-'.repeat(Math.max(...all.map((r) => (r[i] ?? '').length)))),
+        ...rows,
+      ]
+    : all;
+  table.push(...ruled.map(cells));
   return table
     .toString()
     .split('\n')

@@ -61,6 +61,14 @@ export function positiveNumberEnv(
   return n;
 }
 
+/** A switch: `on` or `off`, nothing else. */
+function onOff(name: string, text: string): boolean {
+  if (text !== 'on' && text !== 'off') {
+    throw new ConfigError(`environment variable ${name}: "${text}" is neither on nor off`);
+  }
+  return text === 'on';
+}
+
 export function positiveIntEnv(
   name: string,
   fallback: number,
@@ -120,6 +128,13 @@ export interface ProvisioningTuning {
   teardownBatchIdleMs?: number;
   /** …and at most this long after its first. */
   teardownBatchMaxMs?: number;
+  /**
+   * Each EC2 call names its caller in a header (ec2/caller.ts), for the
+   * local EC2 proxy's per-caller counts: `PROVISIONER_EC2_CALLER_HEADER=on`,
+   * set by the local stack only; off by default, so nothing is added to a
+   * call to AWS (or to a VPC endpoint that EC2_ENDPOINT may name).
+   */
+  ec2CallerHeader?: boolean;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -149,8 +164,12 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     ),
     teardownDescribeBurst: positiveIntEnv('PROVISIONER_TEARDOWN_DESCRIBE_BURST', 50, env),
     teardownDescribeRatePerSecond: positiveNumberEnv('PROVISIONER_TEARDOWN_DESCRIBE_RATE', 10, env),
-    teardownBatchIdleMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_IDLE', '1s', env),
-    teardownBatchMaxMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_MAX', '5s', env),
+    teardownBatchIdleMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_IDLE', '3s', env),
+    teardownBatchMaxMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_MAX', '15s', env),
+    ec2CallerHeader: onOff(
+      'PROVISIONER_EC2_CALLER_HEADER',
+      optionalEnv('PROVISIONER_EC2_CALLER_HEADER', 'off', env),
+    ),
   };
 }
 

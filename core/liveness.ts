@@ -34,6 +34,18 @@ export function isLost(state: InstanceState): boolean {
   return state === 'terminated' || state === 'shutting-down' || state === 'unknown';
 }
 
+/**
+ * Routine news: the instance is starting or runs. Whoever hears it (the
+ * sweep, the state-change handler) writes it to the machine itself, while
+ * the machine is `running` and records its instance starting or running
+ * (ProvisioningStore.recordRoutineInstanceState); every other state, and
+ * routine news for a machine `down`, stopped or dying, goes to the machine's
+ * workflow, which decides (down, back up, its containers, reprovision).
+ */
+export function isRoutine(state: InstanceState): boolean {
+  return state === 'pending' || state === 'running';
+}
+
 /** States in which EC2 confirms the instance is gone, so a new one may replace it (reprovision). */
 export function isConfirmedGone(state: InstanceState): boolean {
   return state === 'terminated' || state === 'unknown';

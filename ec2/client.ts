@@ -5,6 +5,7 @@ import { classifyError } from './errors';
 import { METRIC } from '../config/metrics';
 import { workerMetrics, type WorkerMetrics } from '../config/worker-metrics';
 import { teardownPacing } from './pacing';
+import { CALLER_HEADER, currentCaller } from './caller';
 
 type Strategy = Pick<
   AdaptiveRetryStrategy,
@@ -90,9 +91,28 @@ export function workerEc2Client(
   tuning: Partial<ProvisioningTuning> = provisioningTuning(),
 ): EC2Client {
   const agent = { keepAlive: true, maxSockets: ec2MaxSockets(tuning) };
-  return new EC2Client({
+  const client = new EC2Client({
     requestHandler: { httpAgent: agent, httpsAgent: agent },
     ...config,
     retryStrategy: new Ec2RetryStrategy(),
   });
+  if (tuning.ec2CallerHeader === true) nameCallers(client);
+  return client;
+}
+
+/**
+ * Each request says which caller made it (ec2/caller.ts), for the local
+ * proxy's per-caller counts; only when the worker is told to
+ * (PROVISIONER_EC2_CALLER_HEADER=on, which only the local stack sets).
+ */
+function nameCallers(client: EC2Client): void {
+  client.middlewareStack.add(
+    (next) => (args) => {
+      const caller = currentCaller();
+      const request = args.request as { headers?: Record<string, string> } | undefined;
+      if (caller !== undefined && request?.headers) request.headers[CALLER_HEADER] = caller;
+      return next(args);
+    },
+    { step: 'build', name: 'provisionerCallerHeader' },
+  );
 }

@@ -1,6 +1,6 @@
 import {
-  DescribeInstanceTypeOfferingsCommand,
-  DescribeInstanceTypesCommand,
+  paginateDescribeInstanceTypeOfferings,
+  paginateDescribeInstanceTypes,
   type EC2Client,
   type InstanceTypeInfo as Ec2InstanceTypeInfo,
 } from '@aws-sdk/client-ec2';
@@ -77,36 +77,27 @@ export class InstanceTypeCatalogue {
 
   private async fetchTypes(): Promise<CatalogueEntry[]> {
     const entries: CatalogueEntry[] = [];
-    let token: string | undefined;
-    do {
-      const out = await this.ec2.send(
-        new DescribeInstanceTypesCommand({ MaxResults: 100, NextToken: token }),
-      );
+    for await (const out of paginateDescribeInstanceTypes(
+      { client: this.ec2, pageSize: 100 },
+      {},
+    )) {
       for (const t of out.InstanceTypes ?? []) {
         const entry = toCatalogueEntry(t);
         if (entry) entries.push(entry);
       }
-      token = out.NextToken;
-    } while (token);
+    }
     return entries;
   }
 
   private async fetchOfferings(zone: string): Promise<Set<string>> {
     const names = new Set<string>();
-    let token: string | undefined;
-    do {
-      const out = await this.ec2.send(
-        new DescribeInstanceTypeOfferingsCommand({
-          LocationType: 'availability-zone',
-          Filters: [{ Name: 'location', Values: [zone] }],
-          MaxResults: 1000,
-          NextToken: token,
-        }),
-      );
+    for await (const out of paginateDescribeInstanceTypeOfferings(
+      { client: this.ec2, pageSize: 1000 },
+      { LocationType: 'availability-zone', Filters: [{ Name: 'location', Values: [zone] }] },
+    )) {
       for (const o of out.InstanceTypeOfferings ?? [])
         if (o.InstanceType) names.add(o.InstanceType);
-      token = out.NextToken;
-    } while (token);
+    }
     return names;
   }
 }

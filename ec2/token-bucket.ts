@@ -2,6 +2,8 @@
  * A client-side token bucket (EC2's own model of its request limits: a burst,
  * then a refill rate). `take` waits its turn, first come first served, so
  * calls are spaced to what EC2 allows instead of being refused and retried.
+ * The local EC2 endpoint's ThrottleBucket (local/ec2-proxy/limits.ts) is
+ * EC2's side of the same bucket: it refuses instead of waiting.
  */
 export class TokenBucket {
   private tokens: number;

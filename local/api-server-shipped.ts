@@ -20,7 +20,14 @@ const plan = JSON.parse(readFileSync(planFile, 'utf8')) as ShippedApiPlan;
 const host = compileLambdaHost(join(dirname(planFile), 'lambda-host.cjs'));
 const dispatch = shippedDispatch(plan, host, (line) => console.log(line));
 const port = positiveIntEnv('PROVISIONER_API_PORT', 3000);
-const server = createApiServer(dispatch);
+const instanceEvents = plan.instanceEvents;
+const server = createApiServer(
+  dispatch,
+  // EventBridge's target in the cloud; here the stack's EC2 events (local/ec2-events.ts)
+  instanceEvents
+    ? { instanceEvents: (event) => dispatch.invokeFunction(instanceEvents, event) }
+    : {},
+);
 server.listen(port, '127.0.0.1', () =>
   console.log(`API (shipped bundles) listening on http://127.0.0.1:${port}`),
 );

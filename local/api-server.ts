@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { BODY_TOO_LARGE, LIMITS } from '../functions/limits';
 import { matchGatewayRoute, matchRoute, routeKey, type RouteGroup } from '../functions/routes';
 import { runAsComponent } from './aws-call-recorder';
+import { EC2_EVENTS_PATH } from './ec2-events';
 
 export type LambdaHandler = (
   event: APIGatewayProxyEventV2,
@@ -233,12 +234,30 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
-export function createApiServer(handlers: Record<RouteGroup, LambdaHandler> | ApiDispatch): Server {
+/** What the local API server hosts besides the HTTP API's routes. */
+export interface ApiServerExtras {
+  /**
+   * The instance-events Lambda (functions/instance-events.ts), which EventBridge
+   * invokes in the cloud: the local stack's EC2 events (local/ec2-events.ts)
+   * are POSTed to EC2_EVENTS_PATH, one event a request, and answered with the
+   * handler's outcome (200), or 500 when it throws (the emitter tries again).
+   */
+  instanceEvents?: (event: unknown) => Promise<unknown>;
+}
+
+export function createApiServer(
+  handlers: Record<RouteGroup, LambdaHandler> | ApiDispatch,
+  extras: ApiServerExtras = {},
+): Server {
   const dispatch: ApiDispatch =
     'invoke' in handlers && typeof handlers.invoke === 'function'
       ? handlers
       : sourcesDispatch(handlers as Record<RouteGroup, LambdaHandler>);
   const server = createServer((req, res) => {
+    if (extras.instanceEvents && req.method === 'POST' && req.url === EC2_EVENTS_PATH) {
+      answerInstanceEvent(req, res, extras.instanceEvents);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
@@ -289,4 +308,28 @@ export function createApiServer(handlers: Record<RouteGroup, LambdaHandler> | Ap
   // a request's headers may take no longer than an idle connection may wait for them
   server.headersTimeout = KEEP_ALIVE_TIMEOUT_MS + 1_000;
   return server;
+}
+
+/** An EventBridge-style invocation of the instance-events handler (ApiServerExtras). */
+function answerInstanceEvent(
+  req: IncomingMessage,
+  res: ServerResponse,
+  handler: (event: unknown) => Promise<unknown>,
+): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    let event: unknown;
+    try {
+      event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      sendError(res, 400, 'bad-request', 'the event is not JSON');
+      return;
+    }
+    runAsComponent('instance-events', () => handler(event)).then(
+      (outcome) => send(res, { statusCode: 200, body: JSON.stringify(outcome ?? null) }),
+      (err: unknown) =>
+        sendError(res, 500, 'internal', err instanceof Error ? err.name : 'internal error'),
+    );
+  });
 }

@@ -55,9 +55,28 @@ type Input = Record<string, unknown>;
 /** Tags whose values IAM conditions of the project's policies test (infra/permissions.ts DEPLOYMENT_TAG). */
 const CONDITION_TAGS = ['provisioner:deployment'];
 
+/**
+ * Components whose role conditions UpdateItem on the attributes a write names
+ * (infra/constructs/instance-events.ts: `dynamodb:Attributes`,
+ * `dynamodb:ReturnValues`): their writes' attributes are recorded too (the
+ * key's and the expressions' named ones: that handler names every attribute
+ * it touches). Not every component's: each write shape would be a line.
+ */
+const ATTRIBUTE_CONDITIONED = new Set(['instance-events']);
+
 /** What of a request IAM's condition keys see (the IAM test evaluates them). */
-export function conditionFacts(operation: string, input: Input): string[] {
+export function conditionFacts(operation: string, input: Input, component?: string): string[] {
   const facts: string[] = [];
+  if (operation === 'UpdateItem' && component && ATTRIBUTE_CONDITIONED.has(component)) {
+    const named = new Set([
+      ...Object.keys((input.Key as Input | undefined) ?? {}),
+      ...Object.values((input.ExpressionAttributeNames as Record<string, string>) ?? {}),
+    ]);
+    facts.push(`attributes=${[...named].sort().join(',')}`);
+    const { ReturnValues: back, ReturnValuesOnConditionCheckFailure: onFailure } = input;
+    if (typeof back === 'string') facts.push(`returnValues=${back}`);
+    if (typeof onFailure === 'string') facts.push(`returnValuesOnFailure=${onFailure}`);
+  }
   if (operation === 'TransactWriteItems' || operation === 'TransactGetItems') {
     const kinds = new Set<string>();
     for (const item of (input.TransactItems as Input[] | undefined) ?? []) {
@@ -119,7 +138,7 @@ function install(file: string): void {
             const line = [
               component,
               `${serviceOf(context.clientName)}:${operation}`,
-              ...conditionFacts(operation, middlewareArgs.input ?? {}),
+              ...conditionFacts(operation, middlewareArgs.input ?? {}, component),
             ].join(' ');
             if (!recorder.seen.has(line)) {
               recorder.seen.add(line);

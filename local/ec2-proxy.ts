@@ -63,3 +63,4 @@
 
 export type { Ec2Proxy, Ec2ProxyOptions } from './ec2-proxy/server';
 export { Ec2ProxyListenError, startEc2Proxy } from './ec2-proxy/server';
+export type { Launch } from './ec2-proxy/pipeline';

@@ -16,6 +16,8 @@ import type { ShippedRoute } from './shipped';
 /** What local/stack.ts hands the shipped API server (`PROVISIONER_SHIPPED_API_PLAN`, a JSON file). */
 export interface ShippedApiPlan {
   routes: ShippedRoute[];
+  /** The instance-events function's logical id (EventBridge's target in the cloud), when hosted. */
+  instanceEvents?: string;
   functions: Record<
     string,
     {
@@ -363,7 +365,11 @@ export function shippedDispatch(
   hostScript: string,
   log: (line: string) => void,
   timeoutFactor = Number(process.env[LAMBDA_TIMEOUT_FACTOR_ENV] ?? '2') || 2,
-): ApiDispatch & { stop(): void } {
+): ApiDispatch & {
+  stop(): void;
+  /** Invokes a function with a plain event (not the HTTP API's); rejects when it fails. */
+  invokeFunction(id: string, event: unknown): Promise<unknown>;
+} {
   const processes = new Map<string, LambdaProcess>();
   for (const [id, fn] of Object.entries(plan.functions)) {
     processes.set(
@@ -396,6 +402,14 @@ export function shippedDispatch(
         return INTEGRATION_FAILURE;
       }
       return gatewayAnswer(await fn.invoke(event), (line) => log(`[${fn.name}] ${line}`));
+    },
+    async invokeFunction(id, event) {
+      const fn = processes.get(id);
+      if (!fn) throw new Error(`no function ${id}`);
+      const outcome = await fn.invoke(event as APIGatewayProxyEventV2);
+      if (outcome.kind === 'timeout') throw new Error(`${fn.name} timed out`);
+      if (outcome.kind === 'error') throw new Error(`${fn.name}: ${outcome.errorType}`);
+      return outcome.result;
     },
     stop() {
       for (const p of processes.values()) p.stop();

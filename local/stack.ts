@@ -8,6 +8,7 @@ import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-a
 import { METRICS_FILE_ENV } from '../config/capacity-meter';
 import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
+import { deliverToApi, Ec2StateEvents } from './ec2-events';
 import { startPricingEmulator } from './pricing-emulator';
 import { createLocalUserPool } from './user-pool';
 import {
@@ -83,6 +84,12 @@ export interface StackOptions {
    * `PROVISIONER_CDK_OUT`, else `cdk synth -c env=dev` into the data dir).
    */
   cdkOut?: string;
+  /**
+   * EC2's state-change events (local/ec2-events.ts), delivered to the
+   * instance-events handler as EventBridge delivers them in the cloud
+   * (default on; off: the sweep alone tells the machines of their instances).
+   */
+  stateChangeEvents?: boolean;
   log?: (line: string) => void;
   /** Told of each child as it starts, so a caller interrupted mid-start can stop them. */
   track?: (proc: ManagedProcess) => void;
@@ -103,6 +110,9 @@ export interface RunningStack {
 }
 
 const LOOPBACK = '127.0.0.1';
+
+/** The instance-events Lambda's path in the template (infra/constructs/instance-events.ts). */
+const INSTANCE_EVENTS_FUNCTION = /(^|\/)InstanceEvents\/Handler$/;
 
 /** Runs a TypeScript entry point of this project in a child Node process (`nodeArgs` first). */
 export function tsEntry(entry: string, nodeArgs: readonly string[] = []): [string, string[]] {
@@ -321,6 +331,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       PROVISIONER_TABLE: tableName,
       DYNAMODB_ENDPOINT: dynamodbEndpoint,
       EC2_ENDPOINT: ec2Endpoint,
+      // the worker names each EC2 call's caller for the proxy's byCaller (ec2/caller.ts)
+      PROVISIONER_EC2_CALLER_HEADER: 'on',
       PRICING_ENDPOINT: pricing.url,
       TEMPORAL_ADDRESS: temporalAddress,
       TEMPORAL_NAMESPACE: namespace,
@@ -355,6 +367,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         AWS_EC2_METADATA_DISABLED: 'true',
         DYNAMODB_ENDPOINT: dynamodbEndpoint,
         EC2_ENDPOINT: ec2Endpoint,
+        PROVISIONER_EC2_CALLER_HEADER: 'on',
         PRICING_ENDPOINT: pricing.url,
         POWERTOOLS_LOG_LEVEL: process.env.POWERTOOLS_LOG_LEVEL ?? 'WARN',
         ...(process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED
@@ -380,8 +393,18 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
           },
         ),
       );
-      const plan: ShippedApiPlan = { routes: assembly.routes, functions: {} };
-      for (const id of new Set(assembly.routes.map((r) => r.functionLogicalId))) {
+      // EventBridge's target in the cloud, hosted beside the API's functions (local/ec2-events.ts)
+      const instanceEvents = [...assembly.functions.values()].find((f) =>
+        INSTANCE_EVENTS_FUNCTION.test(f.name),
+      )?.logicalId;
+      const plan: ShippedApiPlan = {
+        routes: assembly.routes,
+        functions: {},
+        ...(instanceEvents ? { instanceEvents } : {}),
+      };
+      const hosted = new Set(assembly.routes.map((r) => r.functionLogicalId));
+      if (instanceEvents) hosted.add(instanceEvents);
+      for (const id of hosted) {
         const fn = assembly.functions.get(id)!;
         const functionName = fn.name.replace(/\//g, '-');
         const lambdaRuntime: Record<string, string> = {
@@ -490,6 +513,19 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         60_000,
       ),
     ]);
+
+    if (opts.stateChangeEvents ?? true) {
+      const events = new Ec2StateEvents({
+        proxy,
+        motoEndpoint,
+        region,
+        deliver: deliverToApi(apiUrl),
+        log,
+      });
+      events.start();
+      // stopped before the API it delivers to (closers run at once)
+      closers.unshift(() => events.close());
+    }
 
     const info: StackInfo = {
       apiUrl,

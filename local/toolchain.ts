@@ -115,9 +115,13 @@ export async function findPython(env: NodeJS.ProcessEnv): Promise<string> {
   );
 }
 
+/** The Python venv that holds the pinned Temporal CLI and moto, in the cache `dir`. */
+export function toolVenv(dir: string = cacheDir()): string {
+  return join(dir, `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`);
+}
+
 async function ensureVenv(dir: string, log: Log, env: NodeJS.ProcessEnv) {
-  const name = `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`;
-  const venv = join(dir, name);
+  const venv = toolVenv(dir);
   const paths = {
     temporal: join(venv, 'bin', 'temporal'),
     motoServer: join(venv, 'bin', 'moto_server'),

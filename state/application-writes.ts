@@ -1,5 +1,6 @@
 import { EntityConflictError } from './errors';
-import { appKey, relationItem, type Transaction } from './repository';
+import { appKey, relationItem } from './items';
+import type { Transaction } from './table';
 import type { ApplicationRecord, RelationRecord } from './types';
 
 /**

@@ -3,7 +3,8 @@ import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk
 import { parentMachineId } from '../core/placement';
 import { EntityNotFoundError, retryOnConcurrentChange } from './errors';
 import { machineSk, modelPk } from './keys';
-import { machineKey, Repository } from './repository';
+import { machineKey } from './items';
+import { Repository } from './repository';
 import type { HostContainers, MachineStatus } from './types';
 import { documentClient } from './table';
 

@@ -1,5 +1,6 @@
 import { EntityConflictError } from './errors';
-import { machineKey, type Transaction } from './repository';
+import { machineKey } from './items';
+import type { Transaction } from './table';
 import type { Life, MachineRecord } from './types';
 
 /**

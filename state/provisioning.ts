@@ -5,11 +5,13 @@ import {
   QueryCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import {
   instanceStateMessage,
   isInstanceState,
   isLost,
+  isRoutine,
   type InstanceState,
 } from '../core/liveness';
 import { ConcurrentChangeError, EntityConflictError, EntityNotFoundError } from './errors';
@@ -496,6 +498,66 @@ export class ProvisioningStore {
   }
 
   /**
+   * Routine liveness news (core/liveness.ts `isRoutine`: `pending`,
+   * `running`), written by whoever hears it (the sweep, the state-change
+   * handler, the launch's ask of the instances it just recorded) without the
+   * machine's workflow: one UpdateItem (`routineInstanceWrite`), applied only
+   * while the machine is alive, `running`, still records that instance and
+   * records it starting, running or in no state yet. A machine `down`,
+   * stopped, dying or Dead is left as it is (false): its workflow is to be
+   * told instead, as it decides what the news means. The addresses EC2
+   * lists, when the caller has them, go in the same write (an address
+   * absent from `addresses` is removed; no `addresses`, none touched).
+   *
+   * `running` is written over nothing, `pending` or `running`; `pending`
+   * only over nothing or `pending`: for one instance, running → pending is
+   * never news (a restart goes through stopping and stopped, which this
+   * write refuses), so a late `pending` (a retried event, a sweep that asked
+   * EC2 before the `running` landed) would only put the machine back.
+   * Returns true when written, `'stale'` for a `pending` to drop, false when
+   * the workflow is to be told. With `readBack` (the default), a refused
+   * `pending` is read back from the write's failure (ALL_OLD) and is stale
+   * only when the machine records that instance alive and running; without
+   * it (the instance-events role may name only the write's own attributes,
+   * ROUTINE_WRITE_ATTRIBUTES, and gets nothing back) every refused `pending`
+   * is dropped: the one that starts a stopped instance again is then not
+   * told, the `running` after it is.
+   */
+  async recordRoutineInstanceState(
+    model: string,
+    machineId: string,
+    instanceId: string,
+    state: InstanceState,
+    addresses?: { privateAddress?: string; publicAddress?: string },
+    options: { readBack?: boolean } = {},
+  ): Promise<boolean | 'stale'> {
+    const readBack = options.readBack ?? true;
+    try {
+      await this.doc.send(
+        new UpdateCommand(
+          routineInstanceWrite(this.tableName, { model, machineId, instanceId, state }, addresses, {
+            readBack,
+          }),
+        ),
+      );
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      if (state !== 'pending') return false;
+      if (!readBack) return 'stale';
+      const old = err.Item;
+      if (
+        old?.instanceId?.S === instanceId &&
+        old.life?.S === 'alive' &&
+        old.status?.S === 'running' &&
+        old.instanceStatus?.S === 'running'
+      )
+        return 'stale';
+      return false;
+    }
+  }
+
+  /**
    * Records EC2's state of the machine's instance (liveness), only while the
    * machine still records that instance. A lost instance (API.md) puts an
    * alive `running` machine `down` with a message naming it; a state that is
@@ -674,5 +736,83 @@ function hostContainers(item: Record<string, unknown> | undefined): HostContaine
   return {
     containers: Array.isArray(containers) ? containers.map(String) : [],
     ...(typeof instanceId === 'string' ? { instanceId } : {}),
+  };
+}
+
+/**
+ * Every attribute the routine write names without addresses (its key, what
+ * it sets, what its condition reads): the instance-events role may name no
+ * other (infra/constructs/instance-events.ts, `dynamodb:Attributes`).
+ */
+export const ROUTINE_WRITE_ATTRIBUTES = [
+  'pk',
+  'sk',
+  'instanceId',
+  'life',
+  'status',
+  'instanceStatus',
+  'instanceStatusAt',
+  'updatedAt',
+] as const;
+
+/** The routine write (ProvisioningStore.recordRoutineInstanceState) as an UpdateItem's input. */
+export function routineInstanceWrite(
+  tableName: string,
+  news: { model: string; machineId: string; instanceId: string; state: InstanceState },
+  addresses?: { privateAddress?: string; publicAddress?: string },
+  options: { readBack?: boolean; now?: Date } = {},
+): UpdateCommandInput {
+  const { state } = news;
+  if (!isRoutine(state)) throw new Error(`instance state "${state}" is not routine news`);
+  const set = ['#instanceStatus = :state', '#statusAt = :now', '#updatedAt = :now'];
+  const remove: string[] = [];
+  const names: Record<string, string> = {
+    '#instanceStatus': 'instanceStatus',
+    '#instanceId': 'instanceId',
+    '#status': 'status',
+    '#life': 'life',
+    '#statusAt': 'instanceStatusAt',
+    '#updatedAt': 'updatedAt',
+  };
+  const values: Record<string, unknown> = {
+    ':state': state,
+    ':instanceId': news.instanceId,
+    ':alive': 'alive',
+    ':running': 'running',
+    ':starting': 'pending',
+    ...(state === 'running' ? { ':runs': 'running' } : {}),
+    ':now': (options.now ?? new Date()).toISOString(),
+  };
+  if (addresses) {
+    names['#private'] = 'privateAddress';
+    names['#public'] = 'publicAddress';
+    for (const [field, name] of [
+      ['privateAddress', '#private'],
+      ['publicAddress', '#public'],
+    ] as const) {
+      const value = addresses[field];
+      if (value === undefined) remove.push(name);
+      else {
+        set.push(`${name} = :${field}`);
+        values[`:${field}`] = value;
+      }
+    }
+  }
+  return {
+    TableName: tableName,
+    Key: { pk: modelPk(news.model), sk: machineSk(news.machineId) },
+    UpdateExpression:
+      `SET ${set.join(', ')}` + (remove.length ? ` REMOVE ${remove.join(', ')}` : ''),
+    ConditionExpression:
+      '#instanceId = :instanceId AND #life = :alive AND #status = :running AND ' +
+      (state === 'running'
+        ? '(attribute_not_exists(#instanceStatus) OR #instanceStatus IN (:starting, :runs))'
+        : '(attribute_not_exists(#instanceStatus) OR #instanceStatus = :starting)'),
+    ExpressionAttributeNames: names,
+    ExpressionAttributeValues: values,
+    // a refused `pending`: the item tells a stale one from the workflow's to decide
+    ...(state === 'pending' && (options.readBack ?? true)
+      ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }
+      : {}),
   };
 }

@@ -252,3 +252,16 @@ export async function commitTransaction(
     throw err;
   }
 }
+
+/**
+ * What the repository's operations (models.ts, counters.ts, reads.ts,
+ * machines.ts) need of the table: the Repository itself, handed in, so its
+ * read-capacity count and a test's `commit` override see every call.
+ */
+export interface TableAccess {
+  readonly doc: DynamoDBDocumentClient;
+  readonly tableName: string;
+  transaction(): Transaction;
+  commit(tx: Transaction): Promise<void>;
+  queryAll(input: QueryCommandInput): Promise<Item[]>;
+}

@@ -1,5 +1,6 @@
 import { requireApplicationAlive, requireModelAlive } from './writes';
-import { unitItem, unitKey, type Transaction } from './repository';
+import { unitItem, unitKey } from './items';
+import type { Transaction } from './table';
 import type { UnitRecord } from './types';
 
 /**

@@ -1,13 +1,6 @@
 import { EntityConflictError } from './errors';
-import {
-  appItem,
-  appKey,
-  machineItem,
-  machineKey,
-  modelKey,
-  unitItem,
-  type Transaction,
-} from './repository';
+import { appItem, appKey, machineItem, machineKey, modelKey, unitItem } from './items';
+import type { Transaction } from './table';
 import type { ApplicationRecord, MachineRecord, UnitRecord } from './types';
 import type { Regroup } from './zone-counts';
 

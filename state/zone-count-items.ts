@@ -258,3 +258,39 @@ export function regroupCondition(m: { countedZone: string; countedGroups?: strin
   }
   return { condition, names, values };
 }
+
+/** What a regroup holds of a machine counted nowhere yet: that it still is not. */
+export function regroupUncountedCondition(): {
+  condition: string;
+  names: Record<string, string>;
+  values: Record<string, unknown>;
+} {
+  return {
+    condition: 'attribute_not_exists(#countedZone)',
+    names: { '#countedZone': 'countedZone' },
+    values: {},
+  };
+}
+
+/** The attributes of a machine a zone claim relies on (read into a MachineView). */
+export const MACHINE_VIEW_PROJECTION = {
+  projection: 'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition',
+  names: {
+    '#life': 'life',
+    '#applications': 'applications',
+    '#countedZone': 'countedZone',
+    '#countedGroups': 'countedGroups',
+    '#countedPartition': 'countedPartition',
+  },
+} as const;
+
+/** The attributes of a group's counter a claim reads. */
+export const COUNTER_PROJECTION = {
+  projection: '#group, #counts, #partitions, #version',
+  names: {
+    '#group': 'group',
+    '#counts': 'counts',
+    '#partitions': 'partitions',
+    '#version': 'version',
+  },
+} as const;

@@ -1,3 +1,4 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
@@ -15,12 +16,37 @@ import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
+import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
+
+/**
+ * How long after SIGTERM/SIGINT the worker exits whatever its drain still
+ * waits for: inside ECS's 30 s stopTimeout (infra/constructs/worker.ts), and
+ * so that `node --cpu-prof` writes its profiles (it writes them on an exit,
+ * never on the SIGKILL that would follow; `npm run bench -- --cpu-prof`).
+ */
+const SHUTDOWN_DEADLINE_MS = 25_000;
+
+/**
+ * The AWS SDK clients' logger: a no-op, like the SDK's default, but without
+ * `info`, so that the SDK's logger middleware does not copy every request
+ * and answer through its sensitive-field filter for a logger that drops
+ * them (1.4 % of the worker's CPU in a 1,000-machine launch, issue 26).
+ */
+const AWS_SDK_LOGGER = {
+  trace: () => undefined,
+  debug: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+} as unknown as DynamoDBClient['config']['logger'];
 
 /**
  * The Temporal worker: registers the machine and sweeper workflows and their
  * activities and drains cleanly on SIGTERM/SIGINT (the SDK's default
- * shutdown signals). `PROVISIONER_TASK_QUEUE` moves it off the shared queue
- * (tests run a private worker they can kill).
+ * shutdown signals), then exits; a drain still running
+ * {@link SHUTDOWN_DEADLINE_MS} after the signal is cut short by an exit with
+ * code 1.
+ * `PROVISIONER_TASK_QUEUE` moves it off the shared queue (tests run a
+ * private worker they can kill).
  */
 async function main(): Promise<void> {
   // before any connection: the SDK's Runtime logs through the worker's logger and exports its metrics
@@ -35,6 +61,7 @@ async function main(): Promise<void> {
         region,
         endpoint: endpoints.ec2Endpoint,
         credentials: localCredentialsFor(endpoints.ec2Endpoint),
+        logger: AWS_SDK_LOGGER,
       }),
     tuning.zoneCacheMs,
   );
@@ -46,6 +73,7 @@ async function main(): Promise<void> {
     });
   });
   const ddb = dynamoDbClient(endpoints);
+  ddb.config.logger = AWS_SDK_LOGGER;
   const repo = new Repository(ddb, endpoints.tableName);
   const store = new ProvisioningStore(ddb, endpoints.tableName);
   // In the cloud the deployment hands the worker its Temporal API key as TEMPORAL_API_KEY (an ECS secret).
@@ -62,73 +90,89 @@ async function main(): Promise<void> {
     namespace: endpoints.temporalNamespace,
   });
   const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
-  const worker = await Worker.create({
-    connection,
-    namespace: endpoints.temporalNamespace,
-    taskQueue,
-    workflowsPath: require.resolve('../workflows'),
-    activities: createActivities({
-      repo,
-      store,
-      ec2ForRegion,
-      defaultRegion: endpoints.region,
-      prices: new InstancePrices(pricingClientFromEnv(), {
-        log: (line) => workerLogger.warn(line),
-      }),
-      tuning,
-      deployment,
-      launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
-      temporal,
+  // the SDK's per-promise stack traces off, its deadlock detector kept (worker/sandbox.ts)
+  const create = workflowGuardsFromEnv() ? (f: () => Promise<Worker>) => f() : withLeanSandbox;
+  const worker = await create(() =>
+    Worker.create({
+      connection,
+      namespace: endpoints.temporalNamespace,
       taskQueue,
-      containers: new ContainerStore(ddb, endpoints.tableName),
-      // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
-      instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
-      ssmForRegion: regionalSsm((region) =>
-        workerSsmClient({
-          region,
-          endpoint: endpoints.ssmEndpoint,
-          credentials: localCredentialsFor(endpoints.ssmEndpoint),
+      workflowsPath: require.resolve('../workflows'),
+      activities: createActivities({
+        repo,
+        store,
+        ec2ForRegion,
+        defaultRegion: endpoints.region,
+        prices: new InstancePrices(pricingClientFromEnv(), {
+          log: (line) => workerLogger.warn(line),
         }),
+        tuning,
+        deployment,
+        launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
+        temporal,
+        taskQueue,
+        containers: new ContainerStore(ddb, endpoints.tableName),
+        // the CDK stack's profile: lets the SSM agent of launched instances register (containers)
+        instanceProfile: optionalEnv('PROVISIONER_INSTANCE_PROFILE', '') || undefined,
+        ssmForRegion: regionalSsm((region) =>
+          workerSsmClient({
+            region,
+            endpoint: endpoints.ssmEndpoint,
+            credentials: localCredentialsFor(endpoints.ssmEndpoint),
+          }),
+        ),
+      }),
+      sinks: metricSinks(),
+      shutdownGraceTime: '10 seconds',
+      // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
+      maxConcurrentActivityTaskExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+        1000,
       ),
+      maxConcurrentLocalActivityExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
+        1000,
+      ),
+      // A workflow task holds its slot while its local activities (planning, a zone claim waiting
+      // for its batch) run: with the default 40 slots, a thousand machines started at once queued
+      // for half a minute before their first task and then timed out (measured in npm run bench).
+      maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
+        'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
+        200,
+      ),
+      maxConcurrentWorkflowTaskPolls: 20,
+      // A machine's next workflow task goes to this worker's sticky queue (its run is cached
+      // here); one not picked up within this time goes back to the shared queue, costing
+      // the server a timeout and two more history events and the worker a replay of the run
+      // from its whole history. The default 10 s was exceeded about once per machine in a
+      // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
+      // leaves its sticky tasks waiting this long before another takes them (a shutdown
+      // hands them over at once); a dead worker's open tasks already wait their 1-minute
+      // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
+      stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
+      // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
+      // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
+      // stay the SDK's defaults: README, "Worker tuning".
     }),
-    sinks: metricSinks(),
-    shutdownGraceTime: '10 seconds',
-    // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
-    maxConcurrentActivityTaskExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-      1000,
-    ),
-    maxConcurrentLocalActivityExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-      1000,
-    ),
-    // A workflow task holds its slot while its local activities (planning, a zone claim waiting
-    // for its batch) run: with the default 40 slots, a thousand machines started at once queued
-    // for half a minute before their first task and then timed out (measured in npm run bench).
-    maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
-      'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
-      200,
-    ),
-    maxConcurrentWorkflowTaskPolls: 20,
-    // A machine's next workflow task goes to this worker's sticky queue (its run is cached
-    // here); one not picked up within this time goes back to the shared queue, costing
-    // the server a timeout and two more history events and the worker a replay of the run
-    // from its whole history. The default 10 s was exceeded about once per machine in a
-    // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
-    // leaves its sticky tasks waiting this long before another takes them (a shutdown
-    // hands them over at once); a dead worker's open tasks already wait their 1-minute
-    // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
-    stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
-    // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
-    // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
-    // stay the SDK's defaults: README, "Worker tuning".
-  });
+  );
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
   workerLogger.info(`worker polling ${taskQueue}`, {
     taskQueue,
     temporalAddress: endpoints.temporalAddress,
     namespace: endpoints.temporalNamespace,
   });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      setTimeout(() => {
+        workerLogger.warn(
+          `worker still draining ${SHUTDOWN_DEADLINE_MS / 1000} s after ${signal}: exiting`,
+        );
+        stopTelemetry();
+        // non-zero: a drain cut short is not a clean stop
+        process.exit(1);
+      }, SHUTDOWN_DEADLINE_MS).unref();
+    });
+  }
   try {
     await worker.run();
   } finally {
@@ -153,7 +197,11 @@ async function startSweeper(temporal: Client, taskQueue: string): Promise<void> 
   }
 }
 
-main().catch((err: unknown) => {
-  workerLogger.error('worker stopped', { error: err instanceof Error ? err : String(err) });
-  process.exit(1);
-});
+main().then(
+  // a timer or socket left open (a client's keep-alive, a cache's refresh) must not keep a drained worker alive
+  () => process.exit(0),
+  (err: unknown) => {
+    workerLogger.error('worker stopped', { error: err instanceof Error ? err : String(err) });
+    process.exit(1);
+  },
+);

@@ -41,6 +41,7 @@ export async function startAfresh(
       ...(ctx.launched.length > 0 ? { launched: [...ctx.launched] } : {}),
       ...(ctx.launched.length > 0 && ctx.region ? { region: ctx.region } : {}),
       ...(ctx.blockedNote !== undefined ? { blockedNote: ctx.blockedNote } : {}),
+      ...(ctx.blockedNotes?.length ? { blockedNotes: [...ctx.blockedNotes] } : {}),
       ...(ctx.patientPolls ? { patientPolls: true } : {}),
       ...(ctx.signals.reprovision !== undefined ? { reprovision: ctx.signals.reprovision } : {}),
       ...(ctx.requestedBy ? { requestedBy: ctx.requestedBy } : {}),

@@ -41,6 +41,8 @@ export interface MachineContext {
   published: Published;
   /** What blocks the teardown (its key), as this run or the one it continues last said it. */
   blockedNote?: string;
+  /** Every block (its key) said since the status last said anything else (teardown.ts sayBlocked). */
+  blockedNotes?: string[];
   /** This run continues a blocked teardown (the status already says what blocks it). */
   resumedTeardown?: boolean;
   /** Teardown is past its patient polls (it looks for its instance's end slowly). */

@@ -35,6 +35,8 @@ export interface CarriedState {
   region?: string;
   /** A blocked teardown: what its status says blocks it (the next run does not write it again). */
   blockedNote?: string;
+  /** Every block its status said (a run before these carried `blockedNote` alone). */
+  blockedNotes?: string[];
   /** A teardown past its patient polls (the next run goes on polling slowly). */
   patientPolls?: boolean;
   /** A reprovision asked for and not yet done: the instance it replaces. */

@@ -12,6 +12,7 @@ import {
 import type { LaunchPlan, StartedInstance, StepFailure } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import { startAfresh } from './carry';
+import { afterClaimFailure, afterLaunchFailure } from './failover';
 import {
   BATCHED_LAUNCHES,
   BOUNDED_FAILING_HISTORY,
@@ -24,7 +25,6 @@ import {
 import { FAILURE } from '../temporal/failures';
 import {
   attemptFailedMessage,
-  everyZoneFailedMessage,
   recordFailedMessage,
   recordFailedUnterminatedMessage,
   unterminatedMessage,
@@ -219,18 +219,15 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
               }),
             );
       } catch (err) {
-        const type = failureType(err);
-        if (type === FAILURE.ec2Refused) return recordFailure(ctx, failureMessage(err));
-        if (type === FAILURE.startFailed) {
-          // the claim could not be made (contended): spend the attempt
-          lastError = failureMessage(err);
-          break;
-        }
-        if (type !== FAILURE.noSuitableZone) throw err;
-        // no zone left: after zone failures the last of them is the cause; with none, this is
-        // (and with more than one, the cause names every zone tried, so status and the CLI say so)
-        if (state.failedZones.length === 0) lastError = failureMessage(err);
-        else lastError = everyZoneFailedMessage(state.failedZones, lastError);
+        const decision = afterClaimFailure(
+          failureType(err),
+          failureMessage(err),
+          state.failedZones,
+          lastError,
+        );
+        if (decision.kind === 'error') return recordFailure(ctx, failureMessage(err));
+        if (decision.kind === 'rethrow') throw err;
+        lastError = decision.lastError;
         break;
       }
       state.zone = zone;
@@ -277,17 +274,16 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         mayHaveLaunched = false;
         state.mayHaveLaunched = undefined;
       } catch (err) {
-        const type = failureType(err);
-        if (type === FAILURE.machineGone) throw new MachineGoneSignal();
-        if (type === FAILURE.ec2Refused) {
-          // no other zone or attempt can fix it: error now, with EC2's code
+        const decision = afterLaunchFailure(failureType(err), batched);
+        if (decision === 'stop') throw new MachineGoneSignal();
+        if (decision === 'rethrow') throw err;
+        if (decision === 'error') {
           state.zone = undefined;
           await orStop(quick.releaseZone({ model, machineId }));
           return recordFailure(ctx, failureMessage(err));
         }
-        if (type !== FAILURE.zoneUnavailable && type !== FAILURE.startFailed) {
-          if (!batched) throw err;
-          // out of retries or timed out: EC2 may have launched; the next launch looks first
+        if (decision === 'spend-attempt-may-have-launched') {
+          // the next launch looks first
           mayHaveLaunched = true;
           lastError = `launch did not complete: ${failureMessage(err)}`;
           state.lastError = lastError;
@@ -302,7 +298,7 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         }
         lastError = failureMessage(err);
         state.lastError = lastError;
-        if (type === FAILURE.startFailed) {
+        if (decision === 'spend-attempt') {
           log.warn('zone-independent start failure', {
             model,
             machineId,

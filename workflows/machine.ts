@@ -148,6 +148,9 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
           ...(input.carried.blockedNote !== undefined
             ? { blockedNote: input.carried.blockedNote }
             : {}),
+          ...(input.carried.blockedNotes?.length
+            ? { blockedNotes: [...input.carried.blockedNotes] }
+            : {}),
           ...(input.carried.patientPolls ? { patientPolls: true } : {}),
         }
       : {}),

@@ -113,6 +113,15 @@ export const BOUNDED_FAILING_HISTORY = 'bounded-failing-history';
 export const QUIET_FAILOVER = 'quiet-failover';
 
 /**
+ * Issue 30: a Dead machine's teardown overlaps its steps: the zone's
+ * release, the status, the tag search and the termination of the instances
+ * it knows all start in the signal's workflow task; the termination waits
+ * for `terminated` in the same activity; the machine's removal is a local
+ * activity in the last workflow task (teardown.ts `tearDownTogether`).
+ */
+export const OVERLAPPED_TEARDOWN = 'overlapped-teardown';
+
+/**
  * Issue 26: a `machine` run's launch takes two workflow tasks and four
  * actions (start, one local activity, the launch, one upsert). Its first
  * read also plans and claims the zone (records.ts loadMachine `prepare`:

@@ -1,4 +1,5 @@
 import { setCurrentDetails } from '@temporalio/workflow';
+import { isRoutine } from '../core/liveness';
 import type { MachineSnapshot } from '../activities/types';
 import type { MachineStatus } from '../state/types';
 import type { ProvisioningState } from './definitions';
@@ -42,7 +43,10 @@ export function machineDetails(ctx: DetailsSource, machine?: MachineSnapshot): s
   const zone = state.zone ?? machine?.zone;
   const instanceId = state.instanceId ?? machine?.instanceId;
   const instanceType = state.instanceType ?? machine?.instanceType;
-  const instanceStatus = state.instanceStatus ?? machine?.instanceStatus;
+  // Routine states (pending, running) are written to the table, not told to the workflow
+  // (README, "Liveness"): only a state the workflow acted on is named, never a stale `pending`.
+  const told = state.instanceStatus ?? machine?.instanceStatus;
+  const instanceStatus = told && !isRoutine(told) ? told : undefined;
   const lines = [
     machineSummary(ctx.model, ctx.machineId),
     `**status** ${status} (${state.phase}` +

@@ -5,8 +5,14 @@ import { publish, type MachineContext } from './context';
 import { FAILURE } from '../temporal/failures';
 import { goDuration, stepFailedMessage } from '../temporal/messages';
 import { startAfresh } from './carry';
-import { BATCHED_LAUNCHES, BOUNDED_TEARDOWN, QUIET_BLOCKED_TEARDOWN, uses } from './patches';
-import { failureMessage, failureType, records, tearing } from './proxies';
+import {
+  BATCHED_LAUNCHES,
+  BOUNDED_TEARDOWN,
+  OVERLAPPED_TEARDOWN,
+  QUIET_BLOCKED_TEARDOWN,
+  uses,
+} from './patches';
+import { failureMessage, failureType, localRecords, records, tearing } from './proxies';
 import { duration } from './summaries';
 import { metrics } from './metrics';
 
@@ -63,17 +69,32 @@ async function note(ctx: MachineContext, message: string): Promise<boolean> {
 }
 
 /**
- * Says what blocks the teardown. With QUIET_BLOCKED_TEARDOWN, only when that
- * changed since this run (or the run it continues) said it: `key` names the
- * block (the step and EC2's code), since EC2's words may differ at every try
- * (AWS encodes a new authorization message into each refusal).
+ * Says what blocks the teardown. With QUIET_BLOCKED_TEARDOWN, each block only
+ * once since this run (or the run it continues) said it, or since a status
+ * written after it (forgetBlocks): `key` names the block (the step and EC2's
+ * code), since EC2's words may differ at every try (AWS encodes a new
+ * authorization message into each refusal). Every block said is remembered,
+ * not only the last: the overlapped teardown's steps may be blocked at the
+ * same time (a role without EC2's permissions blocks the tag search and the
+ * termination), and two alternating keys would each be said again at every
+ * try, for ever. In the sequential teardown a step never follows a later
+ * one within a run, so the set says what the one key said.
  */
 async function sayBlocked(ctx: MachineContext, key: string, message: string): Promise<void> {
   const quiet = patched(QUIET_BLOCKED_TEARDOWN);
-  if (quiet && ctx.blockedNote === key) return;
+  if (quiet && (ctx.blockedNote === key || ctx.blockedNotes?.includes(key))) return;
   log.warn('teardown blocked', { model: ctx.model, machineId: ctx.machineId, error: message });
   metrics.teardownBlocked();
-  if ((await note(ctx, message)) && quiet) ctx.blockedNote = key;
+  if ((await note(ctx, message)) && quiet) {
+    ctx.blockedNote = key;
+    ctx.blockedNotes = [...new Set([...(ctx.blockedNotes ?? []), key])];
+  }
+}
+
+/** The status no longer says what blocked the teardown: a block found again is said again. */
+function forgetBlocks(ctx: MachineContext): void {
+  ctx.blockedNote = undefined;
+  ctx.blockedNotes = undefined;
 }
 
 /**
@@ -91,7 +112,13 @@ export function blockedRetryMs(retryDelayMs: number): number {
  * retries puts what blocks it in the machine's status message and is tried
  * again every `blockedRetryMs`, so fixing the cause lets teardown finish.
  */
-async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promise<T>): Promise<T> {
+async function untilDone<T>(
+  ctx: MachineContext,
+  what: string,
+  step: () => Promise<T>,
+  /** A status write started before this step, which what blocks the step must come after. */
+  after?: Promise<unknown> | (() => Promise<unknown>),
+): Promise<T> {
   const { state } = ctx;
   const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
   for (;;) {
@@ -104,6 +131,7 @@ async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promi
       const message = `cannot ${what}: ${cause} (trying again every ${goDuration(waitMs)})`;
       state.lastError = message;
       // the status says what blocks it (a status that cannot be written is no reason to stop)
+      await (typeof after === 'function' ? after() : after);
       await sayBlocked(ctx, `${what}|${cause.split(':')[0]}`, message);
       await sleep(waitMs, { summary: `blocked: ${what}; trying again in ${duration(waitMs)}` });
       if (patched(QUIET_BLOCKED_TEARDOWN)) await afreshIfLong(ctx);
@@ -119,6 +147,10 @@ async function untilDone<T>(ctx: MachineContext, what: string, step: () => Promi
  * its model, if dying and now empty).
  */
 export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
+  // a run that took over a blocked teardown or its patient polling goes on the way it began
+  if (!ctx.resumedTeardown && !ctx.patientPolls && patched(OVERLAPPED_TEARDOWN)) {
+    return tearDownTogether(ctx, machine);
+  }
   const { model, machineId, state } = ctx;
   state.phase = 'stopping';
   publish(ctx, { status: 'stopping' });
@@ -167,7 +199,7 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
     if (ctx.resumedTeardown && !ctx.patientPolls) {
       // terminated now: the status says so instead of what blocked it
       await note(ctx, message);
-      ctx.blockedNote = undefined;
+      forgetBlocks(ctx);
     }
     // a run that took over patient polling goes on looking as slowly
     for (let poll = ctx.patientPolls ? PATIENT_POLLS + 1 : 0; ; poll++) {
@@ -197,6 +229,155 @@ export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot
   ctx.launched = [];
   const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
     records.removeMachine({ model, machineId }),
+  );
+  state.phase = 'removed';
+  state.instanceId = undefined;
+  log.info('machine removed', { model, machineId, modelRemoved });
+}
+
+/**
+ * How long one activity waits for EC2 to report the instances terminated
+ * before the workflow looks again (OVERLAPPED_TEARDOWN): EC2 takes seconds
+ * to a minute; a few of these make the patience of PATIENT_POLLS.
+ */
+const TERMINATED_WAIT_MS = 60_000;
+/** Waits of TERMINATED_WAIT_MS before a teardown says its instance will not terminate (~5 minutes). */
+const PATIENT_WAITS = 5;
+
+/**
+ * tearDown's steps overlapped (OVERLAPPED_TEARDOWN; issue 30: a 1,000-machine
+ * model was bound by its machines' workflow tasks, about 9 each, every one
+ * waiting seconds in Temporal's queue). The signal's workflow task starts
+ * them all: the zone's release, the status, the tag search, and the
+ * termination of the instances the machine knows (recorded, or launched by
+ * this run), which then waits for EC2's `terminated` in the same activity.
+ * Instances only the tag search found are terminated as soon as it answers;
+ * the machine is removed by a local activity in the workflow task that sees
+ * the last of them terminated (an activity in availability-set mode, whose
+ * removal may wait for EC2 to delete a placement group). The first writes stay activities: as local
+ * activities, a thousand machines' writes queued on DynamoDB held the
+ * worker's workflow-task slots (tasks of 3 s at the median, 25 s at worst,
+ * some timed out at a minute: measured at N=300). The guarantees are tearDown's: every instance
+ * recorded, launched or tagged for the machine is terminated and seen
+ * terminated before the machine is removed; a just-launched id EC2 does not
+ * list yet is retried by the terminating activity; each step is retried
+ * until done, saying what blocks it.
+ */
+async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
+  const { model, machineId, state } = ctx;
+  const region = machine.region;
+  state.phase = 'stopping';
+  publish(ctx, { status: 'stopping' });
+  const launchable = !machine.manual && !machine.container;
+  const terminate = launchable && harvestsDestroyed(machine.harvestMode);
+  const known = [
+    ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
+  ];
+  const fresh = [...ctx.launched];
+  const say = (ids: string[]): string =>
+    ids.length === 0
+      ? ''
+      : terminate
+        ? `terminating instance ${ids.join(', ')}`
+        : `keeping instance ${ids.join(', ')} (harvest mode "${machine.harvestMode}")`;
+  /**
+   * Terminates `ids`, while `noted` writes the status that says so; those
+   * EC2 does not report terminated after TERMINATED_WAIT_MS.
+   */
+  const terminating = (ids: string[], noted: Promise<unknown>): Promise<string[]> => {
+    log.info('terminating', { model, machineId, instanceId: ids.join(',') });
+    return untilDone(
+      ctx,
+      `terminate instance ${ids.join(', ')}`,
+      () =>
+        tearing.terminateInstances.executeWithOptions(
+          { summary: `terminating ${ids.join(', ')}` },
+          [{ region, instanceIds: ids, fresh, waitMs: TERMINATED_WAIT_MS }],
+        ),
+      noted,
+    );
+  };
+  // the status, started after the release and the search (the first task's commands keep their
+  // order) but written before what blocks either: a block said before it would be overwritten
+  const first: { noted?: Promise<boolean> } = {};
+  const afterNoted = (): Promise<unknown> => first.noted ?? Promise.resolve();
+  // leaving: it no longer counts in its zone
+  const released = untilDone(
+    ctx,
+    'release its zone',
+    () => records.releaseZone({ model, machineId }),
+    afterNoted,
+  ).catch((err: unknown) => {
+    if (failureType(err) !== FAILURE.machineGone) throw err;
+  });
+  const tagged = terminate
+    ? untilDone(
+        ctx,
+        'list the instances tagged for it',
+        () =>
+          tearing.instancesTaggedFor({
+            model,
+            machineId,
+            region,
+            ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+          }),
+        afterNoted,
+      )
+    : Promise.resolve<string[]>([]);
+  // the status and the termination together: a block found is written after the status
+  const noted = note(ctx, say(known));
+  first.noted = noted;
+  const knownLeft = terminate && known.length > 0 ? terminating(known, noted) : [];
+  // what only the tag search found is terminated as soon as it answers, not after the known
+  // instances' wait for terminated (up to TERMINATED_WAIT_MS); its status after the first one
+  const foundLeft = tagged.then(async (ids): Promise<string[]> => {
+    const found = ids.filter((id) => !known.includes(id));
+    if (found.length === 0) return [];
+    // this status replaces what a block of the known instances said: said again if still blocked
+    const noting = noted.then(async () => {
+      const written = await note(ctx, say([...known, ...found]));
+      forgetBlocks(ctx);
+      return written;
+    });
+    const [, more] = await Promise.all([noting, terminating(found, noting)]);
+    return more;
+  });
+  const [, , left, more] = await Promise.all([released, noted, knownLeft, foundLeft]);
+  let remaining = [...left, ...more];
+  for (let wait = 1; remaining.length > 0; wait++) {
+    const ids = remaining;
+    if (wait >= PATIENT_WAITS) {
+      // still not terminated after minutes: say so once, and look less often
+      const waitMs = blockedRetryMs(ctx.tuning.retryDelayMs);
+      if (wait === PATIENT_WAITS) {
+        const message = `instance ${ids.join(', ')} is not terminated yet (asked ${duration(
+          PATIENT_WAITS * TERMINATED_WAIT_MS,
+        )} ago); checking every ${goDuration(waitMs)}`;
+        state.lastError = message;
+        await note(ctx, message);
+        forgetBlocks(ctx);
+        ctx.patientPolls = true;
+      }
+      await sleep(waitMs, {
+        summary: `waiting ${duration(waitMs)} for ${ids.join(', ')} to terminate`,
+      });
+    }
+    remaining = await untilDone(ctx, 'check that its instance terminated', () =>
+      tearing.instancesNotTerminated({
+        region,
+        instanceIds: ids,
+        ...(wait < PATIENT_WAITS ? { waitMs: TERMINATED_WAIT_MS } : {}),
+      }),
+    );
+    if (wait > PATIENT_WAITS) await afreshIfLong(ctx);
+  }
+  ctx.launched = [];
+  // a local activity, in this workflow task; but in availability-set mode the removal may
+  // delete the placement group, waiting seconds for EC2 (records.ts deleteGroupIfEmpty), which
+  // would hold the worker's workflow-task slot: an activity of its own there
+  const removal = machine.availabilitySets === true ? records : localRecords;
+  const { modelRemoved } = await untilDone(ctx, 'remove the machine', () =>
+    removal.removeMachine({ model, machineId }),
   );
   state.phase = 'removed';
   state.instanceId = undefined;

@@ -7,6 +7,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { bundledFunction } from '../bundling';
+import { ROUTINE_WRITE_ATTRIBUTES } from '../../state/provisioning';
 import { INSTANCE_INDEX } from '../../state/schema';
 import type { StateTable } from './state-table';
 
@@ -27,10 +28,11 @@ export interface InstanceEventsProps {
 }
 
 /**
- * EC2 Instance State-change Notifications → a Lambda that signals the
- * machine's workflow (functions/instance-events.ts). A missed or failed event
- * is not lost for good: each model's sweep describes its instances every
- * interval and signals what changed.
+ * EC2 Instance State-change Notifications → a Lambda that writes routine
+ * news (pending, running) to the machine and signals the machine's workflow
+ * the rest (functions/instance-events.ts). A missed or failed event is not
+ * lost for good: each model's sweep describes its instances every interval
+ * and records or signals what changed.
  */
 export class InstanceEvents extends Construct {
   readonly function: NodejsFunction;
@@ -56,6 +58,19 @@ export class InstanceEvents extends Construct {
       new PolicyStatement({
         actions: ['dynamodb:Query'],
         resources: [`${props.table.table.tableArn}/index/${INSTANCE_INDEX}`],
+      }),
+    );
+    // routine news (pending, running) is written to the machine's item itself, one
+    // conditional UpdateItem (ProvisioningStore.recordRoutineInstanceState); nothing else:
+    // it may name only that write's key, set and condition attributes, and read nothing back
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:UpdateItem'],
+        resources: [props.table.table.tableArn],
+        conditions: {
+          'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...ROUTINE_WRITE_ATTRIBUTES] },
+          StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+        },
       }),
     );
     props.temporalApiKeySecret.grantRead(this.function);

@@ -80,6 +80,11 @@ export class InstanceBook {
     };
   }
 
+  /** Each instance launched through the proxy and when (clock ms). */
+  launchTimes(): Array<[instanceId: string, launchedAt: number]> {
+    return [...this.instances].map(([id, t]) => [id, t.launchedAt]);
+  }
+
   /** Instance ids recorded in a placement group. */
   inGroup(groupKey: string): string[] {
     return [...this.instances].filter(([, t]) => t.groupKey === groupKey).map(([id]) => id);

@@ -80,7 +80,14 @@ export function parseLimitSet(body: unknown, isKnownAction: (action: string) => 
   return limits;
 }
 
-export class TokenBucket {
+/**
+ * EC2's side of a token bucket: a call that finds it empty is refused
+ * (RequestLimitExceeded), never queued, and the launched-instances bucket
+ * takes and gives back several tokens at once. ec2/token-bucket.ts's
+ * TokenBucket is the caller's side, which waits its turn instead; the two
+ * share the refill arithmetic only, so each keeps its own class and name.
+ */
+export class ThrottleBucket {
   private tokens: number;
   private last: number;
 
@@ -132,7 +139,7 @@ export class TokenBucket {
 export class RequestLimiter {
   private limits: LimitSet = {};
   private byAction = new Map<string, BucketLimit>();
-  private buckets = new Map<string, TokenBucket>();
+  private buckets = new Map<string, ThrottleBucket>();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -177,11 +184,11 @@ export class RequestLimiter {
     if (limit && count > 0) this.bucket(region, LAUNCHED_INSTANCES, limit).giveBack(count);
   }
 
-  private bucket(region: string, name: string, limit: BucketLimit): TokenBucket {
+  private bucket(region: string, name: string, limit: BucketLimit): ThrottleBucket {
     const key = JSON.stringify([region, name]);
     let bucket = this.buckets.get(key);
     if (!bucket) {
-      bucket = new TokenBucket(limit, this.clock);
+      bucket = new ThrottleBucket(limit, this.clock);
       this.buckets.set(key, bucket);
     }
     return bucket;

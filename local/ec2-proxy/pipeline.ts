@@ -16,7 +16,7 @@ import { actionFaultMessage, ec2ErrorXml, newRequestId, REQUEST_LIMIT_EXCEEDED }
 import { actionError, NO_FAULTS, takeLostResponse } from './faults';
 import { callerScope, IdempotencyStore } from './idempotency';
 import { InstanceBook } from './instances';
-import { latencyFor, NO_LATENCY } from './latency';
+import { latencyFor, NO_LATENCY, pendingToRunningMs } from './latency';
 import type { Clock } from './limits';
 import { RequestLimiter } from './limits';
 import { DiscardedResponse } from './lost';
@@ -25,6 +25,7 @@ import { PlacementGroups } from './placement';
 import { paramValue, parseQuery, queryAction } from './query';
 import { SsmEmulation, ssmAction } from './ssm';
 import { ProxyStats } from './stats';
+import { CALLER_HEADER } from '../../ec2/caller';
 import type { Upstream } from './upstream';
 import { readBody, UpstreamUnreachableError } from './upstream';
 
@@ -55,6 +56,12 @@ const UNAVAILABLE = {
   message: 'The server is overloaded or is not accepting requests at this time.',
 } as const;
 
+/** The caller a request names (ec2/caller.ts), if it names one. */
+function callerOf(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value === undefined || value === '' ? undefined : value;
+}
+
 /** What the stats count a lost response under (`injected`). */
 const LOST_RESPONSE = 'LostResponse';
 
@@ -62,6 +69,15 @@ const LOST_RESPONSE = 'LostResponse';
 interface RequestTarget {
   readonly pathname: string;
   readonly search: string;
+}
+
+/** An instance launched through the proxy (ProxyHandler.launches). */
+export interface Launch {
+  readonly instanceId: string;
+  /** Where it was launched; absent for an instance the proxy recorded otherwise. */
+  readonly region: string | undefined;
+  /** Clock time (ms) from which the proxy reports it `running`. */
+  readonly runningAt: number;
 }
 
 export class ProxyHandler {
@@ -91,6 +107,20 @@ export class ProxyHandler {
     this.state.upstream.close();
   }
 
+  /**
+   * The instances launched through the proxy: each one's Region and the
+   * clock time from which it reports `running` (its launch plus the current
+   * `pendingToRunning`), for the local stack's state-change events.
+   */
+  launches(): Launch[] {
+    const pending = pendingToRunningMs(this.state.admin.latency);
+    return this.state.instances.launchTimes().map(([instanceId, launchedAt]) => ({
+      instanceId,
+      region: this.state.launchedIn.get(instanceId),
+      runningAt: launchedAt + pending,
+    }));
+  }
+
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const target = splitTarget(req.url ?? '/');
     const method = req.method ?? 'GET';
@@ -111,7 +141,7 @@ export class ProxyHandler {
       return;
     }
     const { admin } = this.state;
-    admin.stats.call(call.action);
+    admin.stats.call(call.action, callerOf(call.headers[CALLER_HEADER]));
     const delay = latencyFor(admin.latency, call.action);
     if (delay > 0) await sleep(delay);
     if (admin.faults.unavailable) {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './limits';
 import { systemClock } from './limits';
-import { ProxyHandler } from './pipeline';
+import { ProxyHandler, type Launch } from './pipeline';
 import { Upstream } from './upstream';
 
 export interface Ec2ProxyOptions {
@@ -20,6 +20,8 @@ export interface Ec2Proxy {
   /** `http://host:port`, the endpoint EC2 clients use. */
   readonly url: string;
   readonly port: number;
+  /** The instances launched through it, and when each reports `running`. */
+  launches(): Launch[];
   close(): Promise<void>;
 }
 
@@ -53,6 +55,7 @@ export async function startEc2Proxy(opts: Ec2ProxyOptions): Promise<Ec2Proxy> {
   return {
     url: `http://${urlHost}:${port}`,
     port,
+    launches: () => proxy.launches(),
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

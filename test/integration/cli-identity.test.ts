@@ -2,9 +2,10 @@ import { InitiateAuthCommand } from '@aws-sdk/client-cognito-identity-provider';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { uniqueName } from './api-client';
-import { Terminal } from './cli-terminal';
+import type { Terminal } from './cli-terminal';
+import { CLI_BIN, CliTerminals } from './cli-terminal';
 import { cognitoClientFor } from './identity-support';
 import { loadTestStack } from './stack';
 
@@ -18,7 +19,6 @@ import { loadTestStack } from './stack';
  * checkout whose .provisioner/stack.json is the test stack's.
  */
 const stack = loadTestStack();
-const BIN = resolve(__dirname, '../../cli/bin.js');
 const home = mkdtempSync(join(tmpdir(), 'cli-id-'));
 const checkout = join(home, 'checkout');
 mkdirSync(join(checkout, '.provisioner'), { recursive: true });
@@ -55,7 +55,7 @@ interface Run {
 /** The command off a terminal (stdin a pipe), as a script runs it. */
 function cli(person: Person, args: string[], input = ''): Promise<Run> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [CLI_BIN, ...args], {
       cwd: checkout,
       env: envOf(person),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -70,14 +70,11 @@ function cli(person: Person, args: string[], input = ''): Promise<Run> {
   });
 }
 
-const terminals: Terminal[] = [];
+const terminals = new CliTerminals(home, 't');
 
 /** The command at a terminal of its own. */
-async function terminal(person: Person, args: string[]): Promise<Terminal> {
-  const t = new Terminal(home, `t${terminals.length}`);
-  terminals.push(t);
-  await t.start([process.execPath, BIN, ...args], envOf(person), checkout);
-  return t;
+function terminal(person: Person, args: string[]): Promise<Terminal> {
+  return terminals.open(args, envOf(person), checkout);
 }
 
 function expectNoSecrets(text: string) {
@@ -88,7 +85,7 @@ function expectNoSecrets(text: string) {
 }
 
 afterAll(async () => {
-  for (const t of terminals) await t.close();
+  await terminals.closeAll();
 });
 
 describe('users, logins and access through the CLI', () => {
@@ -308,7 +305,7 @@ describe('users, logins and access through the CLI', () => {
       { mode: 0o600 },
     );
     const run = await new Promise<Run>((resolvePromise) => {
-      const child = spawn(process.execPath, [BIN, 'models'], {
+      const child = spawn(process.execPath, [CLI_BIN, 'models'], {
         cwd: checkout,
         env: { ...envOf('alice'), PROVISIONER_CONFIG_DIR: dir },
       });

@@ -1,9 +1,6 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { uniqueName } from './api-client';
-import { Terminal } from './cli-terminal';
+import { cliHome, CliTerminals } from './cli-terminal';
 import { loadTestStack } from './stack';
 
 /**
@@ -13,27 +10,12 @@ import { loadTestStack } from './stack';
  * the last machine is launched) and that status shows nothing new afterwards.
  */
 const stack = loadTestStack();
-const BIN = resolve(__dirname, '../../cli/bin.js');
-const home = mkdtempSync(join(tmpdir(), 'cli-plan-'));
-const workdir = join(home, 'work');
-mkdirSync(workdir);
 const model = uniqueName('cliplan');
-
-const env = (): Record<string, string> => ({
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: home,
-  PROVISIONER_CONFIG_DIR: join(home, 'config'),
-  PROVISIONER_API_URL: stack.apiUrl,
-  PROVISIONER_API_TOKEN: stack.token,
-  PROVISIONER_MODEL: model,
-});
-
-const terminals: Terminal[] = [];
+const { home, workdir, env } = cliHome('cli-plan-', stack, model);
+const terminals = new CliTerminals(home, 'p');
 
 async function typed(args: string[]): Promise<{ code: number; screen: string }> {
-  const t = new Terminal(home, `p${terminals.length}`);
-  terminals.push(t);
-  await t.start([process.execPath, BIN, ...args], env(), workdir);
+  const t = await terminals.open(args, env(), workdir);
   return t.finished(120_000);
 }
 
@@ -57,7 +39,7 @@ function newRows(screen: string): string[][] {
 }
 
 afterAll(async () => {
-  for (const t of terminals) await t.close();
+  await terminals.closeAll();
 });
 
 describe('--dry-run at a terminal', () => {

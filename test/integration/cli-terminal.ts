@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -88,4 +90,61 @@ export class Terminal {
   async close(): Promise<void> {
     await this.tmux('kill-server').catch(() => undefined);
   }
+}
+
+/** The CLI as a person runs it (the package's bin). */
+export const CLI_BIN = resolve(__dirname, '../../cli/bin.js');
+
+/**
+ * The terminals one test file opens, each running the CLI with its own tmux
+ * server under `home` (named `prefix` and a number); `closeAll` in afterAll.
+ */
+export class CliTerminals {
+  private readonly opened: Terminal[] = [];
+
+  constructor(
+    private readonly home: string,
+    private readonly prefix: string,
+  ) {}
+
+  /** Starts `cli args` at a terminal of its own, with exactly `env`, in `cwd`. */
+  async open(
+    args: string[],
+    env: Record<string, string>,
+    cwd: string,
+    columns?: number,
+  ): Promise<Terminal> {
+    const t = new Terminal(this.home, `${this.prefix}${this.opened.length}`);
+    this.opened.push(t);
+    await t.start([process.execPath, CLI_BIN, ...args], env, cwd, columns);
+    return t;
+  }
+
+  async closeAll(): Promise<void> {
+    for (const t of this.opened) await t.close();
+  }
+}
+
+/**
+ * A private home for a CLI test file (under the OS's temp directory), with a
+ * `work` directory to run in and the environment a user of the test stack
+ * has: its API, the admin token and `model` as the current model.
+ */
+export function cliHome(
+  prefix: string,
+  stack: { apiUrl: string; token: string },
+  model: string,
+): { home: string; workdir: string; env: () => Record<string, string> } {
+  const home = mkdtempSync(join(tmpdir(), prefix));
+  const workdir = join(home, 'work');
+  mkdirSync(workdir);
+  const env = (): Record<string, string> => ({
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: home,
+    PROVISIONER_CONFIG_DIR: join(home, 'config'),
+    PROVISIONER_API_URL: stack.apiUrl,
+    PROVISIONER_API_TOKEN: stack.token,
+    PROVISIONER_MODEL: model,
+  });
+  return { home, workdir, env };
 }

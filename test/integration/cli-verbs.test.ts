@@ -1,9 +1,6 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { uniqueName } from './api-client';
-import { Terminal } from './cli-terminal';
+import { cliHome, CliTerminals } from './cli-terminal';
 import { loadTestStack } from './stack';
 
 /**
@@ -12,31 +9,16 @@ import { loadTestStack } from './stack';
  * the screen and the exit code.
  */
 const stack = loadTestStack();
-const BIN = resolve(__dirname, '../../cli/bin.js');
-const home = mkdtempSync(join(tmpdir(), 'cli-verbs-'));
-const workdir = join(home, 'work');
-mkdirSync(workdir);
 const model = uniqueName('verbs');
-
-const env = (): Record<string, string> => ({
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: home,
-  PROVISIONER_CONFIG_DIR: join(home, 'config'),
-  PROVISIONER_API_URL: stack.apiUrl,
-  PROVISIONER_API_TOKEN: stack.token,
-  PROVISIONER_MODEL: model,
-});
-
-const terminals: Terminal[] = [];
+const { home, workdir, env } = cliHome('cli-verbs-', stack, model);
+const terminals = new CliTerminals(home, 'v');
 
 /** Runs one command at a terminal of its own and waits for it to end. */
 async function typed(
   args: string[],
   opts: { columns?: number; timeoutMs?: number } = {},
 ): Promise<{ code: number; screen: string }> {
-  const t = new Terminal(home, `v${terminals.length}`);
-  terminals.push(t);
-  await t.start([process.execPath, BIN, ...args], env(), workdir, opts.columns);
+  const t = await terminals.open(args, env(), workdir, opts.columns);
   return t.finished(opts.timeoutMs ?? 120_000);
 }
 
@@ -52,7 +34,7 @@ afterAll(async () => {
       );
     }
   } finally {
-    for (const t of terminals) await t.close();
+    await terminals.closeAll();
   }
 }, 300_000);
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Instance, RunInstancesCommandInput } from '@aws-sdk/client-ec2';
+import type { Instance } from '@aws-sdk/client-ec2';
 import {
   CreatePlacementGroupCommand,
   DeletePlacementGroupCommand,
@@ -8,12 +8,11 @@ import {
   DescribePlacementGroupsCommand,
   DescribeRegionsCommand,
   EC2Client,
-  EC2ServiceException,
-  RunInstancesCommand,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
 import type { Ec2Proxy } from '../../local/ec2-proxy';
 import { startEc2Proxy } from '../../local/ec2-proxy';
+import { ec2Failure, Ec2TestKit, sleep } from './ec2-test-kit';
 import { loadTestStack } from './stack';
 
 /**
@@ -29,7 +28,6 @@ const REGION = 'eu-west-1';
 const stack = loadTestStack();
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
 const TAG_KEY = 'ec2-proxy-extras-test';
-const launched = new Set<string>();
 let proxy: Ec2Proxy;
 let ec2: EC2Client;
 const moto = new EC2Client({
@@ -40,80 +38,15 @@ const moto = new EC2Client({
 });
 let imageId = '';
 
-async function admin(
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(`${proxy.url}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-}
-
-interface Stats {
-  calls: Record<string, number>;
-  injected: Record<string, number>;
-  throttled: number;
-}
-
-async function stats(): Promise<Stats> {
-  return (await admin('GET', '/_admin/stats')).body as Stats;
-}
-
-interface Ec2Failure {
-  code: string;
-  status: number | undefined;
-  message: string;
-}
-
-async function failure(call: Promise<unknown>): Promise<Ec2Failure> {
-  try {
-    await call;
-  } catch (err) {
-    if (err instanceof EC2ServiceException) {
-      return { code: err.name, status: err.$metadata.httpStatusCode, message: err.message };
-    }
-    throw err;
-  }
-  throw new Error('expected the EC2 call to fail');
-}
-
-function launchInput(
-  tag: string,
-  extra: Partial<RunInstancesCommandInput> = {},
-): RunInstancesCommandInput {
-  return {
-    ImageId: imageId,
-    InstanceType: 't3.small',
-    MinCount: 1,
-    MaxCount: 1,
-    TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: TAG_KEY, Value: tag }] }],
-    ...extra,
-  };
-}
-
-async function launch(
-  tag: string,
-  extra: Partial<RunInstancesCommandInput> = {},
-): Promise<Instance[]> {
-  const out = await ec2.send(new RunInstancesCommand(launchInput(tag, extra)));
-  const instances = out.Instances ?? [];
-  instances.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
-  return instances;
-}
-
-/** Instances moto holds with this test tag (asked of moto directly). */
-async function motoInstances(tag: string): Promise<Instance[]> {
-  const out = await moto.send(
-    new DescribeInstancesCommand({ Filters: [{ Name: `tag:${TAG_KEY}`, Values: [tag] }] }),
-  );
-  const found = (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
-  found.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
-  return found;
-}
+const kit = new Ec2TestKit({
+  proxyUrl: () => proxy.url,
+  ec2: () => ec2,
+  moto,
+  tagKey: TAG_KEY,
+  imageId: () => imageId,
+});
+const { admin, stats, launch, motoInstances } = kit;
+const failure = ec2Failure;
 
 /** Instances through the proxy, by tag plus extra filters. */
 async function described(
@@ -130,10 +63,6 @@ async function described(
 
 const ids = (instances: readonly Instance[]): string[] =>
   instances.map((i) => i.InstanceId ?? '').sort();
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 async function resetProxy(): Promise<void> {
   expect((await admin('DELETE', '/_admin/faults')).status).toBe(200);
@@ -153,8 +82,7 @@ beforeEach(resetProxy);
 afterEach(resetProxy);
 
 afterAll(async () => {
-  const all = [...launched];
-  if (all.length > 0) await moto.send(new TerminateInstancesCommand({ InstanceIds: all }));
+  await kit.terminateLaunched();
   ec2.destroy();
   moto.destroy();
   await proxy.close();

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Instance, RunInstancesCommandInput } from '@aws-sdk/client-ec2';
 import {
   DescribeAvailabilityZonesCommand,
   DescribeImagesCommand,
@@ -7,11 +6,10 @@ import {
   DescribeRegionsCommand,
   DescribeSubnetsCommand,
   EC2Client,
-  EC2ServiceException,
-  paginateDescribeInstances,
   RunInstancesCommand,
   TerminateInstancesCommand,
 } from '@aws-sdk/client-ec2';
+import { ec2Failure, Ec2TestKit, sleep } from './ec2-test-kit';
 import { loadTestStack } from './stack';
 
 /**
@@ -53,33 +51,18 @@ const motoHome = new EC2Client({
 });
 
 const TAG_KEY = 'ec2-proxy-test';
-const launched = new Set<string>();
 let imageId = '';
 let allZones: string[] = [];
 
-interface AdminReply {
-  status: number;
-  body: unknown;
-}
-
-async function admin(method: string, path: string, body?: unknown): Promise<AdminReply> {
-  const res = await fetch(`${stack.ec2Endpoint}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-}
-
-interface Stats {
-  calls: Record<string, number>;
-  injected: Record<string, number>;
-  throttled: number;
-}
-
-async function stats(): Promise<Stats> {
-  return (await admin('GET', '/_admin/stats')).body as Stats;
-}
+const kit = new Ec2TestKit({
+  proxyUrl: () => stack.ec2Endpoint,
+  ec2: () => ec2,
+  moto,
+  tagKey: TAG_KEY,
+  imageId: () => imageId,
+});
+const { admin, stats, launchInput, launch, motoInstances } = kit;
+const failure = ec2Failure;
 
 /** A raw EC2 Query request (the SDK always adds a ClientToken to RunInstances; this does not). */
 async function rawEc2(
@@ -101,62 +84,6 @@ async function rawEc2(
   };
 }
 
-interface Ec2Failure {
-  code: string;
-  status: number | undefined;
-  message: string;
-}
-
-async function failure(call: Promise<unknown>): Promise<Ec2Failure> {
-  try {
-    await call;
-  } catch (err) {
-    if (err instanceof EC2ServiceException) {
-      return { code: err.name, status: err.$metadata.httpStatusCode, message: err.message };
-    }
-    throw err;
-  }
-  throw new Error('expected the EC2 call to fail');
-}
-
-function launchInput(
-  tag: string,
-  extra: Partial<RunInstancesCommandInput> = {},
-): RunInstancesCommandInput {
-  return {
-    ImageId: imageId,
-    InstanceType: 't3.small',
-    MinCount: 1,
-    MaxCount: 1,
-    TagSpecifications: [{ ResourceType: 'instance', Tags: [{ Key: TAG_KEY, Value: tag }] }],
-    ...extra,
-  };
-}
-
-async function launch(
-  tag: string,
-  extra: Partial<RunInstancesCommandInput> = {},
-): Promise<Instance[]> {
-  const out = await ec2.send(new RunInstancesCommand(launchInput(tag, extra)));
-  const instances = out.Instances ?? [];
-  instances.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
-  return instances;
-}
-
-/** Instances moto holds with this test tag (asked of moto directly, not through the proxy). */
-async function motoInstances(tag: string): Promise<Instance[]> {
-  const found: Instance[] = [];
-  const pages = paginateDescribeInstances(
-    { client: moto },
-    { Filters: [{ Name: `tag:${TAG_KEY}`, Values: [tag] }] },
-  );
-  for await (const page of pages) {
-    for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
-  }
-  found.forEach((i) => i.InstanceId && launched.add(i.InstanceId));
-  return found;
-}
-
 async function zoneStates(filters?: Array<{ Name: string; Values: string[] }>): Promise<string[]> {
   const out = await ec2.send(
     new DescribeAvailabilityZonesCommand(filters ? { Filters: filters } : {}),
@@ -176,10 +103,6 @@ async function defaultSubnet(zone: string): Promise<string> {
   const id = out.Subnets?.[0]?.SubnetId;
   if (!id) throw new Error(`moto has no default subnet in ${zone}`);
   return id;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 async function resetProxy(): Promise<void> {
@@ -210,8 +133,7 @@ beforeEach(resetProxy);
 afterEach(resetProxy);
 
 afterAll(async () => {
-  const ids = [...launched];
-  if (ids.length > 0) await moto.send(new TerminateInstancesCommand({ InstanceIds: ids }));
+  await kit.terminateLaunched();
   ec2.destroy();
   moto.destroy();
   motoHome.destroy();

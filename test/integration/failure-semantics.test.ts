@@ -5,19 +5,19 @@ import {
 } from '@aws-sdk/client-ec2';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Client, Connection } from '@temporalio/client';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
-import { cacheDir, PINS } from '../../local/toolchain';
-import { machineKey, Repository } from '../../state/repository';
+import { machineKey } from '../../state/items';
+import { Repository } from '../../state/repository';
 import { instanceStateSignal, provisioningStateQuery } from '../../workflows/definitions';
 import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamodb-fault-proxy';
 import { machineWorkflowId } from '../../temporal/search-attributes';
+import { recordHistory as recordRunHistory } from './histories';
+import { proxyAdmin, proxyCalls } from './ec2-test-kit';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
@@ -63,18 +63,12 @@ function startWorker(): Promise<ManagedProcess> {
   });
 }
 
-async function admin(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${proxy.url}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  expect(res.status).toBe(200);
-  return res.json();
+function admin(method: string, path: string, body?: unknown): Promise<any> {
+  return proxyAdmin(proxy.url, method, path, body);
 }
 
-async function calls(action: string): Promise<number> {
-  const stats = (await admin('GET', '/_admin/stats')) as { calls: Record<string, number> };
-  return stats.calls[action] ?? 0;
+function calls(action: string): Promise<number> {
+  return proxyCalls(proxy.url, action);
 }
 
 async function newModel(prefix: string): Promise<string> {
@@ -101,25 +95,8 @@ async function addMachines(model: string, count: number, base = 'ubuntu@24.04'):
   return ids;
 }
 
-/**
- * With PROVISIONER_RECORD_HISTORIES=<dir>, writes a run's history there as
- * `temporal workflow show -o json` prints it (the replay test's format,
- * test/unit/workflows/histories): how the histories of these runs were recorded.
- */
-async function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
-  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
-  if (!dir) return;
-  const { stdout } = await promisify(execFile)(
-    join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
-    ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json'].concat([
-      '--address',
-      stack.temporalAddress,
-      '--namespace',
-      stack.temporalNamespace,
-    ]),
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  writeFileSync(join(dir, file), stdout);
+function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
+  return recordRunHistory(stack, workflowId, runId, file);
 }
 
 async function machine(model: string, id: string): Promise<any> {

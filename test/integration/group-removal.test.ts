@@ -12,7 +12,7 @@ import { startEc2Proxy } from '../../local/ec2-proxy';
 import { EntityNotFoundError } from '../../state/errors';
 import { ProvisioningStore } from '../../state/provisioning';
 import { Repository } from '../../state/repository';
-import { uniqueName } from './api-client';
+import { seedModel } from './fixtures';
 import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './stack';
 
 /**
@@ -64,18 +64,11 @@ afterAll(async () => {
 
 /** A dying availability-set model whose one Dead machine ran in the `web` group, and that group. */
 async function dyingModelWithDeadMachine(): Promise<{ model: string; group: string }> {
-  const model = uniqueName('groups');
   const uid = randomUUID();
-  await repo.createModel({
-    name: model,
+  const model = await seedModel(repo, 'groups', {
     uid,
     availabilitySets: true,
-    reprovisionLost: false,
     region: stack.region,
-    constraints: '',
-    harvestMode: 'destroyed',
-    life: 'alive',
-    createdAt: new Date().toISOString(),
   });
   const group = placementGroupName(uid, 'web');
   const [id] = await repo.allocateMachineIds(model, 1);

@@ -11,7 +11,7 @@ import {
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { cacheDir, PINS } from '../../local/toolchain';
+import { toolVenv } from '../../local/toolchain';
 import { apiClient, uniqueName } from './api-client';
 import { addUserAndLogIn, cognitoClientFor, logIn, PASSWORD } from './identity-support';
 import { AccessStore } from '../../state/access';
@@ -683,7 +683,7 @@ function rs256(data: string, jwk: Record<string, string>): string {
 
 /** moto's fixed signing key, from the pinned moto in the toolchain cache (absent: that check is left out). */
 function motoPrivateJwk(): Record<string, string> | undefined {
-  const venv = join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'lib');
+  const venv = join(toolVenv(), 'lib');
   try {
     for (const py of readdirSync(venv)) {
       const file = join(

@@ -7,6 +7,7 @@ import type { ServiceContext } from '../../service/context';
 import { EntityNotFoundError, TransactionTooLargeError } from '../../state/errors';
 import { Repository, type Transaction } from '../../state/repository';
 import { apiClient, uniqueName } from './api-client';
+import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
@@ -121,20 +122,8 @@ describe('deploy is all or nothing', () => {
     log: { warn: () => undefined, info: () => undefined, error: () => undefined },
   };
 
-  async function model(): Promise<string> {
-    const name = uniqueName('aon');
-    await repo.createModel({
-      name,
-      uid: randomUUID(),
-      availabilitySets: false,
-      reprovisionLost: false,
-      region: 'us-east-1',
-      constraints: '',
-      harvestMode: 'destroyed',
-      life: 'alive',
-      createdAt: new Date().toISOString(),
-    });
-    return name;
+  function model(): Promise<string> {
+    return seedModel(repo, 'aon');
   }
 
   it.each([
@@ -193,18 +182,7 @@ describe('relate fan-out', () => {
       now: () => new Date(),
       log: { warn: () => undefined, info: () => undefined, error: () => undefined },
     };
-    const model = uniqueName('fan');
-    await repo.createModel({
-      name: model,
-      uid: randomUUID(),
-      availabilitySets: false,
-      reprovisionLost: false,
-      region: 'us-east-1',
-      constraints: '',
-      harvestMode: 'destroyed',
-      life: 'alive',
-      createdAt: new Date().toISOString(),
-    });
+    const model = await seedModel(repo, 'fan');
     const base = 'ubuntu@22.04';
     await deploy(ctx, model, { name: 'p', base, numUnits: 100 });
     await deploy(ctx, model, { name: 'tel', base, subordinate: true });

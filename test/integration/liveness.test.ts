@@ -1,9 +1,4 @@
 import { StopInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
-import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { cacheDir, PINS } from '../../local/toolchain';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { Repository } from '../../state/repository';
@@ -11,6 +6,7 @@ import { reprovisionMachine } from '../../service/machines';
 import { Ec2InstanceLookup } from '../../service/instances';
 import type { MachineWorkflows } from '../../service/workflows';
 import { EntityConflictError } from '../../state/errors';
+import { recordHistory as recordRunHistory, temporalJson } from './histories';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
@@ -54,35 +50,18 @@ async function runningMachine(prefix: string, settings: Record<string, unknown> 
 async function recordHistory(model: string, machineId: string, name: string): Promise<void> {
   const dir = process.env.PROVISIONER_RECORD_HISTORIES;
   if (!dir) return;
-  const temporal = (args: string[]) =>
-    promisify(execFile)(
-      join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
-      [
-        ...args,
-        '--address',
-        stack.temporalAddress,
-        '--namespace',
-        stack.temporalNamespace,
-        '-o',
-        'json',
-      ],
-      { maxBuffer: 64 * 1024 * 1024 },
-    );
   const workflowId = machineWorkflowId(model, machineId);
-  const listed = await temporal(['workflow', 'list', '--query', `WorkflowId="${workflowId}"`]);
+  const listed = await temporalJson(stack, [
+    'workflow',
+    'list',
+    '--query',
+    `WorkflowId="${workflowId}"`,
+  ]);
   const runs = (
-    JSON.parse(listed.stdout) as Array<{ execution: { runId: string }; startTime: string }>
+    JSON.parse(listed) as Array<{ execution: { runId: string }; startTime: string }>
   ).sort((a, b) => a.startTime.localeCompare(b.startTime));
   for (const [i, run] of runs.entries()) {
-    const { stdout } = await temporal([
-      'workflow',
-      'show',
-      '-w',
-      workflowId,
-      '-r',
-      run.execution.runId,
-    ]);
-    writeFileSync(join(dir, `${name}-run${i + 1}.json`), stdout);
+    await recordRunHistory(stack, workflowId, run.execution.runId, `${name}-run${i + 1}.json`);
   }
 }
 

@@ -1,7 +1,12 @@
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { orderZones } from '../../core';
 import { EntityConflictError, EntityNotFoundError } from '../../state/errors';
-import { MODEL_SK, counterSk, modelPk } from '../../state/keys';
+import { MODEL_SK, counterSk, machineSk, modelPk } from '../../state/keys';
 import { MachineDeadError, ProvisioningStore } from '../../state/provisioning';
 import { zoneCountSk } from '../../state/provisioning-keys';
 import type { ClaimRequest } from '../../state/zone-counts';
@@ -364,5 +369,129 @@ describe('removal', () => {
     await setLife(model, MODEL_SK, 'dying');
     expect(await store.removeModelIfDyingAndEmpty(model)).toBe(false);
     expect((await repo.getModel(model)).life).toBe('dying');
+  });
+});
+
+describe('routine liveness news written without the workflow', () => {
+  const RUN = {
+    imageId: 'ami-1',
+    zone: 'us-east-1a',
+    instanceType: 'm5.large',
+    hardware: { arch: 'amd64', cores: 2, mem: 8192 },
+  };
+
+  async function runningMachine(): Promise<{ model: string; id: string }> {
+    const model = await newModel();
+    const [id] = await addMachines(model, [['web']]);
+    await store.recordRunning(model, id!, { ...RUN, instanceId: 'i-routine' });
+    return { model, id: id! };
+  }
+
+  it('records running (one write) with the addresses, and only while the machine still records that instance', async () => {
+    const { model, id } = await runningMachine();
+    await expect(
+      store.recordRoutineInstanceState(model, id, 'i-routine', 'running', {
+        privateAddress: '10.0.0.5',
+        publicAddress: '54.0.0.5',
+      }),
+    ).resolves.toBe(true);
+    const m = await repo.getMachine(model, id);
+    expect(m).toMatchObject({
+      status: 'running',
+      instanceStatus: 'running',
+      privateAddress: '10.0.0.5',
+      publicAddress: '54.0.0.5',
+      message: '',
+    });
+    // an address EC2 no longer lists is removed; none given, none touched
+    await store.recordRoutineInstanceState(model, id, 'i-routine', 'running', {
+      privateAddress: '10.0.0.5',
+    });
+    expect((await repo.getMachine(model, id)).publicAddress).toBeUndefined();
+    // a stale instance id (the machine was reprovisioned since): nothing written
+    const before = await repo.getMachine(model, id);
+    await expect(store.recordRoutineInstanceState(model, id, 'i-old', 'running')).resolves.toBe(
+      false,
+    );
+    expect(await repo.getMachine(model, id)).toEqual(before);
+  });
+
+  it('writes pending only over nothing or pending: a late pending of an instance recorded running is stale, dropped, nothing written', async () => {
+    const { model, id } = await runningMachine();
+    // recordRunning records EC2's `pending`; pending over pending applies
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'pending')).resolves.toBe(
+      true,
+    );
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'running')).resolves.toBe(
+      true,
+    );
+    const running = await repo.getMachine(model, id);
+    expect(running.instanceStatus).toBe('running');
+    // a retried pending event, or a sweep that asked EC2 before the running landed
+    await expect(
+      store.recordRoutineInstanceState(model, id, 'i-routine', 'pending', {
+        privateAddress: '10.0.0.9',
+      }),
+    ).resolves.toBe('stale');
+    expect(await repo.getMachine(model, id)).toEqual(running);
+    // a pending of another instance is no news of this one: the workflow's to decide
+    await expect(store.recordRoutineInstanceState(model, id, 'i-old', 'pending')).resolves.toBe(
+      false,
+    );
+    // a pending of a stopped instance is a start: refused, and left to the workflow (not stale)
+    await store.recordInstanceState(model, id, 'i-routine', 'stopped');
+    await expect(store.recordRoutineInstanceState(model, id, 'i-routine', 'pending')).resolves.toBe(
+      false,
+    );
+    expect((await repo.getMachine(model, id)).instanceStatus).toBe('stopped');
+  });
+
+  it('leaves a machine that is down, stopped or dying to its workflow: nothing written', async () => {
+    const lost = await runningMachine();
+    await store.recordInstanceState(lost.model, lost.id, 'i-routine', 'terminated');
+    await expect(
+      store.recordRoutineInstanceState(lost.model, lost.id, 'i-routine', 'running'),
+    ).resolves.toBe(false);
+    expect(await repo.getMachine(lost.model, lost.id)).toMatchObject({
+      status: 'down',
+      instanceStatus: 'terminated',
+    });
+
+    const stopped = await runningMachine();
+    await store.recordInstanceState(stopped.model, stopped.id, 'i-routine', 'stopped');
+    await expect(
+      store.recordRoutineInstanceState(stopped.model, stopped.id, 'i-routine', 'running'),
+    ).resolves.toBe(false);
+    expect(await repo.getMachine(stopped.model, stopped.id)).toMatchObject({
+      status: 'running',
+      instanceStatus: 'stopped',
+      message: 'instance "i-routine" is stopped',
+    });
+
+    const dying = await runningMachine();
+    await doc.send(
+      new UpdateCommand({
+        TableName: TABLE,
+        Key: { pk: modelPk(dying.model), sk: machineSk(dying.id) },
+        UpdateExpression: 'SET #life = :dying',
+        ExpressionAttributeNames: { '#life': 'life' },
+        ExpressionAttributeValues: { ':dying': 'dying' },
+      }),
+    );
+    await expect(
+      store.recordRoutineInstanceState(dying.model, dying.id, 'i-routine', 'running'),
+    ).resolves.toBe(false);
+    expect((await repo.getMachine(dying.model, dying.id)).instanceStatus).toBe('pending');
+
+    await expect(
+      store.recordRoutineInstanceState(dying.model, 'no-such-machine', 'i-routine', 'running'),
+    ).resolves.toBe(false);
+  });
+
+  it('refuses to write a state that is not routine', async () => {
+    const { model, id } = await runningMachine();
+    await expect(
+      store.recordRoutineInstanceState(model, id, 'i-routine', 'terminated'),
+    ).rejects.toThrow('instance state "terminated" is not routine news');
   });
 });

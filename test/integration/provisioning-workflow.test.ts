@@ -1,4 +1,5 @@
 import type { ClaimZoneInput } from '../../activities/launch';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
@@ -18,6 +19,7 @@ import {
   zoneFailoverMessage,
 } from '../../temporal/messages';
 import { uniqueName } from './api-client';
+import { recordHistory } from './histories';
 import { loadTestStack } from './stack';
 
 /**
@@ -154,7 +156,8 @@ class FakeWorld {
         Promise.resolve(this.machine.instanceId ? [this.machine.instanceId] : []),
       terminateInstances: (input: { instanceIds: string[] }) => {
         this.terminated.push(...input.instanceIds);
-        return Promise.resolve();
+        // terminated at once: none left for the caller to wait for
+        return Promise.resolve<string[]>([]);
       },
       instancesNotTerminated: () => Promise.resolve([]),
       removeMachine: () => {
@@ -169,6 +172,7 @@ class FakeWorld {
 async function withWorker<T>(
   world: FakeWorld,
   body: (taskQueue: string) => Promise<T>,
+  activities: Partial<Activities> = world.activities(),
 ): Promise<T> {
   const taskQueue = `provisioner-wf-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
@@ -176,7 +180,7 @@ async function withWorker<T>(
     namespace: stack.temporalNamespace,
     taskQueue,
     workflowsPath: require.resolve('../../workflows'),
-    activities: world.activities(),
+    activities,
   });
   return worker.runUntil(body(taskQueue));
 }
@@ -319,5 +323,179 @@ describe('machine workflow decisions', () => {
     });
     expect(world.terminated).toEqual(['i-running']);
     expect(world.removed).toBe(true);
+  });
+
+  /**
+   * A Dead machine with a recorded instance whose tag search also finds one
+   * it never recorded (issue 30's "a launch that was never recorded still
+   * found and terminated"); how its removal runs is recorded too.
+   */
+  function deadWithAnUnrecordedInstance(extra: Partial<MachineSnapshot> = {}) {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, {
+      life: 'dead',
+      status: 'running',
+      instanceId: 'i-known',
+      ...extra,
+    });
+    const seen = { foundWhileKnownWaited: false, removedLocally: [] as boolean[] };
+    const activities: Partial<Activities> = {
+      ...world.activities(),
+      instancesTaggedFor: () => Promise.resolve(['i-known', 'i-found']),
+      terminateInstances: async (input: { instanceIds: string[] }) => {
+        world.terminated.push(...input.instanceIds);
+        if (input.instanceIds.includes('i-known')) {
+          // the known instance's wait for terminated (up to a minute in the real activity): held
+          // until the found one is asked to terminate, or 25 s (a workflow task and two activities at
+          // load 30; still under the 30 s heartbeat timeout)
+          await until(() => world.terminated.includes('i-found'), 25_000).catch(() => undefined);
+          seen.foundWhileKnownWaited = world.terminated.includes('i-found');
+        }
+        return [];
+      },
+      removeMachine: () => {
+        seen.removedLocally.push(Context.current().info.isLocal);
+        world.removed = true;
+        return Promise.resolve({ modelRemoved: false });
+      },
+    };
+    return { world, seen, activities };
+  }
+
+  it('terminates an instance only the tag search found while the known one still waits for terminated', async () => {
+    const { world, seen, activities } = deadWithAnUnrecordedInstance();
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-overlapped-found-instance.json',
+        );
+      },
+      activities,
+    );
+    expect(world.terminated).toEqual(['i-known', 'i-found']);
+    expect(seen.foundWhileKnownWaited).toBe(true);
+    expect(world.removed).toBe(true);
+    // outside availability-set mode the removal is a local activity, in the last workflow task
+    expect(seen.removedLocally).toEqual([true]);
+  });
+
+  /** EC2's refusal as the real activities throw it: typed, for good. */
+  function refused(message: string): ApplicationFailure {
+    return ApplicationFailure.create({ type: 'Ec2Refused', message, nonRetryable: true });
+  }
+
+  it("says again what blocks the known instance after the found instance's status replaced it", async () => {
+    const { world, activities } = deadWithAnUnrecordedInstance();
+    const blocked = (s: { message: string }) =>
+      s.message.startsWith('cannot terminate instance i-known: OperationNotPermitted');
+    const foundNote = (s: { message: string }) =>
+      s.message === 'terminating instance i-known, i-found';
+    let afterFound = 0;
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
+      {
+        ...activities,
+        // the model's search answers only after the known instance's block was said (coalesced
+        // searches take tens of seconds under load)
+        instancesTaggedFor: async () => {
+          await until(() => world.statuses.some(blocked));
+          return ['i-known', 'i-found'];
+        },
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          world.terminated.push(...input.instanceIds);
+          // termination protection on the known instance until a few tries after the found
+          // instance's status was written
+          if (input.instanceIds.includes('i-known') && world.statuses.some(foundNote)) afterFound++;
+          if (input.instanceIds.includes('i-known') && afterFound < 3) {
+            throw refused('OperationNotPermitted: the instance i-known may not be terminated');
+          }
+          return Promise.resolve<string[]>([]);
+        },
+      },
+    );
+    const found = world.statuses.findIndex(foundNote);
+    expect(found).toBeGreaterThan(0);
+    // the block was said before the found instance's status, and again after it
+    expect(world.statuses.slice(0, found).filter(blocked)).toHaveLength(1);
+    expect(world.statuses.slice(found + 1).filter(blocked)).toHaveLength(1);
+    expect(world.terminated.filter((id) => id === 'i-found')).toEqual(['i-found']);
+    expect(world.removed).toBe(true);
+  });
+
+  it('says each of two blocks at once only once, however often they are tried', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    // a role without EC2's permissions: the tag search and the termination both refused, each
+    // tried every second (blockedRetryMs at a 100 ms retry delay), until the role is fixed
+    let tries = { search: 0, terminate: 0 };
+    const fixedAfter = 6;
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
+      {
+        ...world.activities(),
+        instancesTaggedFor: () => {
+          tries = { ...tries, search: tries.search + 1 };
+          if (tries.search <= fixedAfter || tries.terminate <= fixedAfter) {
+            throw refused('UnauthorizedOperation: not authorized to perform ec2:DescribeInstances');
+          }
+          return Promise.resolve(['i-known']);
+        },
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          tries = { ...tries, terminate: tries.terminate + 1 };
+          if (tries.search <= fixedAfter || tries.terminate <= fixedAfter) {
+            throw refused(
+              'UnauthorizedOperation: not authorized to perform ec2:TerminateInstances',
+            );
+          }
+          world.terminated.push(...input.instanceIds);
+          return Promise.resolve<string[]>([]);
+        },
+      },
+    );
+    expect(tries.search).toBeGreaterThan(fixedAfter);
+    expect(tries.terminate).toBeGreaterThan(fixedAfter);
+    const said = (prefix: string) => world.statuses.filter((s) => s.message.startsWith(prefix));
+    expect(said('cannot list the instances tagged for it: UnauthorizedOperation')).toHaveLength(1);
+    expect(said('cannot terminate instance i-known: UnauthorizedOperation')).toHaveLength(1);
+    // the first status ("terminating") came before either block
+    expect(world.statuses[0]).toEqual({
+      status: 'stopping',
+      message: 'terminating instance i-known',
+    });
+    expect(world.terminated).toEqual(['i-known']);
+    expect(world.removed).toBe(true);
+  });
+
+  it('removes a machine of an availability-set model with an activity of its own, not a local one', async () => {
+    const { world, seen, activities } = deadWithAnUnrecordedInstance({ availabilitySets: true });
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-overlapped-availability-set.json',
+        );
+      },
+      activities,
+    );
+    expect(world.removed).toBe(true);
+    // its removal may delete the placement group (seconds of EC2 calls): not in a workflow task
+    expect(seen.removedLocally).toEqual([false]);
   });
 });

@@ -19,6 +19,7 @@ import {
 } from '../../temporal/search-attributes';
 import { instanceStateSignal, provisioningStateQuery } from '../../workflows/definitions';
 import { startTcpFaultProxy, type TcpFaultProxy } from '../support/tcp-fault-proxy';
+import { proxyAdmin, proxyCalls } from './ec2-test-kit';
 import { apiClient, eventually, uniqueName, type ApiResult } from './api-client';
 import { startPrivateWorker } from './private-worker';
 import {
@@ -56,18 +57,12 @@ let worker: ManagedProcess | undefined;
 let apiProcess: ManagedProcess | undefined;
 let api: ReturnType<typeof apiClient>;
 
-async function admin(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${proxy.url}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  expect(res.status).toBe(200);
-  return res.json();
+function admin(method: string, path: string, body?: unknown): Promise<any> {
+  return proxyAdmin(proxy.url, method, path, body);
 }
 
-async function calls(action: string): Promise<number> {
-  const stats = (await admin('GET', '/_admin/stats')) as { calls: Record<string, number> };
-  return stats.calls[action] ?? 0;
+function calls(action: string): Promise<number> {
+  return proxyCalls(proxy.url, action);
 }
 
 /** The API server: the stack's own entry point, on this file's table, EC2 proxy and Temporal forwarder. */

@@ -3,7 +3,8 @@ import { deploy } from '../../service/applications';
 import { addMachines } from '../../service/machines';
 import { addUnits } from '../../service/units';
 import { ContendedError, EntityConflictError } from '../../state/errors';
-import { machineKey, Repository, type Transaction } from '../../state/repository';
+import { machineKey } from '../../state/items';
+import { Repository, type Transaction } from '../../state/repository';
 import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../../service/context';
 import { newMachine, newUnit } from '../../service/records';
 import { modelStatus } from '../../service/status';
-import { Repository, unitItem } from '../../state/repository';
-import { eventually, uniqueName } from './api-client';
+import { unitItem } from '../../state/items';
+import { Repository } from '../../state/repository';
+import { eventually } from './api-client';
+import { seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 const stack = loadTestStack();
@@ -32,19 +33,8 @@ afterAll(async () => {
 });
 
 async function modelWithMachines(count: number): Promise<string> {
-  const name = uniqueName('big');
   const now = new Date().toISOString();
-  await repo.createModel({
-    name,
-    uid: randomUUID(),
-    availabilitySets: false,
-    reprovisionLost: false,
-    region: 'us-east-1',
-    constraints: '',
-    harvestMode: 'destroyed',
-    life: 'alive',
-    createdAt: now,
-  });
+  const name = await seedModel(repo, 'big');
   const ids = await repo.allocateMachineIds(name, count);
   await repo.putNewMachines(
     ids.map((id) =>
@@ -78,19 +68,8 @@ describe('status of a large model', () => {
 
 describe('indexes', () => {
   it('finds the machines hosting an application (gsi1)', async () => {
-    const model = uniqueName('idx');
     const now = new Date().toISOString();
-    await repo.createModel({
-      name: model,
-      uid: randomUUID(),
-      availabilitySets: false,
-      reprovisionLost: false,
-      region: 'us-east-1',
-      constraints: '',
-      harvestMode: 'destroyed',
-      life: 'alive',
-      createdAt: now,
-    });
+    const model = await seedModel(repo, 'idx');
     const ids = await repo.allocateMachineIds(model, 3);
     await repo.putNewMachines(
       ids.map((id) => newMachine({ model, id, base: 'ubuntu@24.04', constraints: '', now })),

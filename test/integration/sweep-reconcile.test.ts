@@ -1,6 +1,6 @@
 import { DescribeInstancesCommand } from '@aws-sdk/client-ec2';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { machineKey } from '../../state/repository';
+import { machineKey } from '../../state/items';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 

@@ -1,13 +1,10 @@
 import { TerminateInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { workflowMetadataQuery } from '@temporalio/workflow';
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { cacheDir, PINS } from '../../local/toolchain';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import type { ManagedProcess } from '../../local/processes';
 import { PROJECT_ROOT } from '../../local/stack';
@@ -19,6 +16,7 @@ import {
 } from '../../temporal/search-attributes';
 import { CARRIED_ABOUT } from '../../workflows/carry';
 import { FAILING_HISTORY_EVENTS } from '../../workflows/launch';
+import { recordHistory as recordRunHistory } from './histories';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { chromiumPath, NO_CHROMIUM, renderedText } from './chromium';
 import { pendingMachine } from './fixtures';
@@ -89,25 +87,8 @@ function listed(query: string, expected: string[]): Promise<string[]> {
   ).catch(async () => list(query));
 }
 
-/**
- * With PROVISIONER_RECORD_HISTORIES=<dir>, writes a run's history there as
- * `temporal workflow show -o json` prints it (the replay test's format,
- * test/unit/workflows/histories): how this test's histories were recorded.
- */
-async function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
-  const dir = process.env.PROVISIONER_RECORD_HISTORIES;
-  if (!dir) return;
-  const { stdout } = await promisify(execFile)(
-    join(cacheDir(), `venv-temporal-${PINS.temporalBin}-moto-${PINS.moto}`, 'bin', 'temporal'),
-    ['workflow', 'show', '-w', workflowId, '-r', runId, '-o', 'json'].concat([
-      '--address',
-      stack.temporalAddress,
-      '--namespace',
-      stack.temporalNamespace,
-    ]),
-    { maxBuffer: 64 * 1024 * 1024 },
-  );
-  writeFileSync(join(dir, file), stdout);
+function recordHistory(workflowId: string, runId: string, file: string): Promise<void> {
+  return recordRunHistory(stack, workflowId, runId, file);
 }
 
 /**

@@ -12,6 +12,7 @@ import type { ManagedProcess } from '../../local/processes';
 import { ContainerStore } from '../../state/containers';
 import { Repository } from '../../state/repository';
 import { machineWorkflowId } from '../../temporal/search-attributes';
+import { proxyAdmin, proxyCalls } from './ec2-test-kit';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { pendingMachine } from './fixtures';
 import { startPrivateWorker } from './private-worker';
@@ -91,18 +92,12 @@ function totals(records: Emf[]): Record<string, number> {
 
 const workerTotals = () => totals(emfLines(existsSync(LOG) ? readFileSync(LOG, 'utf8') : ''));
 
-async function admin(method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${proxy.url}${path}`, {
-    method,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  expect(res.status).toBe(200);
-  return res.json();
+function admin(method: string, path: string, body?: unknown): Promise<any> {
+  return proxyAdmin(proxy.url, method, path, body);
 }
 
-async function calls(action: string): Promise<number> {
-  const stats = (await admin('GET', '/_admin/stats')) as { calls: Record<string, number> };
-  return stats.calls[action] ?? 0;
+function calls(action: string): Promise<number> {
+  return proxyCalls(proxy.url, action);
 }
 
 /** Records a machine as the API does and starts its workflow on the private queue. */

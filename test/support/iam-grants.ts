@@ -45,7 +45,8 @@ export function parseObservedCalls(text: string): ObservedCall[] {
 /** One IAM authorization a call needs: the action and the condition keys' values of its request. */
 export interface RequiredPermission {
   action: string;
-  context: Record<string, string>;
+  /** Condition keys' values; a list for a multivalued key (dynamodb:Attributes). */
+  context: Record<string, string | string[]>;
   /**
    * The EC2 resource type the authorization is for, when the policy splits an
    * action by resource (RunInstances: the instance with its conditions, the
@@ -122,6 +123,15 @@ export function requiredPermissions(call: ObservedCall, deployment: string): Req
       },
     ];
   }
+  if (call.operation === 'dynamodb:UpdateItem' && call.facts.has('attributes')) {
+    // recorded for the components whose role names the attributes (local/aws-call-recorder.ts)
+    const context: Record<string, string | string[]> = {
+      'dynamodb:Attributes': (call.facts.get('attributes')?.[0] ?? '').split(',').filter(Boolean),
+    };
+    const returnValues = call.facts.get('returnValues')?.[0];
+    if (returnValues) context['dynamodb:ReturnValues'] = returnValues;
+    return [{ action: call.operation, context }];
+  }
   // a plain call: no condition key has a value (CreateTags outside a launch has no ec2:CreateAction)
   return [{ action: call.operation, context: {} }];
 }
@@ -161,16 +171,24 @@ function actionMatches(pattern: string, action: string): boolean {
  */
 function conditionsHold(
   conditions: Statement['Condition'],
-  context: Record<string, string>,
+  context: Record<string, string | string[]>,
 ): boolean {
   for (const [operator, keys] of Object.entries(conditions ?? {})) {
     for (const [key, expected] of Object.entries(keys)) {
-      const actual = Object.entries(context).find(
+      const found = Object.entries(context).find(
         ([k]) => k.toLowerCase() === key.toLowerCase(),
       )?.[1];
       const values = list(expected as string | string[]).map(String);
+      if (operator === 'ForAllValues:StringEquals') {
+        // IAM: every value the request has is allowed (none at all passes)
+        if (!list(found).every((v) => values.includes(v))) return false;
+        continue;
+      }
+      const actual = Array.isArray(found) ? undefined : found;
       if (operator === 'StringEquals') {
         if (actual === undefined || !values.includes(actual)) return false;
+      } else if (operator === 'StringEqualsIfExists') {
+        if (actual !== undefined && !values.includes(actual)) return false;
       } else if (operator === 'StringLike') {
         if (actual === undefined || !values.some((v) => actionMatches(v, actual))) return false;
       } else {
@@ -257,7 +275,7 @@ export interface Refusal {
   component: string;
   role: string;
   action: string;
-  context: Record<string, string>;
+  context: Record<string, string | string[]>;
   call: string;
 }
 
@@ -287,7 +305,7 @@ export function refusals(
 
 export function describeRefusal(r: Refusal): string {
   const context = Object.entries(r.context)
-    .map(([k, v]) => `${k}=${v}`)
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : v}`)
     .join(', ');
   return `${r.action} is not granted to ${r.component} (role ${r.role})${context ? ` for ${context}` : ''}: observed "${r.call}"`;
 }

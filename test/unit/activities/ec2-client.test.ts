@@ -3,6 +3,7 @@ import { createServer, type Agent, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ec2MaxSockets, UNPACED_EC2_SOCKETS, workerEc2Client } from '../../../ec2/client';
 import { provisioningTuning } from '../../../config/env';
+import { asCaller, CALLER_HEADER } from '../../../ec2/caller';
 
 /** The http agent a client's request handler sends with (the local stack's endpoints are http). */
 async function agentOf(client: ReturnType<typeof workerEc2Client>): Promise<Agent> {
@@ -90,5 +91,68 @@ describe('the worker’s EC2 client: sockets for every call its buckets let go a
       client.destroy();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe('the worker’s EC2 client names its caller only when told to (PROVISIONER_EC2_CALLER_HEADER)', () => {
+  /**
+   * Sends one call inside `asCaller(caller)` (or none), with the worker's
+   * environment `env` and a configured endpoint or AWS's own, and returns the
+   * caller header it carried.
+   */
+  async function headerSent(
+    env: NodeJS.ProcessEnv,
+    endpoint: boolean,
+    caller?: string,
+  ): Promise<string | undefined> {
+    const client = workerEc2Client(
+      {
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+        ...(endpoint ? { endpoint: 'http://127.0.0.1:1' } : {}),
+      },
+      provisioningTuning(env),
+    );
+    let seen: string | undefined;
+    // the request as it would be sent, answered in process
+    client.middlewareStack.add(
+      () => (args) => {
+        const headers = (args.request as { headers: Record<string, string> }).headers;
+        seen = headers[CALLER_HEADER];
+        return Promise.resolve({ output: { $metadata: {} }, response: {} });
+      },
+      { step: 'finalizeRequest', name: 'answeredInProcess', priority: 'low' },
+    );
+    try {
+      const send = () => client.send(new DescribeAvailabilityZonesCommand({}));
+      await (caller === undefined ? send() : asCaller(caller, send));
+    } finally {
+      client.destroy();
+    }
+    return seen;
+  }
+
+  const ON = { PROVISIONER_EC2_CALLER_HEADER: 'on' };
+
+  it('sends the caller in x-provisioner-caller when the local stack sets PROVISIONER_EC2_CALLER_HEADER=on', async () => {
+    expect(await headerSent(ON, true, 'teardown:poll')).toBe('teardown:poll');
+  });
+
+  it('sends no caller header by default, even to a configured endpoint (a VPC endpoint of EC2’s in the cloud)', async () => {
+    expect(await headerSent({}, true, 'teardown:poll')).toBeUndefined();
+    expect(
+      await headerSent({ PROVISIONER_EC2_CALLER_HEADER: 'off' }, true, 'sweep'),
+    ).toBeUndefined();
+  });
+
+  it('sends no caller header when no caller is named', async () => {
+    expect(await headerSent(ON, true)).toBeUndefined();
+    expect(await headerSent(ON, false)).toBeUndefined();
+  });
+
+  it('refuses a setting that is neither on nor off, naming it', () => {
+    expect(() => provisioningTuning({ PROVISIONER_EC2_CALLER_HEADER: 'yes' })).toThrow(
+      'environment variable PROVISIONER_EC2_CALLER_HEADER: "yes" is neither on nor off',
+    );
   });
 });

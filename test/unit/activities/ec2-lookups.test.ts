@@ -3,23 +3,28 @@ import type {
   DescribeInstanceTypeOfferingsCommand,
   DescribeInstanceTypesCommand,
 } from '@aws-sdk/client-ec2';
-import { type EC2Client } from '@aws-sdk/client-ec2';
+import { EC2Client } from '@aws-sdk/client-ec2';
 import { CANONICAL_OWNER, ImageFinder, NoImageError } from '../../../ec2/images';
 import { InstanceTypeCatalogue, toCatalogueEntry } from '../../../ec2/instance-types';
 
-/** An EC2 client double answering each command type with a function of the command. */
+/**
+ * An EC2 client answering each command with a function of the command: a
+ * real client (the SDK's paginators ask for one) whose `send` is the double.
+ */
 function fakeEc2(answer: (command: unknown) => unknown): { client: EC2Client; sent: unknown[] } {
   const sent: unknown[] = [];
-  const client = {
-    send: (command: unknown) => {
-      sent.push(command);
-      try {
-        return Promise.resolve(answer(command));
-      } catch (err) {
-        return Promise.reject(err instanceof Error ? err : new Error(String(err)));
-      }
-    },
-  } as unknown as EC2Client;
+  const client = new EC2Client({
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
+  });
+  client.send = ((command: unknown) => {
+    sent.push(command);
+    try {
+      return Promise.resolve(answer(command));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }) as EC2Client['send'];
   return { client, sent };
 }
 

@@ -8,6 +8,7 @@ import {
   pricingClientFromEnv,
   type PricingSender,
 } from '../../../activities/pricing';
+import { asPricingClient } from '../../support/pricing-client';
 
 /** One PriceList entry exactly as GetProducts returns it: a JSON document in a string. */
 const M5_LARGE = readFileSync(join(__dirname, 'fixtures', 'price-list-m5-large.json'), 'utf8');
@@ -75,7 +76,8 @@ function fakePricing(pages: Record<string, Page | Error>): PricingSender & {
   return {
     calls,
     send(command) {
-      calls.push(command.input);
+      // a copy: the paginator sends one input object, its NextToken changed page by page
+      calls.push({ ...command.input });
       const page = pages[command.input.NextToken ?? ''];
       if (page === undefined) return Promise.reject(new Error('unexpected token'));
       if (page instanceof Error) return Promise.reject(page);
@@ -101,7 +103,9 @@ describe('InstancePrices', () => {
       '': { PriceList: [M5_LARGE, entry('t3.small', '0.0208000000')], NextToken: 'p2' },
       p2: { PriceList: [entry('c7a.medium', '0.0513300000'), '{"garbage":true}'] },
     });
-    const prices = await new InstancePrices(pricing, options).forRegion('us-east-1');
+    const prices = await new InstancePrices(asPricingClient(pricing), options).forRegion(
+      'us-east-1',
+    );
     expect([...prices]).toEqual([
       ['m5.large', 0.096],
       ['t3.small', 0.0208],
@@ -130,13 +134,15 @@ describe('InstancePrices', () => {
     const pricing = fakePricing({
       '': { PriceList: [entry('t3.small', '0.0300000000'), entry('t3.small', '0.0208000000')] },
     });
-    const prices = await new InstancePrices(pricing, options).forRegion('us-east-1');
+    const prices = await new InstancePrices(asPricingClient(pricing), options).forRegion(
+      'us-east-1',
+    );
     expect(prices.get('t3.small')).toBe(0.0208);
   });
 
   it('caches each region for the TTL (a day by default); concurrent callers share one fetch', async () => {
     const pricing = fakePricing({ '': { PriceList: [M5_LARGE] } });
-    const prices = new InstancePrices(pricing, options);
+    const prices = new InstancePrices(asPricingClient(pricing), options);
     const [a, b] = await Promise.all([
       prices.forRegion('us-east-1'),
       prices.forRegion('us-east-1'),
@@ -161,7 +167,7 @@ describe('InstancePrices', () => {
     );
     const pages: Record<string, Page | Error> = { '': denied };
     const pricing = fakePricing(pages);
-    const prices = new InstancePrices(pricing, options);
+    const prices = new InstancePrices(asPricingClient(pricing), options);
     await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
     expect(lines).toEqual([
       'prices for us-east-1 unavailable (AccessDeniedException: User is not authorized to perform: pricing:GetProducts); instance types are ordered by size alone for 300 s',
@@ -177,7 +183,7 @@ describe('InstancePrices', () => {
 
   it('known() gives the last fetched prices at once, kept through a later failure', async () => {
     const pages: Record<string, Page | Error> = { '': { PriceList: [M5_LARGE] } };
-    const prices = new InstancePrices(fakePricing(pages), options);
+    const prices = new InstancePrices(asPricingClient(fakePricing(pages)), options);
     expect(prices.known('us-east-1')).toBeUndefined();
     await prices.forRegion('us-east-1');
     expect(prices.known('us-east-1')?.get('m5.large')).toBe(0.096);
@@ -192,18 +198,18 @@ describe('InstancePrices', () => {
       '': { PriceList: [M5_LARGE], NextToken: 'p2' },
       p2: new Error('socket hang up'),
     });
-    await expect(new InstancePrices(pricing, options).forRegion('us-east-1')).resolves.toEqual(
-      new Map(),
-    );
+    await expect(
+      new InstancePrices(asPricingClient(pricing), options).forRegion('us-east-1'),
+    ).resolves.toEqual(new Map());
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('Error: socket hang up');
   });
 
   it('an empty price list is a failure (the filters matched nothing), not a catalogue of unpriced types', async () => {
     const pricing = fakePricing({ '': { PriceList: [] } });
-    await expect(new InstancePrices(pricing, options).forRegion('mars-1')).resolves.toEqual(
-      new Map(),
-    );
+    await expect(
+      new InstancePrices(asPricingClient(pricing), options).forRegion('mars-1'),
+    ).resolves.toEqual(new Map());
     expect(lines).toEqual([
       'prices for mars-1 unavailable (Error: the Price List API lists no instance prices); instance types are ordered by size alone for 300 s',
     ]);
@@ -219,9 +225,10 @@ describe('InstancePrices', () => {
         }),
     };
     const started = Date.now();
-    const prices = await new InstancePrices(hanging, { ...options, timeoutMs: 50 }).forRegion(
-      'us-east-1',
-    );
+    const prices = await new InstancePrices(asPricingClient(hanging), {
+      ...options,
+      timeoutMs: 50,
+    }).forRegion('us-east-1');
     expect(prices.size).toBe(0);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(lines).toEqual([
@@ -245,7 +252,7 @@ describe('InstancePrices', () => {
         return Promise.resolve({ PriceList: [M5_LARGE] });
       },
     };
-    const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+    const prices = new InstancePrices(asPricingClient(pricing), { ...options, timeoutMs: 60_000 });
     const first = prices.forRegion('us-east-1');
     await new Promise((r) => setImmediate(r));
     // frozen 10 minutes; on thaw the lookup's timeout fires at once
@@ -283,7 +290,10 @@ describe('InstancePrices', () => {
           return Promise.resolve({ PriceList: [M5_LARGE] });
         },
       };
-      const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+      const prices = new InstancePrices(asPricingClient(pricing), {
+        ...options,
+        timeoutMs: 60_000,
+      });
       await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map([['m5.large', 0.096]]));
       expect(sends).toHaveLength(2);
       expect(prices.failure('us-east-1')).toBeUndefined();
@@ -300,7 +310,7 @@ describe('InstancePrices', () => {
         return Promise.reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' }));
       },
     };
-    const prices = new InstancePrices(pricing, { ...options, timeoutMs: 60_000 });
+    const prices = new InstancePrices(asPricingClient(pricing), { ...options, timeoutMs: 60_000 });
     await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
     expect(sends).toBe(2);
     expect(prices.failure('us-east-1')).toEqual({ kind: 'timeout', afterMs: 60_000 });
@@ -312,12 +322,12 @@ describe('InstancePrices', () => {
       send: () =>
         Promise.reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' })),
     };
-    const prices = new InstancePrices(hanging, { ...options, timeoutMs: 60_000 });
+    const prices = new InstancePrices(asPricingClient(hanging), { ...options, timeoutMs: 60_000 });
     now += 61_000; // its timer fired a second late: it ran, and the price list did not answer
     await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
     expect(prices.failure('us-east-1')).toEqual({ kind: 'timeout', afterMs: 60_000 });
     const failing = new InstancePrices(
-      fakePricing({ '': new Error('getaddrinfo ENOTFOUND') }),
+      asPricingClient(fakePricing({ '': new Error('getaddrinfo ENOTFOUND') })),
       options,
     );
     await failing.forRegion('us-east-1');

@@ -336,3 +336,214 @@ describe('sweepModel reprovisioning lost machines', () => {
     ]);
   });
 });
+
+describe('sweepModel telling routine news', () => {
+  const starting: SweptMachine = {
+    id: '0',
+    life: 'alive',
+    status: 'running',
+    instanceId: 'i-1',
+    instanceStatus: 'pending',
+  };
+
+  function listedRunning(id: string, addresses = true): Instance {
+    return {
+      ...instance(id, 'running'),
+      ...(addresses ? { PrivateIpAddress: '10.0.0.7', PublicIpAddress: '54.0.0.7' } : {}),
+    };
+  }
+
+  it('writes pending → running to the machine itself with its addresses in the same write, and signals nothing', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const routine: unknown[][] = [];
+    const addressWrites: unknown[][] = [];
+    const h = harness({
+      machines: [starting],
+      listed: [listedRunning('i-1')],
+      byId: [listedRunning('i-1')],
+      temporal,
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve(true);
+        },
+        recordAddresses: (...args: unknown[]) => {
+          addressWrites.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    const report = await h.sweep();
+    expect(report.instanceChanges).toEqual(['0:i-1:running']);
+    expect(routine).toEqual([
+      ['m', '0', 'i-1', 'running', { privateAddress: '10.0.0.7', publicAddress: '54.0.0.7' }],
+    ]);
+    // one write: no separate address write, no signal
+    expect(addressWrites).toEqual([]);
+    expect(signals).toEqual([]);
+  });
+
+  it('drops a pending the store finds stale (a running landed since the sweep read the machine): no signal, no address write', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const routine: unknown[][] = [];
+    const addressWrites: unknown[][] = [];
+    const h = harness({
+      machines: [{ ...starting, instanceStatus: 'stopped' }],
+      listed: [instance('i-1', 'pending')],
+      byId: [instance('i-1', 'pending')],
+      temporal,
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve('stale');
+        },
+        recordAddresses: (...args: unknown[]) => {
+          addressWrites.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    await h.sweep();
+    expect(routine.map((r) => r.slice(0, 4))).toEqual([['m', '0', 'i-1', 'pending']]);
+    expect(signals).toEqual([]);
+  });
+
+  it('leaves the addresses alone when EC2 lists the ones recorded', async () => {
+    const routine: unknown[][] = [];
+    const h = harness({
+      machines: [{ ...starting, privateAddress: '10.0.0.7', publicAddress: '54.0.0.7' }],
+      listed: [listedRunning('i-1')],
+      byId: [listedRunning('i-1')],
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    await h.sweep();
+    expect(routine).toEqual([['m', '0', 'i-1', 'running', undefined]]);
+  });
+
+  it('tells the workflow instead when the write does not apply (the machine is down or stopped), and writes the addresses after', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const addressWrites: unknown[][] = [];
+    const h = harness({
+      machines: [{ ...starting, status: 'down', instanceStatus: 'terminated' }],
+      listed: [listedRunning('i-1')],
+      byId: [listedRunning('i-1')],
+      temporal,
+      store: {
+        recordRoutineInstanceState: () => Promise.resolve(false),
+        recordAddresses: (...args: unknown[]) => {
+          addressWrites.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    await h.sweep();
+    expect(signals).toEqual([
+      {
+        workflowId: machineWorkflowId('m', '0'),
+        name: 'instanceState',
+        args: [{ instanceId: 'i-1', state: 'running' }],
+      },
+    ]);
+    expect(addressWrites).toEqual([
+      [
+        'm',
+        '0',
+        'i-1',
+        {
+          machineId: '0',
+          instanceId: 'i-1',
+          privateAddress: '10.0.0.7',
+          publicAddress: '54.0.0.7',
+        },
+      ],
+    ]);
+  });
+
+  it('signals a loss and a stop without writing them: the workflow marks the machine down or says it is stopped', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const routine: unknown[][] = [];
+    const h = harness({
+      machines: [
+        { ...starting, instanceStatus: 'running' },
+        { ...starting, id: '1', instanceId: 'i-2', instanceStatus: 'running' },
+      ],
+      listed: [instance('i-1', 'terminated'), instance('i-2', 'stopped')],
+      byId: [instance('i-1', 'terminated'), instance('i-2', 'stopped')],
+      temporal,
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    const report = await h.sweep();
+    expect(report.lost).toEqual(['0']);
+    expect(routine).toEqual([]);
+    expect(signals.map((s) => [s.workflowId, s.name, s.args])).toEqual([
+      [machineWorkflowId('m', '0'), 'instanceState', [{ instanceId: 'i-1', state: 'terminated' }]],
+      [machineWorkflowId('m', '1'), 'instanceState', [{ instanceId: 'i-2', state: 'stopped' }]],
+    ]);
+  });
+
+  it('goes on with the other machines when one routine write fails, and signals nothing for it', async () => {
+    const { temporal, signals } = fakeTemporal();
+    const routine: string[] = [];
+    const h = harness({
+      machines: [starting, { ...starting, id: '1', instanceId: 'i-2' }],
+      listed: [listedRunning('i-1', false), listedRunning('i-2', false)],
+      byId: [listedRunning('i-1', false), listedRunning('i-2', false)],
+      temporal,
+      store: {
+        recordRoutineInstanceState: (_m: string, machineId: string) => {
+          if (machineId === '0') return Promise.reject(new Error('ThrottlingException'));
+          routine.push(machineId);
+          return Promise.resolve(true);
+        },
+      },
+    });
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      const report = await h.sweep();
+      expect(report.instanceChanges).toEqual(['0:i-1:running', '1:i-2:running']);
+      expect(routine).toEqual(['1']);
+      expect(signals).toEqual([]);
+      expect(String(warn.mock.calls[0]?.[0])).toContain('ThrottlingException');
+    } finally {
+      warn.mockRestore();
+    }
+  });
+});
+
+describe('sweepModel and Dead machines whose workflow runs', () => {
+  const dead = (id: string, status: SweptMachine['status']): SweptMachine => ({
+    id,
+    life: 'dead',
+    status,
+    instanceId: `i-${id}`,
+    instanceStatus: 'running',
+  });
+
+  it('sends destroy again only to a workflow that has not begun its teardown (status not stopping)', async () => {
+    // machine 0 missed the API's signal (still `running`); machine 1's workflow wrote
+    // `stopping`: it took the signal and tears down, and a signal would only cost it a
+    // workflow task every sweep (issue 30)
+    const { temporal, signals } = fakeTemporal();
+    const h = harness({
+      machines: [dead('0', 'running'), dead('1', 'stopping')],
+      listed: [],
+      byId: [],
+      temporal,
+    });
+    const report = await h.sweep();
+    expect(signals).toEqual([
+      { workflowId: machineWorkflowId('m', '0'), name: 'destroy', args: [] },
+    ]);
+    expect(report.restarted).toEqual([]);
+  });
+});

@@ -3,7 +3,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
 import { InstanceOwners } from '../../../activities/instance-owners';
 import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
-import { idsNamedIn, teardownActivities, terminateEach } from '../../../activities/teardown';
+import {
+  idsNamedIn,
+  teardownActivities,
+  TERMINATED_POLL_MS,
+  terminateEach,
+} from '../../../activities/teardown';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';
 import { EntityNotFoundError } from '../../../state/errors';
 import type { MachineRecord } from '../../../state/types';
@@ -174,6 +179,8 @@ function harness(input: {
   machines?: Record<string, Partial<MachineRecord>>;
   /** What every `repo.getMachine` fails with, when given. */
   machineReadError?: Error;
+  /** What DescribeInstances fails with while set (read at each call). */
+  describeError?: { error?: Error };
   now?: number;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
@@ -213,6 +220,7 @@ function harness(input: {
         );
       }
       calls.push({ action: 'DescribeInstances', ids: byId ?? [] });
+      if (input.describeError?.error) throw input.describeError.error;
       const listed = byId
         ? input.instances.filter((i) => byId.includes(i.InstanceId!))
         : input.instances;
@@ -277,6 +285,180 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     expect(calls).toHaveLength(1);
   });
 
+  describe('waits for terminated, on fake timers (the 5 s / 10 s rounds without their wall-clock time)', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    /** Advances the fake clock in steps until `done` holds (at most `maxMs`), microtasks run between. */
+    async function advanceUntil(done: () => boolean, maxMs = 120_000): Promise<number> {
+      const from = Date.now();
+      while (!done()) {
+        if (Date.now() - from > maxMs) throw new Error(`not done after ${maxMs} ms (fake)`);
+        await jest.advanceTimersByTimeAsync(100);
+      }
+      return Date.now() - from;
+    }
+
+    it('polls again inside the activity when asked (waitMs) until none is left', async () => {
+      const ids = ['i-0a1', 'i-0a2', 'i-0a3'];
+      const instances = ids.map((id): Instance => ({
+        InstanceId: id,
+        State: { Name: 'shutting-down' },
+      }));
+      const { activities, calls } = harness({ instances });
+      let answers: string[][] | undefined;
+      void Promise.all(
+        ids.map((id) =>
+          activities.instancesNotTerminated({
+            region: 'us-east-1',
+            instanceIds: [id],
+            waitMs: 60_000,
+          }),
+        ),
+      ).then((a) => (answers = a));
+      // the three machines' first checks, asked in one turn, go out together
+      await advanceUntil(() => calls.length > 0);
+      expect(calls.map((c) => [c.action, c.ids.length])).toEqual([['DescribeInstances', 3]]);
+      // EC2 reports them terminated only after that first check
+      for (const i of instances) i.State = { Name: 'terminated' };
+      const waited = await advanceUntil(() => answers !== undefined);
+      expect(answers!.flat()).toEqual([]);
+      // the region's poller asked for the three together TERMINATED_POLL_MS later, once
+      expect(calls.map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 3],
+        ['DescribeInstances', 3],
+      ]);
+      expect(waited).toBeGreaterThanOrEqual(TERMINATED_POLL_MS - 1_000);
+      expect(waited).toBeLessThan(TERMINATED_POLL_MS + 2_000);
+    });
+
+    it('answers every waiting machine of a region from one describe per round, however their waits began', async () => {
+      const ids = ['i-0d1', 'i-0d2', 'i-0d3', 'i-0d4'];
+      const instances = ids.map((id): Instance => ({
+        InstanceId: id,
+        State: { Name: 'shutting-down' },
+      }));
+      const { activities, calls } = harness({ instances });
+      const answers = new Map<string, string[]>();
+      // four machines start waiting a second apart: their first checks go out on their own
+      // (each more than the poll window's 500 ms idle after the one before)
+      for (const id of ids) {
+        void activities
+          .instancesNotTerminated({ region: 'us-east-1', instanceIds: [id], waitMs: 60_000 })
+          .then((left) => answers.set(id, left));
+        await jest.advanceTimersByTimeAsync(1_000);
+      }
+      expect(calls.map((c) => c.ids)).toEqual(ids.map((id) => [id]));
+      // then the region's poller: one describe for all four per round, not one per machine
+      await advanceUntil(() => calls.length > ids.length);
+      expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 4],
+      ]);
+      for (const i of instances) i.State = { Name: 'terminated' };
+      await advanceUntil(() => answers.size === ids.length);
+      expect([...answers.values()].flat()).toEqual([]);
+      expect(calls.slice(ids.length).map((c) => [c.action, c.ids.length])).toEqual([
+        ['DescribeInstances', 4],
+        ['DescribeInstances', 4],
+      ]);
+    });
+
+    it('answers what is still not terminated once waitMs has passed', async () => {
+      const instances: Instance[] = [{ InstanceId: 'i-0b1', State: { Name: 'shutting-down' } }];
+      const { activities, calls } = harness({ instances });
+      let left: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0b1'], waitMs: 7_000 })
+        .then((l) => (left = l));
+      const waited = await advanceUntil(() => left !== undefined);
+      expect(left).toEqual(['i-0b1']);
+      // asked at once, then by the region's poller TERMINATED_POLL_MS (5 s) later; its next poll
+      // (7.5 s after that) would come after the wait is over, so it is answered at that round,
+      // before its 7 s, not kept waiting for nothing
+      expect(calls.map((c) => c.ids)).toEqual([['i-0b1'], ['i-0b1']]);
+      expect(waited).toBeGreaterThanOrEqual(TERMINATED_POLL_MS);
+      expect(waited).toBeLessThan(7_000);
+    });
+
+    it('a wait that begins after the region’s poller found no one left and stopped gets a poller of its own', async () => {
+      const instances: Instance[] = [
+        { InstanceId: 'i-0e1', State: { Name: 'shutting-down' } },
+        { InstanceId: 'i-0e2', State: { Name: 'shutting-down' } },
+      ];
+      const { activities, calls } = harness({ instances });
+      let first: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0e1'], waitMs: 60_000 })
+        .then((l) => (first = l));
+      await advanceUntil(() => calls.length === 1);
+      instances[0]!.State = { Name: 'terminated' };
+      await advanceUntil(() => first !== undefined);
+      expect(first).toEqual([]);
+      // the poller has stopped: a new wait starts a new one, which answers it
+      let second: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0e2'], waitMs: 60_000 })
+        .then((l) => (second = l));
+      await advanceUntil(() => calls.length === 3);
+      instances[1]!.State = { Name: 'terminated' };
+      await advanceUntil(() => second !== undefined);
+      expect(second).toEqual([]);
+      expect(calls.map((c) => c.ids)).toEqual([['i-0e1'], ['i-0e1'], ['i-0e2'], ['i-0e2']]);
+    });
+    it('fails the waits of a round whose describe failed (their activities retry), and polls again for the next wait', async () => {
+      const instances: Instance[] = [
+        { InstanceId: 'i-0f1', State: { Name: 'shutting-down' } },
+        { InstanceId: 'i-0f2', State: { Name: 'shutting-down' } },
+      ];
+      const describeError: { error?: Error } = {};
+      const { activities, calls } = harness({ instances, describeError });
+      let failed: unknown;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0f1'], waitMs: 60_000 })
+        .then(
+          () => (failed = 'answered'),
+          (err: unknown) => (failed = err),
+        );
+      await advanceUntil(() => calls.length === 1);
+      // the poller's round fails: its wait fails with EC2's error, not kept to its 60 s
+      describeError.error = ec2Error('UnauthorizedOperation', 'You are not authorized');
+      const waited = await advanceUntil(() => failed !== undefined);
+      expect(failed).toBeInstanceOf(Error);
+      expect((failed as Error).message).toBe('You are not authorized');
+      expect(waited).toBeLessThan(TERMINATED_POLL_MS + 2_000);
+      // the poller went on: a wait after the failure is served and answered
+      describeError.error = undefined;
+      let later: string[] | undefined;
+      void activities
+        .instancesNotTerminated({ region: 'us-east-1', instanceIds: ['i-0f2'], waitMs: 60_000 })
+        .then((l) => (later = l));
+      await advanceUntil(() => calls.length === 4);
+      instances[1]!.State = { Name: 'terminated' };
+      await advanceUntil(() => later !== undefined);
+      expect(later).toEqual([]);
+      // the failed round's describe, then the new wait's own check and the poller's two rounds
+      expect(calls.map((c) => c.ids)).toEqual([
+        ['i-0f1'],
+        ['i-0f1'],
+        ['i-0f2'],
+        ['i-0f2'],
+        ['i-0f2'],
+      ]);
+    });
+  });
+
+  it('terminates, then waits for terminated in the same activity (waitMs)', async () => {
+    const { activities, calls } = harness({ instances: [] });
+    const left = await activities.terminateInstances({
+      region: 'us-east-1',
+      instanceIds: ['i-0c1'],
+      waitMs: 60_000,
+    });
+    // TerminateInstances answered `terminated`: known gone, no describe
+    expect(left).toEqual([]);
+    expect(calls.map((c) => c.action)).toEqual(['TerminateInstances']);
+  });
+
   it('checks 450 machines’ instances in describes of at most 200 ids each (EC2’s filter limit)', async () => {
     const ids = Array.from({ length: 450 }, (_, i) => `i-${(i + 0x1000).toString(16)}`);
     const instances = ids.map((id, i): Instance => ({
@@ -338,7 +520,7 @@ describe('teardown activities: many machines, few EC2 calls', () => {
       },
     });
     /** Runs the activity as machine `machineId`'s workflow would. */
-    const asMachine = (machineId: string, instanceId: string): Promise<void> =>
+    const asMachine = (machineId: string, instanceId: string): Promise<string[]> =>
       new MockActivityEnvironment({
         workflowExecution: { workflowId: `machine:big:${machineId}`, runId: `run-${machineId}` },
       }).run(() =>

@@ -2,9 +2,12 @@ import { BenchArgsError, parseArgs } from '../../../bench/args';
 import { auditInstances } from '../../../bench/audit';
 import { backoffMs, splitOverZones } from '../../../bench/floor';
 import {
+  ACTIVITY_ATTEMPTS,
+  CHANGE_VERSION_ATTRIBUTE,
   countHistory,
   emptyTemporalUse,
   LOCAL_ACTIVITY_MARKER,
+  LOCAL_ACTIVITY_TASKS,
   sumMetric,
 } from '../../../bench/history';
 import { parseStat } from '../../../bench/cpu';
@@ -67,7 +70,60 @@ describe('countHistory', () => {
       localActivities: 0,
       localActivityTasks: 0,
       byIdentity: { unknown: { workflowTasks: 3, activityTasks: 1 } },
+      actionsByKind: {
+        start: 1,
+        upsert: 1,
+        timer: 1,
+        'signal ?': 1,
+        [ACTIVITY_ATTEMPTS]: 4,
+      },
     });
+  });
+
+  it('says what each action was: signals and markers by name, change-version upserts apart', () => {
+    const use = emptyTemporalUse();
+    const upsert = (fields: Record<string, unknown>) => ({
+      upsertWorkflowSearchAttributesEventAttributes: {
+        searchAttributes: { indexedFields: fields },
+      },
+    });
+    countHistory(
+      [
+        { workflowExecutionStartedEventAttributes: {} },
+        { workflowTaskStartedEventAttributes: {} },
+        {
+          markerRecordedEventAttributes: {
+            markerName: LOCAL_ACTIVITY_MARKER,
+            workflowTaskCompletedEventId: 4,
+          },
+        },
+        upsert({ ProvisioningStatus: {} }),
+        { workflowExecutionSignaledEventAttributes: { signalName: 'instanceState' } },
+        { workflowTaskStartedEventAttributes: {} },
+        { markerRecordedEventAttributes: { markerName: 'core_patch' } },
+        upsert({ [CHANGE_VERSION_ATTRIBUTE]: {} }),
+        {
+          markerRecordedEventAttributes: {
+            markerName: LOCAL_ACTIVITY_MARKER,
+            workflowTaskCompletedEventId: 9,
+          },
+        },
+        upsert({ ProvisioningStatus: {} }),
+        { workflowExecutionSignaledEventAttributes: { signalName: 'instanceState' } },
+      ],
+      use,
+    );
+    expect(use.actionsByKind).toEqual({
+      start: 1,
+      upsert: 2,
+      [`upsert ${CHANGE_VERSION_ATTRIBUTE}`]: 1,
+      'signal instanceState': 2,
+      'marker core_patch': 1,
+      [LOCAL_ACTIVITY_TASKS]: 2,
+    });
+    const sum = Object.values(use.actionsByKind!).reduce((a, b) => a + b, 0);
+    expect(sum).toBe(use.actions);
+    expect(use.actions).toBe(9);
   });
 
   it('counts the local activities of one workflow task as one action, other markers one each', () => {

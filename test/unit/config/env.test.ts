@@ -60,8 +60,10 @@ describe('worker tuning', () => {
       teardownTerminateRatePerSecond: 5,
       teardownDescribeBurst: 50,
       teardownDescribeRatePerSecond: 10,
-      teardownBatchIdleMs: 1000,
-      teardownBatchMaxMs: 5000,
+      teardownBatchIdleMs: 3000,
+      teardownBatchMaxMs: 15000,
+      // only the local stack turns it on (ec2/caller.ts)
+      ec2CallerHeader: false,
     });
   });
 
@@ -91,6 +93,7 @@ describe('worker tuning', () => {
         PROVISIONER_TEARDOWN_DESCRIBE_RATE: '4',
         PROVISIONER_TEARDOWN_BATCH_IDLE: '200ms',
         PROVISIONER_TEARDOWN_BATCH_MAX: '2s',
+        PROVISIONER_EC2_CALLER_HEADER: 'on',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -117,6 +120,7 @@ describe('worker tuning', () => {
       teardownDescribeRatePerSecond: 4,
       teardownBatchIdleMs: 200,
       teardownBatchMaxMs: 2000,
+      ec2CallerHeader: true,
     });
   });
 

@@ -20,58 +20,124 @@ function sample(state: string, instanceId = 'i-0abcd1234ef567890') {
 /** The table's byInstance index, as the fakes hold it. */
 const RECORDED = new Map([['i-0abcd1234ef567890', { model: 'demo', machineId: '3' }]]);
 
-function fakes(recorded = RECORDED) {
+/**
+ * `routineApplies`: whether the machine's routine write applies (alive,
+ * `running`, recording the instance starting or running), as the store's
+ * condition would decide.
+ */
+function fakes(recorded = RECORDED, routineApplies: boolean | 'stale' = true) {
   const signals: Array<[string, InstanceObservation]> = [];
+  const written: Array<[string, InstanceObservation]> = [];
   const asked: string[] = [];
   const deps: InstanceEventDeps = {
     machineOf: (instanceId) => {
       asked.push(instanceId);
       return Promise.resolve(recorded.get(instanceId));
     },
+    recordRoutine: (machine, obs) => {
+      written.push([`${machine.model}/${machine.machineId}`, obs]);
+      return Promise.resolve(routineApplies);
+    },
     signal: (id, obs) => {
       signals.push([id, obs]);
       return Promise.resolve();
     },
   };
-  return { deps, signals, asked };
+  return { deps, signals, written, asked };
 }
 
 describe('EC2 instance state-change events', () => {
-  it.each(['pending', 'running', 'stopping', 'stopped', 'shutting-down', 'terminated'])(
-    'signals the workflow of the machine that records the instance that it is %s',
+  it.each(['pending', 'running'])(
+    'writes %s to the machine that runs the instance itself: no signal, no workflow task',
     async (state) => {
-      const { deps, signals, asked } = fakes();
+      const { deps, signals, written, asked } = fakes();
       await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
-        signalled: 'machine:demo:3',
+        recorded: 'machine:demo:3',
       });
-      expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+      expect(written).toEqual([['demo/3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+      expect(signals).toEqual([]);
       // found by the recorded instance id alone: no tag of the instance is read
       expect(asked).toEqual(['i-0abcd1234ef567890']);
     },
   );
 
-  it('ignores an instance no machine records (another deployment, an old model, a launch not recorded yet)', async () => {
-    const { deps, signals } = fakes();
-    await expect(handleInstanceEvent(deps, sample('running', 'i-0ffff'))).resolves.toEqual({
-      ignored: 'not-ours',
+  it.each(['pending', 'running'])(
+    'signals %s to the workflow when the machine is not simply running (down, stopped, dying): the workflow decides',
+    async (state) => {
+      const { deps, signals, written } = fakes(RECORDED, false);
+      await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
+        signalled: 'machine:demo:3',
+      });
+      expect(written).toHaveLength(1);
+      expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+    },
+  );
+
+  it('drops a late pending the store finds stale (the machine records the instance running): no signal', async () => {
+    const { deps, signals, written } = fakes(RECORDED, 'stale');
+    await expect(handleInstanceEvent(deps, sample('pending'))).resolves.toEqual({
+      ignored: 'stale',
     });
+    expect(written).toEqual([['demo/3', { instanceId: 'i-0abcd1234ef567890', state: 'pending' }]]);
     expect(signals).toEqual([]);
   });
 
+  it.each(['stopping', 'stopped', 'shutting-down', 'terminated'])(
+    'signals the workflow of the machine that records the instance that it is %s, writing nothing itself',
+    async (state) => {
+      const { deps, signals, written, asked } = fakes();
+      await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
+        signalled: 'machine:demo:3',
+      });
+      expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+      expect(written).toEqual([]);
+      expect(asked).toEqual(['i-0abcd1234ef567890']);
+    },
+  );
+
+  it('ignores an instance no machine records (another deployment, an old model, a launch not recorded yet, an instance a machine recorded before it was reprovisioned)', async () => {
+    const { deps, signals, written } = fakes();
+    await expect(handleInstanceEvent(deps, sample('running', 'i-0ffff'))).resolves.toEqual({
+      ignored: 'not-ours',
+    });
+    await expect(handleInstanceEvent(deps, sample('terminated', 'i-0ffff'))).resolves.toEqual({
+      ignored: 'not-ours',
+    });
+    expect([signals, written]).toEqual([[], []]);
+  });
+
   it('ignores a state EC2 may add later, without a lookup', async () => {
-    const { deps, signals, asked } = fakes();
+    const { deps, signals, asked, written } = fakes();
     await expect(handleInstanceEvent(deps, sample('hibernating'))).resolves.toEqual({
       ignored: 'unknown-state',
     });
-    expect([signals, asked]).toEqual([[], []]);
+    expect([signals, asked, written]).toEqual([[], [], []]);
   });
 
   it('ignores a machine whose workflow is gone', async () => {
-    const { deps } = fakes();
+    const { deps } = fakes(RECORDED, false);
     deps.signal = () => Promise.reject(new WorkflowNotFoundError('gone', 'machine:demo:3', ''));
     await expect(handleInstanceEvent(deps, sample('terminated'))).resolves.toEqual({
       ignored: 'no-workflow',
     });
+    await expect(handleInstanceEvent(deps, sample('running'))).resolves.toEqual({
+      ignored: 'no-workflow',
+    });
+  });
+
+  it('fails when the routine write fails for another reason than its condition (EventBridge retries the event)', async () => {
+    const { deps, signals } = fakes();
+    deps.recordRoutine = () => Promise.reject(new Error('ProvisionedThroughputExceededException'));
+    await expect(handleInstanceEvent(deps, sample('running'))).rejects.toThrow(
+      'ProvisionedThroughputExceededException',
+    );
+    expect(signals).toEqual([]);
+  });
+
+  it('fails when the signal fails for another reason than a missing workflow', async () => {
+    const { deps } = fakes();
+    deps.signal = () => Promise.reject(new Error('UNAVAILABLE'));
+    await expect(handleInstanceEvent(deps, sample('terminated'))).rejects.toThrow('UNAVAILABLE');
   });
 
   it('refuses an event of another shape', async () => {

@@ -86,10 +86,14 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
   PROVISIONER_TEARDOWN_DESCRIBE_RATE: API_DEFAULT,
   PROVISIONER_TEARDOWN_BATCH_IDLE: API_DEFAULT,
   PROVISIONER_TEARDOWN_BATCH_MAX: API_DEFAULT,
+  PROVISIONER_EC2_CALLER_HEADER:
+    'the local EC2 proxy’s per-caller counts (ec2/caller.ts); off in the cloud, where a header would only reach AWS (or a VPC endpoint EC2_ENDPOINT names)',
   PROVISIONER_LAUNCH_INSTANCE_BURST:
     'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
   PROVISIONER_LAUNCH_INSTANCE_RATE:
     'EC2’s own instance bucket for RunInstances (1,000 at once, then 2 a second, per account and region), the same in every environment; read by the plans’ estimate only',
+  PROVISIONER_WORKFLOW_GUARDS:
+    'off in every environment: the SDK’s per-promise stack traces cost ~40 % of a machine’s workflow-task CPU (worker/sandbox.ts; the deadlock detector stays on); on only to read a stuck workflow’s stack',
   PROVISIONER_SWEEPER:
     'on by default, as the cloud wants; only tests that run a second worker turn it off',
   PRICING_REGION:

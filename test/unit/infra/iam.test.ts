@@ -62,7 +62,7 @@ const UNOBSERVED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
 };
 
 function reasonFor(component: string, action: string): string | undefined {
-  if (component === 'instance-events' || component === 'search-attributes') return NOT_RUN_LOCALLY;
+  if (component === 'search-attributes') return NOT_RUN_LOCALLY;
   return UNOBSERVED[component]?.[action] ?? UNOBSERVED['*']?.[action];
 }
 

@@ -421,7 +421,28 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
             (r) => r.Ref,
           );
           if (roles.includes(eventsRole)) {
-            // the state-change Lambda only finds a machine by its instance, on that index
+            // the state-change Lambda finds a machine by its instance, on that index, and
+            // writes routine news to the machine's item: nothing else
+            if (statement.Action === 'dynamodb:UpdateItem') {
+              expect(statement.Resource).toEqual({ 'Fn::GetAtt': [tableId, 'Arn'] });
+              // only the routine write's own attributes (key, set, condition), nothing read back
+              expect(statement.Condition).toEqual({
+                'ForAllValues:StringEquals': {
+                  'dynamodb:Attributes': [
+                    'pk',
+                    'sk',
+                    'instanceId',
+                    'life',
+                    'status',
+                    'instanceStatus',
+                    'instanceStatusAt',
+                    'updatedAt',
+                  ],
+                },
+                StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+              });
+              continue;
+            }
             expect(statement.Action).toEqual('dynamodb:Query');
             expect(statement.Resource).toEqual({
               'Fn::Join': ['', [{ 'Fn::GetAtt': [tableId, 'Arn'] }, '/index/byInstance']],
@@ -559,7 +580,7 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
       );
     });
 
-    it('may query the machines-by-instance index and read the Temporal secret: nothing else', () => {
+    it('may query the machines-by-instance index, update a machine’s item and read the Temporal secret: nothing else', () => {
       const role = logicalId(synth.stack.instanceEvents.function.role!);
       const actions = Object.values(resourcesOfType(synth.template, 'AWS::IAM::Policy'))
         .filter((p) => (p.Properties!.Roles as Array<{ Ref: string }>).some((r) => r.Ref === role))
@@ -568,7 +589,10 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
         )
         .flatMap((s) => asList(s.Action));
       expect(actions.filter((a) => a.startsWith('ec2:'))).toEqual([]);
-      expect(actions.filter((a) => a.startsWith('dynamodb:'))).toEqual(['dynamodb:Query']);
+      expect(actions.filter((a) => a.startsWith('dynamodb:')).sort()).toEqual([
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+      ]);
       expect([...new Set(actions.map((a) => a.split(':')[0]))].sort()).toEqual([
         'dynamodb',
         'secretsmanager',

@@ -7,6 +7,7 @@ import {
 } from '../../../local/api-server';
 import { ROUTE_GROUPS, type RouteGroup } from '../../../functions/routes';
 import { REQUEST_TOO_LARGE } from '../../../local/shipped-api';
+import { EC2_EVENTS_PATH } from '../../../local/ec2-events';
 
 describe('local API server', () => {
   const seen: Array<{ group: RouteGroup; event: APIGatewayProxyEventV2 }> = [];
@@ -258,5 +259,63 @@ describe('local API server with a dispatch that sets its own body limit (the shi
     expect(res.status).toBe(413);
     expect(await res.json()).toEqual({ message: 'Request Entity Too Large' });
     expect(bodies).toEqual([]);
+  });
+});
+
+describe('local API server hosting the instance-events handler', () => {
+  const events: unknown[] = [];
+  const ok: LambdaHandler = () =>
+    Promise.resolve({ statusCode: 404, body: '{"error":{"code":"not-found"}}' });
+  const handlers = Object.fromEntries(ROUTE_GROUPS.map((g) => [g, ok])) as Record<
+    RouteGroup,
+    LambdaHandler
+  >;
+  const withEvents = createApiServer(handlers, {
+    instanceEvents: (event) => {
+      events.push(event);
+      if ((event as { fail?: boolean }).fail) return Promise.reject(new TypeError('boom'));
+      return Promise.resolve({ recorded: 'machine:demo:3' });
+    },
+  });
+  const without = createApiServer(handlers);
+  const bases: string[] = [];
+
+  beforeAll(async () => {
+    for (const server of [withEvents, without]) {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      bases.push(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    }
+  });
+  afterAll(async () => {
+    for (const server of [withEvents, without]) {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  const post = (base: string, body: string) =>
+    fetch(`${base}${EC2_EVENTS_PATH}`, { method: 'POST', body });
+
+  it('hands the event as it is to the handler and answers its outcome', async () => {
+    const event = { 'detail-type': 'EC2 Instance State-change Notification', detail: {} };
+    const res = await post(bases[0]!, JSON.stringify(event));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ recorded: 'machine:demo:3' });
+    expect(events).toEqual([event]);
+  });
+
+  it('answers 500 naming the error type when the handler throws, and 400 to a body that is not JSON', async () => {
+    const failed = await post(bases[0]!, '{"fail":true}');
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toEqual({ error: { code: 'internal', message: 'TypeError' } });
+    const bad = await post(bases[0]!, 'not json');
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toEqual({
+      error: { code: 'bad-request', message: 'the event is not JSON' },
+    });
+  });
+
+  it('is an ordinary (unrouted) path when the server hosts no handler', async () => {
+    const res = await post(bases[1]!, '{}');
+    expect(res.status).toBe(404);
   });
 });

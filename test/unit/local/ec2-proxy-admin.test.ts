@@ -92,17 +92,27 @@ describe('handleAdmin', () => {
   it('shows and resets stats', () => {
     const s = state();
     s.stats.call('RunInstances');
+    s.stats.call('DescribeInstances', 'sweep');
+    s.stats.call('DescribeInstances', 'teardown:poll');
+    s.stats.call('DescribeInstances', 'sweep');
     s.stats.inject('Unsupported');
     s.stats.throttle();
     expect(handleAdmin(s, 'GET', '/_admin/stats', '').body).toEqual({
-      calls: { RunInstances: 1 },
+      calls: { DescribeInstances: 3, RunInstances: 1 },
       injected: { Unsupported: 1 },
       throttled: 1,
+      // per caller (the worker's x-provisioner-caller header), `unnamed` without one
+      byCaller: {
+        sweep: { DescribeInstances: 2 },
+        'teardown:poll': { DescribeInstances: 1 },
+        unnamed: { RunInstances: 1 },
+      },
     });
     expect(handleAdmin(s, 'DELETE', '/_admin/stats', '').body).toEqual({
       calls: {},
       injected: {},
       throttled: 0,
+      byCaller: {},
     });
   });
 

@@ -3,7 +3,7 @@ import {
   actionFromLimitKey,
   parseLimitSet,
   RequestLimiter,
-  TokenBucket,
+  ThrottleBucket,
 } from '../../../local/ec2-proxy/limits';
 
 function fakeClock(): { now: () => number; advance: (ms: number) => void } {
@@ -11,16 +11,16 @@ function fakeClock(): { now: () => number; advance: (ms: number) => void } {
   return { now: () => t, advance: (ms) => (t += ms) };
 }
 
-function takeAll(bucket: TokenBucket, max = 100): number {
+function takeAll(bucket: ThrottleBucket, max = 100): number {
   let n = 0;
   while (n < max && bucket.take()) n += 1;
   return n;
 }
 
-describe('TokenBucket', () => {
+describe('ThrottleBucket', () => {
   it('allows a burst, then refuses until tokens refill', () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ burst: 5, refillPerSecond: 2 }, clock.now);
+    const bucket = new ThrottleBucket({ burst: 5, refillPerSecond: 2 }, clock.now);
     expect(takeAll(bucket)).toBe(5);
     expect(bucket.take()).toBe(false);
     clock.advance(499);
@@ -32,14 +32,14 @@ describe('TokenBucket', () => {
 
   it('never holds more than the burst', () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ burst: 3, refillPerSecond: 10 }, clock.now);
+    const bucket = new ThrottleBucket({ burst: 3, refillPerSecond: 10 }, clock.now);
     clock.advance(60_000);
     expect(takeAll(bucket)).toBe(3);
   });
 
   it('keeps fractional refill between calls', () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ burst: 1, refillPerSecond: 4 }, clock.now);
+    const bucket = new ThrottleBucket({ burst: 1, refillPerSecond: 4 }, clock.now);
     expect(bucket.take()).toBe(true);
     clock.advance(100);
     expect(bucket.take()).toBe(false);
@@ -49,7 +49,7 @@ describe('TokenBucket', () => {
 
   it('does not refill at rate 0', () => {
     const clock = fakeClock();
-    const bucket = new TokenBucket({ burst: 2, refillPerSecond: 0 }, clock.now);
+    const bucket = new ThrottleBucket({ burst: 2, refillPerSecond: 0 }, clock.now);
     expect(takeAll(bucket)).toBe(2);
     clock.advance(3_600_000);
     expect(bucket.take()).toBe(false);

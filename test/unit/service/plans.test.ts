@@ -6,6 +6,7 @@ import type { InstanceTypeInfo } from '../../../core';
 import { ERROR_STATUS } from '../../../core/error-codes';
 import type { ServiceContext } from '../../../service/context';
 import type { PlanSources } from '../../../service/plan-sources';
+import { asPricingClient } from '../../support/pricing-client';
 import { launchBudgetFromEnv } from '../../../service/plan-sources';
 import {
   buildPlan,
@@ -88,7 +89,7 @@ describe('buildPlan: prices', () => {
         return Promise.resolve({ PriceList: [M5_LARGE] });
       },
     };
-    const prices = new InstancePrices(pricing, {
+    const prices = new InstancePrices(asPricingClient(pricing), {
       timeoutMs: 60_000,
       failureTtlMs: 30_000,
       now: () => now,

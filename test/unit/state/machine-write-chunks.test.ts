@@ -1,5 +1,5 @@
 import { TransactionTooLargeError } from '../../../state/errors';
-import { machineWriteChunks } from '../../../state/repository';
+import { machineWriteChunks } from '../../../state/machines';
 import type { MachineRecord } from '../../../state/types';
 
 const machine = (id: string): MachineRecord => ({

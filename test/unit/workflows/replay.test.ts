@@ -43,6 +43,22 @@ import { promisify } from 'node:util';
  *   marker with the signal, the reset, a new launch), continued as new once
  *   settled, then told of its new instance. Recorded by
  *   test/integration/liveness.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-teardown-batched-destroy-model`, `…-removal`: one machine of
+ *   `npm run bench -- --sizes 1000` (a86f5df) torn down by destroy-model with
+ *   its instance (release, tag search, status, terminate, poll, remove: one
+ *   activity and workflow task each), and one of the removal phase (in
+ *   `error`, no instance), as code before `overlapped-teardown` ran them;
+ *   `machine-teardown-overlapped-…`: the same two with that marker (the steps
+ *   started together, the DynamoDB writes local, the wait for `terminated`
+ *   inside the terminating activity). From the bench's Temporal database.
+ *   `machine-teardown-overlapped-found-instance` (issue 30's review): a Dead
+ *   machine whose tag search found an instance it never recorded, terminated
+ *   (with its status) as soon as the search answered, while the known one's
+ *   termination still waited, the machine removed by a local activity;
+ *   `…-availability-set`: the same in an availability-set model, removed by
+ *   an activity of its own (it may delete the placement group). Recorded by
+ *   test/integration/provisioning-workflow.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
  *   failing every zone, cut between attempts by `bounded-failing-history`
  *   (with `quiet-failover` failovers), the first run and a later one resuming

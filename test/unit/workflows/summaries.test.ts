@@ -60,11 +60,23 @@ describe('machine summaries', () => {
       'Machine 3 in model demo',
       '**status** running (running)',
       '**zone** us-east-1b',
-      '**instance** i-0abc (t3.medium, running)',
+      // routine states reach the table, not the workflow: its details name none
+      '**instance** i-0abc (t3.medium)',
       '**applications** mysql, wordpress',
       '**units** mysql/0, wordpress/1',
       '**constraints** mem=4G zones=us-east-1a,us-east-1b',
     ]);
+    ctx.state.instanceStatus = 'pending';
+    expect(machineDetails(ctx, machine)).toContain('**instance** i-0abc (t3.medium)\n');
+  });
+
+  it('names a state the workflow was told and acted on: a stop, a loss', () => {
+    const ctx = context({ phase: 'running', attempt: 0, instanceStatus: 'stopped' });
+    ctx.published.status = 'running';
+    expect(machineDetails(ctx, machine)).toContain('**instance** i-0abc (t3.medium, stopped)\n');
+    ctx.state.instanceStatus = 'terminated';
+    ctx.published.status = 'down';
+    expect(machineDetails(ctx, machine)).toContain('**instance** i-0abc (t3.medium, terminated)\n');
   });
 
   it('details a machine in error with its attempt and last error, the workflow state winning', () => {

@@ -1,0 +1,176 @@
+import type { InstanceState } from '../core/liveness';
+import { instanceStates } from '../ec2/tags';
+import { TokenBucket } from '../ec2/token-bucket';
+import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
+import type { ActivityDeps } from './deps';
+import { inLanes } from './lanes';
+import { activityLog } from './log';
+
+/**
+ * The `running` an instance's state-change event may have said too early.
+ *
+ * EC2 reports an instance `running` some seconds after RunInstances answers,
+ * and EventBridge delivers that news to instance-events, which finds the
+ * instance's machine by the recorded instance id. A launch is recorded when
+ * its batch answers (startInstance); a busy worker can record it after the
+ * instance already runs, and then the event finds no machine (`not-ours`) and
+ * is gone: EventBridge sends it once. The machine would say `pending` until
+ * the model's next sweep (a minute and more).
+ *
+ * So once launches are recorded, their instances are asked of EC2 once: one
+ * DescribeInstances (an `instance-id` filter, 200 ids a call) for the
+ * launches recorded in a short window in a region, across batches, and each
+ * instance EC2 says runs is written `running` with the routine write the
+ * handler and the sweep use (ProvisioningStore.recordRoutineInstanceState).
+ * An instance still `pending` at that describe changes after its launch was
+ * recorded, so its own event finds the machine: between the two every
+ * launch hears its `running` within seconds. A failed describe or write is
+ * logged and left to the sweep; it never fails a launch.
+ */
+
+/** Launches recorded this close together (and at most this long after the first) are asked in one call. */
+export const CATCH_UP_WINDOWS: CoalescerWindows = { idleMs: 1_000, maxMs: 3_000, maxSize: 1_000 };
+
+/**
+ * At most one describe per region every 3 s (a window that closes while the
+ * token is awaited keeps taking launches): at 1,000 machines launched in
+ * about a minute, some 20 calls beside the 40-odd RunInstances.
+ */
+export const CATCH_UP_PACE = { burst: 1, perSecond: 1 / 3 };
+
+/** Routine writes made at once after a describe. */
+const WRITE_LANES = 8;
+
+/** A launch just recorded on its machine (instanceStatus `pending`). */
+export interface RecordedLaunch {
+  region: string;
+  model: string;
+  machineId: string;
+  instanceId: string;
+}
+
+/** What the catch-up asks and writes through (real: `runningCatchUp` below; tests: fakes). */
+export interface CatchUpPorts {
+  /** EC2's state of each id it lists (an id not yet listed is left out). */
+  statesOf(region: string, instanceIds: readonly string[]): Promise<Map<string, InstanceState>>;
+  /**
+   * The routine `running` write: false when the table refused it (the machine
+   * no longer records that instance alive and running, e.g. destroyed meanwhile).
+   */
+  recordRunning(launch: RecordedLaunch): Promise<unknown>;
+}
+
+export interface CatchUpStats {
+  /** Windows asked of EC2 (one DescribeInstances per 200 of their instances). */
+  asks: number;
+  /** Instances found running and written. */
+  written: number;
+  /** Writes the table refused (the machine moved on: destroyed, down, another instance). */
+  refused: number;
+  /** Asks or writes that failed (left to the sweep). */
+  failed: number;
+}
+
+export class RunningCatchUp {
+  private readonly asks: Coalescer<RecordedLaunch, void>;
+  private readonly buckets = new Map<string, TokenBucket>();
+  readonly stats: CatchUpStats = { asks: 0, written: 0, refused: 0, failed: 0 };
+
+  constructor(
+    private readonly ports: CatchUpPorts,
+    windows: CoalescerWindows = CATCH_UP_WINDOWS,
+    pace: { burst: number; perSecond: number } = CATCH_UP_PACE,
+  ) {
+    this.asks = new Coalescer<RecordedLaunch, void>(
+      windows,
+      (region, launches) => this.catchUp(region, launches),
+      (region) => {
+        let b = this.buckets.get(region);
+        if (!b) this.buckets.set(region, (b = new TokenBucket(pace.burst, pace.perSecond)));
+        return b.take();
+      },
+    );
+  }
+
+  /**
+   * A launch was recorded: its instance is asked of EC2 with the others of
+   * its window. Not awaited by the launch; resolves once it was asked (and
+   * written, if running), whatever the outcome.
+   */
+  recorded(launch: RecordedLaunch): Promise<void> {
+    return this.asks.submit(launch.region, launch).catch(() => undefined);
+  }
+
+  private async catchUp(region: string, launches: RecordedLaunch[]): Promise<Array<Settled<void>>> {
+    const done = launches.map((): Settled<void> => ({ ok: true, value: undefined }));
+    let states: Map<string, InstanceState>;
+    try {
+      this.stats.asks++;
+      states = await this.ports.statesOf(
+        region,
+        launches.map((l) => l.instanceId),
+      );
+    } catch (err) {
+      this.stats.failed++;
+      activityLog.warn('launched instances not asked of EC2; the sweep tells them running', {
+        region,
+        instances: launches.length,
+        error: errorText(err),
+      });
+      return done;
+    }
+    const running = launches.filter((l) => states.get(l.instanceId) === 'running');
+    const refused: string[] = [];
+    await inLanes(running, WRITE_LANES, async (l) => {
+      try {
+        const answer = await this.ports.recordRunning(l);
+        if (answer === false || answer === 'stale') refused.push(`${l.model}/${l.machineId}`);
+        else this.stats.written++;
+      } catch (err) {
+        this.stats.failed++;
+        activityLog.warn('instance running not recorded; the sweep tells it', {
+          model: l.model,
+          machineId: l.machineId,
+          instanceId: l.instanceId,
+          error: errorText(err),
+        });
+      }
+    });
+    if (refused.length > 0) {
+      // one line a window, not a machine: a refusal is normal when the machine moved on
+      this.stats.refused += refused.length;
+      activityLog.info('running not written: the machine no longer records that instance alive', {
+        region,
+        machines: refused.slice(0, 20),
+        refused: refused.length,
+      });
+    }
+    return done;
+  }
+}
+
+const ofDeps = new WeakMap<object, RunningCatchUp>();
+
+/**
+ * The worker's catch-up (one per activities' deps, so the launch's record
+ * and the workflow's own record step share its windows), on the worker's
+ * EC2 clients and its table.
+ */
+export function runningCatchUpOf(
+  deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'>,
+): RunningCatchUp {
+  let catchUp = ofDeps.get(deps);
+  if (!catchUp) {
+    catchUp = new RunningCatchUp({
+      statesOf: (region, ids) => instanceStates(deps.ec2ForRegion(region).ec2, ids),
+      recordRunning: (l) =>
+        deps.store.recordRoutineInstanceState(l.model, l.machineId, l.instanceId, 'running'),
+    });
+    ofDeps.set(deps, catchUp);
+  }
+  return catchUp;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
