@@ -43,7 +43,46 @@ export interface LaunchRequest {
   tokenSeed: string;
   /** Availability-set mode: the partition of `plan.placementGroup` the zone claim assigned. */
   partition?: number;
+  /**
+   * The batch this try found for its attempt and settled (abandoned, or
+   * sent without launching the machine): its batch may take the machine's
+   * marker over from it (state/launch-batches.ts `mark`).
+   */
+  replaces?: string;
+  /** The try is over (its activity was cancelled or timed out): its batch leaves it out. */
+  signal?: AbortSignal;
+  /** Epoch ms after which the try's activity has timed out: its batch leaves it out. */
+  liveUntil?: number;
 }
+
+/** What `recover` found: the instance, or nothing, with the batch it settled for this attempt. */
+export type Recovery = { started: StartedInstance } | { started?: undefined; settled?: string };
+
+/**
+ * A try's batch found the machine held by another batch of the same attempt
+ * (another try, on this worker or another, joined it first): this batch
+ * leaves the machine out, and the try takes what that batch launched.
+ */
+class HeldByAnotherBatch extends Error {
+  constructor(readonly batchId: string) {
+    super(`the launch attempt is a member of launch batch ${batchId || '(unknown)'}`);
+    this.name = 'HeldByAnotherBatch';
+  }
+}
+
+/** A batch a member's retry abandoned before it went out: its members launch afresh. */
+class BatchAbandoned extends Error {
+  constructor(readonly batchId: string) {
+    super(`launch batch ${batchId} was abandoned before it went out`);
+    this.name = 'BatchAbandoned';
+  }
+}
+
+/** How long a try waits for the batch that holds its machine to be recorded before abandoning it. */
+export const HELD_BATCH_WAIT_MS = 10_000;
+const HELD_BATCH_POLL_MS = 250;
+/** Batches one try may join (after the first: one abandoned, or one that held its machine). */
+const MAX_ROUNDS = 3;
 
 interface Launched {
   instance: Instance;
@@ -120,7 +159,10 @@ export class LaunchBatcher {
   private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
   private readonly buckets = new Map<string, TokenBucket>();
   /** Each machine's launch under way in this worker (model and machine id → it). */
-  private readonly underway = new Map<string, { tokenSeed: string; launched: Promise<Launched> }>();
+  private readonly underway = new Map<
+    string,
+    { tokenSeed: string; started: Promise<StartedInstance> }
+  >();
 
   /** The region's RunInstances bucket, as EC2 publishes it (burst, then a rate). */
   private bucket(region: string): TokenBucket {
@@ -182,31 +224,89 @@ export class LaunchBatcher {
    */
   async launch(request: LaunchRequest): Promise<StartedInstance> {
     const machine = JSON.stringify([request.model, request.machineId]);
+    let replaces = request.replaces;
     for (;;) {
       const earlier = this.underway.get(machine);
       if (!earlier) break;
-      const outcome = await earlier.launched.then(
-        (launched) => ({ launched }),
+      const outcome = await earlier.started.then(
+        (started) => ({ started }),
         () => undefined,
       );
       if (this.underway.get(machine) === earlier) this.underway.delete(machine);
       // the same attempt: its instance, as its batch answered it
-      if (outcome && earlier.tokenSeed === request.tokenSeed) {
-        return this.finish(outcome.launched, false);
-      }
+      if (outcome && earlier.tokenSeed === request.tokenSeed) return outcome.started;
       // yet another launch of the machine began meanwhile: wait for that one too
       if (this.underway.has(machine)) continue;
       // another attempt, or one that failed: what its batch left (recover checks it fits)
       const found = await this.recover(request, { sameAttemptOnly: false });
-      if (found) return found;
+      if (found.started) return found.started;
+      replaces = found.settled ?? replaces;
     }
-    const launched = this.coalescer.submit(batchKey(request), request);
-    const entry = { tokenSeed: request.tokenSeed, launched };
+    const started = this.launchHeld({
+      ...request,
+      ...(replaces !== undefined ? { replaces } : {}),
+    });
+    const entry = { tokenSeed: request.tokenSeed, started };
     this.underway.set(machine, entry);
     try {
-      return this.finish(await launched, false);
+      return await started;
     } finally {
       if (this.underway.get(machine) === entry) this.underway.delete(machine);
+    }
+  }
+
+  /**
+   * Launches in a batch; when the batch finds the machine held by another
+   * batch of the same attempt (another try joined it first, here or on
+   * another worker), waits for that batch to be recorded and takes what it
+   * launched for the machine (the same instance), or, if it was abandoned,
+   * launches once more in its place; a batch abandoned by another member's
+   * retry is launched again the same way. After MAX_ROUNDS batches, or when
+   * the machine moved on to another attempt, the try fails (retryably)
+   * without launching: the activity's next try looks first.
+   */
+  private async launchHeld(request: LaunchRequest): Promise<StartedInstance> {
+    let current = request;
+    for (let round = 0; ; round += 1) {
+      try {
+        return this.finish(await this.coalescer.submit(batchKey(current), current), false);
+      } catch (err) {
+        if (round >= MAX_ROUNDS - 1) throw err;
+        // a try that is over (its retry may be under way) launches nothing more, and abandons
+        // nothing: only a live try may give up another try's batch
+        if (isOver(current)) throw err;
+        if (err instanceof BatchAbandoned) {
+          // another member's retry gave the batch up: launch again in its place (if that
+          // retry holds this machine, the next batch finds it so and takes its instance),
+          // unless the machine moved on to another attempt (a stale try of an earlier one)
+          const marker = await this.deps.store.batches.marker(current.model, current.machineId);
+          if (marker !== undefined && marker.tokenSeed !== current.tokenSeed) throw err;
+          current = { ...current, replaces: err.batchId };
+          continue;
+        }
+        if (!(err instanceof HeldByAnotherBatch)) throw err;
+        await this.recorded(current, err.batchId);
+        if (isOver(current)) throw err;
+        const found = await this.recover(current, { sameAttemptOnly: true });
+        if (found.started) return found.started;
+        // the machine moved on to another attempt: not this try's to launch
+        if (found.settled === undefined) throw err;
+        current = { ...current, replaces: found.settled };
+      }
+    }
+  }
+
+  /**
+   * Waits (a while) for a batch that marked its members to record itself,
+   * sent or abandoned; no longer than the waiting try itself lasts.
+   */
+  private async recorded(request: LaunchRequest, batchId: string): Promise<void> {
+    if (!batchId) return;
+    const until = Date.now() + HELD_BATCH_WAIT_MS;
+    while (!(await this.deps.store.batches.written(request.model, batchId))) {
+      if (isOver(request)) return; // the waiting try is over: it leaves the batch alone
+      if (Date.now() >= until) return; // its worker died or stalls: recover abandons it
+      await new Promise((r) => setTimeout(r, HELD_BATCH_POLL_MS));
     }
   }
 
@@ -218,19 +318,18 @@ export class LaunchBatcher {
    * instance from an earlier attempt that does not fit this one (another
    * zone or spec) is terminated rather than left behind.
    */
-  async recover(
-    request: LaunchRequest,
-    options: { sameAttemptOnly: boolean },
-  ): Promise<StartedInstance | undefined> {
+  async recover(request: LaunchRequest, options: { sameAttemptOnly: boolean }): Promise<Recovery> {
     const { batches } = this.deps.store;
     const marker = await batches.marker(request.model, request.machineId);
-    if (!marker) return undefined;
+    if (!marker) return {};
     const sameAttempt = marker.tokenSeed === request.tokenSeed;
-    if (options.sameAttemptOnly && !sameAttempt) return undefined;
+    if (options.sameAttemptOnly && !sameAttempt) return {};
     const batch = await batches.settle(request.model, marker.batchId);
-    if (batch.state !== 'sent' || !batch.call) return undefined;
+    // a batch of this attempt that launched nothing for the machine: this try takes its place
+    const settled = { settled: marker.batchId };
+    if (batch.state !== 'sent' || !batch.call) return settled;
     const index = batch.members.indexOf(request.machineId);
-    if (index < 0) return undefined;
+    if (index < 0) return settled;
     const { call } = batch;
     const { ec2 } = this.deps.ec2ForRegion(call.region);
     let instance: Instance | undefined;
@@ -238,7 +337,7 @@ export class LaunchBatcher {
       instance = byLaunchIndex(await this.replay(batch.id, call, batch.members.length)).get(index);
     } catch (err) {
       if (ec2ErrorCode(err) !== 'IdempotentInstanceTerminated') {
-        if (!sameAttempt) return undefined; // an old batch that failed: nothing of it is ours
+        if (!sameAttempt) return settled; // an old batch that failed: nothing of it is ours
         throw classifyLaunchError(err, call.zone);
       }
       // one of the batch's instances is gone: find ours by the batch's tag
@@ -249,7 +348,7 @@ export class LaunchBatcher {
       instance = byLaunchIndex(all).get(index);
     }
     if (!instance?.InstanceId) {
-      if (!sameAttempt) return undefined;
+      if (!sameAttempt) return settled;
       // the batch went out and EC2 left this member unserved
       this.memory.remember(call.region, call.instanceType, call.zone);
       throw unserved(call.zone, batch.members.length);
@@ -262,12 +361,12 @@ export class LaunchBatcher {
       call.instanceType === request.plan.instanceType &&
       (call.subnetId ?? '') === (request.plan.subnetId ?? '') &&
       (call.placementGroup ?? '') === (request.plan.placementGroup ?? '');
-    if (state === 'terminated' || state === 'shutting-down') return undefined;
+    if (state === 'terminated' || state === 'shutting-down') return settled;
     if (!sameAttempt && !fits) {
       await terminateInstances(ec2, [instance.InstanceId]);
-      return undefined;
+      return settled;
     }
-    return this.finish(launched, !sameAttempt);
+    return { started: this.finish(launched, !sameAttempt) };
   }
 
   /**
@@ -337,16 +436,39 @@ export class LaunchBatcher {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
-    const marked = await Promise.all(
-      requests.map((r) =>
-        batches.mark(r.model, r.machineId, { batchId: id, tokenSeed: r.tokenSeed }),
+    // a try that is over (cancelled, timed out) joins no batch: its retry may be under way
+    const over = requests.map((r) => isOver(r));
+    const outcomes = await Promise.all(
+      requests.map((r, i) =>
+        over[i]
+          ? Promise.resolve(undefined)
+          : batches.mark(
+              r.model,
+              r.machineId,
+              { batchId: id, tokenSeed: r.tokenSeed },
+              r.replaces !== undefined ? { replaces: r.replaces } : {},
+            ),
       ),
     );
+    // marking may take a while on a busy table: a try over by now is left out too (its
+    // marker names a batch without it, which its retry settles and replaces)
+    const late = requests.map((r) => isOver(r));
+    const marked = outcomes.map((o, i) => o?.marked === true && !late[i]);
     const members = requests.filter((_, i) => marked[i]);
-    const results: Array<Settled<Launched>> = requests.map(() => ({
-      ok: false,
-      error: failure(FAILURE.machineGone, 'the machine is gone or dead'),
-    }));
+    const results: Array<Settled<Launched>> = outcomes.map((o, i) => {
+      if (!o || late[i]) {
+        return {
+          ok: false,
+          error: new Error(
+            'the launch try ended (cancelled or timed out) before its batch went out',
+          ),
+        };
+      }
+      if (!o.marked && o.claimedBy !== undefined) {
+        return { ok: false, error: new HeldByAnotherBatch(o.claimedBy) };
+      }
+      return { ok: false, error: failure(FAILURE.machineGone, 'the machine is gone or dead') };
+    });
     if (members.length === 0) return results;
     const plan = first.plan;
     const call: LaunchBatchCall = {
@@ -372,8 +494,8 @@ export class LaunchBatcher {
     const ids = members.map((m) => m.machineId);
     if (!(await batches.commit(first.model, { id, members: ids, call }))) {
       // a member's retry gave up on this batch before it went out: each launches afresh
-      const again = new Error(`launch batch ${id} was abandoned before it went out`);
-      return requests.map(() => ({ ok: false, error: again }));
+      const again = new BatchAbandoned(id);
+      return requests.map((_, i) => (marked[i] ? { ok: false, error: again } : results[i]!));
     }
     const { ec2 } = this.deps.ec2ForRegion(plan.region);
     let instances: Instance[];
@@ -407,6 +529,11 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
+}
+
+/** The try is over: its activity was cancelled, or its start-to-close deadline (nearly) passed. */
+function isOver(r: LaunchRequest): boolean {
+  return r.signal?.aborted === true || (r.liveUntil !== undefined && r.liveUntil <= Date.now());
 }
 
 function isZoneFailure(err: unknown): boolean {

@@ -343,7 +343,7 @@ export function launchActivities(
      * becomes a second instance.
      */
     async startInstance(input: StartInstanceInput): Promise<StartedInstance> {
-      const started = await heartbeating(() => launch(input));
+      const started = await heartbeating(() => launch(input), LAUNCH_HEARTBEAT_EVERY_MS);
       return input.record ? recorded(input, started) : started;
     },
   };
@@ -376,11 +376,14 @@ export function launchActivities(
   /** One launch: found again if an earlier try (or attempt) may have made it, else batched. */
   async function launch(input: StartInstanceInput): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
+    const tryState = thisTry();
+    let replaces: string | undefined;
     if (retried || input.mayHaveLaunched) {
       const found = await launches.recover(input, {
         sameAttemptOnly: !input.mayHaveLaunched,
       });
-      if (found) return found;
+      if (found.started) return found.started;
+      replaces = found.settled;
     }
     const group = input.plan.placementGroup;
     let partition: number | undefined;
@@ -396,6 +399,8 @@ export function launchActivities(
       plan: input.plan,
       tokenSeed: input.tokenSeed,
       ...(partition !== undefined ? { partition } : {}),
+      ...(replaces !== undefined ? { replaces } : {}),
+      ...tryState,
     };
     if (group === undefined) return launches.launch(request);
     await groups.ensure(input.plan.region, group);
@@ -421,7 +426,10 @@ export function launchActivities(
  * throttled by the SDK to one per 0.8 × the heartbeat timeout (every 12 s
  * for a 15 s timeout, 24 s for 30 s), so fewer reach Temporal than are made.
  */
-export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+export async function heartbeating<T>(
+  work: () => Promise<T>,
+  everyMs: number = HEARTBEAT_EVERY_MS,
+): Promise<T> {
   let context: Context | undefined;
   try {
     context = Context.current();
@@ -429,7 +437,7 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
     return work();
   }
   const active = context;
-  const timer = setInterval(() => active.heartbeat(), HEARTBEAT_EVERY_MS);
+  const timer = setInterval(() => active.heartbeat(), everyMs);
   try {
     return await work();
   } finally {
@@ -439,6 +447,52 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
 
 /** How often a waiting activity heartbeats, the first time included. */
 export const HEARTBEAT_EVERY_MS = 5_000;
+
+/**
+ * How often a waiting launch heartbeats, the first time included. Its
+ * heartbeat timeout (workflows/proxies.ts LAUNCH_OPTIONS) is 60 s: a launch
+ * waits up to its batch window (PROVISIONER_LAUNCH_BATCH_MAX, 5 s), the
+ * region's RunInstances bucket (a token per batch: 2 a second after a burst
+ * of 5) and EC2's answer, a few seconds, and on a worker whose event loop is
+ * busy with hundreds of machines its timers run late by seconds more (15 s
+ * was exceeded at N = 300 under load: issue 26's duplicate). A heartbeat at
+ * 10 s and the SDK's throttle to one per 48 s keep a wait of up to ~50 s of
+ * lateness inside the timeout, with at most one heartbeat (a billed action)
+ * for most launches that wait at all, and none for those answered within 10 s.
+ */
+export const LAUNCH_HEARTBEAT_EVERY_MS = 10_000;
+
+/**
+ * The part of the activity's start-to-close timeout a try counts as its own
+ * (7/8: 105 s of 2 minutes): the activity started, for Temporal, a little
+ * before this code ran.
+ */
+const TRY_DEADLINE_SHARE = 7 / 8;
+
+/**
+ * This try's end, for its batch: the activity's cancellation (a heartbeat
+ * Temporal refuses because the try timed out cancels it) and its
+ * start-to-close deadline. A batch leaves out a try that is over, so a try
+ * Temporal already retried (on this worker or another) never launches late.
+ */
+function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
+  let context: Context;
+  try {
+    context = Context.current();
+  } catch {
+    return {};
+  }
+  const { startToCloseTimeoutMs, currentAttemptScheduledTimestampMs: scheduled } = context.info;
+  // counted from when Temporal scheduled this try (a lower bound on its start), not from when
+  // this code runs: on a starved worker the task may have waited long before it got here
+  const startedAt = scheduled > 0 ? Math.min(scheduled, Date.now()) : Date.now();
+  return {
+    signal: context.cancellationSignal,
+    ...(startToCloseTimeoutMs > 0
+      ? { liveUntil: startedAt + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
+      : {}),
+  };
+}
 
 /** The EC2 code of a launch failure (classified or not). */
 function launchErrorCode(err: unknown): string | undefined {

@@ -47,6 +47,13 @@ export interface LaunchBatch {
   call?: LaunchBatchCall;
 }
 
+/**
+ * A mark's outcome: made; refused because the machine is gone or Dead (no
+ * `claimedBy`); or refused because another batch holds the machine for the
+ * same launch attempt (`claimedBy`: that batch's id).
+ */
+export type MarkOutcome = { marked: true } | { marked: false; claimedBy?: string };
+
 /** What a machine records of the batch it joined: the batch and the launch attempt it was for. */
 export interface LaunchMarker {
   batchId: string;
@@ -63,6 +70,13 @@ export interface LaunchMarker {
  * to) and is repeated as is, so EC2 answers the same reservation, mapped by
  * AmiLaunchIndex; if it does not, the retry writes an `abandoned` item first,
  * so a slow original can never send it afterwards.
+ *
+ * Across tries and workers, one launch attempt (token seed) is a member of
+ * one live batch at a time (`mark`): a try that finds the machine held by
+ * another batch of its attempt leaves it out of its own batch and takes
+ * what that batch launched (LaunchBatcher), and a try that abandoned a batch
+ * names it (`replaces`) to take the machine over. So two tries of one
+ * attempt, on one worker or two, never both send a RunInstances for it.
  */
 export class LaunchBatchStore {
   private readonly doc: DynamoDBDocumentClient;
@@ -74,23 +88,77 @@ export class LaunchBatchStore {
     this.doc = documentClient(client);
   }
 
-  /** Records on a machine the batch it is joining; false when the machine is gone or Dead. */
-  async mark(model: string, machineId: string, marker: LaunchMarker): Promise<boolean> {
+  /**
+   * Records on a machine the batch it is joining, for one launch attempt (its
+   * token seed). A token seed is a member of one live batch at a time: the
+   * mark is refused when the machine's marker already names another batch
+   * for the same seed (another try of the same attempt, on this worker or
+   * another, joined that batch first). A try that found and settled a batch
+   * (`replaces`) may take over that very batch only, whatever seed the marker
+   * names now: a stale try of an earlier attempt never marks over the next
+   * attempt's batch. A refusal names the batch that holds the machine, and
+   * this batch must not launch it. The same write as
+   * before, with a condition: no extra write per machine.
+   */
+  async mark(
+    model: string,
+    machineId: string,
+    marker: LaunchMarker,
+    options: { replaces?: string } = {},
+  ): Promise<MarkOutcome> {
+    // a takeover is strict: only of the very batch this try settled (or this mark, repeated);
+    // if the marker moved on (another try, of this attempt or the next), the machine is not
+    // this try's to launch
+    const free =
+      options.replaces !== undefined
+        ? ['#launchBatch.#batchId = :batch', '#launchBatch.#batchId = :replaces']
+        : [
+            'attribute_not_exists(#launchBatch)',
+            '#launchBatch.#tokenSeed <> :seed',
+            // this very mark, repeated (a lost answer retried by the SDK)
+            '#launchBatch.#batchId = :batch',
+          ];
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
           UpdateExpression: 'SET #launchBatch = :marker',
-          ConditionExpression: 'attribute_exists(pk) AND #life <> :dead',
-          ExpressionAttributeNames: { '#launchBatch': 'launchBatch', '#life': 'life' },
-          ExpressionAttributeValues: { ':marker': marker, ':dead': 'dead' },
+          ConditionExpression: `attribute_exists(pk) AND #life <> :dead AND (${free.join(' OR ')})`,
+          ExpressionAttributeNames: {
+            '#launchBatch': 'launchBatch',
+            '#life': 'life',
+            ...(options.replaces === undefined ? { '#tokenSeed': 'tokenSeed' } : {}),
+            '#batchId': 'batchId',
+          },
+          ExpressionAttributeValues: {
+            ':marker': marker,
+            ':dead': 'dead',
+            ...(options.replaces === undefined ? { ':seed': marker.tokenSeed } : {}),
+            ':batch': marker.batchId,
+            ...(options.replaces !== undefined ? { ':replaces': options.replaces } : {}),
+          },
         }),
       );
-      return true;
+      return { marked: true };
     } catch (err) {
-      if (err instanceof ConditionalCheckFailedException) return false;
-      throw err;
+      if (!(err instanceof ConditionalCheckFailedException)) throw err;
+      // why it was refused (rare: a read only then)
+      const out = await this.doc.send(
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: modelPk(model), sk: machineSk(machineId) },
+          ProjectionExpression: '#life, #launchBatch',
+          ExpressionAttributeNames: { '#life': 'life', '#launchBatch': 'launchBatch' },
+          ConsistentRead: true,
+        }),
+      );
+      const item = out.Item;
+      if (!item || item.life === 'dead') return { marked: false };
+      // refused for another batch of the same attempt (read after the refusal, the marker may
+      // have moved on again: whatever batch it names now is the one that holds the machine)
+      const held = item.launchBatch as LaunchMarker | undefined;
+      return { marked: false, claimedBy: typeof held?.batchId === 'string' ? held.batchId : '' };
     }
   }
 
@@ -107,6 +175,20 @@ export class LaunchBatchStore {
     );
     const m = out.Item?.launchBatch as LaunchMarker | undefined;
     return m && typeof m.batchId === 'string' ? m : undefined;
+  }
+
+  /** Whether a batch's record was written (sent or abandoned): a read only, it never abandons. */
+  async written(model: string, batchId: string): Promise<boolean> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: modelPk(model), sk: launchBatchSk(batchId) },
+        ProjectionExpression: '#state',
+        ExpressionAttributeNames: { '#state': 'state' },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item !== undefined;
   }
 
   /**

@@ -57,11 +57,15 @@ export const ec2 = proxyActivities<Activities>({
  * Launches: a launch waits for its batch (up to PROVISIONER_LAUNCH_BATCH_MAX),
  * then for EC2's rate limits and the RunInstances answer. Bounded: after the
  * last attempt the workflow spends a provisioning attempt and its next
- * launch first looks for what this one may have launched.
+ * launch first looks for what this one may have launched. The heartbeat
+ * timeout is 60 s, not 15: a launch queued behind the RunInstances bucket on
+ * a busy worker was timed out at 15 s while still waiting, and retried
+ * (activities/launch.ts LAUNCH_HEARTBEAT_EVERY_MS has the numbers); a dead
+ * worker's launches are retried within a minute.
  */
 export const LAUNCH_OPTIONS = {
   startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '15 seconds',
+  heartbeatTimeout: '60 seconds',
   retry: { ...RETRY, maximumAttempts: 8 },
 } as const;
 export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);

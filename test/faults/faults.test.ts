@@ -285,7 +285,7 @@ describe('fault suite', () => {
     // The first worker lives 0.5–2 s (it dies with every machine mid-plan or mid-claim),
     // each restarted one 0.5–20 s after it polls again, so kills land mid-claim, mid-launch
     // and mid-record too (a killed worker's workflow tasks come back after their 1-minute
-    // timeout, its launches after their 15 s heartbeat timeout).
+    // timeout, its launches after their 60 s heartbeat timeout).
     const before = await proxyStats();
     const atKill: string[] = [];
     let runningAtFirstKill = -1;

@@ -52,34 +52,62 @@ function fakeEc2(): Ec2 {
 }
 
 /** The launch batches' records (state/launch-batches.ts) in memory; the first mark waits for `release`. */
-function fakeBatches() {
+function fakeBatches(hold: { firstMark?: boolean; firstCommit?: boolean } = {}) {
+  const { firstMark: holdMark = true, firstCommit: holdCommit = false } = hold;
   const markers = new Map<string, LaunchMarker>();
   const batches = new Map<string, LaunchBatch>();
   let release!: () => void;
   const released = new Promise<void>((r) => (release = r));
   let firstMarkSeen!: () => void;
   const firstMark = new Promise<void>((r) => (firstMarkSeen = r));
+  let releaseCommit!: () => void;
+  const commitReleased = new Promise<void>((r) => (releaseCommit = r));
+  let firstCommitSeen!: () => void;
+  const firstCommit = new Promise<void>((r) => (firstCommitSeen = r));
   let marks = 0;
+  let commits = 0;
   return {
     markers,
     batches,
     release,
     firstMark,
+    releaseCommit,
+    firstCommit,
     store: {
-      async mark(_model: string, machineId: string, marker: LaunchMarker) {
+      async mark(
+        _model: string,
+        machineId: string,
+        marker: LaunchMarker,
+        options: { replaces?: string } = {},
+      ) {
         marks += 1;
-        if (marks === 1) {
+        if (marks === 1 && holdMark) {
           firstMarkSeen();
           await released;
         }
+        // as the table does: one live batch per token seed; a takeover only of the batch settled
+        const held = markers.get(machineId);
+        const refused =
+          options.replaces !== undefined
+            ? held?.batchId !== marker.batchId && held?.batchId !== options.replaces
+            : held !== undefined &&
+              held.tokenSeed === marker.tokenSeed &&
+              held.batchId !== marker.batchId;
+        if (refused) return { marked: false, claimedBy: held?.batchId ?? '' };
         markers.set(machineId, marker);
-        return true;
+        return { marked: true };
       },
+      written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
       marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
-      commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
-        if (batches.has(b.id)) return Promise.resolve(false);
+      async commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
+        commits += 1;
+        if (commits === 1 && holdCommit) {
+          firstCommitSeen();
+          await commitReleased;
+        }
+        if (batches.has(b.id)) return false;
         batches.set(b.id, { id: b.id, state: 'sent', members: b.members, call: b.call });
-        return Promise.resolve(true);
+        return true;
       },
       settle(_model: string, id: string) {
         const held = batches.get(id);
@@ -107,9 +135,7 @@ const INPUT: StartInstanceInput = {
   },
 };
 
-function setup() {
-  const ec2 = fakeEc2();
-  const batches = fakeBatches();
+function setup(ec2: Ec2 = fakeEc2(), batches: ReturnType<typeof fakeBatches> = fakeBatches()) {
   const deps = {
     store: { batches: batches.store },
     ec2ForRegion: () => ({ ec2: { send: ec2.send } }),
@@ -130,8 +156,15 @@ function attemptOf(
   activities: ReturnType<typeof launchActivities>,
   attempt: number,
   input: StartInstanceInput = INPUT,
+  scheduledAgoMs = 0,
 ): Promise<StartedInstance> {
-  const env = new MockActivityEnvironment({ attempt });
+  // a deployed launch's start-to-close timeout (the mock's default is 1 s), the try
+  // scheduled `scheduledAgoMs` ago (the mock's default is the epoch)
+  const env = new MockActivityEnvironment({
+    attempt,
+    startToCloseTimeoutMs: 120_000,
+    currentAttemptScheduledTimestampMs: Date.now() - scheduledAgoMs,
+  });
   return env.run(() => activities.startInstance(input));
 }
 
@@ -174,6 +207,65 @@ describe('startInstance retried while its first attempt still waits for its batc
     const [a, b] = await Promise.all([first, next]);
     expect(a.instanceId).toBe('i-1');
     expect(b).toMatchObject({ instanceId: 'i-1', adopted: true });
+    expect([...ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+});
+
+describe('a stale try of a launch (its deadline passing, or its batch abandoned)', () => {
+  const NEXT_SEED = 'machine:bench:7/run-1/1/2/us-east-1a';
+
+  test("a stale try whose batch the next attempt abandoned launches nothing: the next attempt's is the one instance", async () => {
+    const ec2 = fakeEc2();
+    const batches = fakeBatches({ firstMark: false, firstCommit: true });
+    // the first attempt's try on worker A is marked in its batch and waits to record it ...
+    const stale = attemptOf(setup(ec2, batches).activities, 8);
+    await batches.firstCommit;
+    const held = batches.markers.get('7')!;
+    // ... while the workflow's next attempt, on worker B, abandons that batch and launches
+    const next = await attemptOf(setup(ec2, batches).activities, 1, {
+      ...INPUT,
+      tokenSeed: NEXT_SEED,
+      mayHaveLaunched: true,
+    });
+    expect(next).toMatchObject({ instanceId: 'i-1', adopted: false });
+    expect(batches.batches.get(held.batchId)?.state).toBe('abandoned');
+    batches.releaseCommit();
+    // the stale try finds its batch abandoned and the machine another attempt's: it gives up
+    await expect(stale).rejects.toThrow(`launch batch ${held.batchId} was abandoned`);
+    expect(batches.markers.get('7')?.tokenSeed).toBe(NEXT_SEED);
+    expect([...ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(ec2.calls).toHaveLength(1);
+  });
+
+  test('a try whose start-to-close is (nearly) spent since Temporal scheduled it joins no batch', async () => {
+    const { ec2, batches, activities } = setup(fakeEc2(), fakeBatches({ firstMark: false }));
+    // scheduled 110 s ago (its code ran late on a starved worker): past 7/8 of its 120 s
+    await expect(attemptOf(activities, 1, INPUT, 110_000)).rejects.toThrow(
+      'the launch try ended (cancelled or timed out) before its batch went out',
+    );
+    expect(batches.markers.get('7')).toBeUndefined();
+    expect(ec2.calls).toHaveLength(0);
+  });
+
+  test("a refused try whose own deadline passes stops waiting and leaves the live retry's batch alone", async () => {
+    const ec2 = fakeEc2();
+    const batches = fakeBatches({ firstMark: false, firstCommit: true });
+    // the live retry (worker B) is marked in its batch and is slow to record it
+    const live = attemptOf(setup(ec2, batches).activities, 2);
+    await batches.firstCommit;
+    const held = batches.markers.get('7')!;
+    // the stale try (worker A, the same attempt) has 1 s left of its 105 s: refused, it waits
+    const began = Date.now();
+    await expect(attemptOf(setup(ec2, batches).activities, 1, INPUT, 104_000)).rejects.toThrow(
+      `the launch attempt is a member of launch batch ${held.batchId}`,
+    );
+    // it gave up when its own deadline passed, well before the 10 s wait for a stalled batch
+    expect(Date.now() - began).toBeLessThan(9_000);
+    // and did not abandon the live retry's batch
+    expect(batches.batches.has(held.batchId)).toBe(false);
+    batches.releaseCommit();
+    await expect(live).resolves.toMatchObject({ instanceId: 'i-1' });
+    expect(batches.batches.get(held.batchId)?.state).toBe('sent');
     expect([...ec2.reservations.values()]).toEqual([['i-1']]);
   });
 });

@@ -1,4 +1,4 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ABANDONED_BATCH_TTL_SECONDS, LaunchBatchStore } from '../../../state/launch-batches';
 
 interface Sent {
@@ -96,5 +96,76 @@ describe('launch batch records: a sent batch outlives its members', () => {
     }));
     expect(await batches.members('big', 'b5')).toBeUndefined();
     expect(sent.map((s) => s.command)).toEqual(['GetItemCommand']);
+  });
+});
+
+describe('launch batch markers: one launch attempt is a member of one live batch', () => {
+  const marker = { batchId: 'b2', tokenSeed: 'machine:big:0/run/1/1/us-east-1a' };
+
+  it('marks with one conditional write: free when unmarked, for another attempt, or this very batch', async () => {
+    const { batches, sent } = store();
+    expect(await batches.mark('big', '0', marker)).toEqual({ marked: true });
+    expect(sent.map((s) => s.command)).toEqual(['UpdateItemCommand']);
+    const input = sent[0]!.input;
+    expect(input.ConditionExpression).toBe(
+      'attribute_exists(pk) AND #life <> :dead AND (attribute_not_exists(#launchBatch) OR #launchBatch.#tokenSeed <> :seed OR #launchBatch.#batchId = :batch)',
+    );
+    expect(input.ExpressionAttributeValues).toEqual({
+      ':marker': marker,
+      ':dead': 'dead',
+      ':seed': marker.tokenSeed,
+      ':batch': 'b2',
+    });
+  });
+
+  it('takes the marker over only from the very batch the try settled (replaces), whatever its seed', async () => {
+    const { batches, sent } = store();
+    expect(await batches.mark('big', '0', marker, { replaces: 'b1' })).toEqual({ marked: true });
+    // no "another seed" clause: a stale try never marks over the next attempt's batch
+    expect(sent[0]!.input.ConditionExpression).toBe(
+      'attribute_exists(pk) AND #life <> :dead AND (#launchBatch.#batchId = :batch OR #launchBatch.#batchId = :replaces)',
+    );
+    expect(sent[0]!.input.ExpressionAttributeValues).toEqual({
+      ':marker': marker,
+      ':dead': 'dead',
+      ':batch': 'b2',
+      ':replaces': 'b1',
+    });
+    expect(sent[0]!.input.ExpressionAttributeNames).toEqual({
+      '#launchBatch': 'launchBatch',
+      '#life': 'life',
+      '#batchId': 'batchId',
+    });
+  });
+
+  it('refused while another batch holds the attempt: answers that batch, read once', async () => {
+    const { batches, sent } = store((s) => {
+      if (s.command === 'UpdateItemCommand') {
+        throw new ConditionalCheckFailedException({ message: 'refused', $metadata: {} });
+      }
+      return {
+        Item: { life: 'alive', launchBatch: { batchId: 'b1', tokenSeed: marker.tokenSeed } },
+      };
+    });
+    expect(await batches.mark('big', '0', marker)).toEqual({ marked: false, claimedBy: 'b1' });
+    expect(sent.map((s) => s.command)).toEqual(['UpdateItemCommand', 'GetItemCommand']);
+  });
+
+  it('refused for a machine gone or Dead: no claim, the batch answers it gone', async () => {
+    const refused = (item?: Record<string, unknown>) =>
+      store((s) => {
+        if (s.command === 'UpdateItemCommand') {
+          throw new ConditionalCheckFailedException({ message: 'refused', $metadata: {} });
+        }
+        return item ? { Item: item } : {};
+      }).batches;
+    expect(await refused().mark('big', '0', marker)).toEqual({ marked: false });
+    expect(
+      await refused({ life: 'dead', launchBatch: { batchId: 'b1', tokenSeed: 's' } }).mark(
+        'big',
+        '0',
+        marker,
+      ),
+    ).toEqual({ marked: false });
   });
 });

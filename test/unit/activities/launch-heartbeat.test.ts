@@ -1,0 +1,135 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import {
+  LAUNCH_HEARTBEAT_EVERY_MS,
+  launchActivities,
+  type StartInstanceInput,
+} from '../../../activities/launch';
+import type { ActivityDeps } from '../../../activities/deps';
+import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
+import { LAUNCH_OPTIONS } from '../../../workflows/proxies';
+
+/**
+ * A launch that waits in the coalescer (behind the RunInstances bucket, on
+ * a busy worker) must not be taken for a dead one: issue 26's duplicate
+ * began with launches heartbeat-timed-out at 15 s while still queued. The
+ * launch heartbeats while it waits, the first time after
+ * LAUNCH_HEARTBEAT_EVERY_MS (none for a launch answered sooner: each
+ * heartbeat that reaches Temporal is a billed action), and its heartbeat
+ * timeout leaves room for a worker whose timers run late.
+ */
+
+const INPUT: StartInstanceInput = {
+  model: 'bench',
+  machineId: '7',
+  zone: 'us-east-1a',
+  tokenSeed: 'machine:bench:7/run-1/1/1/us-east-1a',
+  plan: {
+    region: 'us-east-1',
+    instanceType: 'm5.large',
+    imageId: 'ami-1',
+    hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+    zonesConstraint: [],
+    applications: [],
+  },
+};
+
+/** Batch records in memory; every mark waits for `release` when `held`. */
+function setup(held: boolean) {
+  let release!: () => void;
+  const released = held ? new Promise<void>((r) => (release = r)) : Promise.resolve();
+  let marked = 0;
+  const markers = new Map<string, LaunchMarker>();
+  const batches = new Map<string, LaunchBatch>();
+  const store = {
+    async mark(_model: string, machineId: string, marker: LaunchMarker) {
+      marked += 1;
+      await released;
+      markers.set(machineId, marker);
+      return { marked: true };
+    },
+    marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
+    commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
+      batches.set(b.id, { id: b.id, state: 'sent', members: b.members, call: b.call });
+      return Promise.resolve(true);
+    },
+    written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
+  };
+  const send = () =>
+    Promise.resolve({
+      Instances: [
+        {
+          InstanceId: 'i-1',
+          AmiLaunchIndex: 0,
+          State: { Name: 'pending' },
+          Placement: { AvailabilityZone: 'us-east-1a' },
+        },
+      ],
+    });
+  const deps = {
+    store: { batches: store },
+    ec2ForRegion: () => ({ ec2: { send } }),
+    tuning: {
+      launchBurst: 100,
+      launchRatePerSecond: 100,
+      launchBatchIdleMs: 5,
+      launchBatchMaxMs: 50,
+      capacityMemoryMs: 0,
+    },
+    deployment: 'test',
+  } as unknown as ActivityDeps;
+  const env = new MockActivityEnvironment({
+    heartbeatTimeoutMs: 60_000,
+    startToCloseTimeoutMs: 120_000,
+    // scheduled now (the mock's default is the epoch: the try would be long over)
+    currentAttemptScheduledTimestampMs: Date.now(),
+  });
+  const beats: number[] = [];
+  const start = Date.now();
+  env.on('heartbeat', () => beats.push(Date.now() - start));
+  const activities = launchActivities(deps);
+  return {
+    beats,
+    release: () => release(),
+    marks: () => marked,
+    run: () => env.run(() => activities.startInstance(INPUT)),
+  };
+}
+
+describe('startInstance heartbeats while its launch waits in the coalescer', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  test('the launch heartbeat timeout is 60 s, and the first heartbeat comes at 10 s', () => {
+    expect(LAUNCH_OPTIONS.heartbeatTimeout).toBe('60 seconds');
+    expect(LAUNCH_HEARTBEAT_EVERY_MS).toBe(10_000);
+  });
+
+  test('a launch held 65 s in its batch heartbeats every 10 s, the first at 10 s, and then answers', async () => {
+    const t = setup(true);
+    const running = t.run();
+    // the batch's window closes (50 ms at most) and it waits at its marks
+    await jest.advanceTimersByTimeAsync(100);
+    expect(t.marks()).toBe(1);
+    await jest.advanceTimersByTimeAsync(LAUNCH_HEARTBEAT_EVERY_MS - 101);
+    expect(t.beats).toEqual([]);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(t.beats).toEqual([10_000]);
+    await jest.advanceTimersByTimeAsync(55_000);
+    expect(t.beats).toEqual([10_000, 20_000, 30_000, 40_000, 50_000, 60_000]);
+    t.release();
+    await jest.advanceTimersByTimeAsync(100);
+    await expect(running).resolves.toMatchObject({ instanceId: 'i-1', adopted: false });
+    // and no heartbeat after the answer
+    await jest.advanceTimersByTimeAsync(30_000);
+    expect(t.beats).toHaveLength(6);
+  });
+
+  test('a launch answered within 10 s sends no heartbeat at all', async () => {
+    const t = setup(false);
+    const running = t.run();
+    await jest.advanceTimersByTimeAsync(200);
+    await expect(running).resolves.toMatchObject({ instanceId: 'i-1' });
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(t.beats).toEqual([]);
+  });
+});
