@@ -11,21 +11,28 @@ import { InstanceTypeCatalogue, toCatalogueEntry } from '../../../ec2/instance-t
  * An EC2 client answering each command with a function of the command: a
  * real client (the SDK's paginators ask for one) whose `send` is the double.
  */
-function fakeEc2(answer: (command: unknown) => unknown): { client: EC2Client; sent: unknown[] } {
+function fakeEc2(answer: (command: unknown) => unknown): {
+  client: EC2Client;
+  sent: unknown[];
+  /** Each call's input as it was sent (the paginators reuse one input object page by page). */
+  inputs: Array<Record<string, unknown>>;
+} {
   const sent: unknown[] = [];
+  const inputs: Array<Record<string, unknown>> = [];
   const client = new EC2Client({
     region: 'us-east-1',
     credentials: { accessKeyId: 'unit', secretAccessKey: 'unit' },
   });
   client.send = ((command: unknown) => {
     sent.push(command);
+    inputs.push({ ...(command as { input: Record<string, unknown> }).input });
     try {
       return Promise.resolve(answer(command));
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
   }) as EC2Client['send'];
-  return { client, sent };
+  return { client, sent, inputs };
 }
 
 describe('ImageFinder', () => {
@@ -114,7 +121,7 @@ describe('InstanceTypeCatalogue', () => {
 
   it('pages through the catalogue once and shares it until the TTL passes', async () => {
     let now = 0;
-    const { client, sent } = fakeEc2((command) => {
+    const { client, sent, inputs } = fakeEc2((command) => {
       const token = (command as DescribeInstanceTypesCommand).input.NextToken;
       return token ? page(['b.large']) : page(['a.large'], 'p2');
     });
@@ -122,6 +129,11 @@ describe('InstanceTypeCatalogue', () => {
     const [first] = await Promise.all([catalogue.all(), catalogue.all()]);
     expect(first.map((t) => t.name)).toEqual(['a.large', 'b.large']);
     expect(sent).toHaveLength(2);
+    // pages of 100 (EC2's default is smaller: more calls), the second asked with the first's token
+    expect(inputs).toEqual([
+      { MaxResults: 100, NextToken: undefined },
+      { MaxResults: 100, NextToken: 'p2' },
+    ]);
     await catalogue.all();
     expect(sent).toHaveLength(2);
     now = 1001;
@@ -134,7 +146,7 @@ describe('InstanceTypeCatalogue', () => {
       'us-east-1a': ['t3.small', 'c7a.medium'],
       'us-east-1e': ['t3.small'],
     };
-    const { client, sent } = fakeEc2((command) => {
+    const { client, sent, inputs } = fakeEc2((command) => {
       const zone = (command as DescribeInstanceTypeOfferingsCommand).input.Filters?.[0]
         ?.Values?.[0];
       return {
@@ -150,6 +162,14 @@ describe('InstanceTypeCatalogue', () => {
       'us-east-1e',
     ]);
     expect(sent).toHaveLength(2);
+    expect(inputs).toEqual(
+      ['us-east-1a', 'us-east-1e'].map((zone) => ({
+        LocationType: 'availability-zone',
+        Filters: [{ Name: 'location', Values: [zone] }],
+        MaxResults: 1000,
+        NextToken: undefined,
+      })),
+    );
   });
 
   it("maps EC2's shape to core's: vCPUs as cores, Juju's arch names, no type without a usable arch", () => {

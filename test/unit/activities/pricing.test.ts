@@ -236,6 +236,38 @@ describe('InstancePrices', () => {
     ]);
   });
 
+  it("hands the lookup's abort signal to every page: a later page that hangs is cut at the timeout", async () => {
+    const signals: Array<AbortSignal | undefined> = [];
+    const secondHangs: PricingSender = {
+      send: (command, opts) => {
+        signals.push(opts?.abortSignal);
+        if (!command.input.NextToken) {
+          return Promise.resolve({ PriceList: [M5_LARGE], NextToken: 'p2' });
+        }
+        return new Promise((_resolve, reject) => {
+          opts?.abortSignal?.addEventListener('abort', () =>
+            reject(Object.assign(new Error('Request aborted'), { name: 'AbortError' })),
+          );
+        });
+      },
+    };
+    const started = Date.now();
+    const prices = await new InstancePrices(asPricingClient(secondHangs), {
+      ...options,
+      timeoutMs: 50,
+    }).forRegion('us-east-1');
+    expect(prices.size).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    // both pages were sent with the lookup's one signal, and the hanging one was aborted
+    expect(signals).toHaveLength(2);
+    expect(signals[1]).toBeDefined();
+    expect(signals[1]).toBe(signals[0]);
+    expect(signals[1]?.aborted).toBe(true);
+    expect(lines).toEqual([
+      'prices for us-east-1 unavailable (AbortError: Request aborted); instance types are ordered by size alone for 300 s',
+    ]);
+  });
+
   it('a lookup frozen past its timeout (a Lambda container between requests) is started again, not cached as a failure', async () => {
     // first lookup: its first page hangs until the container is thawed
     let thaw: (() => void) | undefined;
