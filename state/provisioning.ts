@@ -458,17 +458,7 @@ export class ProvisioningStore {
     const set: string[] = [];
     const remove: string[] = [];
     const values: Record<string, unknown> = { ':instanceId': instanceId };
-    for (const [field, name] of [
-      ['privateAddress', '#private'],
-      ['publicAddress', '#public'],
-    ] as const) {
-      const value = addresses[field];
-      if (value === undefined) remove.push(name);
-      else {
-        set.push(`${name} = :${field}`);
-        values[`:${field}`] = value;
-      }
-    }
+    addressUpdate(addresses, set, remove, values);
     try {
       await this.doc.send(
         new UpdateCommand({
@@ -740,6 +730,29 @@ function hostContainers(item: Record<string, unknown> | undefined): HostContaine
 }
 
 /**
+ * An instance's addresses in an UpdateItem: each one given is set, each one
+ * missing is removed (names `#private` and `#public`, which the caller maps).
+ */
+function addressUpdate(
+  addresses: { privateAddress?: string; publicAddress?: string },
+  set: string[],
+  remove: string[],
+  values: Record<string, unknown>,
+): void {
+  for (const [field, name] of [
+    ['privateAddress', '#private'],
+    ['publicAddress', '#public'],
+  ] as const) {
+    const value = addresses[field];
+    if (value === undefined) remove.push(name);
+    else {
+      set.push(`${name} = :${field}`);
+      values[`:${field}`] = value;
+    }
+  }
+}
+
+/**
  * Every attribute the routine write names without addresses (its key, what
  * it sets, what its condition reads): the instance-events role may name no
  * other (infra/constructs/instance-events.ts, `dynamodb:Attributes`).
@@ -786,17 +799,7 @@ export function routineInstanceWrite(
   if (addresses) {
     names['#private'] = 'privateAddress';
     names['#public'] = 'publicAddress';
-    for (const [field, name] of [
-      ['privateAddress', '#private'],
-      ['publicAddress', '#public'],
-    ] as const) {
-      const value = addresses[field];
-      if (value === undefined) remove.push(name);
-      else {
-        set.push(`${name} = :${field}`);
-        values[`:${field}`] = value;
-      }
-    }
+    addressUpdate(addresses, set, remove, values);
   }
   return {
     TableName: tableName,
