@@ -4,6 +4,7 @@ import type { ActivityDeps } from '../../activities/deps';
 import type { StartedInstance } from '../../activities/types';
 import { LaunchBatchStore, type LaunchMarker } from '../../state/launch-batches';
 import { Repository } from '../../state/repository';
+import { tokenEc2 } from '../support/token-ec2';
 import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack } from './stack';
 
@@ -25,34 +26,6 @@ const ddb = dynamoClientFor(stack);
 const repo = new Repository(ddb, stack.tableName);
 
 afterAll(() => ddb.destroy());
-
-/** One EC2: RunInstances by ClientToken (a repeated token answers the same reservation). */
-function sharedEc2() {
-  let next = 0;
-  const calls: string[] = [];
-  const reservations = new Map<string, string[]>();
-  return {
-    calls,
-    reservations,
-    send(cmd: { input: { ClientToken?: string; MaxCount?: number } }): Promise<unknown> {
-      const token = cmd.input.ClientToken ?? '';
-      calls.push(token);
-      let ids = reservations.get(token);
-      if (!ids) {
-        ids = Array.from({ length: cmd.input.MaxCount ?? 1 }, () => `i-${(next += 1)}`);
-        reservations.set(token, ids);
-      }
-      return Promise.resolve({
-        Instances: ids.map((InstanceId, AmiLaunchIndex) => ({
-          InstanceId,
-          AmiLaunchIndex,
-          State: { Name: 'pending' },
-          Placement: { AvailabilityZone: 'us-east-1a' },
-        })),
-      });
-    },
-  };
-}
 
 /** A gate a worker's step waits at: `reached` once it is there, `open` lets it on. */
 function gate() {
@@ -98,7 +71,7 @@ function heldStore(real: LaunchBatchStore, holds: Holds, seen: { marks: LaunchMa
   };
 }
 
-function worker(ec2: ReturnType<typeof sharedEc2>, holds: Holds = {}) {
+function worker(ec2: ReturnType<typeof tokenEc2>, holds: Holds = {}) {
   const seen = { marks: [] as LaunchMarker[] };
   const batches = heldStore(new LaunchBatchStore(ddb, stack.tableName), holds, seen);
   let sendHeld = false;
@@ -165,7 +138,7 @@ const store = new LaunchBatchStore(ddb, stack.tableName);
 describe('startInstance retried on another worker while its first try waits in its batch', () => {
   test('first try held before its batch marks the machine: the retry launches, the first takes its instance', async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const hold = gate();
     const a = worker(ec2, { mark: hold });
     const b = worker(ec2);
@@ -191,7 +164,7 @@ describe('startInstance retried on another worker while its first try waits in i
 
   test("retry's batch marked first but not yet recorded: the first try waits for it and takes its instance", async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const holdA = gate();
     const holdB = gate();
     const a = worker(ec2, { mark: holdA });
@@ -214,7 +187,7 @@ describe('startInstance retried on another worker while its first try waits in i
 
   test('first try marked, held before its batch is recorded: the retry abandons it and launches; the first takes that instance', async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const hold = gate();
     const a = worker(ec2, { commit: hold });
     const b = worker(ec2);
@@ -234,7 +207,7 @@ describe('startInstance retried on another worker while its first try waits in i
 
   test("first try's batch recorded, held before its RunInstances: the retry repeats that call, one reservation", async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const hold = gate();
     const a = worker(ec2, { send: hold });
     const b = worker(ec2);
@@ -252,7 +225,7 @@ describe('startInstance retried on another worker while its first try waits in i
 
   test('first worker dies after marking (its batch never recorded): the retry launches once', async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const never = gate();
     const a = worker(ec2, { commit: never });
     const b = worker(ec2);
@@ -274,7 +247,7 @@ describe('startInstance retried on another worker while its first try waits in i
 
   test('a try whose activity is over (cancelled) joins no batch', async () => {
     const input = await machine();
-    const ec2 = sharedEc2();
+    const ec2 = tokenEc2();
     const a = worker(ec2);
     const env = new MockActivityEnvironment({
       attempt: 1,

@@ -3,6 +3,7 @@ import { launchActivities, type StartInstanceInput } from '../../../activities/l
 import type { ActivityDeps } from '../../../activities/deps';
 import type { StartedInstance } from '../../../activities/types';
 import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
+import { tokenEc2, type TokenEc2 } from '../../support/token-ec2';
 
 /**
  * A launch activity retried while its first attempt still waits for its
@@ -14,42 +15,6 @@ import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/
  * launched two instances for it (bench at N=300, load ~25: duplicates 2,
  * strays 2).
  */
-
-interface Ec2 {
-  /** RunInstances calls, by ClientToken. */
-  calls: string[];
-  /** Reservations EC2 made (one per distinct token): instance ids. */
-  reservations: Map<string, string[]>;
-  send: (cmd: { input: { ClientToken?: string; MaxCount?: number } }) => Promise<unknown>;
-}
-
-/** EC2's RunInstances, idempotent by ClientToken as EC2 is. */
-function fakeEc2(): Ec2 {
-  let next = 0;
-  const calls: string[] = [];
-  const reservations = new Map<string, string[]>();
-  return {
-    calls,
-    reservations,
-    send: (cmd) => {
-      const token = cmd.input.ClientToken ?? '';
-      calls.push(token);
-      let ids = reservations.get(token);
-      if (!ids) {
-        ids = Array.from({ length: cmd.input.MaxCount ?? 1 }, () => `i-${(next += 1)}`);
-        reservations.set(token, ids);
-      }
-      return Promise.resolve({
-        Instances: ids.map((InstanceId, AmiLaunchIndex) => ({
-          InstanceId,
-          AmiLaunchIndex,
-          State: { Name: 'pending' },
-          Placement: { AvailabilityZone: 'us-east-1a' },
-        })),
-      });
-    },
-  };
-}
 
 /** The launch batches' records (state/launch-batches.ts) in memory; the first mark waits for `release`. */
 function fakeBatches(hold: { firstMark?: boolean; firstCommit?: boolean } = {}) {
@@ -135,7 +100,10 @@ const INPUT: StartInstanceInput = {
   },
 };
 
-function setup(ec2: Ec2 = fakeEc2(), batches: ReturnType<typeof fakeBatches> = fakeBatches()) {
+function setup(
+  ec2: TokenEc2 = tokenEc2(),
+  batches: ReturnType<typeof fakeBatches> = fakeBatches(),
+) {
   const deps = {
     store: { batches: batches.store },
     ec2ForRegion: () => ({ ec2: { send: ec2.send } }),
@@ -215,7 +183,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
   const NEXT_SEED = 'machine:bench:7/run-1/1/2/us-east-1a';
 
   test("a stale try whose batch the next attempt abandoned launches nothing: the next attempt's is the one instance", async () => {
-    const ec2 = fakeEc2();
+    const ec2 = tokenEc2();
     const batches = fakeBatches({ firstMark: false, firstCommit: true });
     // the first attempt's try on worker A is marked in its batch and waits to record it ...
     const stale = attemptOf(setup(ec2, batches).activities, 8);
@@ -238,7 +206,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
   });
 
   test('a try whose start-to-close is (nearly) spent since Temporal scheduled it joins no batch', async () => {
-    const { ec2, batches, activities } = setup(fakeEc2(), fakeBatches({ firstMark: false }));
+    const { ec2, batches, activities } = setup(tokenEc2(), fakeBatches({ firstMark: false }));
     // scheduled 110 s ago (its code ran late on a starved worker): past 7/8 of its 120 s
     await expect(attemptOf(activities, 1, INPUT, 110_000)).rejects.toThrow(
       'the launch try ended (cancelled or timed out) before its batch went out',
@@ -248,7 +216,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
   });
 
   test("a refused try whose own deadline passes stops waiting and leaves the live retry's batch alone", async () => {
-    const ec2 = fakeEc2();
+    const ec2 = tokenEc2();
     const batches = fakeBatches({ firstMark: false, firstCommit: true });
     // the live retry (worker B) is marked in its batch and is slow to record it
     const live = attemptOf(setup(ec2, batches).activities, 2);
