@@ -291,7 +291,7 @@ export function createApiServer(
   // Requests Node's parser refuses (an unknown method, a malformed request
   // line or header) never reach the handler; answer them in the contract's
   // shape too, not with Node's bare 400.
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) {
       socket.destroy();
       return;
@@ -299,9 +299,14 @@ export function createApiServer(
     const body = JSON.stringify({
       error: { code: 'bad-request', message: 'malformed HTTP request' },
     });
+    // An answer to HEAD has no body (RFC 9110 9.3.2): a client reading one
+    // would take the body for the next answer ("Data after Connection: close").
+    const head =
+      err.rawPacket instanceof Buffer &&
+      err.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
     socket.end(
       'HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n' +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? '' : body}`,
     );
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;

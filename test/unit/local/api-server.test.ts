@@ -179,6 +179,45 @@ describe('local API server', () => {
     expect(seen).toHaveLength(0);
   });
 
+  it('answers a HEAD Node refuses before routing with 400 and no body, so the client stays in step', async () => {
+    // a request target with a byte Node's client sends but its server refuses (found by the fuzzer)
+    const { request, Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const answer = await new Promise<{ status: number; body: string; headers: object }>(
+        (resolve, reject) => {
+          const req = request(
+            base,
+            { method: 'HEAD', path: '/v1/models/caf\u00e9', agent },
+            (res) => {
+              let body = '';
+              res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+              res.on('end', () =>
+                resolve({ status: res.statusCode ?? 0, body, headers: res.headers }),
+              );
+            },
+          );
+          req.on('error', reject);
+          req.end();
+        },
+      );
+      expect(answer).toEqual({
+        status: 400,
+        body: '',
+        headers: {
+          'content-type': 'application/json',
+          'content-length': '67',
+          connection: 'close',
+        },
+      });
+      // and the next request on the same agent is answered as usual
+      expect((await fetch(`${base}/v1/models`)).status).toBe(200);
+    } finally {
+      agent.destroy();
+    }
+    expect(seen.map((s) => s.event.routeKey)).toEqual(['GET /v1/models']);
+  });
+
   it('refuses a body over 512 KiB with 400 naming the limit', async () => {
     const res = await fetch(`${base}/v1/models`, {
       method: 'POST',
