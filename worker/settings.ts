@@ -14,38 +14,43 @@ export type WorkerSettings = Required<
     | 'maxConcurrentActivityTaskExecutions'
     | 'maxConcurrentLocalActivityExecutions'
     | 'maxConcurrentWorkflowTaskExecutions'
-    | 'maxConcurrentWorkflowTaskPolls'
     | 'stickyQueueScheduleToStartTimeout'
   >
 > &
   Pick<WorkerOptions, 'maxCachedWorkflows' | 'workflowThreadPoolSize'>;
 
-function onOffEnv(name: string, fallback: boolean, env: NodeJS.ProcessEnv): boolean {
-  const text = optionalEnv(name, fallback ? 'on' : 'off', env).trim();
-  if (text === 'on') return true;
-  if (text === 'off') return false;
-  throw new ConfigError(`environment variable ${name}: "${text}" is not on or off`);
-}
+// Each variable is read by its literal name (test/unit/infra/environment.test.ts finds the
+// variables a bundle reads by scanning for names passed to the config getters).
 
-/** A positive integer when set; undefined (the SDK's default) when not. */
-function optionalIntEnv(name: string, env: NodeJS.ProcessEnv): number | undefined {
-  return env[name] === undefined || env[name] === '' ? undefined : positiveIntEnv(name, 1, env);
+function onOff(name: string, text: string): boolean {
+  if (text.trim() === 'on') return true;
+  if (text.trim() === 'off') return false;
+  throw new ConfigError(`environment variable ${name}: "${text.trim()}" is not on or off`);
 }
 
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
   const activities = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_ACTIVITIES', 1000, env);
   const workflowTasks = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS', 200, env);
-  const maxCachedWorkflows = optionalIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', env);
-  const workflowThreadPoolSize = optionalIntEnv('PROVISIONER_WORKFLOW_THREADS', env);
+  // cache and threads: a positive integer when set; unset leaves the SDK's default
+  const maxCachedWorkflows = optionalEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', '', env)
+    ? positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1, env)
+    : undefined;
+  const workflowThreadPoolSize = optionalEnv('PROVISIONER_WORKFLOW_THREADS', '', env)
+    ? positiveIntEnv('PROVISIONER_WORKFLOW_THREADS', 1, env)
+    : undefined;
   if (workflowTasks < 2) {
-    // the SDK's own rule for a worker with a workflow cache (this one always has one)
+    // With a workflow cache (this worker always has one) the SDK only warns and raises fewer than
+    // 2 slots to 2; a setting the worker would not run with is refused here instead.
     throw new ConfigError(
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     );
   }
   return {
     // one sandbox context per workflow thread, shared by every run it hosts (the SDK's default)
-    reuseV8Context: onOffEnv('PROVISIONER_REUSE_V8_CONTEXT', true, env),
+    reuseV8Context: onOff(
+      'PROVISIONER_REUSE_V8_CONTEXT',
+      optionalEnv('PROVISIONER_REUSE_V8_CONTEXT', 'on', env),
+    ),
     // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
     maxConcurrentActivityTaskExecutions: activities,
     maxConcurrentLocalActivityExecutions: activities,
@@ -53,7 +58,8 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     // for its batch) run: with the default 40 slots, a thousand machines started at once queued
     // for half a minute before their first task and then timed out (measured in npm run bench).
     maxConcurrentWorkflowTaskExecutions: workflowTasks,
-    maxConcurrentWorkflowTaskPolls: positiveIntEnv('PROVISIONER_WORKFLOW_TASK_POLLS', 20, env),
+    // No maxConcurrentWorkflowTaskPolls: @temporalio/worker 1.24 never reads it (its pollers come
+    // from workflowTaskPollerBehavior, by default min(10, the slots above)); main's 20 was dead.
     // A machine's next workflow task goes to this worker's sticky queue (its run is cached
     // here); one not picked up within this time goes back to the shared queue, costing
     // the server a timeout and two more history events and the worker a replay of the run

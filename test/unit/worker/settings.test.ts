@@ -8,7 +8,6 @@ describe('workerSettingsFromEnv', () => {
       maxConcurrentActivityTaskExecutions: 1000,
       maxConcurrentLocalActivityExecutions: 1000,
       maxConcurrentWorkflowTaskExecutions: 200,
-      maxConcurrentWorkflowTaskPolls: 20,
       stickyQueueScheduleToStartTimeout: '30 seconds',
     });
   });
@@ -21,7 +20,6 @@ describe('workerSettingsFromEnv', () => {
         PROVISIONER_WORKFLOW_THREADS: '2',
         PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '100',
         PROVISIONER_MAX_CONCURRENT_ACTIVITIES: '300',
-        PROVISIONER_WORKFLOW_TASK_POLLS: '5',
         PROVISIONER_STICKY_TIMEOUT_S: '10',
       }),
     ).toEqual({
@@ -31,7 +29,6 @@ describe('workerSettingsFromEnv', () => {
       maxConcurrentWorkflowTaskExecutions: 100,
       maxConcurrentActivityTaskExecutions: 300,
       maxConcurrentLocalActivityExecutions: 300,
-      maxConcurrentWorkflowTaskPolls: 5,
       stickyQueueScheduleToStartTimeout: '10 seconds',
     });
   });
@@ -48,10 +45,6 @@ describe('workerSettingsFromEnv', () => {
     [
       { PROVISIONER_WORKFLOW_THREADS: '1.5' },
       'environment variable PROVISIONER_WORKFLOW_THREADS: "1.5" is not a positive integer',
-    ],
-    [
-      { PROVISIONER_WORKFLOW_TASK_POLLS: 'many' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_POLLS: "many" is not a positive integer',
     ],
     [
       { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' },
