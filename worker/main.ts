@@ -8,7 +8,7 @@ import { regionalEc2, warmRegion } from '../ec2/regional';
 import { ensureSweeper, removeLegacySweepSchedules } from '../temporal/sweeper-client';
 import { regionalSsm, workerSsmClient } from '../activities/ssm';
 import { dynamoDbClient, localCredentialsFor } from '../config/clients';
-import { optionalEnv, positiveIntEnv, provisioningTuning, serviceEndpoints } from '../config/env';
+import { optionalEnv, provisioningTuning, serviceEndpoints } from '../config/env';
 import { ContainerStore } from '../state/containers';
 import { LaunchRecordStore } from '../state/launch-record';
 import { ProvisioningStore } from '../state/provisioning';
@@ -17,6 +17,7 @@ import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
 import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
+import { workerSettingsFromEnv } from './settings';
 
 /**
  * How long after SIGTERM/SIGINT the worker exits whatever its drain still
@@ -124,35 +125,8 @@ async function main(): Promise<void> {
       }),
       sinks: metricSinks(),
       shutdownGraceTime: '10 seconds',
-      // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
-      maxConcurrentActivityTaskExecutions: positiveIntEnv(
-        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-        1000,
-      ),
-      maxConcurrentLocalActivityExecutions: positiveIntEnv(
-        'PROVISIONER_MAX_CONCURRENT_ACTIVITIES',
-        1000,
-      ),
-      // A workflow task holds its slot while its local activities (planning, a zone claim waiting
-      // for its batch) run: with the default 40 slots, a thousand machines started at once queued
-      // for half a minute before their first task and then timed out (measured in npm run bench).
-      maxConcurrentWorkflowTaskExecutions: positiveIntEnv(
-        'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
-        200,
-      ),
-      maxConcurrentWorkflowTaskPolls: 20,
-      // A machine's next workflow task goes to this worker's sticky queue (its run is cached
-      // here); one not picked up within this time goes back to the shared queue, costing
-      // the server a timeout and two more history events and the worker a replay of the run
-      // from its whole history. The default 10 s was exceeded about once per machine in a
-      // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
-      // leaves its sticky tasks waiting this long before another takes them (a shutdown
-      // hands them over at once); a dead worker's open tasks already wait their 1-minute
-      // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
-      stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30)} seconds`,
-      // reuseV8Context (one sandbox context per thread) and maxCachedWorkflows (from the heap:
-      // ~2,300 runs with this machine's 4 GiB default, more than a 1,000-machine burst holds)
-      // stay the SDK's defaults: README, "Worker tuning".
+      // the sandbox, cache and slots (worker/settings.ts; README, "Worker tuning" has what each costs)
+      ...workerSettingsFromEnv(),
     }),
   );
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);

@@ -80,6 +80,12 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
   PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: API_DEFAULT,
   PROVISIONER_STICKY_TIMEOUT_S:
     'the worker’s sticky-queue schedule-to-start timeout, 30 s in every environment (worker/main.ts: the SDK’s 10 s ran out about once a machine in a 1,000-machine burst)',
+  PROVISIONER_REUSE_V8_CONTEXT:
+    'a bench/tuning knob (worker/settings.ts); unset is on, the SDK’s default, in every environment',
+  PROVISIONER_MAX_CACHED_WORKFLOWS:
+    'a bench/tuning knob (worker/settings.ts); unset leaves the SDK’s heap-based default, sized by each task’s memory',
+  PROVISIONER_WORKFLOW_THREADS:
+    'a bench/tuning knob (worker/settings.ts); unset leaves the SDK’s default thread count in every environment',
   PROVISIONER_TEARDOWN_TERMINATE_BURST: API_DEFAULT,
   PROVISIONER_TEARDOWN_TERMINATE_RATE: API_DEFAULT,
   PROVISIONER_TEARDOWN_DESCRIBE_BURST: API_DEFAULT,

@@ -1,0 +1,76 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
+import * as proto from '@temporalio/proto';
+import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { withLeanSandbox } from '../worker/sandbox';
+
+/**
+ * The workflow side of a machine's CPU, away from the stack and its load:
+ * replays one recorded history `count` times (after `warm` replays) in the
+ * SDK's workflow thread with the worker's sandbox (worker/sandbox.ts), each
+ * replay a new run (its modules evaluated, its activations run; the bundle
+ * is built once, outside the measurement), and prints
+ * the process's CPU per replay. `tsx bench/replay-cpu.ts <history.json>
+ * [count] [warm] [workflowsPath]`; the worker's settings
+ * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are.
+ */
+
+// decoded with the protobufjs copy @temporalio/proto uses (test/support/replay-histories.ts says why)
+const fromProtoRequire = createRequire(require.resolve('@temporalio/proto'));
+const { fromJson } = fromProtoRequire('protobufjs/ext/protojson') as {
+  fromJson: (type: unknown, json: unknown, options: object) => unknown;
+};
+const historyType = (
+  patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }
+).lookupType('temporal.api.history.v1.History');
+
+async function replay(
+  code: string,
+  history: unknown,
+  n: number,
+): Promise<{ cpuMs: number; failed: number }> {
+  const histories = Array.from({ length: n }, (_, i) => ({ workflowId: `replay-${i}`, history }));
+  const before = process.cpuUsage();
+  let failed = 0;
+  await withLeanSandbox(async () => {
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: { code }, replayName: 'replay-cpu' },
+      histories,
+    )) {
+      if (result.error) failed += 1;
+    }
+  });
+  const used = process.cpuUsage(before);
+  return { cpuMs: (used.user + used.system) / 1000, failed };
+}
+
+async function main(): Promise<void> {
+  const [file, countText = '300', warmText = '20', workflows = '../workflows'] =
+    process.argv.slice(2);
+  if (!file) {
+    process.stderr.write(
+      'usage: tsx bench/replay-cpu.ts <history.json> [count] [warm] [workflowsPath]\n',
+    );
+    process.exit(2);
+  }
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const history = fromJson(historyType, JSON.parse(readFileSync(file, 'utf8')), {
+    ignoreUnknownFields: true,
+  });
+  const workflowsPath = require.resolve(resolve(__dirname, workflows));
+  const count = Number(countText);
+  // bundled once, outside the measurement (a worker bundles at its start)
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('ERROR') });
+  await replay(code, history, Number(warmText));
+  const { cpuMs, failed } = await replay(code, history, count);
+  process.stdout.write(
+    `${JSON.stringify({ file, workflowsPath, count, failed, cpuMsPerReplay: +(cpuMs / count).toFixed(2) })}\n`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${String(err)}\n`);
+  process.exit(1);
+});

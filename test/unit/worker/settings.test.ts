@@ -1,0 +1,56 @@
+import { ConfigError } from '../../../config/env';
+import { workerSettingsFromEnv } from '../../../worker/settings';
+
+describe('workerSettingsFromEnv', () => {
+  it('keeps the chosen values when nothing is set (cache and threads: the SDK default)', () => {
+    expect(workerSettingsFromEnv({})).toEqual({
+      reuseV8Context: true,
+      maxConcurrentActivityTaskExecutions: 1000,
+      maxConcurrentLocalActivityExecutions: 1000,
+      maxConcurrentWorkflowTaskExecutions: 200,
+      stickyQueueScheduleToStartTimeout: '30 seconds',
+    });
+  });
+
+  it('takes each setting from its variable', () => {
+    expect(
+      workerSettingsFromEnv({
+        PROVISIONER_REUSE_V8_CONTEXT: 'off',
+        PROVISIONER_MAX_CACHED_WORKFLOWS: '500',
+        PROVISIONER_WORKFLOW_THREADS: '2',
+        PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '100',
+        PROVISIONER_MAX_CONCURRENT_ACTIVITIES: '300',
+        PROVISIONER_STICKY_TIMEOUT_S: '10',
+      }),
+    ).toEqual({
+      reuseV8Context: false,
+      maxCachedWorkflows: 500,
+      workflowThreadPoolSize: 2,
+      maxConcurrentWorkflowTaskExecutions: 100,
+      maxConcurrentActivityTaskExecutions: 300,
+      maxConcurrentLocalActivityExecutions: 300,
+      stickyQueueScheduleToStartTimeout: '10 seconds',
+    });
+  });
+
+  it.each([
+    [
+      { PROVISIONER_REUSE_V8_CONTEXT: 'yes' },
+      'environment variable PROVISIONER_REUSE_V8_CONTEXT: "yes" is not on or off',
+    ],
+    [
+      { PROVISIONER_MAX_CACHED_WORKFLOWS: '0' },
+      'environment variable PROVISIONER_MAX_CACHED_WORKFLOWS: "0" is not a positive integer',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_THREADS: '1.5' },
+      'environment variable PROVISIONER_WORKFLOW_THREADS: "1.5" is not a positive integer',
+    ],
+    [
+      { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' },
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
+    ],
+  ])('refuses %j, naming the variable', (env, message) => {
+    expect(() => workerSettingsFromEnv(env)).toThrow(new ConfigError(message));
+  });
+});

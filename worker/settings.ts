@@ -1,0 +1,75 @@
+import type { WorkerOptions } from '@temporalio/worker';
+import { ConfigError, optionalEnv, positiveIntEnv } from '../config/env';
+
+/**
+ * The worker's own Temporal settings: the sandbox, the workflow cache and the
+ * task slots, each from the environment so the bench can measure them one at
+ * a time (README, "Worker tuning": the table of what each costs). An unset
+ * variable keeps the value chosen there.
+ */
+export type WorkerSettings = Required<
+  Pick<
+    WorkerOptions,
+    | 'reuseV8Context'
+    | 'maxConcurrentActivityTaskExecutions'
+    | 'maxConcurrentLocalActivityExecutions'
+    | 'maxConcurrentWorkflowTaskExecutions'
+    | 'stickyQueueScheduleToStartTimeout'
+  >
+> &
+  Pick<WorkerOptions, 'maxCachedWorkflows' | 'workflowThreadPoolSize'>;
+
+// Each variable is read by its literal name (test/unit/infra/environment.test.ts finds the
+// variables a bundle reads by scanning for names passed to the config getters).
+
+function onOff(name: string, text: string): boolean {
+  if (text.trim() === 'on') return true;
+  if (text.trim() === 'off') return false;
+  throw new ConfigError(`environment variable ${name}: "${text.trim()}" is not on or off`);
+}
+
+export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
+  const activities = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_ACTIVITIES', 1000, env);
+  const workflowTasks = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS', 200, env);
+  // cache and threads: a positive integer when set; unset leaves the SDK's default
+  const maxCachedWorkflows = optionalEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', '', env)
+    ? positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1, env)
+    : undefined;
+  const workflowThreadPoolSize = optionalEnv('PROVISIONER_WORKFLOW_THREADS', '', env)
+    ? positiveIntEnv('PROVISIONER_WORKFLOW_THREADS', 1, env)
+    : undefined;
+  if (workflowTasks < 2) {
+    // With a workflow cache (this worker always has one) the SDK only warns and raises fewer than
+    // 2 slots to 2; a setting the worker would not run with is refused here instead.
+    throw new ConfigError(
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
+    );
+  }
+  return {
+    // one sandbox context per workflow thread, shared by every run it hosts (the SDK's default)
+    reuseV8Context: onOff(
+      'PROVISIONER_REUSE_V8_CONTEXT',
+      optionalEnv('PROVISIONER_REUSE_V8_CONTEXT', 'on', env),
+    ),
+    // Launches and zone claims wait together to be batched: many in flight at once, each mostly waiting.
+    maxConcurrentActivityTaskExecutions: activities,
+    maxConcurrentLocalActivityExecutions: activities,
+    // A workflow task holds its slot while its local activities (planning, a zone claim waiting
+    // for its batch) run: with the default 40 slots, a thousand machines started at once queued
+    // for half a minute before their first task and then timed out (measured in npm run bench).
+    maxConcurrentWorkflowTaskExecutions: workflowTasks,
+    // No maxConcurrentWorkflowTaskPolls: @temporalio/worker 1.24 never reads it (its pollers come
+    // from workflowTaskPollerBehavior, by default min(10, the slots above)); main's 20 was dead.
+    // A machine's next workflow task goes to this worker's sticky queue (its run is cached
+    // here); one not picked up within this time goes back to the shared queue, costing
+    // the server a timeout and two more history events and the worker a replay of the run
+    // from its whole history. The default 10 s was exceeded about once per machine in a
+    // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
+    // leaves its sticky tasks waiting this long before another takes them (a shutdown
+    // hands them over at once); a dead worker's open tasks already wait their 1-minute
+    // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
+    stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
+    ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
+    ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
+  };
+}
