@@ -139,10 +139,26 @@ function sourceName(file: string | null | undefined): string | undefined {
   return path.slice(ROOT.length).replace(/\.[cm]?[jt]s$/, '');
 }
 
-function frameLabel(source: string, site: NodeJS.CallSite): string {
-  const file = source.slice(source.lastIndexOf(sep) + 1);
+/** A function's own name (`send`), not one a bundler made up (`import_x.Y.z`). */
+const PLAIN_NAME = /^[A-Za-z_$][\w$]*$/;
+
+function siteName(site: NodeJS.CallSite): string | undefined {
   const fn = site.getFunctionName() ?? site.getMethodName();
-  return fn ? `${file}:${fn}` : `${file}:${site.getLineNumber() ?? '?'}`;
+  return fn && PLAIN_NAME.test(fn) ? fn : undefined;
+}
+
+/**
+ * `file:function` of the frame at `index`; an anonymous one (a callback) is
+ * named by the first named frame after it in the same file (`send`).
+ */
+function frameLabel(source: string, sites: readonly NodeJS.CallSite[], index: number): string {
+  const file = source.slice(source.lastIndexOf(sep) + 1);
+  for (let i = index; i < sites.length; i++) {
+    if (i > index && sourceName(sites[i]!.getFileName()) !== source) break;
+    const name = siteName(sites[i]!);
+    if (name) return `${file}:${name}`;
+  }
+  return `${file}:anonymous`;
 }
 
 function stackSites(): NodeJS.CallSite[] {
@@ -172,16 +188,17 @@ function stackSites(): NodeJS.CallSite[] {
 export function callerLabel(): string {
   let inner: string | undefined;
   let innerInState = false;
-  for (const site of stackSites()) {
-    const source = sourceName(site.getFileName());
+  const sites = stackSites();
+  for (let i = 0; i < sites.length; i++) {
+    const source = sourceName(sites[i]!.getFileName());
     if (source === undefined || PLUMBING.has(source)) continue;
     if (inner === undefined) {
-      inner = frameLabel(source, site);
+      inner = frameLabel(source, sites, i);
       innerInState = source.startsWith(`state${sep}`);
       if (!innerInState) return inner;
       continue;
     }
-    if (!source.startsWith(`state${sep}`)) return `${inner} < ${frameLabel(source, site)}`;
+    if (!source.startsWith(`state${sep}`)) return `${inner} < ${frameLabel(source, sites, i)}`;
   }
   return inner ?? 'other';
 }
