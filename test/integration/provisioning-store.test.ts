@@ -495,3 +495,55 @@ describe('routine liveness news written without the workflow', () => {
     ).rejects.toThrow('instance state "terminated" is not routine news');
   });
 });
+
+describe("the model's fields for a launch plan", () => {
+  /** The GetItems a repository sends, with whether each asked for a strongly consistent read. */
+  function watchedRepo() {
+    const client = dynamoClientFor(stack);
+    const reads: Array<boolean | undefined> = [];
+    client.middlewareStack.add(
+      (next, context) => (args) => {
+        if (context.commandName === 'GetItemCommand') {
+          reads.push((args.input as { ConsistentRead?: boolean }).ConsistentRead);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'watchReads' },
+    );
+    return { watched: new Repository(client, TABLE), reads, client };
+  }
+
+  it('reads an alive model eventually consistent, once', async () => {
+    const model = await newModel();
+    const { watched, reads, client } = watchedRepo();
+    try {
+      const got = await watched.getModelFields(model);
+      const strong = await repo.getModel(model);
+      expect(got).toEqual(strong);
+      expect(got.uid).toEqual(expect.any(String));
+      expect(reads).toEqual([undefined]);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('reads a dying model again strongly, and says a missing one is not found', async () => {
+    const model = await newModel();
+    await repo.markModelDying(model);
+    const { watched, reads, client } = watchedRepo();
+    try {
+      await expect(watched.getModelFields(model)).resolves.toMatchObject({
+        name: model,
+        life: 'dying',
+      });
+      expect(reads).toEqual([undefined, true]);
+      reads.length = 0;
+      await expect(watched.getModelFields(`${model}-none`)).rejects.toThrow(
+        new EntityNotFoundError(`model "${model}-none" not found`),
+      );
+      expect(reads).toEqual([undefined, true]);
+    } finally {
+      client.destroy();
+    }
+  });
+});
