@@ -1,4 +1,5 @@
 import type { InstanceState } from '../core/liveness';
+import { ec2Addresses } from '../ec2/addresses';
 import { instanceStates } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
 import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
@@ -161,10 +162,25 @@ export function runningCatchUpOf(
 ): RunningCatchUp {
   let catchUp = ofDeps.get(deps);
   if (!catchUp) {
+    // the addresses of the instances the describe found running go in their `running` write,
+    // so the sweep finds them recorded and writes the machine no second time for them
+    const addresses = new Map<string, { privateAddress?: string; publicAddress?: string }>();
     catchUp = new RunningCatchUp({
-      statesOf: (region, ids) => instanceStates(deps.ec2ForRegion(region).ec2, ids),
-      recordRunning: (l) =>
-        deps.store.recordRoutineInstanceState(l.model, l.machineId, l.instanceId, 'running'),
+      statesOf: (region, ids) =>
+        instanceStates(deps.ec2ForRegion(region).ec2, ids, (i, state) => {
+          if (state === 'running' && i.InstanceId) addresses.set(i.InstanceId, ec2Addresses(i));
+        }),
+      recordRunning: (l) => {
+        const listed = addresses.get(l.instanceId);
+        addresses.delete(l.instanceId);
+        return deps.store.recordRoutineInstanceState(
+          l.model,
+          l.machineId,
+          l.instanceId,
+          'running',
+          listed,
+        );
+      },
     });
     ofDeps.set(deps, catchUp);
   }
