@@ -129,8 +129,7 @@ export function launchActivities(
     const recent = read ?? deps.recentReads?.take(ref);
     const [model, machine] = await orMachineGone(
       Promise.all([
-        // only the fields that never change are used: half a read (state/models.ts)
-        modelReads.read(ref.model, () => repo.getModelFields(ref.model)),
+        modelReads.read(ref.model, () => repo.getModel(ref.model)),
         recent ?? repo.getMachine(ref.model, ref.machineId),
       ]),
     );

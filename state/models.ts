@@ -51,19 +51,6 @@ export async function getModel(t: TableAccess, name: string): Promise<ModelRecor
   return toModel(out.Item);
 }
 
-/**
- * The model for what never changes of it (name, region, uid, availability
- * sets: a launch's plan), at half the read price: eventually consistent, and
- * read again strongly when that read finds it absent or not alive (a model
- * just created, or one re-created under the same name, whose old item a
- * stale read could show: the old one was dying long before it went).
- */
-export async function getModelFields(t: TableAccess, name: string): Promise<ModelRecord> {
-  const out = await t.doc.send(new GetCommand({ TableName: t.tableName, Key: modelKey(name) }));
-  if (out.Item && out.Item.life === 'alive') return toModel(out.Item);
-  return getModel(t, name);
-}
-
 /** The model if it exists and is alive; a dying model is as good as gone for new work. */
 export async function getLiveModel(t: TableAccess, name: string): Promise<ModelRecord> {
   const model = await getModel(t, name);

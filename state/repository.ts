@@ -92,11 +92,6 @@ export class Repository implements TableAccess {
     return models.getModel(this, name);
   }
 
-  /** The model's fields that never change, eventually consistent where that is safe (models.ts). */
-  getModelFields(name: string): Promise<ModelRecord> {
-    return models.getModelFields(this, name);
-  }
-
   /** The model if it exists and is alive; a dying model is as good as gone for new work. */
   getLiveModel(name: string): Promise<ModelRecord> {
     return models.getLiveModel(this, name);

@@ -50,7 +50,7 @@ describe('planLaunch reuses the plan of a machine alike', () => {
     } as unknown as RegionalEc2;
     const deps = {
       repo: {
-        getModelFields: (name: string) =>
+        getModel: (name: string) =>
           Promise.resolve({ name, region: 'us-east-1' } as unknown as ModelRecord),
         getMachine: (_model: string, id: string) => {
           calls.machineReads += 1;
