@@ -1,4 +1,5 @@
 import type { InstanceState } from '../core/liveness';
+import { ec2Addresses } from '../ec2/addresses';
 import { instanceStates } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
 import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
@@ -49,15 +50,35 @@ export interface RecordedLaunch {
   instanceId: string;
 }
 
+/** The addresses EC2 listed for an instance (`ec2Addresses`): absent ones are removed by the write. */
+export interface ListedAddresses {
+  privateAddress?: string;
+  publicAddress?: string;
+}
+
+/** An instance as one describe listed it: its state, and its addresses when it runs. */
+export interface ListedInstance {
+  state: InstanceState;
+  addresses?: ListedAddresses;
+}
+
 /** What the catch-up asks and writes through (real: `runningCatchUp` below; tests: fakes). */
 export interface CatchUpPorts {
-  /** EC2's state of each id it lists (an id not yet listed is left out). */
-  statesOf(region: string, instanceIds: readonly string[]): Promise<Map<string, InstanceState>>;
   /**
-   * The routine `running` write: false when the table refused it (the machine
-   * no longer records that instance alive and running, e.g. destroyed meanwhile).
+   * EC2's state of each id it lists (an id not yet listed is left out), or the
+   * state with the addresses listed. The answer is the window's own: nothing of
+   * it outlives the window, so a describe that fails part-way leaves nothing behind.
    */
-  recordRunning(launch: RecordedLaunch): Promise<unknown>;
+  statesOf(
+    region: string,
+    instanceIds: readonly string[],
+  ): Promise<Map<string, InstanceState | ListedInstance>>;
+  /**
+   * The routine `running` write, with the addresses this window's describe
+   * listed: false when the table refused it (the machine no longer records
+   * that instance alive and running, e.g. destroyed meanwhile).
+   */
+  recordRunning(launch: RecordedLaunch, addresses?: ListedAddresses): Promise<unknown>;
 }
 
 export interface CatchUpStats {
@@ -103,7 +124,7 @@ export class RunningCatchUp {
 
   private async catchUp(region: string, launches: RecordedLaunch[]): Promise<Array<Settled<void>>> {
     const done = launches.map((): Settled<void> => ({ ok: true, value: undefined }));
-    let states: Map<string, InstanceState>;
+    let states: Map<string, InstanceState | ListedInstance>;
     try {
       this.stats.asks++;
       states = await this.ports.statesOf(
@@ -119,11 +140,15 @@ export class RunningCatchUp {
       });
       return done;
     }
-    const running = launches.filter((l) => states.get(l.instanceId) === 'running');
+    const listed = (l: RecordedLaunch): ListedInstance | undefined => {
+      const found = states.get(l.instanceId);
+      return typeof found === 'string' ? { state: found } : found;
+    };
+    const running = launches.filter((l) => listed(l)?.state === 'running');
     const refused: string[] = [];
     await inLanes(running, WRITE_LANES, async (l) => {
       try {
-        const answer = await this.ports.recordRunning(l);
+        const answer = await this.ports.recordRunning(l, listed(l)?.addresses);
         if (answer === false || answer === 'stale') refused.push(`${l.model}/${l.machineId}`);
         else this.stats.written++;
       } catch (err) {
@@ -161,14 +186,41 @@ export function runningCatchUpOf(
 ): RunningCatchUp {
   let catchUp = ofDeps.get(deps);
   if (!catchUp) {
-    catchUp = new RunningCatchUp({
-      statesOf: (region, ids) => instanceStates(deps.ec2ForRegion(region).ec2, ids),
-      recordRunning: (l) =>
-        deps.store.recordRoutineInstanceState(l.model, l.machineId, l.instanceId, 'running'),
-    });
+    catchUp = new RunningCatchUp(catchUpPortsOf(deps));
     ofDeps.set(deps, catchUp);
   }
   return catchUp;
+}
+
+/**
+ * The real ports: the addresses of the instances the describe finds running
+ * go in their `running` write, so the sweep finds them recorded and writes
+ * the machine no second time for them. They travel in the window's answer
+ * (no map kept across windows: a describe that fails on a later page drops them).
+ */
+export function catchUpPortsOf(deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'>): CatchUpPorts {
+  return {
+    statesOf: async (region, ids) => {
+      const listed = new Map<string, ListedInstance>();
+      await instanceStates(deps.ec2ForRegion(region).ec2, ids, (i, state) => {
+        if (i.InstanceId) {
+          listed.set(
+            i.InstanceId,
+            state === 'running' ? { state, addresses: ec2Addresses(i) } : { state },
+          );
+        }
+      });
+      return listed;
+    },
+    recordRunning: (l, addresses) =>
+      deps.store.recordRoutineInstanceState(
+        l.model,
+        l.machineId,
+        l.instanceId,
+        'running',
+        addresses,
+      ),
+  };
 }
 
 function errorText(err: unknown): string {

@@ -17,9 +17,11 @@ export interface BenchArgs {
   workers: number;
   /** Profile the workers' CPU (`node --cpu-prof`) and print where the launch phase's time went. */
   cpuProfile: boolean;
+  /** Keep the DynamoDB totals by call site too, and print them (a few µs per call, so on request). */
+  ddbCallers: boolean;
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof] [--ddb-callers]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -43,6 +45,7 @@ const OPTIONS = {
   'removal-only': { type: 'boolean' },
   workers: { type: 'string' },
   'cpu-prof': { type: 'boolean' },
+  'ddb-callers': { type: 'boolean' },
 } as const;
 
 /**
@@ -60,6 +63,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     removal: true,
     workers: 1,
     cpuProfile: false,
+    ddbCallers: false,
   };
   const { tokens } = tokenize({
     args: [...argv],
@@ -105,6 +109,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       }
       case 'cpu-prof':
         args.cpuProfile = true;
+        break;
+      case 'ddb-callers':
+        args.ddbCallers = true;
         break;
       case 'removal-only':
         args.launch = false;

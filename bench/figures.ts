@@ -21,6 +21,18 @@ export interface CapacityUse {
   readUnits: number;
   writeUnits: number;
   calls: Record<string, number>;
+  /** Calls refused (a failed condition costs DynamoDB ≥ 1 WCU, which it does not report). */
+  failed?: Record<string, number>;
+  /** The same by call site, with `--ddb-callers` (config/capacity-meter.ts `callerLabel`). */
+  byCaller?: Record<
+    string,
+    {
+      readUnits: number;
+      writeUnits: number;
+      calls: Record<string, number>;
+      failed: Record<string, number>;
+    }
+  >;
 }
 
 export interface TemporalUse {

@@ -13,7 +13,13 @@ import {
 } from './figures';
 import { EC2_LATENCY, EC2_REQUEST_LIMITS, EC2_RESOURCE_LIMITS } from './proxy-admin';
 import { runSize } from './run-size';
-import { figuresTable, scaleOutTargetsTable, scaleTargetsTable, targetsTable } from './table';
+import {
+  capacityByCallerTable,
+  figuresTable,
+  scaleOutTargetsTable,
+  scaleTargetsTable,
+  targetsTable,
+} from './table';
 
 /**
  * `npm run bench`: for each size, a fresh private stack, the bare-SDK floor,
@@ -105,6 +111,7 @@ async function main(): Promise<void> {
           removal: args.removal,
           workers: args.workers,
           cpuProfile: args.cpuProfile,
+          ddbCallers: args.ddbCallers,
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),
@@ -134,6 +141,10 @@ async function main(): Promise<void> {
     scaleTargetsTable(results),
     '',
     scaleOutTargetsTable(results),
+    ...results.flatMap((r) => {
+      const table = capacityByCallerTable(r);
+      return table ? ['', table] : [];
+    }),
     ...results.flatMap((r) =>
       r.provisioner?.profile ? ['', `N=${r.n}, workers' ${r.provisioner.profile}`] : [],
     ),

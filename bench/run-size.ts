@@ -11,7 +11,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstanceOwners } from '../activities/instance-owners';
 import { TAG_MODEL } from '../core/tags';
-import { METRICS_FILE_ENV, type CapacityTotals } from '../config/capacity-meter';
+import {
+  METRICS_CALLERS_ENV,
+  METRICS_FILE_ENV,
+  type CallerTotals,
+  type CapacityTotals,
+} from '../config/capacity-meter';
 import { freePort, type ManagedProcess } from '../local/processes';
 import { startStack, workerName, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
@@ -52,6 +57,8 @@ export interface SizeOptions {
   workers: number;
   /** Profile the workers' CPU and summarize the launch phase's. */
   cpuProfile: boolean;
+  /** DynamoDB totals by call site too (config/capacity-meter.ts `callerLabel`). */
+  ddbCallers: boolean;
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -83,8 +90,14 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     ...(opts.cpuProfile ? { workerNodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
     token: randomBytes(16).toString('hex'),
     dataDir: join(opts.dir, 'data'),
-    workerEnv: { [METRICS_FILE_ENV]: metrics.worker },
-    apiEnv: { [METRICS_FILE_ENV]: metrics.api },
+    workerEnv: {
+      [METRICS_FILE_ENV]: metrics.worker,
+      ...(opts.ddbCallers ? { [METRICS_CALLERS_ENV]: '1' } : {}),
+    },
+    apiEnv: {
+      [METRICS_FILE_ENV]: metrics.api,
+      ...(opts.ddbCallers ? { [METRICS_CALLERS_ENV]: '1' } : {}),
+    },
     log: (line) => log(`  ${line}`),
     track: opts.track,
   });
@@ -223,19 +236,45 @@ function readTotals(file: string): CapacityTotals {
   return JSON.parse(readFileSync(file, 'utf8')) as CapacityTotals;
 }
 
-function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): CapacityUse {
+/**
+ * What the processes spent between two readings of their totals (`after`
+ * less `before`), by call site too when the totals were kept so (the worker
+ * and the API server: their labels are summed, the process not told apart).
+ */
+export function capacitySince(before: CapacityTotals[], after: CapacityTotals[]): CapacityUse {
   const use: CapacityUse = { readUnits: 0, writeUnits: 0, calls: {} };
-  for (const t of after) {
-    use.readUnits += t.readUnits;
-    use.writeUnits += t.writeUnits;
-    for (const [k, v] of Object.entries(t.calls)) use.calls[k] = (use.calls[k] ?? 0) + v;
+  const byCaller: Record<string, CallerTotals> = {};
+  const add = (into: CallerTotals, t: CallerTotals, sign: 1 | -1) => {
+    into.readUnits += sign * t.readUnits;
+    into.writeUnits += sign * t.writeUnits;
+    for (const [k, v] of Object.entries(t.calls)) into.calls[k] = (into.calls[k] ?? 0) + sign * v;
+    for (const [k, v] of Object.entries(t.failed ?? {}))
+      into.failed[k] = (into.failed[k] ?? 0) + sign * v;
+  };
+  const total: CallerTotals = { readUnits: 0, writeUnits: 0, calls: {}, failed: {} };
+  for (const [list, sign] of [
+    [after, 1],
+    [before, -1],
+  ] as const) {
+    for (const t of list) {
+      add(total, t, sign);
+      for (const [label, c] of Object.entries(t.byCaller ?? {}))
+        add((byCaller[label] ??= { readUnits: 0, writeUnits: 0, calls: {}, failed: {} }), c, sign);
+    }
   }
-  for (const t of before) {
-    use.readUnits -= t.readUnits;
-    use.writeUnits -= t.writeUnits;
-    for (const [k, v] of Object.entries(t.calls)) use.calls[k] = (use.calls[k] ?? 0) - v;
+  use.readUnits = total.readUnits;
+  use.writeUnits = total.writeUnits;
+  for (const [k, v] of Object.entries(total.calls)) if (v !== 0) use.calls[k] = v;
+  const failed = Object.entries(total.failed).filter(([, v]) => v !== 0);
+  if (failed.length > 0) use.failed = Object.fromEntries(failed);
+  for (const [label, c] of Object.entries(byCaller)) {
+    const spent =
+      Object.values(c.calls).some((v) => v !== 0) || Object.values(c.failed).some((v) => v !== 0);
+    if (!spent) continue;
+    for (const m of [c.calls, c.failed])
+      for (const [k, v] of Object.entries(m)) if (v === 0) delete m[k];
+    (use.byCaller ??= {})[label] = c;
   }
-  for (const [k, v] of Object.entries(use.calls)) if (v === 0) delete use.calls[k];
   return use;
 }
 

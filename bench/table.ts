@@ -242,3 +242,59 @@ export function scaleOutTargetsTable(results: readonly SizeResult[]): string {
   ]);
   return renderTable(['target (issue 26)', ...results.map((r) => `N=${r.n}`)], rows);
 }
+
+/** Rows of the by-caller table before the rest are summed into one. */
+const CALLER_ROWS = 16;
+
+/**
+ * Where one size's DynamoDB units went, by call site (`--ddb-callers`):
+ * units per machine and the calls behind them, most units first. A refused
+ * conditional write is charged ≥ 1 WCU that DynamoDB does not report: its
+ * count is shown, not added in. Empty when the totals were not kept so.
+ */
+export function capacityByCallerTable(result: SizeResult): string {
+  const capacity = result.provisioner?.capacity;
+  const byCaller = capacity?.byCaller;
+  if (!byCaller) return '';
+  const n = result.n;
+  const ops = (m: Record<string, number>) =>
+    Object.entries(m)
+      .sort((a, b) => b[1] - a[1])
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+  const entries = Object.entries(byCaller).sort(
+    (a, b) => b[1].readUnits + b[1].writeUnits - (a[1].readUnits + a[1].writeUnits),
+  );
+  const shown = entries.slice(0, CALLER_ROWS);
+  const rest = entries.slice(CALLER_ROWS);
+  const rows = shown.map(([label, c]) => [
+    label,
+    num(c.readUnits / n),
+    num(c.writeUnits / n),
+    ops(c.calls) || '—',
+    ops(c.failed) || '—',
+  ]);
+  if (rest.length > 0) {
+    const sum = (f: (c: (typeof rest)[number][1]) => number) =>
+      rest.reduce((t, [, c]) => t + f(c), 0);
+    const calls = sum((c) => Object.values(c.calls).reduce((a, b) => a + b, 0));
+    rows.push([
+      `${rest.length} other call sites`,
+      num(sum((c) => c.readUnits) / n),
+      num(sum((c) => c.writeUnits) / n),
+      `${calls} calls`,
+      '',
+    ]);
+  }
+  rows.push([
+    'all',
+    num(capacity.readUnits / n),
+    num(capacity.writeUnits / n),
+    ops(capacity.calls),
+    ops(capacity.failed ?? {}) || '—',
+  ]);
+  return (
+    `N=${n}: DynamoDB by call site (worker and API)\n` +
+    renderTable(['call site', 'RCU/machine', 'WCU/machine', 'calls', 'refused'], rows)
+  );
+}

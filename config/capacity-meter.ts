@@ -1,5 +1,6 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { renameSync, writeFileSync } from 'node:fs';
+import { sep } from 'node:path';
 
 /**
  * Opt-in metering of DynamoDB capacity for the benchmark (`npm run bench`):
@@ -10,8 +11,17 @@ import { renameSync, writeFileSync } from 'node:fs';
  *
  * Not counted: a write refused by its condition (DynamoDB charges it, but the
  * error carries no ConsumedCapacity) and a cancelled transaction.
+ *
+ * Transactions are taken at no less than DynamoDB's price: 2 units per item
+ * (each KB of it) and per transaction. DynamoDB Local reports 2 for a whole
+ * TransactWriteItems whatever its items (measured: 10 Puts of 600 B answered
+ * `CapacityUnits: 2`, where DynamoDB charges 20), so its figure is raised to
+ * 2 × the items, each counted as under 1 KB (the machine items are: 667 B
+ * with an instance recorded); an index the items update is not added.
  */
 export const METRICS_FILE_ENV = 'PROVISIONER_METRICS_FILE';
+/** Set (to anything) beside METRICS_FILE_ENV: the totals are also kept by call site (`callerLabel`). */
+export const METRICS_CALLERS_ENV = 'PROVISIONER_METRICS_CALLERS';
 
 /** Commands that accept `ReturnConsumedCapacity`, and which kind of units they spend. */
 const METERED: Readonly<Record<string, 'read' | 'write'>> = {
@@ -34,6 +44,16 @@ export interface CapacityTotals {
   calls: Record<string, number>;
   /** Metered commands that failed (conditional check failures included). */
   failed: Record<string, number>;
+  /** The same, by call site (`callerLabel`), when metered with `callers`. */
+  byCaller?: Record<string, CallerTotals>;
+}
+
+/** What one call site spent: its units, and its calls (and failed calls) by command. */
+export interface CallerTotals {
+  readUnits: number;
+  writeUnits: number;
+  calls: Record<string, number>;
+  failed: Record<string, number>;
 }
 
 export function emptyTotals(): CapacityTotals {
@@ -52,7 +72,7 @@ function asList(consumed: unknown): ConsumedCapacity[] {
  * says which they are.
  */
 export function addConsumed(
-  totals: CapacityTotals,
+  totals: Pick<CapacityTotals, 'readUnits' | 'writeUnits'>,
   kind: 'read' | 'write',
   consumed: unknown,
 ): void {
@@ -70,30 +90,160 @@ export function addConsumed(
   }
 }
 
+/** Units per item of a transaction (each KB of it): twice a plain read's or write's. */
+const TRANSACTION_UNITS_PER_ITEM = 2;
+
+/**
+ * A transaction's consumed capacity at no less than DynamoDB's price (see
+ * above: 2 units per item); any other command's as reported.
+ */
+export function atTransactionPrice(
+  command: string,
+  input: Record<string, unknown>,
+  consumed: unknown,
+): unknown {
+  if (command !== 'TransactWriteItems' && command !== 'TransactGetItems') return consumed;
+  const items = Array.isArray(input.TransactItems) ? input.TransactItems.length : 0;
+  const floor = TRANSACTION_UNITS_PER_ITEM * items;
+  const reported = asList(consumed).reduce(
+    (t, c) => t + (c.CapacityUnits ?? (c.ReadCapacityUnits ?? 0) + (c.WriteCapacityUnits ?? 0)),
+    0,
+  );
+  if (reported >= floor) return consumed;
+  return { CapacityUnits: floor };
+}
+
 function bump(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
 
-/** Installs the metering middleware on a client; the totals grow as commands complete. */
-export function meterCapacity(client: DynamoDBClient, totals: CapacityTotals): void {
+/** The project's source root (this file is `<root>/config/capacity-meter.ts`). */
+const ROOT = __dirname.slice(0, __dirname.lastIndexOf(sep) + 1);
+
+/**
+ * Frames that only carry a call on (the meter, the table's generic helpers):
+ * a call site is the first frame past them.
+ */
+const PLUMBING = new Set([
+  `config${sep}capacity-meter`,
+  `state${sep}table`,
+  `state${sep}batch-get`,
+  `state${sep}repository`,
+]);
+
+/** `state/zone-claim.ts` → `state/zone-claim`; undefined outside the project's own sources. */
+function sourceName(file: string | null | undefined): string | undefined {
+  if (!file) return undefined;
+  const path = file.startsWith('file://') ? decodeURIComponent(file.slice(7)) : file;
+  if (!path.startsWith(ROOT) || path.includes(`${sep}node_modules${sep}`)) return undefined;
+  return path.slice(ROOT.length).replace(/\.[cm]?[jt]s$/, '');
+}
+
+/** A function's own name (`send`), not one a bundler made up (`import_x.Y.z`). */
+const PLAIN_NAME = /^[A-Za-z_$][\w$]*$/;
+
+function siteName(site: NodeJS.CallSite): string | undefined {
+  const fn = site.getFunctionName() ?? site.getMethodName();
+  return fn && PLAIN_NAME.test(fn) ? fn : undefined;
+}
+
+/**
+ * `file:function` of the frame at `index`; an anonymous one (a callback) is
+ * named by the first named frame after it in the same file (`send`).
+ */
+function frameLabel(source: string, sites: readonly NodeJS.CallSite[], index: number): string {
+  const file = source.slice(source.lastIndexOf(sep) + 1);
+  for (let i = index; i < sites.length; i++) {
+    if (i > index && sourceName(sites[i]!.getFileName()) !== source) break;
+    const name = siteName(sites[i]!);
+    if (name) return `${file}:${name}`;
+  }
+  return `${file}:anonymous`;
+}
+
+function stackSites(): NodeJS.CallSite[] {
+  // restored as it was found (it is a plain property, not a method of Error)
+  // eslint-disable-next-line @typescript-eslint/unbound-method
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  Error.prepareStackTrace = (_err, sites) => sites;
+  Error.stackTraceLimit = 40;
+  try {
+    const holder: { stack?: unknown } = {};
+    Error.captureStackTrace(holder, stackSites);
+    return Array.isArray(holder.stack) ? (holder.stack as NodeJS.CallSite[]) : [];
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+}
+
+/**
+ * Who made the DynamoDB call now being sent, from the stack (async frames
+ * included): the first project frame past the plumbing (`zone-counts:claim`),
+ * then, when that one is in `state/`, the first frame outside it, i.e. whoever
+ * asked the state layer (`zone-counts:claim < launch:prepareLaunch`).
+ * `other` when no project frame is on the stack.
+ */
+export function callerLabel(): string {
+  let inner: string | undefined;
+  let innerInState = false;
+  const sites = stackSites();
+  for (let i = 0; i < sites.length; i++) {
+    const source = sourceName(sites[i]!.getFileName());
+    if (source === undefined || PLUMBING.has(source)) continue;
+    if (inner === undefined) {
+      inner = frameLabel(source, sites, i);
+      innerInState = source.startsWith(`state${sep}`);
+      if (!innerInState) return inner;
+      continue;
+    }
+    if (!source.startsWith(`state${sep}`)) return `${inner} < ${frameLabel(source, sites, i)}`;
+  }
+  return inner ?? 'other';
+}
+
+function callerTotals(totals: CapacityTotals, label: string): CallerTotals {
+  const byCaller = (totals.byCaller ??= {});
+  return (byCaller[label] ??= { readUnits: 0, writeUnits: 0, calls: {}, failed: {} });
+}
+
+/**
+ * Installs the metering middleware on a client; the totals grow as commands
+ * complete. With `callers`, each call is also added up under its call site
+ * (`callerLabel`, read from the stack: a few microseconds a call, so only
+ * when asked).
+ */
+export function meterCapacity(
+  client: DynamoDBClient,
+  totals: CapacityTotals,
+  options: { callers?: boolean } = {},
+): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
       const kind = METERED[context.commandName ?? ''];
       if (!kind) return next(args);
       const name = (context.commandName ?? '').replace(/Command$/, '');
+      const caller = options.callers ? callerTotals(totals, callerLabel()) : undefined;
       const input = args.input as Record<string, unknown>;
       args.input = { ...input, ReturnConsumedCapacity: 'TOTAL' };
       try {
         const result = await next(args);
-        bump(totals.calls, name);
-        addConsumed(
-          totals,
-          kind,
+        const consumed = atTransactionPrice(
+          name,
+          input,
           (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity,
         );
+        bump(totals.calls, name);
+        addConsumed(totals, kind, consumed);
+        if (caller) {
+          bump(caller.calls, name);
+          addConsumed(caller, kind, consumed);
+        }
         return result;
       } catch (err) {
         bump(totals.failed, name);
+        if (caller) bump(caller.failed, name);
         throw err;
       }
     },
@@ -120,7 +270,7 @@ function flush(file: string): void {
 export function meterFromEnv(client: DynamoDBClient, env: NodeJS.ProcessEnv = process.env): void {
   const file = env[METRICS_FILE_ENV];
   if (!file) return;
-  meterCapacity(client, processTotals);
+  meterCapacity(client, processTotals, { callers: Boolean(env[METRICS_CALLERS_ENV]) });
   if (flusher) return;
   const safeFlush = () => {
     try {

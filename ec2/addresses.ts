@@ -15,6 +15,16 @@ export interface AddressChange {
   publicAddress?: string;
 }
 
+/** The addresses EC2 lists for an instance (none for an empty one), as a machine records them. */
+export function ec2Addresses(i: Instance): { privateAddress?: string; publicAddress?: string } {
+  const privateAddress = i.PrivateIpAddress || undefined;
+  const publicAddress = i.PublicIpAddress || undefined;
+  return {
+    ...(privateAddress ? { privateAddress } : {}),
+    ...(publicAddress ? { publicAddress } : {}),
+  };
+}
+
 /**
  * The machines whose instance EC2 lists with other addresses than recorded
  * (`juju status`'s Address column). Only instances the listing holds count:

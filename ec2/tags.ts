@@ -93,11 +93,13 @@ export const MAX_FILTER_VALUES = 200;
  * to 200 ids per DescribeInstances call (MAX_FILTER_VALUES). The ids go in an `instance-id`
  * filter, not `InstanceIds`: EC2 answers InvalidInstanceID.NotFound for a
  * whole call when one id is unknown, while a filter just leaves it out (the
- * caller counts an id missing from the answer as `unknown`).
+ * caller counts an id missing from the answer as `unknown`). `onInstance`
+ * sees each instance listed, with its state (the rest of what EC2 said of it).
  */
 export async function instanceStates(
   ec2: EC2Client,
   instanceIds: readonly string[],
+  onInstance?: (instance: Instance, state: InstanceState) => void,
 ): Promise<Map<string, InstanceState>> {
   const states = new Map<string, InstanceState>();
   for (const batch of batches([...new Set(instanceIds)], MAX_FILTER_VALUES)) {
@@ -108,7 +110,10 @@ export async function instanceStates(
     for await (const page of pages) {
       for (const i of (page.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
         const state = instanceState(i);
-        if (i.InstanceId && state) states.set(i.InstanceId, state);
+        if (i.InstanceId && state) {
+          states.set(i.InstanceId, state);
+          onInstance?.(i, state);
+        }
       }
     }
   }

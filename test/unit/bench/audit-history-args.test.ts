@@ -226,6 +226,7 @@ describe('parseArgs', () => {
       removal: true,
       workers: 1,
       cpuProfile: false,
+      ddbCallers: false,
     });
   });
 
@@ -252,6 +253,10 @@ describe('parseArgs', () => {
       cpuProfile: true,
     });
     expect(parseArgs(['--workers=3'])).toMatchObject({ workers: 3, cpuProfile: false });
+  });
+
+  it('keeps DynamoDB totals by call site on request', () => {
+    expect(parseArgs(['--ddb-callers'])).toMatchObject({ ddbCallers: true });
   });
 
   it.each([

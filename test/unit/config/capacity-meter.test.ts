@@ -11,10 +11,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import {
   addConsumed,
+  atTransactionPrice,
   emptyTotals,
   meterCapacity,
   meterFromEnv,
 } from '../../../config/capacity-meter';
+import { LaunchBatchStore } from '../../../state/launch-batches';
 
 interface Exchange {
   target: string;
@@ -150,5 +152,83 @@ describe('DynamoDB capacity metering', () => {
       written = JSON.parse(readFileSync(file, 'utf8')) as typeof written;
     }
     expect(written).toMatchObject({ writeUnits: 2, pid: process.pid });
+  });
+
+  it('prices a transaction at 2 units per item when DynamoDB Local reports less', async () => {
+    const { client } = fakeClient({
+      TransactWriteItems: { body: { ConsumedCapacity: [{ TableName: 't', CapacityUnits: 2 }] } },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals);
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: Array.from({ length: 10 }, (_, i) => ({
+          Put: { TableName: 't', Item: { pk: { S: `k${i}` } } },
+        })),
+      }),
+    );
+    expect(totals.writeUnits).toBe(20);
+    // a figure at or over the floor is kept; other commands are never touched
+    const reported = [{ TableName: 't', CapacityUnits: 7 }];
+    expect(atTransactionPrice('TransactWriteItems', { TransactItems: [{}, {}] }, reported)).toBe(
+      reported,
+    );
+    expect(atTransactionPrice('PutItem', {}, { CapacityUnits: 1 })).toEqual({ CapacityUnits: 1 });
+    expect(
+      atTransactionPrice('TransactGetItems', { TransactItems: [{}, {}, {}] }, undefined),
+    ).toEqual({ CapacityUnits: 6 });
+  });
+
+  it('keeps the totals by call site when asked: the state method, then who asked it', async () => {
+    const { client } = fakeClient({
+      GetItem: {
+        body: {
+          Item: { launchBatch: { M: { batchId: { S: 'b1' }, tokenSeed: { S: 's' } } } },
+          ConsumedCapacity: { TableName: 't', CapacityUnits: 1 },
+        },
+      },
+      PutItem: {
+        status: 400,
+        body: {
+          __type: 'com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException',
+          message: 'The conditional request failed',
+        },
+      },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals, { callers: true });
+    const store = new LaunchBatchStore(client, 't');
+    async function askMarker() {
+      return await store.marker('m', '1');
+    }
+    async function putRefused() {
+      await client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
+    }
+    await expect(askMarker()).resolves.toEqual({ batchId: 'b1', tokenSeed: 's' });
+    await expect(putRefused()).rejects.toMatchObject({ name: 'ConditionalCheckFailedException' });
+    expect(totals.byCaller).toEqual({
+      'launch-batches:marker < capacity-meter.test:askMarker': {
+        readUnits: 1,
+        writeUnits: 0,
+        calls: { GetItem: 1 },
+        failed: {},
+      },
+      'capacity-meter.test:putRefused': {
+        readUnits: 0,
+        writeUnits: 0,
+        calls: {},
+        failed: { PutItem: 1 },
+      },
+    });
+  });
+
+  it('keeps no totals by call site unless asked', async () => {
+    const { client } = fakeClient({
+      PutItem: { body: { ConsumedCapacity: { CapacityUnits: 1 } } },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals);
+    await client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
+    expect(totals.byCaller).toBeUndefined();
   });
 });

@@ -1,0 +1,129 @@
+import { capacitySince } from '../../../bench/run-size';
+import type { CapacityTotals } from '../../../config/capacity-meter';
+
+describe('capacitySince: what the processes spent between two readings', () => {
+  it('subtracts before from after, summed over processes, for totals, failed and each call site', () => {
+    const before: CapacityTotals[] = [
+      {
+        readUnits: 10,
+        writeUnits: 4,
+        calls: { GetItem: 10, PutItem: 4 },
+        failed: { PutItem: 1 },
+        byCaller: {
+          'models:getModel < launch': {
+            readUnits: 10,
+            writeUnits: 0,
+            calls: { GetItem: 10 },
+            failed: {},
+          },
+          'launch-record:write': {
+            readUnits: 0,
+            writeUnits: 4,
+            calls: { PutItem: 4 },
+            failed: { PutItem: 1 },
+          },
+        },
+      },
+      { readUnits: 0, writeUnits: 2, calls: { TransactWriteItems: 1 }, failed: {} },
+    ];
+    const after: CapacityTotals[] = [
+      {
+        readUnits: 13,
+        writeUnits: 9,
+        calls: { GetItem: 13, PutItem: 9 },
+        failed: { PutItem: 3 },
+        byCaller: {
+          'models:getModel < launch': {
+            readUnits: 13,
+            writeUnits: 0,
+            calls: { GetItem: 13 },
+            failed: {},
+          },
+          'launch-record:write': {
+            readUnits: 0,
+            writeUnits: 9,
+            calls: { PutItem: 9 },
+            failed: { PutItem: 3 },
+          },
+        },
+      },
+      { readUnits: 0.5, writeUnits: 6, calls: { TransactWriteItems: 3, Query: 1 }, failed: {} },
+    ];
+    expect(capacitySince(before, after)).toEqual({
+      readUnits: 3.5,
+      writeUnits: 9,
+      calls: { GetItem: 3, PutItem: 5, TransactWriteItems: 2, Query: 1 },
+      failed: { PutItem: 2 },
+      byCaller: {
+        'models:getModel < launch': {
+          readUnits: 3,
+          writeUnits: 0,
+          calls: { GetItem: 3 },
+          failed: {},
+        },
+        'launch-record:write': {
+          readUnits: 0,
+          writeUnits: 5,
+          calls: { PutItem: 5 },
+          failed: { PutItem: 2 },
+        },
+      },
+    });
+  });
+
+  it('leaves out call sites and counts that did not move, and failed when nothing failed', () => {
+    const reading: CapacityTotals = {
+      readUnits: 1,
+      writeUnits: 1,
+      calls: { GetItem: 1, UpdateItem: 1 },
+      failed: { UpdateItem: 1 },
+      byCaller: {
+        'machines:machineWithView < loadMachine': {
+          readUnits: 1,
+          writeUnits: 0,
+          calls: { GetItem: 1 },
+          failed: {},
+        },
+        'provisioning:recordRunning < recordLaunched': {
+          readUnits: 0,
+          writeUnits: 1,
+          calls: { UpdateItem: 1 },
+          failed: { UpdateItem: 1 },
+        },
+      },
+    };
+    const later: CapacityTotals = {
+      ...reading,
+      readUnits: 2,
+      calls: { GetItem: 2, UpdateItem: 1 },
+      byCaller: {
+        ...reading.byCaller,
+        'machines:machineWithView < loadMachine': {
+          readUnits: 2,
+          writeUnits: 0,
+          calls: { GetItem: 2 },
+          failed: {},
+        },
+      },
+    };
+    expect(capacitySince([reading], [later])).toEqual({
+      readUnits: 1,
+      writeUnits: 0,
+      calls: { GetItem: 1 },
+      byCaller: {
+        'machines:machineWithView < loadMachine': {
+          readUnits: 1,
+          writeUnits: 0,
+          calls: { GetItem: 1 },
+          failed: {},
+        },
+      },
+    });
+    // a process that started metering after the first reading counts from zero
+    expect(capacitySince([], [reading])).toMatchObject({
+      readUnits: 1,
+      writeUnits: 1,
+      failed: { UpdateItem: 1 },
+    });
+  });
+});
