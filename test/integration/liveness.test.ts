@@ -130,7 +130,8 @@ describe('an instance terminated behind the provisioner’s back', () => {
       machine: '0',
       status: 'deployed',
     });
-    await recordHistory(model, '0', 'machine-reprovisioned');
+    // new name: machine-reprovisioned-run* and machine-lean-reprovisioned-run* stay as older code made them
+    await recordHistory(model, '0', 'machine-routine-clears-reprovisioned');
   });
 
   it('refuses to reprovision a machine whose instance runs', async () => {
@@ -221,6 +222,7 @@ describe('an instance terminated behind the provisioner’s back', () => {
         30_000,
       ),
     ).toBeUndefined();
+    await recordHistory(model, '0', 'machine-routine-clears-restarted');
   });
 
   it('refuses a reprovision when EC2 cannot be asked, and launches nothing', async () => {
