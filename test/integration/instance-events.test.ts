@@ -183,7 +183,9 @@ describe('EC2 state-change events on the local stack', () => {
         `after the request; lag behind EC2 at most ${Math.max(...lags)} ms (poll 0.5 s)\n`,
     );
     // running came from EC2's news, not from the launch's record: no earlier than EC2 says it
-    // (the emitter once compared the proxy's clock with the wall clock and told `running` at once)
+    // (the emitter once compared the proxy's clock with the wall clock and told `running` at once;
+    // this catches that only for a launch recorded before the emitter's first tick, which a busy
+    // box often misses: test/unit/local/ec2-events.test.ts proves the clock fix deterministically)
     expect([...toldEarly]).toEqual([]);
     for (const at of recordedRunning.values()) {
       expect(at - requested).toBeGreaterThanOrEqual(PENDING_MS);
@@ -279,6 +281,7 @@ describe('EC2 state-change events on the local stack', () => {
       const early = uniqueName('early');
       expect((await api.post('/v1/models', { name: early })).status).toBe(201);
       const count = 3;
+      const notOursBefore = stack.ec2Events!.notOurs;
       expect((await api.post(`/v1/models/${early}/machines`, { count })).status).toBe(201);
       const requested = Date.now();
       const all = await eventually(
@@ -292,6 +295,9 @@ describe('EC2 state-change events on the local stack', () => {
       process.stderr.write(
         `[events] events before the record: ${count} machines instanceStatus running ${Date.now() - requested} ms after the request\n`,
       );
+      // the events really came before the records (each `running` found no machine), so the
+      // launch's ask is what told them; a tick delayed past the record would not prove that
+      expect(stack.ec2Events!.notOurs - notOursBefore).toBeGreaterThanOrEqual(count);
       const ids = Object.values(all).map((m) => m.instanceId!);
       expect([...(await ec2States(ids)).values()]).toEqual(Array<string>(count).fill('running'));
       // written with the routine write (the launch's ask): no workflow heard of it
