@@ -20,11 +20,12 @@ import type { Launch } from './ec2-proxy';
  *   behind the proxy's back, on moto directly, is told too; and the return of
  *   a stopped one, asked of moto by id.
  *
- * Delivery is at least once per change, as EventBridge's: a refused or
- * failed delivery is tried again at the next tick, MAX_TRIES times in all,
- * then dropped; the model's sweep is the backstop, as in the cloud. Unlike
- * EventBridge, a `running` that finds no machine yet is sent again for a
- * while (EARLY_MS).
+ * Each change is delivered once, as EventBridge delivers it: only a
+ * refused or failed delivery is tried again at the next tick, MAX_TRIES
+ * times in all, then dropped; the model's sweep is the backstop, as in the
+ * cloud. A `running` the handler answers `not-ours` (the launch not
+ * recorded yet) is not sent again, as EventBridge would not: the launch's
+ * own ask of its instances (activities/running-catch-up.ts) tells it.
  */
 
 /** The local API server's path that hands an event to the instance-events handler. */
@@ -36,15 +37,6 @@ export const TICK_MS = 1_000;
 export const POLL_MS = 2_000;
 /** Deliveries of one change before it is left to the sweep (EventBridge's rule here: 4 retries). */
 export const MAX_TRIES = 5;
-/**
- * How long a `running` the handler answers `not-ours` is sent again, each
- * tick. The launch is recorded by the machine's workflow after RunInstances
- * answers; on this busy machine that can come later than the proxy's
- * `pendingToRunning`, and the event would find no machine (left to the
- * sweep, a minute later). EventBridge does not do this: in the cloud such an
- * early event is left to the sweep (README, "Liveness").
- */
-export const EARLY_MS = 120_000;
 /** Events delivered at once. */
 const DELIVERIES_AT_ONCE = 8;
 /** Ids per DescribeInstances filter (moto takes more than EC2's 200). */
@@ -86,8 +78,12 @@ export function stateChangeNotification(
 }
 
 export interface Ec2StateEventsOptions {
-  /** The stack's EC2 proxy: which instances are the stack's, and when each runs. */
-  proxy: { launches(): Launch[] };
+  /**
+   * The stack's EC2 proxy: which instances are the stack's, and when each
+   * runs, on the proxy's own clock (`now`: a monotonic clock, not the wall
+   * clock), which the emitter then keeps.
+   */
+  proxy: { launches(): Launch[]; now(): number };
   /** moto itself (not the proxy: these calls are no client's, counted and limited by nothing). */
   motoEndpoint: string;
   /** A client to ask instead of one made for `motoEndpoint` (tests); not destroyed by close(). */
@@ -96,6 +92,7 @@ export interface Ec2StateEventsOptions {
   /** Delivers one event and resolves with the handler's outcome; rejects when it did not take it. */
   deliver(event: StateChangeNotification): Promise<unknown>;
   log?: (line: string) => void;
+  /** Instead of the proxy's clock (tests). */
   clock?: () => number;
   tickMs?: number;
   pollMs?: number;
@@ -103,8 +100,8 @@ export interface Ec2StateEventsOptions {
 
 export interface Ec2StateEventsStats {
   delivered: number;
-  /** `running` answered `not-ours` (the launch not recorded yet) and sent again. */
-  early: number;
+  /** Delivered events the handler answered `not-ours` (no machine records the instance, or not yet). */
+  notOurs: number;
   /** Deliveries that failed (each is tried again, up to MAX_TRIES). */
   failed: number;
   /** Changes given up on after MAX_TRIES: left to the sweep. */
@@ -121,8 +118,6 @@ export class Ec2StateEvents {
   /** The last state told (or being told) of each watched instance. */
   private readonly told = new Map<string, string>();
   private readonly tries = new Map<string, number>();
-  /** When an instance's `running` was first sent and answered `not-ours`. */
-  private readonly firstSent = new Map<string, number>();
   private readonly moto: EC2Client;
   private readonly clock: () => number;
   private timer: NodeJS.Timeout | undefined;
@@ -130,10 +125,11 @@ export class Ec2StateEvents {
   private lastPoll = 0;
   private closed = false;
   private pollFailing = false;
-  readonly stats: Ec2StateEventsStats = { delivered: 0, early: 0, failed: 0, dropped: 0 };
+  readonly stats: Ec2StateEventsStats = { delivered: 0, notOurs: 0, failed: 0, dropped: 0 };
 
   constructor(private readonly opts: Ec2StateEventsOptions) {
-    this.clock = opts.clock ?? Date.now;
+    // the proxy's clock: a launch's `runningAt` is on it (on Date.now every launch ran at once)
+    this.clock = opts.clock ?? (() => opts.proxy.now());
     this.moto =
       opts.ec2 ??
       new EC2Client({
@@ -163,14 +159,6 @@ export class Ec2StateEvents {
       });
     }, this.opts.tickMs ?? TICK_MS);
     this.timer.unref();
-  }
-
-  /** Whether an instance's `running` is still within EARLY_MS of when it was first sent. */
-  private early(instanceId: string): boolean {
-    const now = this.clock();
-    const first = this.firstSent.get(instanceId) ?? now;
-    this.firstSent.set(instanceId, first);
-    return now - first < EARLY_MS;
   }
 
   /** One pass: what changed since the last, delivered. Exposed for tests. */
@@ -277,12 +265,8 @@ export class Ec2StateEvents {
       );
       this.stats.delivered++;
       this.tries.delete(key);
-      if (c.state === 'running' && isNotOurs(outcome) && this.early(c.instanceId)) {
-        // told again next tick: the launch is not recorded yet (see EARLY_MS)
-        this.stats.early++;
-        if (before === undefined) this.told.delete(c.instanceId);
-        else this.told.set(c.instanceId, before);
-      }
+      // delivered: never sent again, whatever the handler made of it (EventBridge's way)
+      if (isNotOurs(outcome)) this.stats.notOurs++;
     } catch (err) {
       this.stats.failed++;
       const tries = (this.tries.get(key) ?? 0) + 1;

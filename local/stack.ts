@@ -8,7 +8,7 @@ import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-a
 import { METRICS_FILE_ENV } from '../config/capacity-meter';
 import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
-import { deliverToApi, Ec2StateEvents } from './ec2-events';
+import { deliverToApi, Ec2StateEvents, type Ec2StateEventsStats } from './ec2-events';
 import { startPricingEmulator } from './pricing-emulator';
 import { createLocalUserPool } from './user-pool';
 import {
@@ -107,6 +107,8 @@ export interface RunningStack {
    */
   restart(name: 'worker' | 'temporal', signal?: NodeJS.Signals): Promise<ManagedProcess>;
   stop(): Promise<void>;
+  /** The local EC2 state-change emitter's counts (live), when it runs (`stateChangeEvents`). */
+  ec2Events?: Readonly<Ec2StateEventsStats>;
 }
 
 const LOOPBACK = '127.0.0.1';
@@ -514,6 +516,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       ),
     ]);
 
+    let ec2Events: Ec2StateEventsStats | undefined;
     if (opts.stateChangeEvents ?? true) {
       const events = new Ec2StateEvents({
         proxy,
@@ -523,6 +526,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         log,
       });
       events.start();
+      ec2Events = events.stats;
       // stopped before the API it delivers to (closers run at once)
       closers.unshift(() => events.close());
     }
@@ -568,7 +572,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
       await waitUntilHealthy(proc, name, () => healthy[name](proc), 120_000);
       return proc;
     };
-    return { info, processes, serviceEnv, restart, stop };
+    return { info, processes, serviceEnv, restart, stop, ...(ec2Events ? { ec2Events } : {}) };
   } catch (err) {
     await stop();
     throw err;

@@ -20,6 +20,7 @@ import {
   INSTANCE_LIVENESS,
   NO_ORPHAN_ON_ERROR,
   QUIET_FAILOVER,
+  ROUTINE_CLEARS_INSTANCE_STATUS,
   uses,
 } from './patches';
 import { FAILURE } from '../temporal/failures';
@@ -523,13 +524,26 @@ function launchRecorded(
   if (ctx.recordsLaunch) {
     // recorded `pending` with the launch; routine news (→ running) is written by
     // whoever hears it and never reaches the workflow, so the search attribute
-    // is left unset: it names only a state the workflow acted on (a loss, a stop)
+    // is left unset: it names only a state the workflow acted on (a loss, a stop);
+    // one this run published (the lost instance a reprovision replaces) is cleared
     state.instanceStatus = 'pending';
-    publish(ctx, { status: 'running', zone: started.zone });
+    const told = ctx.published.instanceStatus != null && patched(ROUTINE_CLEARS_INSTANCE_STATUS);
+    publish(ctx, {
+      status: 'running',
+      zone: started.zone,
+      ...(told ? { instanceStatus: null } : {}),
+    });
   } else if (uses(ctx, INSTANCE_LIVENESS)) {
-    // recorded `pending` with the launch; the sweep or EC2's events move it on
+    // recorded `pending` with the launch; routine news moves it on without the
+    // workflow, so `pending` would stay on a running machine: cleared instead
+    // (with what an earlier run published, carried by continue-as-new)
     state.instanceStatus = 'pending';
-    publish(ctx, { status: 'running', zone: started.zone, instanceStatus: 'pending' });
+    const clears = patched(ROUTINE_CLEARS_INSTANCE_STATUS);
+    publish(ctx, {
+      status: 'running',
+      zone: started.zone,
+      instanceStatus: clears ? null : 'pending',
+    });
   } else {
     publish(ctx, { status: 'running', zone: started.zone });
   }

@@ -9,7 +9,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { isLost } from '../core/liveness';
+import { isLost, isRoutine } from '../core/liveness';
 import type { MachineSnapshot } from '../activities/types';
 import { publish, type MachineContext } from './context';
 import {
@@ -33,6 +33,7 @@ import {
   NO_ORPHAN_ON_ERROR,
   OBSERVE_WITHOUT_READ,
   REPROVISION_IN_WORKFLOW,
+  ROUTINE_CLEARS_INSTANCE_STATUS,
   uses,
 } from './patches';
 import { failureMessage, localPlanning, localRecords, records, tearing } from './proxies';
@@ -444,9 +445,11 @@ function instanceRecorded(
   const { model, machineId, state } = ctx;
   state.instanceStatus = seen.state;
   const lost = isLost(seen.state) && machine.life === 'alive';
+  // the attribute names what needs a look: routine news (a return to running) clears it
+  const routine = isRoutine(seen.state) && patched(ROUTINE_CLEARS_INSTANCE_STATUS);
   publish(ctx, {
     status: machine.status,
-    instanceStatus: seen.state,
+    instanceStatus: routine ? null : seen.state,
     applications: machine.applications,
   });
   const fields = { model, machineId, instanceId: seen.instanceId, state: seen.state };

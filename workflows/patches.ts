@@ -150,3 +150,18 @@ export const LEAN_LAUNCH = 'lean-launch';
  * did (its destroy then cancels the planning that follows, as recorded).
  */
 export const LEAN_READ_CUT = 'lean-read-cut';
+
+/**
+ * Issue 26: ProvisionerInstanceStatus names only an instance state the
+ * machine needs looked at (stopped, terminated, unknown, …): routine news
+ * told to the workflow (the return of a stopped or lost instance to
+ * `pending` or `running`) clears it instead of publishing it, as routine
+ * news the workflow is never told leaves it unset. A launch clears a state
+ * the run published before (the lost instance a reprovision replaces), and a
+ * launch by a run that does not record its launch itself (one continued as
+ * new) clears it where it published `pending`, which then stayed on a running
+ * machine. Asked only there: a first run's launch of a new machine never asks
+ * (the marker's actions are spent on a stop, a loss, the return from one, or
+ * a continued run's launch).
+ */
+export const ROUTINE_CLEARS_INSTANCE_STATUS = 'routine-clears-instance-status';

@@ -76,7 +76,7 @@ export interface Launch {
   readonly instanceId: string;
   /** Where it was launched; absent for an instance the proxy recorded otherwise. */
   readonly region: string | undefined;
-  /** Clock time (ms) from which the proxy reports it `running`. */
+  /** The proxy's clock time (ms; `Ec2Proxy.now`, not the wall clock) from which it reports `running`. */
   readonly runningAt: number;
 }
 

@@ -20,8 +20,10 @@ export interface Ec2Proxy {
   /** `http://host:port`, the endpoint EC2 clients use. */
   readonly url: string;
   readonly port: number;
-  /** The instances launched through it, and when each reports `running`. */
+  /** The instances launched through it, and when each reports `running` (on `now()`'s clock). */
   launches(): Launch[];
+  /** The proxy's own clock (ms): the time base of each launch's `runningAt`. */
+  now(): number;
   close(): Promise<void>;
 }
 
@@ -45,7 +47,8 @@ export class Ec2ProxyListenError extends Error {
 
 export async function startEc2Proxy(opts: Ec2ProxyOptions): Promise<Ec2Proxy> {
   const host = opts.host ?? '127.0.0.1';
-  const proxy = new ProxyHandler(new Upstream(opts.upstream), opts.clock ?? systemClock);
+  const clock = opts.clock ?? systemClock;
+  const proxy = new ProxyHandler(new Upstream(opts.upstream), clock);
   const server = http.createServer((req, res) => {
     proxy.handle(req, res).catch((err: unknown) => proxy.fail(res, err));
   });
@@ -56,6 +59,7 @@ export async function startEc2Proxy(opts: Ec2ProxyOptions): Promise<Ec2Proxy> {
     url: `http://${urlHost}:${port}`,
     port,
     launches: () => proxy.launches(),
+    now: () => clock(),
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

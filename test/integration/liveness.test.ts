@@ -1,5 +1,10 @@
-import { StopInstancesCommand, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
-import { machineWorkflowId } from '../../temporal/search-attributes';
+import {
+  StartInstancesCommand,
+  StopInstancesCommand,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
+import { Client, Connection } from '@temporalio/client';
+import { machineWorkflowId, SEARCH_ATTRIBUTES } from '../../temporal/search-attributes';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { Repository } from '../../state/repository';
 import { reprovisionMachine } from '../../service/machines';
@@ -20,12 +25,28 @@ const api = apiClient(stack);
 const ec2 = ec2ClientFor(stack);
 const ddb = dynamoClientFor(stack);
 let proxy: Ec2Proxy | undefined;
+let temporal: Client | undefined;
 
 afterAll(async () => {
   ec2.destroy();
   ddb.destroy();
   await proxy?.close();
+  await temporal?.connection.close();
 });
+
+async function temporalClient(): Promise<Client> {
+  temporal ??= new Client({
+    connection: await Connection.connect({ address: stack.temporalAddress }),
+    namespace: stack.temporalNamespace,
+  });
+  return temporal;
+}
+
+/** The machine workflow's ProvisionerInstanceStatus search attribute (undefined: unset). */
+async function instanceStatusAttribute(model: string): Promise<string | undefined> {
+  const handle = (await temporalClient()).workflow.getHandle(machineWorkflowId(model, '0'));
+  return (await handle.describe()).typedSearchAttributes.get(SEARCH_ATTRIBUTES.instanceStatus);
+}
 
 async function runningMachine(prefix: string, settings: Record<string, unknown> = {}) {
   const model = uniqueName(prefix);
@@ -98,12 +119,19 @@ describe('an instance terminated behind the provisioner’s back', () => {
     );
     expect(back.body.id).toBe('0');
     expect(back.body.units).toEqual(['web/0']);
+    // the lost instance's `terminated` named the machine; its new instance clears it
+    await eventually(
+      () => instanceStatusAttribute(model),
+      (v) => v === undefined,
+      30_000,
+    );
     const after = await api.get(`/v1/models/${model}/status`);
     expect(after.body.applications.web.units['web/0']).toMatchObject({
       machine: '0',
       status: 'deployed',
     });
-    await recordHistory(model, '0', 'machine-reprovisioned');
+    // new name: machine-reprovisioned-run* and machine-lean-reprovisioned-run* stay as older code made them
+    await recordHistory(model, '0', 'machine-routine-clears-reprovisioned');
   });
 
   it('refuses to reprovision a machine whose instance runs', async () => {
@@ -153,6 +181,48 @@ describe('an instance terminated behind the provisioner’s back', () => {
         message: `machine 0 has a live instance "${instanceId}" (stopped)`,
       },
     });
+  });
+
+  it('names a stop in ProvisionerInstanceStatus, and clears it when the instance starts again (never leaves `pending` on a running machine)', async () => {
+    const { model, instanceId } = await runningMachine('restarted');
+    await ec2.send(new StopInstancesCommand({ InstanceIds: [instanceId] }));
+    await eventually(
+      () => machine(model),
+      (r) => r.body?.instanceStatus === 'stopped',
+      60_000,
+    );
+    expect(
+      await eventually(
+        () => instanceStatusAttribute(model),
+        (v) => v === 'stopped',
+        30_000,
+      ),
+    ).toBe('stopped');
+    // EC2's `pending` of the start, told to the workflow as the sweep tells it (the routine
+    // write refuses it over `stopped`); the `running` after it is then written without the
+    // workflow, so a published `pending` would stay on the running machine
+    const handle = (await temporalClient()).workflow.getHandle(machineWorkflowId(model, '0'));
+    await handle.signal('instanceState', { instanceId, state: 'pending' });
+    await eventually(
+      () => machine(model),
+      (r) => r.body?.instanceStatus === 'pending',
+      60_000,
+    );
+    await ec2.send(new StartInstancesCommand({ InstanceIds: [instanceId] }));
+    const back = await eventually(
+      () => machine(model),
+      (r) => r.body?.instanceStatus === 'running',
+      60_000,
+    );
+    expect(back.body).toMatchObject({ status: 'running', instanceId });
+    expect(
+      await eventually(
+        () => instanceStatusAttribute(model),
+        (v) => v === undefined,
+        30_000,
+      ),
+    ).toBeUndefined();
+    await recordHistory(model, '0', 'machine-routine-clears-restarted');
   });
 
   it('refuses a reprovision when EC2 cannot be asked, and launches nothing', async () => {

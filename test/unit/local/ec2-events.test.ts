@@ -1,6 +1,5 @@
 import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import {
-  EARLY_MS,
   Ec2StateEvents,
   MAX_TRIES,
   POLL_MS,
@@ -39,11 +38,11 @@ function harness(launches: Launch[]) {
   let failing = false;
   let outcome: unknown = { recorded: 'machine:m:0' };
   const events = new Ec2StateEvents({
-    proxy: { launches: () => launches },
+    // the proxy's own clock (performance.now in the stack), far behind the wall clock
+    proxy: { launches: () => launches, now: () => now },
     motoEndpoint: 'http://unused',
     region: 'us-east-1',
     ec2,
-    clock: () => now,
     deliver: (event) => {
       if (failing) return Promise.reject(new Error('HTTP 500'));
       delivered.push(event);
@@ -76,11 +75,14 @@ const launch = (instanceId: string, runningAt: number): Launch => ({
 });
 
 describe('the local stack’s EC2 state-change events', () => {
-  it('tells `running` once, when the proxy stops reporting the instance pending, in EventBridge’s shape', async () => {
+  it('tells `running` once, when the proxy stops reporting the instance pending (on the proxy’s clock, not the wall clock), in EventBridge’s shape', async () => {
     const h = harness([launch('i-1', 5_000)]);
     h.moto.set('i-1', 'running');
     h.at(POLL_MS);
     await h.events.tick();
+    h.at(5_000 - 1);
+    await h.events.tick();
+    // still pending on the proxy's clock: nothing told (on Date.now it would have run long ago)
     expect(h.told()).toEqual([]);
     h.at(5_000);
     await h.events.tick();
@@ -135,7 +137,7 @@ describe('the local stack’s EC2 state-change events', () => {
       await h.events.tick();
     }
     expect(h.told()).toEqual([]);
-    expect(h.events.stats).toEqual({ delivered: 0, early: 0, failed: 2 * MAX_TRIES, dropped: 2 });
+    expect(h.events.stats).toEqual({ delivered: 0, notOurs: 0, failed: 2 * MAX_TRIES, dropped: 2 });
     // once through again, it is not told late: it was given up on
     h.fail(false);
     h.at(100 * POLL_MS);
@@ -150,31 +152,26 @@ describe('the local stack’s EC2 state-change events', () => {
     again.at(2 * POLL_MS);
     await again.events.tick();
     expect(again.told()).toEqual(['i-3 running']);
-    expect(again.events.stats).toEqual({ delivered: 1, early: 0, failed: 1, dropped: 0 });
+    expect(again.events.stats).toEqual({ delivered: 1, notOurs: 0, failed: 1, dropped: 0 });
   });
 
-  it('sends `running` again while no machine records the instance yet (the launch not recorded), for EARLY_MS at most', async () => {
+  it('sends a `running` that finds no machine (the launch not recorded yet) once, as EventBridge does', async () => {
     const h = harness([launch('i-1', 0), launch('i-2', 0)]);
     h.answer({ ignored: 'not-ours' });
     h.at(POLL_MS);
     await h.events.tick();
-    h.at(2 * POLL_MS);
-    await h.events.tick();
-    expect(h.told()).toEqual(['i-1 running', 'i-2 running', 'i-1 running', 'i-2 running']);
-    // recorded now: told once more, then never again
-    h.answer({ recorded: 'machine:m:0' });
-    h.at(3 * POLL_MS);
-    await h.events.tick();
-    h.at(4 * POLL_MS);
-    await h.events.tick();
-    expect(h.told()).toHaveLength(6);
-    // an instance no machine ever records is given up on after EARLY_MS
-    const never = harness([launch('i-9', 0)]);
-    never.answer({ ignored: 'not-ours' });
-    for (const t of [1, 2, EARLY_MS / POLL_MS + 2, EARLY_MS / POLL_MS + 3]) {
-      never.at(t * POLL_MS);
-      await never.events.tick();
+    for (let t = 2; t <= 10; t++) {
+      h.at(t * POLL_MS);
+      await h.events.tick();
     }
-    expect(never.told()).toEqual(['i-9 running', 'i-9 running', 'i-9 running']);
+    expect(h.told()).toEqual(['i-1 running', 'i-2 running']);
+    expect(h.events.stats).toEqual({ delivered: 2, notOurs: 2, failed: 0, dropped: 0 });
+    // a later change of the same instance is still told (once)
+    h.moto.set('i-1', 'terminated');
+    h.at(11 * POLL_MS);
+    await h.events.tick();
+    h.at(12 * POLL_MS);
+    await h.events.tick();
+    expect(h.told()).toEqual(['i-1 running', 'i-2 running', 'i-1 terminated']);
   });
 });

@@ -83,6 +83,14 @@ import { promisify } from 'node:util';
  *   with a test hook delaying each machine's first `loadMachine` by 16 s
  *   (before or after its DynamoDB read) and the destroy sent once the first
  *   workflow task completed. `lean-read-cut` keeps them replaying.
+ * - `machine-routine-clears-reprovisioned-run1`, `…-restarted-run1` (issue 26,
+ *   `liveness2`, `routine-clears-instance-status`): a machine whose instance
+ *   was terminated behind its back, reprovisioned (its new launch clearing the
+ *   `terminated` the run had published, the marker in `launchRecorded`); a
+ *   machine whose instance was stopped, then told `pending` as the sweep tells
+ *   it (the marker in `instanceRecorded`, ProvisionerInstanceStatus cleared)
+ *   and started again. Recorded by liveness.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  *
  * Add the history of every new shape of run here when workflow code changes.
  * The replay runs in a process of its own, as a worker does
