@@ -40,6 +40,39 @@ export function onlyFields(
   });
 }
 
+/**
+ * A record keyed by `key`, each value `value`. zod's record skips an own
+ * `__proto__` key (JSON.parse makes one) without checking it, so a body such
+ * as `{"__proto__": …}` would be accepted and set nothing; the hand-written
+ * checks refused it as a bad key, and so does this, unless an entry before it
+ * is already refused (the record names that one, as the entries were always
+ * checked in order).
+ */
+export function keyedRecord<K extends z.ZodType<string>, V extends z.ZodType>(
+  key: K,
+  value: V,
+  messages: { badKey: (key: string) => string; notObject: string },
+) {
+  return z
+    .unknown()
+    .superRefine((input, ctx) => {
+      if (typeof input !== 'object' || input === null || Array.isArray(input)) return;
+      for (const [k, v] of Object.entries(input)) {
+        if (k === '__proto__') {
+          ctx.addIssue({ code: 'custom', message: messages.badKey(k), input: k });
+          return;
+        }
+        if (!key.safeParse(k).success || !value.safeParse(v).success) return;
+      }
+    })
+    .pipe(
+      z.record(key, value, {
+        error: (iss) =>
+          iss.code === 'invalid_key' ? messages.badKey(inputText(iss.input)) : messages.notObject,
+      }),
+    );
+}
+
 const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /** Lower-camel action name (`runInstances`) → upper-camel (`RunInstances`). */

@@ -4,6 +4,7 @@ import {
   inputText,
   isActionKey,
   issueKey,
+  keyedRecord,
   onlyFields,
   parseAdminBody,
 } from './admin-body';
@@ -71,11 +72,9 @@ const ERROR_CODE = /^[A-Z][A-Za-z0-9]*(\.[A-Za-z0-9]+)*$/;
 
 /** Zone name → value; `field` names the object in the messages. */
 function byZone<V extends z.ZodType>(field: string, value: V) {
-  return z.record(z.string().regex(ZONE_NAME), value, {
-    error: (iss) =>
-      iss.code === 'invalid_key'
-        ? `"${field}": "${inputText(iss.input)}" is not an availability zone name`
-        : `"${field}" must be an object`,
+  return keyedRecord(z.string().regex(ZONE_NAME), value, {
+    badKey: (key) => `"${field}": "${key}" is not an availability zone name`,
+    notObject: `"${field}" must be an object`,
   });
 }
 
@@ -86,14 +85,13 @@ function byAction<V extends z.ZodType>(
   isKnownAction: (action: string) => boolean,
   value: V,
 ) {
-  return z.record(
+  return keyedRecord(
     z.string().refine((key) => isActionKey(key, isKnownAction)),
     value,
     {
-      error: (iss) =>
-        iss.code === 'invalid_key'
-          ? `"${field}": unknown field "${inputText(iss.input)}" (expected lower-camel EC2 action names such as "${example}")`
-          : `"${field}" must be an object`,
+      badKey: (key) =>
+        `"${field}": unknown field "${key}" (expected lower-camel EC2 action names such as "${example}")`,
+      notObject: `"${field}" must be an object`,
     },
   );
 }

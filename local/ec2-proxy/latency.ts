@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isActionKey, issueKey, parseAdminBody, inputText } from './admin-body';
+import { isActionKey, issueKey, keyedRecord, parseAdminBody } from './admin-body';
 
 /**
  * `PUT /_admin/latency` (API.md, section 2): milliseconds the proxy waits
@@ -31,16 +31,15 @@ export function parseLatencySet(
 ): LatencySet {
   const delay = (iss: { path?: PropertyKey[] | undefined }) =>
     `"${issueKey(iss)}" must be an integer number of milliseconds from 0 to ${MAX_LATENCY_MS}`;
-  const schema = z.record(
+  const schema = keyedRecord(
     z.string().refine((key) => SPECIAL_KEYS.has(key) || isActionKey(key, isKnownAction)),
     z
       .number({ error: delay })
       .refine((ms) => Number.isInteger(ms) && ms >= 0 && ms <= MAX_LATENCY_MS, { error: delay }),
     {
-      error: (iss) =>
-        iss.code === 'invalid_key'
-          ? `unknown field "${inputText(iss.input)}" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")`
-          : 'the body must be a JSON object',
+      badKey: (key) =>
+        `unknown field "${key}" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")`,
+      notObject: 'the body must be a JSON object',
     },
   );
   return { ...NO_LATENCY, ...parseAdminBody(schema, body) };

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actionOfKey, isActionKey, parseAdminBody, inputText } from './admin-body';
+import { actionOfKey, isActionKey, keyedRecord, parseAdminBody } from './admin-body';
 
 /**
  * EC2's request rate limits as token buckets (AWS: "request token bucket" per
@@ -70,14 +70,13 @@ const bucketLimit = z
  * silently limiting nothing.
  */
 export function parseLimitSet(body: unknown, isKnownAction: (action: string) => boolean): LimitSet {
-  const schema = z.record(
+  const schema = keyedRecord(
     z.string().refine((key) => key === LAUNCHED_INSTANCES || isActionKey(key, isKnownAction)),
     bucketLimit,
     {
-      error: (iss) =>
-        iss.code === 'invalid_key'
-          ? `unknown field "${inputText(iss.input)}" (expected lower-camel EC2 action names such as "runInstances")`
-          : 'the body must be a JSON object',
+      badKey: (key) =>
+        `unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
+      notObject: 'the body must be a JSON object',
     },
   );
   return parseAdminBody(schema, body);
