@@ -124,6 +124,18 @@ export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error
  */
 export const FROZEN_SLACK_MS = 2_000;
 
+/**
+ * A failure kept for no time (`failureTtlMs` under the 2 ms the cache keeps
+ * at least): the load rejects with it, so nothing is kept, and every caller
+ * waiting on that load is answered its empty prices, as a kept failure is.
+ */
+class FailureNotKept extends Error {
+  override readonly name = 'FailureNotKept';
+  constructor(readonly prices: ReadonlyMap<string, number>) {
+    super('a price lookup failure kept for no time');
+  }
+}
+
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
 }
@@ -150,6 +162,11 @@ export class InstancePrices {
     options: InstancePricesOptions = {},
   ) {
     this.failureTtlMs = options.failureTtlMs ?? PRICE_FAILURE_TTL_MS;
+    if (!Number.isFinite(this.failureTtlMs)) {
+      throw new RangeError(
+        `failureTtlMs must be a finite number of milliseconds, not ${this.failureTtlMs}`,
+      );
+    }
     this.timeoutMs = options.timeoutMs ?? PRICE_LOOKUP_TIMEOUT_MS;
     this.now = options.now ?? Date.now;
     this.log = options.log ?? ((line) => console.warn(line));
@@ -173,14 +190,21 @@ export class InstancePrices {
     return this.failures.get(region);
   }
 
-  forRegion(region: string): Promise<ReadonlyMap<string, number>> {
-    return fetchLoaded(this.cache, region, undefined);
+  async forRegion(region: string): Promise<ReadonlyMap<string, number>> {
+    try {
+      return await fetchLoaded(this.cache, region, undefined);
+    } catch (err) {
+      if (err instanceof FailureNotKept) return err.prices;
+      throw err;
+    }
   }
 
   /**
    * One region's lookup; whoever asks meanwhile waits on it (the cache's
-   * shared load). A failure is kept `failureTtlMs` as no prices. A lookup
-   * found frozen is started again once, in the same load, so whoever waits
+   * shared load). A failure is kept `failureTtlMs` as no prices; one of at
+   * most 1 ms (0, say) is not kept, so the next ask looks again, as before
+   * lru-cache (a fraction is rounded up: on a whole-millisecond clock
+   * "age < 1.5" is "age < 2"). A lookup found frozen is started again once, in the same load, so whoever waits
    * on it waits on the fresh one; never in a loop.
    */
   private async lookup(
@@ -208,7 +232,9 @@ export class InstancePrices {
           `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +
             `for ${Math.round(this.failureTtlMs / 1000)} s`,
         );
-        setTtl(this.failureTtlMs);
+        const keptMs = Math.ceil(this.failureTtlMs);
+        if (keptMs < 2) throw new FailureNotKept(new Map<string, number>());
+        setTtl(keptMs);
         return new Map<string, number>();
       }
     }
