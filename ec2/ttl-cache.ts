@@ -30,7 +30,11 @@ export function loadingCache<V extends NonNullable<unknown>, C = undefined>(opti
   now: () => number;
   /** `context`: what the first caller of `load` handed `fetch` (the query a key stands for). */
   load: (key: string, context: C, setTtl: (ms: number) => void) => Promise<V>;
-  /** Keys kept at most (regions, zones, images: a handful). */
+  /**
+   * Keys kept at most (regions, zones, images: a handful). Evicting a key
+   * whose load is in flight aborts it and its waiters reject ("abandoned"),
+   * so never key a loading cache per machine or per instance type.
+   */
   max?: number;
 }): LoadingCache<V, C> {
   const { now, load } = options;
