@@ -6,6 +6,9 @@ export { DEFAULT_CAPACITY_MEMORY_MS };
  * across machines for a while (Karpenter's unavailable-offerings cache), so
  * the next machines try other zones first instead of each discovering the
  * shortage. Per worker process; an explicit retry ignores it.
+ *
+ * Not on lru-cache: nothing is loaded (failures are written in as they
+ * happen), so a Map of expiry times is all it needs.
  */
 export class CapacityMemory {
   private readonly until = new Map<string, number>();

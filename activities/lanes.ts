@@ -23,3 +23,10 @@ export async function inLanes<T>(
   await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
   if (failure) throw failure.err;
 }
+
+/**
+ * Machines one model's sweep handles at once: workflows checked and started
+ * (activities/sweep-reconcile.ts), routine instance states written
+ * (activities/sweep-liveness.ts).
+ */
+export const SWEEP_MACHINE_LANES = 8;

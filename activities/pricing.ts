@@ -5,6 +5,7 @@ import {
   type GetProductsCommand,
 } from '@aws-sdk/client-pricing';
 import { PRICE_FAILURE_TTL_MS, PRICE_TTL_MS } from '../core/cache-ttl';
+import { fetchLoaded, loadingCache, type LoadingCache } from '../ec2/ttl-cache';
 
 /**
  * On-demand prices of a region's instance types, from the AWS Price List API
@@ -110,11 +111,6 @@ export interface InstancePricesOptions {
   log?: (line: string) => void;
 }
 
-interface Cached {
-  value: Promise<ReadonlyMap<string, number>>;
-  expires: number;
-}
-
 /** Why a region's last lookup gave no prices (undefined once one succeeds). */
 export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error'; name: string };
 
@@ -128,6 +124,18 @@ export type PriceFailure = { kind: 'timeout'; afterMs: number } | { kind: 'error
  */
 export const FROZEN_SLACK_MS = 2_000;
 
+/**
+ * A failure kept for no time (`failureTtlMs` under the 2 ms the cache keeps
+ * at least): the load rejects with it, so nothing is kept, and every caller
+ * waiting on that load is answered its empty prices, as a kept failure is.
+ */
+class FailureNotKept extends Error {
+  override readonly name = 'FailureNotKept';
+  constructor(readonly prices: ReadonlyMap<string, number>) {
+    super('a price lookup failure kept for no time');
+  }
+}
+
 function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
 }
@@ -140,10 +148,9 @@ function isTimeout(err: unknown): boolean {
  * is logged.
  */
 export class InstancePrices {
-  private readonly cache = new Map<string, Cached>();
+  private readonly cache: LoadingCache<ReadonlyMap<string, number>>;
   private readonly lastKnown = new Map<string, ReadonlyMap<string, number>>();
   private readonly failures = new Map<string, PriceFailure>();
-  private readonly ttlMs: number;
   private readonly failureTtlMs: number;
   private readonly timeoutMs: number;
   private readonly now: () => number;
@@ -154,11 +161,20 @@ export class InstancePrices {
     private readonly pricing: PricingClient | undefined,
     options: InstancePricesOptions = {},
   ) {
-    this.ttlMs = options.ttlMs ?? PRICE_TTL_MS;
     this.failureTtlMs = options.failureTtlMs ?? PRICE_FAILURE_TTL_MS;
+    if (!Number.isFinite(this.failureTtlMs)) {
+      throw new RangeError(
+        `failureTtlMs must be a finite number of milliseconds, not ${this.failureTtlMs}`,
+      );
+    }
     this.timeoutMs = options.timeoutMs ?? PRICE_LOOKUP_TIMEOUT_MS;
     this.now = options.now ?? Date.now;
     this.log = options.log ?? ((line) => console.warn(line));
+    this.cache = loadingCache({
+      ttlMs: options.ttlMs ?? PRICE_TTL_MS,
+      now: this.now,
+      load: (region, _context, setTtl) => this.lookup(region, setTtl),
+    });
   }
 
   /**
@@ -174,43 +190,54 @@ export class InstancePrices {
     return this.failures.get(region);
   }
 
-  forRegion(region: string): Promise<ReadonlyMap<string, number>> {
-    return this.lookup(region, false);
+  async forRegion(region: string): Promise<ReadonlyMap<string, number>> {
+    try {
+      return await fetchLoaded(this.cache, region, undefined);
+    } catch (err) {
+      if (err instanceof FailureNotKept) return err.prices;
+      throw err;
+    }
   }
 
-  /** `again`: this lookup replaces a frozen one (restarted once, never in a loop). */
-  private lookup(region: string, again: boolean): Promise<ReadonlyMap<string, number>> {
-    const hit = this.cache.get(region);
-    if (hit && hit.expires > this.now()) return hit.value;
-    const started = this.now();
-    const entry: Cached = { value: Promise.resolve(new Map()), expires: started + this.ttlMs };
-    const fetched = this.fetch(region).then((prices) => {
-      if (prices.size > 0) this.lastKnown.set(region, prices);
-      this.failures.delete(region);
-      return prices;
-    });
-    entry.value = fetched.catch((err: unknown) => {
-      if (!again && this.now() - started > this.timeoutMs + FROZEN_SLACK_MS) {
-        // frozen, not failed: whoever waits on this entry waits on a fresh lookup instead
-        if (this.cache.get(region) === entry) this.cache.delete(region);
-        return this.lookup(region, true);
+  /**
+   * One region's lookup; whoever asks meanwhile waits on it (the cache's
+   * shared load). A failure is kept `failureTtlMs` as no prices; one of at
+   * most 1 ms (0, say) is not kept, so the next ask looks again, as before
+   * lru-cache (a fraction is rounded up: on a whole-millisecond clock
+   * "age < 1.5" is "age < 2"). A lookup found frozen is started again once, in the same load, so whoever waits
+   * on it waits on the fresh one; never in a loop.
+   */
+  private async lookup(
+    region: string,
+    setTtl: (ms: number) => void,
+  ): Promise<ReadonlyMap<string, number>> {
+    for (let again = false; ; again = true) {
+      const started = this.now();
+      try {
+        const prices = await this.fetch(region);
+        if (prices.size > 0) this.lastKnown.set(region, prices);
+        this.failures.delete(region);
+        return prices;
+      } catch (err) {
+        // frozen, not failed: started again (once)
+        if (!again && this.now() - started > this.timeoutMs + FROZEN_SLACK_MS) continue;
+        this.failures.set(
+          region,
+          isTimeout(err)
+            ? { kind: 'timeout', afterMs: this.timeoutMs }
+            : { kind: 'error', name: err instanceof Error ? err.name : String(err) },
+        );
+        const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+        this.log(
+          `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +
+            `for ${Math.round(this.failureTtlMs / 1000)} s`,
+        );
+        const keptMs = Math.ceil(this.failureTtlMs);
+        if (keptMs < 2) throw new FailureNotKept(new Map<string, number>());
+        setTtl(keptMs);
+        return new Map<string, number>();
       }
-      this.failures.set(
-        region,
-        isTimeout(err)
-          ? { kind: 'timeout', afterMs: this.timeoutMs }
-          : { kind: 'error', name: err instanceof Error ? err.name : String(err) },
-      );
-      const why = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-      this.log(
-        `prices for ${region} unavailable (${why}); instance types are ordered by size alone ` +
-          `for ${Math.round(this.failureTtlMs / 1000)} s`,
-      );
-      entry.expires = this.now() + this.failureTtlMs;
-      return new Map<string, number>();
-    });
-    this.cache.set(region, entry);
-    return entry.value;
+    }
   }
 
   private async fetch(region: string): Promise<ReadonlyMap<string, number>> {

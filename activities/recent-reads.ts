@@ -13,6 +13,9 @@ export { RECENT_READ_MS };
  * five seconds for the second read). Keyed by the workflow's run, so a
  * machine removed and recorded again under the same id (another run) never
  * sees the old record; outside an activity (tests) nothing is kept.
+ *
+ * Not on lru-cache: nothing is loaded (a read is handed in), and a read is
+ * taken once, not kept for its lifetime.
  */
 export class RecentReads {
   private readonly reads = new Map<string, { at: number; machine: MachineRecord }>();

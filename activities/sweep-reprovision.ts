@@ -1,42 +1,38 @@
-import { isConfirmedGone, observedState, type InstanceState } from '../core';
-import type { Life, MachineStatus } from '../state/types';
+import type { InstanceState } from '../core';
+import type { ActivityDeps } from './deps';
+import { selectReprovisions, watchedMachines, type SweptMachine } from './sweep-predicates';
+import { signalFailed, signalMachine } from './sweep-signals';
 
 /**
- * Reprovisioning policy: which machines the sweep launches again by itself
- * (their instance confirmed gone by its own look at EC2), capped per sweep.
+ * Reprovisioning policy (`reprovisionLost`): machines whose instance this
+ * sweep saw gone are told to launch a new one, capped per sweep (the choice
+ * is selectReprovisions in sweep-predicates.ts). Answers the machines told.
  */
-
-export interface SweptMachine {
-  id: string;
-  life: Life;
-  status: MachineStatus;
-  instanceId?: string;
-  instanceStatus?: InstanceState;
-  instanceRecordedAt?: string;
-  updatedAt?: string;
-  manual?: boolean;
-  privateAddress?: string;
-  publicAddress?: string;
-}
-
-/**
- * The machines the sweep reprovisions by itself (`reprovisionLost`): alive,
- * their instance confirmed gone by this sweep's own look at EC2, at most
- * `cap` per sweep so a region-wide event does not stampede.
- */
-export function selectReprovisions(input: {
-  machines: readonly SweptMachine[];
-  observed: ReadonlyMap<string, InstanceState>;
-  cap: number;
-  now: number;
-}): Array<{ machineId: string; instanceId: string }> {
-  return input.machines
-    .filter((m) => {
-      if (m.life !== 'alive' || m.manual || m.instanceId === undefined) return false;
-      // a just-launched instance EC2 does not list yet (eventual consistency) is not gone
-      const seen = observedState(m, input.observed.get(m.instanceId), input.now);
-      return seen !== undefined && isConfirmedGone(seen);
-    })
-    .slice(0, input.cap)
-    .map((m) => ({ machineId: m.id, instanceId: m.instanceId! }));
+export async function reprovisionLost(
+  deps: ActivityDeps,
+  model: string,
+  machines: readonly SweptMachine[],
+  observed: ReadonlyMap<string, InstanceState>,
+): Promise<string[]> {
+  const done: string[] = [];
+  const chosen = selectReprovisions({
+    machines: watchedMachines(machines),
+    observed,
+    cap: deps.tuning.reprovisionCap,
+    now: (deps.now ?? Date.now)(),
+  });
+  for (const { machineId, instanceId } of chosen) {
+    // The workflow forgets the instance and launches anew, only while the machine still
+    // records it: one step it completes or repeats. Nothing is written here, so a signal
+    // that fails leaves the machine as it was, and the next sweep chooses it again.
+    try {
+      if (!(await signalMachine(deps, model, machineId, 'reprovision', [{ instanceId }]))) continue;
+    } catch (err) {
+      // one machine's failure stops neither the others nor the model's liveness
+      signalFailed(model, machineId, 'reprovision', err);
+      continue;
+    }
+    done.push(machineId);
+  }
+  return done;
 }

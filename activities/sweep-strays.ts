@@ -1,54 +1,16 @@
+import type { RegionalEc2 } from '../ec2/regional';
+import { terminateInstances } from '../ec2/instances';
 import type { DeploymentListing } from '../ec2/instance-listing';
 import { LIVE_STATES } from '../ec2/tags';
+import type { ActivityDeps } from './deps';
 import type { InstanceOwners } from './instance-owners';
-import type { SweptMachine } from './sweep-reprovision';
+import { selectStrays, type SweptInstance, type SweptMachine } from './sweep-predicates';
 
 /**
- * Stray policy: which live instances tagged for a model no machine owns, past
- * the grace period (harvested only under the harvest modes of core/harvest.ts).
+ * Stray policy: live instances tagged for a model that no machine owns, past
+ * the grace period, are terminated (the sweep asks only under the harvest
+ * modes of core/harvest.ts; the choice is selectStrays in sweep-predicates.ts).
  */
-
-export interface SweptInstance {
-  instanceId: string;
-  /** The machine the instance is tagged for. */
-  machineId?: string;
-  launchTime?: Date;
-}
-
-/**
- * Instances tagged for the model that no live machine owns (DESIGN.md: an
- * instance belongs to a machine only if the machine records its id), older
- * than the grace period. Spared too: an instance tagged for a machine whose
- * launch is still in flight (alive, pending or allocating, no instance
- * recorded yet), which its workflow is about to adopt or record.
- */
-export function selectStrays(input: {
-  instances: readonly SweptInstance[];
-  machines: readonly SweptMachine[];
-  now: number;
-  graceMs: number;
-}): string[] {
-  const owned = new Set(
-    input.machines.flatMap((m) => (m.life !== 'dead' && m.instanceId ? [m.instanceId] : [])),
-  );
-  const launching = new Set(
-    input.machines
-      .filter(
-        (m) =>
-          m.life !== 'dead' &&
-          !m.instanceId &&
-          (m.status === 'pending' || m.status === 'allocating'),
-      )
-      .map((m) => m.id),
-  );
-  return input.instances
-    .filter((i) => {
-      if (owned.has(i.instanceId)) return false;
-      if (!i.launchTime || input.now - i.launchTime.getTime() < input.graceMs) return false;
-      return !(i.machineId !== undefined && launching.has(i.machineId));
-    })
-    .map((i) => i.instanceId);
-}
 
 /**
  * The live instances a listing holds for the model, with the machine each was
@@ -75,4 +37,28 @@ export async function strayCandidates(
     ...(owned.has(i.InstanceId!) ? { machineId: owned.get(i.InstanceId!) } : {}),
     ...(i.LaunchTime ? { launchTime: i.LaunchTime } : {}),
   }));
+}
+
+/** Terminates the model's strays the listing shows; answers their ids. */
+export async function harvestStrays(
+  deps: ActivityDeps,
+  ec2: RegionalEc2['ec2'],
+  input: {
+    listing: DeploymentListing;
+    model: string;
+    modelUid: string | undefined;
+    owners: InstanceOwners;
+    machines: readonly SweptMachine[];
+  },
+): Promise<string[]> {
+  const { listing, model, modelUid, owners, machines } = input;
+  const instances = await strayCandidates(listing, model, modelUid, owners, machines);
+  const strays = selectStrays({
+    instances,
+    machines,
+    now: (deps.now ?? Date.now)(),
+    graceMs: deps.tuning.strayGraceMs,
+  });
+  if (strays.length > 0) await terminateInstances(ec2, strays);
+  return strays;
 }

@@ -1,6 +1,7 @@
 import { DescribeImagesCommand, type EC2Client } from '@aws-sdk/client-ec2';
 import { archToEc2, ubuntuImageNamePattern } from '../core';
 import { IMAGES_TTL_MS } from '../core/cache-ttl';
+import { fetchLoaded, loadingCache, type LoadingCache } from './ttl-cache';
 
 /** Canonical's AWS account: the owner of official Ubuntu images. */
 export const CANONICAL_OWNER = '099720109477';
@@ -29,25 +30,19 @@ export function noImageMessage(q: ImageQuery): string {
  * region's.
  */
 export class ImageFinder {
-  private readonly cache = new Map<string, { imageId: Promise<string>; expires: number }>();
+  private readonly cache: LoadingCache<string, ImageQuery>;
 
   constructor(
     private readonly ec2: EC2Client,
-    private readonly ttlMs = IMAGES_TTL_MS,
-    private readonly now: () => number = Date.now,
-  ) {}
+    ttlMs = IMAGES_TTL_MS,
+    now: () => number = Date.now,
+  ) {
+    this.cache = loadingCache({ ttlMs, now, load: (_key, q: ImageQuery) => this.lookup(q) });
+  }
 
   find(q: ImageQuery): Promise<string> {
     const key = `${q.region}/${q.base}/${q.arch}`;
-    const hit = this.cache.get(key);
-    if (hit && hit.expires > this.now()) return hit.imageId;
-    const imageId = this.lookup(q);
-    const entry = { imageId, expires: this.now() + this.ttlMs };
-    this.cache.set(key, entry);
-    imageId.catch(() => {
-      if (this.cache.get(key) === entry) this.cache.delete(key);
-    });
-    return imageId;
+    return fetchLoaded(this.cache, key, q);
   }
 
   private async lookup(q: ImageQuery): Promise<string> {

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-ec2';
 import { archFromEc2, type InstanceTypeInfo } from '../core';
 import { INSTANCE_TYPES_TTL_MS } from '../core/cache-ttl';
+import { fetchLoaded, loadingCache, type LoadingCache } from './ttl-cache';
 
 /** One instance type as the provisioner sees it (core's shape: cores are vCPUs, memory in MiB). */
 export type CatalogueEntry = InstanceTypeInfo & { currentGeneration: boolean };
@@ -25,48 +26,31 @@ export function toCatalogueEntry(t: Ec2InstanceTypeInfo): CatalogueEntry | undef
   };
 }
 
-interface Cached<T> {
-  value: Promise<T>;
-  expires: number;
-}
-
 /**
  * One region's instance-type catalogue and per-zone offerings, fetched once
  * (paginated) and cached with a TTL, never a call per machine. Concurrent
- * first callers share one fetch; a failed fetch is not cached.
+ * first callers share one fetch; a failed fetch is not kept (ec2/ttl-cache.ts).
  */
 export class InstanceTypeCatalogue {
-  private types?: Cached<CatalogueEntry[]>;
-  private readonly offerings = new Map<string, Cached<Set<string>>>();
+  private readonly types: LoadingCache<CatalogueEntry[]>;
+  private readonly offerings: LoadingCache<Set<string>>;
 
   constructor(
     private readonly ec2: EC2Client,
-    private readonly ttlMs = INSTANCE_TYPES_TTL_MS,
-    private readonly now: () => number = Date.now,
-  ) {}
+    ttlMs = INSTANCE_TYPES_TTL_MS,
+    now: () => number = Date.now,
+  ) {
+    this.types = loadingCache({ ttlMs, now, load: () => this.fetchTypes() });
+    this.offerings = loadingCache({ ttlMs, now, load: (zone) => this.fetchOfferings(zone) });
+  }
 
   all(): Promise<CatalogueEntry[]> {
-    if (this.types && this.types.expires > this.now()) return this.types.value;
-    const value = this.fetchTypes();
-    const entry = { value, expires: this.now() + this.ttlMs };
-    this.types = entry;
-    value.catch(() => {
-      if (this.types === entry) this.types = undefined;
-    });
-    return value;
+    return fetchLoaded(this.types, 'types', undefined);
   }
 
   /** Names of the types offered in one availability zone. */
   offeredIn(zone: string): Promise<Set<string>> {
-    const hit = this.offerings.get(zone);
-    if (hit && hit.expires > this.now()) return hit.value;
-    const value = this.fetchOfferings(zone);
-    const entry = { value, expires: this.now() + this.ttlMs };
-    this.offerings.set(zone, entry);
-    value.catch(() => {
-      if (this.offerings.get(zone) === entry) this.offerings.delete(zone);
-    });
-    return value;
+    return fetchLoaded(this.offerings, zone, undefined);
   }
 
   /** Those of `zones` that offer `instanceType`, in the order given. */

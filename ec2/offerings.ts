@@ -3,6 +3,7 @@ import {
   DescribeInstanceTypeOfferingsCommand,
 } from '@aws-sdk/client-ec2';
 import { lambdaEc2Client } from './lambda-client';
+import { fetchLoaded, loadingCache, type LoadingCache } from './ttl-cache';
 
 /**
  * What a region offers, as a request is checked against it before anything
@@ -27,11 +28,8 @@ export { OFFERINGS_FAILURE_TTL_MS, OFFERINGS_TTL_MS };
  */
 export const OFFERINGS_DEADLINE_MS = 2_500;
 
-interface Cached {
-  /** When the entry stops answering. */
-  until: number;
-  value: Promise<ReadonlySet<string>>;
-}
+/** A read's answer as kept: the set, or its failure (kept OFFERINGS_FAILURE_TTL_MS). */
+type Read = { offered: ReadonlySet<string> } | { failure: unknown };
 
 /** The one EC2 call the offerings make (an EC2Client's `send`). */
 export type OfferingsSend = (
@@ -45,15 +43,29 @@ export type OfferingsSend = (
 
 export class Ec2Offerings implements RegionOfferings {
   private readonly clients = new Map<string, OfferingsSend>();
-  private readonly cache = new Map<string, Cached>();
+  private readonly cache: LoadingCache<Read, () => Promise<ReadonlySet<string>>>;
 
   constructor(
     private readonly endpoint: string | undefined,
-    private readonly now: () => number = Date.now,
+    now: () => number = Date.now,
     /** The EC2 call for a region (tests stub it); an EC2Client with one attempt by default. */
     private readonly sendFor: (region: string) => OfferingsSend = (region) =>
       this.defaultSend(region),
-  ) {}
+  ) {
+    this.cache = loadingCache({
+      ttlMs: OFFERINGS_TTL_MS,
+      now,
+      load: async (_key, read: () => Promise<ReadonlySet<string>>, setTtl) => {
+        try {
+          return { offered: await read() };
+        } catch (failure) {
+          // a failed read is remembered for a minute, then asked again
+          setTtl(OFFERINGS_FAILURE_TTL_MS);
+          return { failure };
+        }
+      },
+    });
+  }
 
   zones(region: string, signal?: AbortSignal): Promise<ReadonlySet<string>> {
     return this.cached(`zones:${region}`, async () => {
@@ -92,19 +104,14 @@ export class Ec2Offerings implements RegionOfferings {
     });
   }
 
-  private cached(
+  /** `read` is the first caller's (its abort signal); later callers share its answer. */
+  private async cached(
     key: string,
     read: () => Promise<ReadonlySet<string>>,
   ): Promise<ReadonlySet<string>> {
-    const hit = this.cache.get(key);
-    if (hit && this.now() < hit.until) return hit.value;
-    const entry: Cached = { until: this.now() + OFFERINGS_TTL_MS, value: read() };
-    this.cache.set(key, entry);
-    // a failed read is remembered for a minute, then asked again
-    entry.value.catch(() => {
-      entry.until = this.now() + OFFERINGS_FAILURE_TTL_MS;
-    });
-    return entry.value;
+    const answer = await fetchLoaded(this.cache, key, read);
+    if ('failure' in answer) throw answer.failure;
+    return answer.offered;
   }
 
   private send(region: string): OfferingsSend {

@@ -9,6 +9,10 @@ export { ZONE_CACHE_MAX_MS };
  * choice in the worker: one DescribeAvailabilityZones at most every `ttlMs`
  * (≤ 5 s), and callers that ask while a call is in flight share its answer.
  * A failed call is not cached.
+ *
+ * Not on lru-cache (ec2/ttl-cache.ts): an answer's 5 s count from the ask, so
+ * it is never older than the TTL, and a TTL of 0 asks every time; lru-cache
+ * counts from the answer and takes 0 as "forever".
  */
 export class ZoneCache {
   private cached?: { at: number; zones: AvailabilityZone[] };

@@ -1,5 +1,6 @@
 import type { FaultSet } from './faults';
-import { AdminBadRequestError, NO_FAULTS, parseFaultSet } from './faults';
+import { AdminBadRequestError } from './admin-body';
+import { NO_FAULTS, parseFaultSet } from './faults';
 import type { LatencySet } from './latency';
 import { NO_LATENCY, parseLatencySet } from './latency';
 import type { RequestLimiter } from './limits';

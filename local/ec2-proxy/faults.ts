@@ -1,3 +1,14 @@
+import { z } from 'zod';
+import {
+  AdminBadRequestError,
+  inputText,
+  isActionKey,
+  issueKey,
+  keyedRecord,
+  onlyFields,
+  parseAdminBody,
+} from './admin-body';
+
 /**
  * The fault set of `PUT /_admin/faults` (API.md, section 2): an EC2 error code per
  * zone for RunInstances, and a reported state per zone for DescribeAvailabilityZones.
@@ -51,122 +62,105 @@ const FAULT_FIELDS = ['zones', 'zoneStates', 'unavailable', 'loseResponses', 'er
 const INSTANCE_ID = /^i-([0-9a-f]{8}|[0-9a-f]{17})$/;
 /** At most this many ids in `unlisted` (a test hides a few). */
 const MAX_UNLISTED = 1000;
-const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
-/** A request body the admin API refuses (answered 400 `bad-request`). */
-export class AdminBadRequestError extends Error {
-  override readonly name = 'AdminBadRequestError';
-}
+export { AdminBadRequestError };
 
 // us-east-1a, eu-central-1c, and Local Zones such as us-east-1-bos-1a.
 const ZONE_NAME = /^[a-z]{2}(-[a-z0-9]+)+[a-z]$/;
 // EC2 error codes: InsufficientInstanceCapacity, InvalidSubnetID.NotFound, …
 const ERROR_CODE = /^[A-Z][A-Za-z0-9]*(\.[A-Za-z0-9]+)*$/;
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Zone name → value; `field` names the object in the messages. */
+function byZone<V extends z.ZodType>(field: string, value: V) {
+  return keyedRecord(z.string().regex(ZONE_NAME), value, {
+    badKey: (key) => `"${field}": "${key}" is not an availability zone name`,
+    notObject: `"${field}" must be an object`,
+  });
 }
 
-function isZoneState(value: string): value is ZoneState {
-  return (ZONE_STATES as readonly string[]).includes(value);
-}
-
-function checkZoneName(field: string, zone: string): void {
-  if (!ZONE_NAME.test(zone)) {
-    throw new AdminBadRequestError(`"${field}": "${zone}" is not an availability zone name`);
-  }
-}
-
-function parseZoneCodes(value: unknown): Record<string, string> {
-  if (!isPlainObject(value)) throw new AdminBadRequestError('"zones" must be an object');
-  const zones: Record<string, string> = {};
-  for (const [zone, code] of Object.entries(value)) {
-    checkZoneName('zones', zone);
-    if (typeof code !== 'string') {
-      throw new AdminBadRequestError(`"zones.${zone}" must be a string (an EC2 error code)`);
-    }
-    if (!ERROR_CODE.test(code)) {
-      throw new AdminBadRequestError(`"zones.${zone}": "${code}" is not an EC2 error code`);
-    }
-    zones[zone] = code;
-  }
-  return zones;
-}
-
-function parseZoneStates(value: unknown): Record<string, ZoneState> {
-  if (!isPlainObject(value)) throw new AdminBadRequestError('"zoneStates" must be an object');
-  const states: Record<string, ZoneState> = {};
-  for (const [zone, state] of Object.entries(value)) {
-    checkZoneName('zoneStates', zone);
-    if (typeof state !== 'string') {
-      throw new AdminBadRequestError(`"zoneStates.${zone}" must be a string`);
-    }
-    if (!isZoneState(state)) {
-      throw new AdminBadRequestError(
-        `"zoneStates.${zone}": unknown zone state "${state}" (one of ${ZONE_STATES.join(', ')})`,
-      );
-    }
-    states[zone] = state;
-  }
-  return states;
-}
-
-function parseLoseResponses(
-  value: unknown,
+/** Lower-camel action name → value; `example` is the action the message suggests. */
+function byAction<V extends z.ZodType>(
+  field: string,
+  example: string,
   isKnownAction: (action: string) => boolean,
-): Record<string, number> {
-  if (!isPlainObject(value)) throw new AdminBadRequestError('"loseResponses" must be an object');
-  const out: Record<string, number> = {};
-  for (const [key, count] of Object.entries(value)) {
-    const action = key.charAt(0).toUpperCase() + key.slice(1);
-    if (!ACTION_KEY.test(key) || !isKnownAction(action)) {
-      throw new AdminBadRequestError(
-        `"loseResponses": unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
-      );
-    }
-    if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) {
-      throw new AdminBadRequestError(`"loseResponses.${key}" must be an integer of at least 0`);
-    }
-    if (count > 0) out[key] = count;
-  }
-  return out;
+  value: V,
+) {
+  return keyedRecord(
+    z.string().refine((key) => isActionKey(key, isKnownAction)),
+    value,
+    {
+      badKey: (key) =>
+        `"${field}": unknown field "${key}" (expected lower-camel EC2 action names such as "${example}")`,
+      notObject: `"${field}" must be an object`,
+    },
+  );
 }
 
-function parseActionErrors(
-  value: unknown,
-  isKnownAction: (action: string) => boolean,
-): Record<string, string> {
-  if (!isPlainObject(value)) throw new AdminBadRequestError('"errors" must be an object');
-  const out: Record<string, string> = {};
-  for (const [key, code] of Object.entries(value)) {
-    const action = key.charAt(0).toUpperCase() + key.slice(1);
-    if (!ACTION_KEY.test(key) || !isKnownAction(action)) {
-      throw new AdminBadRequestError(
-        `"errors": unknown field "${key}" (expected lower-camel EC2 action names such as "terminateInstances")`,
-      );
-    }
-    if (typeof code !== 'string' || !ERROR_CODE.test(code)) {
-      throw new AdminBadRequestError(`"errors.${key}" must be an EC2 error code`);
-    }
-    out[key] = code;
-  }
-  return out;
-}
+const zoneCodes = byZone(
+  'zones',
+  z
+    .string({ error: (iss) => `"zones.${issueKey(iss)}" must be a string (an EC2 error code)` })
+    .regex(ERROR_CODE, {
+      error: (iss) =>
+        `"zones.${issueKey(iss)}": "${inputText(iss.input)}" is not an EC2 error code`,
+    }),
+);
 
-function parseUnlisted(value: unknown): string[] {
-  if (!Array.isArray(value))
-    throw new AdminBadRequestError('"unlisted" must be an array of instance ids');
-  if (value.length > MAX_UNLISTED) {
-    throw new AdminBadRequestError(`"unlisted" holds at most ${MAX_UNLISTED} instance ids`);
-  }
-  for (const id of value) {
-    if (typeof id !== 'string' || !INSTANCE_ID.test(id)) {
-      throw new AdminBadRequestError(
-        `"unlisted": ${JSON.stringify(id)} is not an instance id (i- and 8 or 17 hex digits)`,
-      );
-    }
-  }
-  return [...new Set(value as string[])];
+const zoneStates = byZone(
+  'zoneStates',
+  z.string({ error: (iss) => `"zoneStates.${issueKey(iss)}" must be a string` }).pipe(
+    z.enum(ZONE_STATES, {
+      error: (iss) =>
+        `"zoneStates.${issueKey(iss)}": unknown zone state "${inputText(iss.input)}" (one of ${ZONE_STATES.join(', ')})`,
+    }),
+  ),
+);
+
+const notAnInstanceId = (iss: { input?: unknown }) =>
+  `"unlisted": ${JSON.stringify(iss.input)} is not an instance id (i- and 8 or 17 hex digits)`;
+
+const unlistedIds = z
+  .array(z.string({ error: notAnInstanceId }).regex(INSTANCE_ID, { error: notAnInstanceId }), {
+    error: '"unlisted" must be an array of instance ids',
+  })
+  .max(MAX_UNLISTED, { error: `"unlisted" holds at most ${MAX_UNLISTED} instance ids` });
+
+function faultSetSchema(isKnownAction: (action: string) => boolean) {
+  const loseResponses = byAction(
+    'loseResponses',
+    'runInstances',
+    isKnownAction,
+    z
+      .number({
+        error: (iss) => `"loseResponses.${issueKey(iss)}" must be an integer of at least 0`,
+      })
+      .refine((n) => Number.isInteger(n) && n >= 0, {
+        error: (iss) => `"loseResponses.${issueKey(iss)}" must be an integer of at least 0`,
+      }),
+  );
+  const errors = byAction(
+    'errors',
+    'terminateInstances',
+    isKnownAction,
+    z
+      .string({ error: (iss) => `"errors.${issueKey(iss)}" must be an EC2 error code` })
+      .regex(ERROR_CODE, { error: (iss) => `"errors.${issueKey(iss)}" must be an EC2 error code` }),
+  );
+  return onlyFields(FAULT_FIELDS, {
+    notObject: 'the body must be a JSON object',
+    unknown: (key) =>
+      `unknown field "${key}" (expected ${FAULT_FIELDS.map((f) => `"${f}"`).join(', ')})`,
+  }).pipe(
+    // in the order the fields were always checked, so a body with two faults names the same one
+    z.object({
+      unavailable: z.boolean({ error: '"unavailable" must be true or false' }).optional(),
+      errors: errors.optional(),
+      unlisted: unlistedIds.optional(),
+      zones: zoneCodes.optional(),
+      zoneStates: zoneStates.optional(),
+      loseResponses: loseResponses.optional(),
+    }),
+  );
 }
 
 /** The EC2 error code `action` (upper-camel) is set to answer with, if any. */
@@ -181,25 +175,16 @@ export function parseFaultSet(
   body: unknown,
   isKnownAction: (action: string) => boolean = () => true,
 ): FaultSet {
-  if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
-  for (const key of Object.keys(body)) {
-    if (!FAULT_FIELDS.includes(key)) {
-      throw new AdminBadRequestError(
-        `unknown field "${key}" (expected ${FAULT_FIELDS.map((f) => `"${f}"`).join(', ')})`,
-      );
-    }
-  }
-  if (body.unavailable !== undefined && typeof body.unavailable !== 'boolean') {
-    throw new AdminBadRequestError('"unavailable" must be true or false');
-  }
-  const errors = body.errors === undefined ? {} : parseActionErrors(body.errors, isKnownAction);
-  const unlisted = body.unlisted === undefined ? [] : parseUnlisted(body.unlisted);
+  const parsed = parseAdminBody(faultSetSchema(isKnownAction), body);
+  const errors = parsed.errors ?? {};
+  const unlisted = [...new Set(parsed.unlisted ?? [])];
   return {
-    zones: body.zones === undefined ? {} : parseZoneCodes(body.zones),
-    zoneStates: body.zoneStates === undefined ? {} : parseZoneStates(body.zoneStates),
-    unavailable: body.unavailable === true,
-    loseResponses:
-      body.loseResponses === undefined ? {} : parseLoseResponses(body.loseResponses, isKnownAction),
+    zones: parsed.zones ?? {},
+    zoneStates: parsed.zoneStates ?? {},
+    unavailable: parsed.unavailable === true,
+    loseResponses: Object.fromEntries(
+      Object.entries(parsed.loseResponses ?? {}).filter(([, count]) => count > 0),
+    ),
     // shown only when set, so the answers of the earlier fields read as they did
     ...(Object.keys(errors).length > 0 ? { errors } : {}),
     ...(unlisted.length > 0 ? { unlisted } : {}),

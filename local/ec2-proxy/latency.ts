@@ -1,5 +1,5 @@
-import { AdminBadRequestError, isPlainObject } from './faults';
-import { actionFromLimitKey } from './limits';
+import { z } from 'zod';
+import { isActionKey, issueKey, keyedRecord, parseAdminBody } from './admin-body';
 
 /**
  * `PUT /_admin/latency` (API.md, section 2): milliseconds the proxy waits
@@ -13,8 +13,6 @@ import { actionFromLimitKey } from './limits';
 export type LatencySet = Readonly<Record<string, number>>;
 
 export const NO_LATENCY: LatencySet = { default: 0, pendingToRunning: 0 };
-
-const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 
 /**
  * Keys that are not an action's delay: `default`, `pendingToRunning`, and
@@ -31,28 +29,20 @@ export function parseLatencySet(
   body: unknown,
   isKnownAction: (action: string) => boolean,
 ): LatencySet {
-  if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
-  const out: Record<string, number> = { ...NO_LATENCY };
-  for (const [key, value] of Object.entries(body)) {
-    const special = SPECIAL_KEYS.has(key);
-    if (!special && (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key)))) {
-      throw new AdminBadRequestError(
+  const delay = (iss: { path?: PropertyKey[] | undefined }) =>
+    `"${issueKey(iss)}" must be an integer number of milliseconds from 0 to ${MAX_LATENCY_MS}`;
+  const schema = keyedRecord(
+    z.string().refine((key) => SPECIAL_KEYS.has(key) || isActionKey(key, isKnownAction)),
+    z
+      .number({ error: delay })
+      .refine((ms) => Number.isInteger(ms) && ms >= 0 && ms <= MAX_LATENCY_MS, { error: delay }),
+    {
+      badKey: (key) =>
         `unknown field "${key}" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")`,
-      );
-    }
-    if (
-      typeof value !== 'number' ||
-      !Number.isInteger(value) ||
-      value < 0 ||
-      value > MAX_LATENCY_MS
-    ) {
-      throw new AdminBadRequestError(
-        `"${key}" must be an integer number of milliseconds from 0 to ${MAX_LATENCY_MS}`,
-      );
-    }
-    out[key] = value;
-  }
-  return out;
+      notObject: 'the body must be a JSON object',
+    },
+  );
+  return { ...NO_LATENCY, ...parseAdminBody(schema, body) };
 }
 
 /** The delay before answering a call to `action` (upper-camel, as in `Action=`). */

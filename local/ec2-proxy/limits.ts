@@ -1,4 +1,5 @@
-import { AdminBadRequestError, isPlainObject } from './faults';
+import { z } from 'zod';
+import { actionOfKey, isActionKey, keyedRecord, parseAdminBody } from './admin-body';
 
 /**
  * EC2's request rate limits as token buckets (AWS: "request token bucket" per
@@ -21,8 +22,6 @@ export type Clock = () => number;
 
 export const systemClock: Clock = () => performance.now();
 
-const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
-
 /**
  * The key of EC2's resource token bucket for RunInstances, counted per
  * instance launched rather than per call.
@@ -30,33 +29,40 @@ const ACTION_KEY = /^[a-z][A-Za-z0-9]*$/;
 export const LAUNCHED_INSTANCES = 'launchedInstances';
 
 export function actionFromLimitKey(key: string): string {
-  return key.charAt(0).toUpperCase() + key.slice(1);
+  return actionOfKey(key);
 }
 
-function parseBucketLimit(key: string, value: unknown): BucketLimit {
-  if (!isPlainObject(value)) {
-    throw new AdminBadRequestError(`"${key}" must be an object { "burst", "refillPerSecond" }`);
-  }
-  for (const field of Object.keys(value)) {
-    if (field !== 'burst' && field !== 'refillPerSecond') {
-      throw new AdminBadRequestError(
-        `unknown field "${key}.${field}" (expected "burst", "refillPerSecond")`,
-      );
-    }
-  }
-  const { burst, refillPerSecond } = value;
-  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 1) {
-    throw new AdminBadRequestError(`"${key}.burst" must be an integer of at least 1`);
-  }
-  if (
-    typeof refillPerSecond !== 'number' ||
-    !Number.isFinite(refillPerSecond) ||
-    refillPerSecond < 0
-  ) {
-    throw new AdminBadRequestError(`"${key}.refillPerSecond" must be a number of at least 0`);
-  }
-  return { burst, refillPerSecond };
+/** The bucket an issue is about: `[bucket]` for the bucket itself, `[bucket, field]` for a field. */
+function bucketOf(iss: { path?: PropertyKey[] | undefined }, depth: 1 | 2): string {
+  return String(iss.path?.at(-depth) ?? '');
 }
+
+const bucketLimit = z
+  .strictObject(
+    { burst: z.unknown().optional(), refillPerSecond: z.unknown().optional() },
+    {
+      error: (iss) =>
+        iss.code === 'unrecognized_keys'
+          ? `unknown field "${bucketOf(iss, 1)}.${String(iss.keys[0])}" (expected "burst", "refillPerSecond")`
+          : `"${bucketOf(iss, 1)}" must be an object { "burst", "refillPerSecond" }`,
+    },
+  )
+  .pipe(
+    z.object({
+      burst: z
+        .number({ error: (iss) => `"${bucketOf(iss, 2)}.burst" must be an integer of at least 1` })
+        .refine((n) => Number.isInteger(n) && n >= 1, {
+          error: (iss) => `"${bucketOf(iss, 2)}.burst" must be an integer of at least 1`,
+        }),
+      refillPerSecond: z
+        .number({
+          error: (iss) => `"${bucketOf(iss, 2)}.refillPerSecond" must be a number of at least 0`,
+        })
+        .min(0, {
+          error: (iss) => `"${bucketOf(iss, 2)}.refillPerSecond" must be a number of at least 0`,
+        }),
+    }),
+  );
 
 /**
  * Validates a `PUT /_admin/limits` body. `isKnownAction` says whether an
@@ -64,20 +70,16 @@ function parseBucketLimit(key: string, value: unknown): BucketLimit {
  * silently limiting nothing.
  */
 export function parseLimitSet(body: unknown, isKnownAction: (action: string) => boolean): LimitSet {
-  if (!isPlainObject(body)) throw new AdminBadRequestError('the body must be a JSON object');
-  const limits: Record<string, BucketLimit> = {};
-  for (const [key, value] of Object.entries(body)) {
-    if (
-      key !== LAUNCHED_INSTANCES &&
-      (!ACTION_KEY.test(key) || !isKnownAction(actionFromLimitKey(key)))
-    ) {
-      throw new AdminBadRequestError(
+  const schema = keyedRecord(
+    z.string().refine((key) => key === LAUNCHED_INSTANCES || isActionKey(key, isKnownAction)),
+    bucketLimit,
+    {
+      badKey: (key) =>
         `unknown field "${key}" (expected lower-camel EC2 action names such as "runInstances")`,
-      );
-    }
-    limits[key] = parseBucketLimit(key, value);
-  }
-  return limits;
+      notObject: 'the body must be a JSON object',
+    },
+  );
+  return parseAdminBody(schema, body);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { AdminBadRequestError } from './faults';
+import { z } from 'zod';
+import { issueKey, onlyFields, parseAdminBody } from './admin-body';
 import type { UpstreamAnswer } from './upstream';
 
 /**
@@ -243,48 +244,50 @@ export class SsmEmulation {
   }
 }
 
+const failText = (iss: { path?: PropertyKey[] | undefined }) =>
+  `failCommands.${issueKey(iss)} must be a string`;
+
+const ssmFaultsSchema = onlyFields(['failCommands', 'commandDurationMs'], {
+  notObject: 'SSM faults must be a JSON object',
+  unknown: (key) => `unknown SSM fault "${key}" (known: failCommands, commandDurationMs)`,
+}).pipe(
+  z.object({
+    commandDurationMs: z
+      .number({ error: 'commandDurationMs must be a non-negative integer' })
+      .refine((ms) => Number.isInteger(ms) && ms >= 0, {
+        error: 'commandDurationMs must be a non-negative integer',
+      })
+      .optional(),
+    // other fields of failCommands are let be, as they always were
+    failCommands: z
+      .object(
+        {
+          exitCode: z
+            .number({ error: 'failCommands.exitCode must be an integer' })
+            .refine(Number.isInteger, { error: 'failCommands.exitCode must be an integer' })
+            .nullish(),
+          match: z.string({ error: failText }).optional(),
+          stdout: z.string({ error: failText }).optional(),
+          stderr: z.string({ error: failText }).optional(),
+        },
+        { error: 'failCommands must be an object' },
+      )
+      .optional(),
+  }),
+);
+
 /** Parses `PUT /_admin/ssm/faults`. */
 export function parseSsmFaults(input: unknown): SsmFaults {
-  if (!input || typeof input !== 'object' || Array.isArray(input)) {
-    throw new AdminBadRequestError('SSM faults must be a JSON object');
-  }
-  const body = input as Record<string, unknown>;
-  for (const key of Object.keys(body)) {
-    if (key !== 'failCommands' && key !== 'commandDurationMs') {
-      throw new AdminBadRequestError(
-        `unknown SSM fault "${key}" (known: failCommands, commandDurationMs)`,
-      );
-    }
-  }
+  const body = parseAdminBody(ssmFaultsSchema, input);
   const out: { -readonly [K in keyof SsmFaults]: SsmFaults[K] } = {};
-  if (body.commandDurationMs !== undefined) {
-    const ms = body.commandDurationMs;
-    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0) {
-      throw new AdminBadRequestError('commandDurationMs must be a non-negative integer');
-    }
-    out.commandDurationMs = ms;
-  }
-  if (body.failCommands !== undefined) {
-    const f = body.failCommands as Record<string, unknown> | null;
-    if (!f || typeof f !== 'object' || Array.isArray(f)) {
-      throw new AdminBadRequestError('failCommands must be an object');
-    }
-    const text = (name: string): string => {
-      const v = f[name];
-      if (v === undefined) return '';
-      if (typeof v !== 'string')
-        throw new AdminBadRequestError(`failCommands.${name} must be a string`);
-      return v;
-    };
-    const exitCode = f.exitCode ?? 1;
-    if (typeof exitCode !== 'number' || !Number.isInteger(exitCode)) {
-      throw new AdminBadRequestError('failCommands.exitCode must be an integer');
-    }
+  if (body.commandDurationMs !== undefined) out.commandDurationMs = body.commandDurationMs;
+  const f = body.failCommands;
+  if (f !== undefined) {
     out.failCommands = {
-      ...(f.match !== undefined ? { match: text('match') } : {}),
-      exitCode,
-      stdout: text('stdout'),
-      stderr: text('stderr'),
+      ...(f.match !== undefined ? { match: f.match } : {}),
+      exitCode: f.exitCode ?? 1,
+      stdout: f.stdout ?? '',
+      stderr: f.stderr ?? '',
     };
   }
   return out;

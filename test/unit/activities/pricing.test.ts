@@ -181,6 +181,44 @@ describe('InstancePrices', () => {
     expect(pricing.calls).toHaveLength(2);
   });
 
+  it('failureTtlMs 0 keeps no failure: each ask looks again and a failure still answers no prices, never a rejection', async () => {
+    const denied = Object.assign(new Error('denied'), { name: 'AccessDeniedException' });
+    const pages: Record<string, Page | Error> = { '': denied };
+    const pricing = fakePricing(pages);
+    const prices = new InstancePrices(asPricingClient(pricing), { ...options, failureTtlMs: 0 });
+    // callers during the failed load share it, and each is answered no prices
+    const both = await Promise.all([prices.forRegion('us-east-1'), prices.forRegion('us-east-1')]);
+    expect(both).toEqual([new Map(), new Map()]);
+    expect(pricing.calls).toHaveLength(1);
+    expect(prices.failure('us-east-1')).toEqual({ kind: 'error', name: 'AccessDeniedException' });
+    // same millisecond: not kept, asked again
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    expect(pricing.calls).toHaveLength(2);
+    pages[''] = { PriceList: [M5_LARGE] };
+    expect((await prices.forRegion('us-east-1')).get('m5.large')).toBe(0.096);
+    expect(pricing.calls).toHaveLength(3);
+    expect(prices.failure('us-east-1')).toBeUndefined();
+  });
+
+  it('a fractional failureTtlMs keeps the failure while its age is under it, on a whole-millisecond clock', async () => {
+    const pages: Record<string, Page | Error> = { '': new Error('down') };
+    const pricing = fakePricing(pages);
+    const prices = new InstancePrices(asPricingClient(pricing), { ...options, failureTtlMs: 1.5 });
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    now += 1;
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    expect(pricing.calls).toHaveLength(1);
+    now += 1;
+    await expect(prices.forRegion('us-east-1')).resolves.toEqual(new Map());
+    expect(pricing.calls).toHaveLength(2);
+  });
+
+  it.each([NaN, Infinity, -Infinity])('refuses failureTtlMs %s when built', (failureTtlMs) => {
+    expect(() => new InstancePrices(undefined, { ...options, failureTtlMs })).toThrow(
+      new RangeError(`failureTtlMs must be a finite number of milliseconds, not ${failureTtlMs}`),
+    );
+  });
+
   it('known() gives the last fetched prices at once, kept through a later failure', async () => {
     const pages: Record<string, Page | Error> = { '': { PriceList: [M5_LARGE] } };
     const prices = new InstancePrices(asPricingClient(fakePricing(pages)), options);

@@ -1,8 +1,10 @@
 import {
   harvestsStrays,
   inLanes,
+  instancesToAsk,
   selectReprovisions,
   selectStrays,
+  watchedMachines,
   type SweptMachine,
 } from '../../../activities/sweep';
 import {
@@ -85,6 +87,53 @@ describe('harvestsStrays', () => {
     ['all', true],
   ])('%s → %s', (mode, expected) => {
     expect(harvestsStrays(mode)).toBe(expected);
+  });
+});
+
+describe('watchedMachines', () => {
+  it('keeps machines launched by us with an instance recorded, not Dead; drops manual, containers, no instance', () => {
+    const machines: SweptMachine[] = [
+      { id: '0', life: 'alive', status: 'running', instanceId: 'i-0' },
+      { id: '1', life: 'dying', status: 'running', instanceId: 'i-1' },
+      { id: '2', life: 'dead', status: 'stopping', instanceId: 'i-2' },
+      { id: '3', life: 'alive', status: 'running', instanceId: 'i-3', manual: true },
+      { id: '3/lxd/0', life: 'alive', status: 'running', instanceId: 'i-c' },
+      { id: '4', life: 'alive', status: 'pending' },
+      { id: '5', life: 'alive', status: 'down', instanceId: 'i-5', instanceStatus: 'unknown' },
+    ];
+    expect(watchedMachines(machines).map((m) => m.id)).toEqual(['0', '1', '5']);
+  });
+});
+
+describe('instancesToAsk', () => {
+  const m = (id: string, instanceStatus?: InstanceState): SweptMachine => ({
+    id,
+    life: 'alive',
+    status: 'running',
+    instanceId: `i-${id}`,
+    ...(instanceStatus ? { instanceStatus } : {}),
+  });
+  const watched = [
+    m('same', 'running'),
+    m('changed', 'pending'),
+    m('missing', 'running'),
+    m('gone', 'unknown'),
+  ];
+
+  it('with a listing: takes an unchanged state as listed, asks by id a change or an instance missing, not one already gone', () => {
+    const listed = new Map<string, InstanceState>([
+      ['i-same', 'running'],
+      ['i-changed', 'running'],
+    ]);
+    const { observed, ask } = instancesToAsk(watched, listed);
+    expect([...observed]).toEqual([['i-same', 'running']]);
+    expect(ask).toEqual(['i-changed', 'i-missing']);
+  });
+
+  it('without a listing: asks every watched instance by id, the ones recorded gone included', () => {
+    const { observed, ask } = instancesToAsk(watched, undefined);
+    expect(observed.size).toBe(0);
+    expect(ask).toEqual(['i-same', 'i-changed', 'i-missing', 'i-gone']);
   });
 });
 

@@ -139,6 +139,63 @@ describe('handleAdmin', () => {
     });
   });
 
+  // JSON.parse makes "__proto__" an own key; zod's record skips it unchecked,
+  // so each of these was once accepted as 200 setting nothing.
+  it.each([
+    [
+      'limits',
+      '/_admin/limits',
+      '{"__proto__":{"burst":1,"refillPerSecond":1}}',
+      'unknown field "__proto__" (expected lower-camel EC2 action names such as "runInstances")',
+    ],
+    [
+      'latency',
+      '/_admin/latency',
+      '{"__proto__":5}',
+      'unknown field "__proto__" (expected "default", "pendingToRunning", "runInstancesAnswer" or lower-camel EC2 action names such as "runInstances")',
+    ],
+    [
+      'faults zones',
+      '/_admin/faults',
+      '{"zones":{"__proto__":"InsufficientInstanceCapacity"}}',
+      '"zones": "__proto__" is not an availability zone name',
+    ],
+    [
+      'faults loseResponses',
+      '/_admin/faults',
+      '{"loseResponses":{"__proto__":1}}',
+      '"loseResponses": unknown field "__proto__" (expected lower-camel EC2 action names such as "runInstances")',
+    ],
+  ])(
+    'refuses a "__proto__" key in %s with 400 and keeps what was set',
+    (_label, path, body, message) => {
+      const s = state();
+      const answer = handleAdmin(s, 'PUT', path, body);
+      expect(answer).toEqual({ status: 400, body: { error: { code: 'bad-request', message } } });
+      expect(s.faults).toBe(NO_FAULTS);
+      expect(s.latency).toBe(NO_LATENCY);
+      expect(handleAdmin(s, 'GET', '/_admin/limits', '').body).toEqual({});
+    },
+  );
+
+  it('names an earlier bad entry before a "__proto__" key, as the entries are checked in order', () => {
+    const answer = handleAdmin(
+      state(),
+      'PUT',
+      '/_admin/faults',
+      '{"zones":{"us-east-1a":"not-a-code","__proto__":"Unsupported"}}',
+    );
+    expect(answer).toEqual({
+      status: 400,
+      body: {
+        error: {
+          code: 'bad-request',
+          message: '"zones.us-east-1a": "not-a-code" is not an EC2 error code',
+        },
+      },
+    });
+  });
+
   it('answers 404 for an unknown admin path and 405 for a wrong method', () => {
     expect(handleAdmin(state(), 'GET', '/_admin/nope', '')).toEqual({
       status: 404,
