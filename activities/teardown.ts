@@ -1,6 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { batches as chunks, observedState } from '../core/liveness';
 import { EntityNotFoundError } from '../state/errors';
+import { MachineDeadError } from '../state/provisioning';
+import { teardownStatusMessage } from '../temporal/messages';
 import { machineOfWorkflowId } from '../temporal/search-attributes';
 import { Coalescer, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
@@ -63,6 +65,38 @@ const KNOWN_GONE_MAX = 200_000;
 interface SearchRequest extends MachineRef {
   region: string;
   modelUid?: string;
+}
+
+/** A Dead machine's teardown in one activity (`tearDownMachine`). */
+export interface MachineTeardown extends MachineRef {
+  region: string;
+  modelUid?: string;
+  /** The instances the machine knows: recorded, or launched by this run. */
+  known: string[];
+  /** Those launched by this run (EC2 may not list them yet). */
+  fresh: string[];
+  /** Whether its instances are terminated (its harvest mode); else they are kept. */
+  terminate: boolean;
+  /** The harvest mode, named in the status when its instances are kept. */
+  harvestMode: string;
+  /** How long to wait for EC2 to report them terminated. */
+  waitMs: number;
+}
+
+/** What `tearDownMachine` did: every instance it terminated, and those not terminated yet. */
+export interface MachineTornDown {
+  instanceIds: string[];
+  remaining: string[];
+}
+
+/** A write about a machine that is gone (or no longer Dead-writable) is not needed. */
+async function unlessGone(work: Promise<unknown>): Promise<void> {
+  try {
+    await work;
+  } catch (err) {
+    if (err instanceof EntityNotFoundError || err instanceof MachineDeadError) return;
+    throw err;
+  }
 }
 
 interface TerminateRequest {
@@ -372,6 +406,65 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   );
 
   return {
+    /**
+     * A Dead machine's teardown in one activity (issue 30, ONE_STEP_TEARDOWN):
+     * its zone released and its status written (`stopping`, what it
+     * terminates) while the model's tag search and the termination of the
+     * instances it knows run; instances only the search found are terminated
+     * as soon as it answers (the status then names them too); then waits up to
+     * `waitMs` for EC2 to report every one terminated. The same batched calls
+     * as the separate steps (one tag search per model, one TerminateInstances
+     * per up to 1,000 ids, the region's one poller), in one activity task and
+     * one workflow task for what took four and three to five. Any failure
+     * fails the whole: the workflow then goes on step by step, which says what
+     * blocks each step. A machine already gone is no failure (nothing to write).
+     */
+    async tearDownMachine(input: MachineTeardown): Promise<MachineTornDown> {
+      const { model, machineId, region, known, terminate } = input;
+      const status = (ids: string[]) =>
+        unlessGone(
+          deps.repo.updateMachine(model, machineId, {
+            status: 'stopping',
+            message: teardownStatusMessage(ids, terminate, input.harvestMode),
+          }),
+        );
+      return heartbeating(async () => {
+        const caller = callingMachine() ?? { model, machineId };
+        const released = unlessGone(deps.store.releaseZoneClaim(model, machineId));
+        const noted = status(known);
+        const knownDone =
+          terminate && known.length > 0
+            ? terminations.submit(region, { instanceIds: known, fresh: input.fresh, caller })
+            : Promise.resolve();
+        const foundDone = (async (): Promise<string[]> => {
+          if (!terminate) return [];
+          const key = JSON.stringify([region, model, input.modelUid ?? '']);
+          const tagged = await searches.submit(key, {
+            model,
+            machineId,
+            region,
+            ...(input.modelUid ? { modelUid: input.modelUid } : {}),
+          });
+          const found = tagged.filter((id) => !known.includes(id));
+          if (found.length === 0) return [];
+          // after the first status, which it replaces
+          const renoted = noted.then(() => status([...known, ...found]));
+          await Promise.all([
+            renoted,
+            terminations.submit(region, { instanceIds: found, fresh: input.fresh, caller }),
+          ]);
+          return found;
+        })();
+        const [, , , found] = await Promise.all([released, noted, knownDone, foundDone]);
+        const instanceIds = terminate ? [...known, ...found] : [];
+        const remaining =
+          instanceIds.length === 0
+            ? []
+            : await notTerminated(region, instanceIds, input.waitMs, false);
+        return { instanceIds, remaining };
+      });
+    },
+
     /**
      * Live instances launched for the machine (a launch that was never
      * recorded included): one tag search of the model, shared by every

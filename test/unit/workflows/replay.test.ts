@@ -59,6 +59,10 @@ import { promisify } from 'node:util';
  *   an activity of its own (it may delete the placement group). Recorded by
  *   test/integration/provisioning-workflow.test.ts with
  *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-teardown-one-step` (issue 30, `one-step-teardown`): a Dead
+ *   machine torn down by one activity (release, status, search, terminate,
+ *   wait), then a wait for the instance it left, then a local removal.
+ *   Recorded the same way.
  * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
  *   failing every zone, cut between attempts by `bounded-failing-history`
  *   (with `quiet-failover` failovers), the first run and a later one resuming
