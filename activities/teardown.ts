@@ -30,11 +30,10 @@ const WINDOWS = {
    * caller). A machine with an instance waits for terminated longer than this anyway.
    */
   search: { idleMs: 2_000, maxMs: 10_000, maxSize: 100_000 },
-  // machines reach this step spread over their other teardown steps: a wider window, fewer calls
-  // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
-  // machines' first workflow tasks, and so their terminations, come spread over the worker's
-  // queue: a window of seconds gathers them (a machine waits longer for terminated anyway)
-  terminate: { idleMs: 3_000, maxMs: 15_000, maxSize: MAX_IDS_PER_CALL },
+  // machines' terminations come spread over the worker's queue: a window of seconds gathers
+  // them (PROVISIONER_TEARDOWN_BATCH_IDLE, _MAX). 3 s / 15 s when the calls were 0.1 a machine;
+  // at 0.017 a machine (N=1,000) the 15 s held every machine's termination back that long
+  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
@@ -114,6 +113,48 @@ function callingMachine(): MachineRef | undefined {
   } catch {
     return undefined;
   }
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The calling activity's cancellation, or undefined outside one. */
+function cancellation(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `work`, unless the calling activity is cancelled first (its workflow
+ * cancelled, or the activity timed out): the activity then ends at once with
+ * the cancellation instead of waiting for its batch, its bucket's token or
+ * the region's poller. A request already in a batch still goes out with it
+ * (terminating a Dead machine's instance is never wrong); a wait for
+ * terminated is taken off the poller (`notTerminated`).
+ */
+function orCancelled<T>(work: () => Promise<T>): Promise<T> {
+  const signal = cancellation();
+  const p = work();
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(asError(err));
+      },
+    );
+  });
 }
 
 /** Why a termination is retried: EC2 does not know an instance launched moments ago. */
@@ -428,41 +469,43 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
             message: teardownStatusMessage(ids, terminate, input.harvestMode),
           }),
         );
-      return heartbeating(async () => {
-        const caller = callingMachine() ?? { model, machineId };
-        const released = unlessGone(deps.store.releaseZoneClaim(model, machineId));
-        const noted = status(known);
-        const knownDone =
-          terminate && known.length > 0
-            ? terminations.submit(region, { instanceIds: known, fresh: input.fresh, caller })
-            : Promise.resolve();
-        const foundDone = (async (): Promise<string[]> => {
-          if (!terminate) return [];
-          const key = JSON.stringify([region, model, input.modelUid ?? '']);
-          const tagged = await searches.submit(key, {
-            model,
-            machineId,
-            region,
-            ...(input.modelUid ? { modelUid: input.modelUid } : {}),
-          });
-          const found = tagged.filter((id) => !known.includes(id));
-          if (found.length === 0) return [];
-          // after the first status, which it replaces
-          const renoted = noted.then(() => status([...known, ...found]));
-          await Promise.all([
-            renoted,
-            terminations.submit(region, { instanceIds: found, fresh: input.fresh, caller }),
-          ]);
-          return found;
-        })();
-        const [, , , found] = await Promise.all([released, noted, knownDone, foundDone]);
-        const instanceIds = terminate ? [...known, ...found] : [];
-        const remaining =
-          instanceIds.length === 0
-            ? []
-            : await notTerminated(region, instanceIds, input.waitMs, false);
-        return { instanceIds, remaining };
-      });
+      return heartbeating(() =>
+        orCancelled(async () => {
+          const caller = callingMachine() ?? { model, machineId };
+          const released = unlessGone(deps.store.releaseZoneClaim(model, machineId));
+          const noted = status(known);
+          const knownDone =
+            terminate && known.length > 0
+              ? terminations.submit(region, { instanceIds: known, fresh: input.fresh, caller })
+              : Promise.resolve();
+          const foundDone = (async (): Promise<string[]> => {
+            if (!terminate) return [];
+            const key = JSON.stringify([region, model, input.modelUid ?? '']);
+            const tagged = await searches.submit(key, {
+              model,
+              machineId,
+              region,
+              ...(input.modelUid ? { modelUid: input.modelUid } : {}),
+            });
+            const found = tagged.filter((id) => !known.includes(id));
+            if (found.length === 0) return [];
+            // after the first status, which it replaces
+            const renoted = noted.then(() => status([...known, ...found]));
+            await Promise.all([
+              renoted,
+              terminations.submit(region, { instanceIds: found, fresh: input.fresh, caller }),
+            ]);
+            return found;
+          })();
+          const [, , , found] = await Promise.all([released, noted, knownDone, foundDone]);
+          const instanceIds = terminate ? [...known, ...found] : [];
+          const remaining =
+            instanceIds.length === 0
+              ? []
+              : await notTerminated(region, instanceIds, input.waitMs, false);
+          return { instanceIds, remaining };
+        }),
+      );
     },
 
     /**
@@ -473,7 +516,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
      */
     async instancesTaggedFor(input: SearchRequest): Promise<string[]> {
       const key = JSON.stringify([input.region, input.model, input.modelUid ?? '']);
-      return heartbeating(() => searches.submit(key, input));
+      return heartbeating(() => orCancelled(() => searches.submit(key, input)));
     },
 
     /**
@@ -493,17 +536,19 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      return heartbeating(async () => {
-        await terminations.submit(input.region, {
-          instanceIds: input.instanceIds,
-          fresh: input.fresh ?? [],
-          caller: callingMachine(),
-        });
-        // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
-        return input.waitMs === undefined
-          ? []
-          : notTerminated(input.region, input.instanceIds, input.waitMs, false);
-      });
+      return heartbeating(() =>
+        orCancelled(async () => {
+          await terminations.submit(input.region, {
+            instanceIds: input.instanceIds,
+            fresh: input.fresh ?? [],
+            caller: callingMachine(),
+          });
+          // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
+          return input.waitMs === undefined
+            ? []
+            : notTerminated(input.region, input.instanceIds, input.waitMs, false);
+        }),
+      );
     },
 
     /**
@@ -519,7 +564,9 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      return heartbeating(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0));
+      return heartbeating(() =>
+        orCancelled(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0)),
+      );
     },
   };
 
@@ -556,6 +603,26 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       let set = waits.get(region);
       if (!set) waits.set(region, (set = new Set()));
       set.add(waiter);
+      // a cancelled activity's wait leaves the poller: no describe is made for it any more
+      const signal = cancellation();
+      if (signal) {
+        const onAbort = () => {
+          waits.get(region)?.delete(waiter);
+          reject(signal.reason as Error);
+        };
+        if (signal.aborted) onAbort();
+        else {
+          signal.addEventListener('abort', onAbort, { once: true });
+          waiter.resolve = (ids) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(ids);
+          };
+          waiter.reject = (err) => {
+            signal.removeEventListener('abort', onAbort);
+            reject(asError(err));
+          };
+        }
+      }
       if (!pollers.has(region)) {
         pollers.add(region);
         // pollRegion clears its flag itself, in the same turn it finds no waiter left: a

@@ -6,6 +6,7 @@ import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
 import {
   idsNamedIn,
   teardownActivities,
+  type MachineTeardown,
   TERMINATED_POLL_MS,
   terminateEach,
 } from '../../../activities/teardown';
@@ -182,6 +183,8 @@ function harness(input: {
   /** What DescribeInstances fails with while set (read at each call). */
   describeError?: { error?: Error };
   now?: number;
+  /** What each machine's status write fails with, by machine id. */
+  statusError?: Record<string, Error>;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -237,11 +240,28 @@ function harness(input: {
     },
   });
   const machineReads: string[] = [];
+  const statuses: Array<{ machineId: string; status: string; message: string }> = [];
+  const released: string[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2 }),
     deployment: 'test',
-    store: {},
+    store: {
+      releaseZoneClaim: (_model: string, machineId: string) => {
+        released.push(machineId);
+        return Promise.resolve();
+      },
+    },
     repo: {
+      updateMachine: (
+        _model: string,
+        machineId: string,
+        changes: { status: string; message: string },
+      ) => {
+        const err = input.statusError?.[machineId];
+        if (err) return Promise.reject(err);
+        statuses.push({ machineId, ...changes });
+        return Promise.resolve();
+      },
       getMachine: (model: string, id: string) => {
         machineReads.push(`${model}/${id}`);
         if (input.machineReadError) return Promise.reject(input.machineReadError);
@@ -253,7 +273,14 @@ function harness(input: {
     },
     ...(input.now !== undefined ? { now: () => input.now } : {}),
   } as unknown as ActivityDeps;
-  return { activities: teardownActivities(deps, owners), calls, reads, machineReads };
+  return {
+    activities: teardownActivities(deps, owners),
+    calls,
+    reads,
+    machineReads,
+    statuses,
+    released,
+  };
 }
 
 function launched(id: string, batch: string, index: number): Instance {
@@ -590,5 +617,124 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     expect(found).toEqual([['i-10'], ['i-11'], ['i-12'], [], ['i-13']]);
     expect(calls.map((c) => c.action)).toEqual(['DescribeInstances']);
     expect(reads.sort()).toEqual(['b1', 'b2']);
+  });
+});
+
+describe('tearDownMachine: a Dead machine torn down in one activity', () => {
+  /** A machine's input: its recorded instance `i-<id>0` known. */
+  const input = (machineId: string, extra: Partial<MachineTeardown> = {}): MachineTeardown => ({
+    model: 'big',
+    machineId,
+    region: 'us-east-1',
+    known: [`i-${machineId}0`],
+    fresh: [],
+    terminate: true,
+    harvestMode: 'destroyed',
+    waitMs: 60_000,
+    ...extra,
+  });
+
+  it('releases, notes, searches once, terminates known and found instances together, and waits', async () => {
+    // machine 2 also has an unrecorded launch (batch b1's second member), found by the search
+    const instances = [
+      launched('i-10', 'b0', 0),
+      launched('i-20', 'b1', 0),
+      launched('i-21', 'b1', 1),
+    ];
+    const { activities, calls, statuses, released } = harness({
+      instances,
+      members: { b0: ['1'], b1: ['2', '2'] },
+    });
+    const out = await Promise.all(['1', '2'].map((id) => activities.tearDownMachine(input(id))));
+    expect(out).toEqual([
+      { instanceIds: ['i-10'], remaining: [] },
+      { instanceIds: ['i-20', 'i-21'], remaining: [] },
+    ]);
+    // one search of the model; the known instances in one call, the found one as soon as the
+    // search answered; TerminateInstances said `terminated`, so no describe after
+    expect(calls.map((c) => [c.action, c.ids])).toEqual([
+      ['DescribeInstances', []],
+      ['TerminateInstances', ['i-10', 'i-20']],
+      ['TerminateInstances', ['i-21']],
+    ]);
+    expect(released.sort()).toEqual(['1', '2']);
+    expect(statuses).toEqual([
+      { machineId: '1', status: 'stopping', message: 'terminating instance i-10' },
+      { machineId: '2', status: 'stopping', message: 'terminating instance i-20' },
+      { machineId: '2', status: 'stopping', message: 'terminating instance i-20, i-21' },
+    ]);
+  });
+
+  it('keeps the instances under a harvest mode that does not terminate: no EC2 call', async () => {
+    const { activities, calls, statuses, released } = harness({ instances: [] });
+    const out = await activities.tearDownMachine(
+      input('3', { terminate: false, harvestMode: 'none' }),
+    );
+    expect(out).toEqual({ instanceIds: [], remaining: [] });
+    expect(calls).toEqual([]);
+    expect(released).toEqual(['3']);
+    expect(statuses).toEqual([
+      {
+        machineId: '3',
+        status: 'stopping',
+        message: 'keeping instance i-30 (harvest mode "none")',
+      },
+    ]);
+  });
+
+  it('goes on when the machine is gone (nothing to write), and fails when a write fails otherwise', async () => {
+    const gone = harness({
+      instances: [],
+      statusError: { '4': new EntityNotFoundError('machine 4 not found') },
+    });
+    await expect(gone.activities.tearDownMachine(input('4', { known: [] }))).resolves.toEqual({
+      instanceIds: [],
+      remaining: [],
+    });
+    const failing = harness({
+      instances: [],
+      statusError: { '5': new Error('ProvisionedThroughputExceededException: slow down') },
+    });
+    await expect(failing.activities.tearDownMachine(input('5', { known: [] }))).rejects.toThrow(
+      'ProvisionedThroughputExceededException: slow down',
+    );
+  });
+
+  it('retries, never skips, a just-launched instance EC2 does not list yet', async () => {
+    const { activities } = harness({ instances: [], unknown: ['i-f6'] });
+    await expect(
+      activities.tearDownMachine(input('6', { known: ['i-f6'], fresh: ['i-f6'] })),
+    ).rejects.toThrow('instance i-f6 was just launched and EC2 does not list it yet; retrying');
+  });
+});
+
+describe('a cancelled teardown activity', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('ends at once, and its wait for terminated leaves the poller (no describe for it after)', async () => {
+    const instances: Instance[] = [{ InstanceId: 'i-0c7', State: { Name: 'shutting-down' } }];
+    const { activities, calls } = harness({ instances });
+    const env = new MockActivityEnvironment();
+    let outcome: string | undefined;
+    void env
+      .run(activities.instancesNotTerminated, {
+        region: 'us-east-1',
+        instanceIds: ['i-0c7'],
+        waitMs: 60_000,
+      })
+      .then(
+        () => (outcome = 'resolved'),
+        (err: unknown) => (outcome = `rejected: ${(err as Error).name}`),
+      );
+    // its first check, at once: still shutting down, so it waits for the poller
+    while (calls.length === 0) await jest.advanceTimersByTimeAsync(100);
+    expect(calls).toHaveLength(1);
+    env.cancel();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(outcome).toBe('rejected: CancelledFailure');
+    // a minute of the poller's rounds: nothing asked for the cancelled wait
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(calls).toHaveLength(1);
   });
 });
