@@ -650,11 +650,12 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
       { instanceIds: ['i-10'], remaining: [] },
       { instanceIds: ['i-20', 'i-21'], remaining: [] },
     ]);
-    // one search of the model; the known instances in one call, the found one as soon as the
-    // search answered; TerminateInstances said `terminated`, so no describe after
+    // the known instances in one call (the termination window is shorter than the search's),
+    // one search of the model, the found one as soon as it answered; TerminateInstances said
+    // `terminated`, so no describe after
     expect(calls.map((c) => [c.action, c.ids])).toEqual([
-      ['DescribeInstances', []],
       ['TerminateInstances', ['i-10', 'i-20']],
+      ['DescribeInstances', []],
       ['TerminateInstances', ['i-21']],
     ]);
     expect(released.sort()).toEqual(['1', '2']);
