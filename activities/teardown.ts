@@ -462,17 +462,37 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
      */
     async tearDownMachine(input: MachineTeardown): Promise<MachineTornDown> {
       const { model, machineId, region, known, terminate } = input;
+      // once any part of this try fails (or the try is cancelled), no new write starts, and
+      // the writes already under way settle before the try fails: a late status would
+      // otherwise land over what the step-by-step fallback writes (what blocks it)
+      let failed: { err: unknown } | undefined;
+      const fail = (err: unknown) => (failed ??= { err });
+      const writes: Array<Promise<unknown>> = [];
+      const write = (work: () => Promise<unknown>): Promise<void> => {
+        if (failed) return Promise.resolve();
+        const w = unlessGone(work());
+        writes.push(w);
+        return w;
+      };
       const status = (ids: string[]) =>
-        unlessGone(
+        write(() =>
           deps.repo.updateMachine(model, machineId, {
             status: 'stopping',
             message: teardownStatusMessage(ids, terminate, input.harvestMode),
           }),
         );
+      const part = <T>(work: Promise<T>): Promise<T> =>
+        work.catch((err: unknown) => {
+          fail(err);
+          throw err;
+        });
+      const signal = cancellation();
+      const onAbort = () => fail(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
       return heartbeating(() =>
         orCancelled(async () => {
           const caller = callingMachine() ?? { model, machineId };
-          const released = unlessGone(deps.store.releaseZoneClaim(model, machineId));
+          const released = write(() => deps.store.releaseZoneClaim(model, machineId));
           const noted = status(known);
           const knownDone =
             terminate && known.length > 0
@@ -489,7 +509,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
             });
             const found = tagged.filter((id) => !known.includes(id));
             if (found.length === 0) return [];
-            // after the first status, which it replaces
+            // after the first status, which it replaces (none once the try has failed)
             const renoted = noted.then(() => status([...known, ...found]));
             await Promise.all([
               renoted,
@@ -497,15 +517,25 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
             ]);
             return found;
           })();
-          const [, , , found] = await Promise.all([released, noted, knownDone, foundDone]);
+          let found: string[];
+          try {
+            [, , , found] = await Promise.all([
+              part(released),
+              part(noted),
+              part(knownDone),
+              part(foundDone),
+            ]);
+          } catch (err) {
+            // terminations and a search under way may go on (harmless); writes may not
+            await Promise.allSettled(writes);
+            throw err;
+          }
           const instanceIds = terminate ? [...known, ...found] : [];
-          const remaining =
-            instanceIds.length === 0
-              ? []
-              : await notTerminated(region, instanceIds, input.waitMs, false);
+          if (instanceIds.length === 0) return { instanceIds, remaining: [] };
+          const remaining = await notTerminated(region, instanceIds, input.waitMs, false);
           return { instanceIds, remaining };
         }),
-      );
+      ).finally(() => signal?.removeEventListener('abort', onAbort));
     },
 
     /**

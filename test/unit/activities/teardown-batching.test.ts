@@ -185,6 +185,12 @@ function harness(input: {
   now?: number;
   /** What each machine's status write fails with, by machine id. */
   statusError?: Record<string, Error>;
+  /** A machine's status writes land only once its gate opens (a slow, throttled write). */
+  statusGate?: Record<string, Promise<void>>;
+  /** Ids TerminateInstances refuses (termination protection). */
+  refused?: string[];
+  /** Ids TerminateInstances answers `shutting-down` (else `terminated`). */
+  shuttingDown?: string[];
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -197,6 +203,13 @@ function harness(input: {
       if (Array.isArray(command.InstanceIds)) {
         const ids = command.InstanceIds as string[];
         calls.push({ action: 'TerminateInstances', ids });
+        const refused = ids.filter((id) => input.refused?.includes(id));
+        if (refused.length > 0) {
+          throw ec2Error(
+            'OperationNotPermitted',
+            `The instance '${refused.join(', ')}' may not be terminated`,
+          );
+        }
         const unknown = ids.filter((id) => input.unknown?.includes(id));
         if (unknown.length > 0) {
           throw ec2Error(
@@ -208,7 +221,9 @@ function harness(input: {
           $metadata: {},
           TerminatingInstances: ids.map((id) => ({
             InstanceId: id,
-            CurrentState: { Name: 'terminated' },
+            CurrentState: {
+              Name: input.shuttingDown?.includes(id) ? 'shutting-down' : 'terminated',
+            },
           })),
         };
         return Promise.resolve({ output, response: {} });
@@ -259,8 +274,9 @@ function harness(input: {
       ) => {
         const err = input.statusError?.[machineId];
         if (err) return Promise.reject(err);
-        statuses.push({ machineId, ...changes });
-        return Promise.resolve();
+        return (input.statusGate?.[machineId] ?? Promise.resolve()).then(() => {
+          statuses.push({ machineId, ...changes });
+        });
       },
       getMachine: (model: string, id: string) => {
         machineReads.push(`${model}/${id}`);
@@ -706,6 +722,66 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
     await expect(
       activities.tearDownMachine(input('6', { known: ['i-f6'], fresh: ['i-f6'] })),
     ).rejects.toThrow('instance i-f6 was just launched and EC2 does not list it yet; retrying');
+  });
+});
+
+describe('tearDownMachine: a failed try', () => {
+  const input = (machineId: string, extra: Partial<MachineTeardown> = {}): MachineTeardown => ({
+    model: 'big',
+    machineId,
+    region: 'us-east-1',
+    known: [`i-${machineId}0`],
+    fresh: [],
+    terminate: true,
+    harvestMode: 'destroyed',
+    waitMs: 60_000,
+    ...extra,
+  });
+  /** Real time: waits until `done()` (generously bounded for a loaded machine). */
+  async function until(done: () => boolean): Promise<void> {
+    const end = Date.now() + 30_000;
+    while (!done()) {
+      if (Date.now() > end) throw new Error('condition not met within 30 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('lets its slow status write land before it fails, and writes nothing after (review finding 2)', async () => {
+    // i-70 known and protected; i-71 an unrecorded launch the search finds
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { activities, calls, statuses, released } = harness({
+      instances: [launched('i-70', 'b7', 0), launched('i-71', 'b7', 1)],
+      members: { b7: ['7', '7'] },
+      refused: ['i-70'],
+      statusGate: { '7': gate },
+    });
+    const outcome: string[] = [];
+    const done = activities.tearDownMachine(input('7')).then(
+      () => outcome.push('resolved'),
+      (err: unknown) =>
+        outcome.push(`failed after ${statuses.length} status: ${(err as Error).message}`),
+    );
+    // the refusal came while the first status write is held: the try does not fail yet
+    await until(() => calls.some((c) => c.action === 'TerminateInstances'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(outcome).toEqual([]);
+    open();
+    await done;
+    expect(outcome).toEqual(["failed after 1 status: The instance 'i-70' may not be terminated"]);
+    // the search answers after the failure: its found instance is still terminated
+    // (harmless), but no status naming it is written over the fallback's
+    await until(() => calls.some((c) => c.ids.includes('i-71')));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(calls.map((c) => [c.action, c.ids])).toEqual([
+      ['TerminateInstances', ['i-70']],
+      ['DescribeInstances', []],
+      ['TerminateInstances', ['i-71']],
+    ]);
+    expect(statuses).toEqual([
+      { machineId: '7', status: 'stopping', message: 'terminating instance i-70' },
+    ]);
+    expect(released).toEqual(['7']);
   });
 });
 
