@@ -58,6 +58,13 @@ export const TERMINATED_ROUND_MS = 10_000;
 /** The longest a machine's wait goes between two polls. */
 export const TERMINATED_POLL_MAX_MS = 20_000;
 
+/**
+ * A one-step teardown's wait for terminated ends this long before its
+ * activity's deadline: a poller round (TERMINATED_ROUND_MS), its describe and
+ * the answer fit in it.
+ */
+export const WAIT_DEADLINE_MARGIN_MS = 45_000;
+
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
 
@@ -160,6 +167,28 @@ function orCancelled<T>(work: () => Promise<T>): Promise<T> {
 /** Why a termination is retried: EC2 does not know an instance launched moments ago. */
 export function notListedYetMessage(instanceId: string): string {
   return `instance ${instanceId} was just launched and EC2 does not list it yet; retrying`;
+}
+
+/**
+ * How much of the calling activity's start-to-close timeout (and its
+ * schedule-to-close, when set) is left for a wait for terminated, keeping
+ * WAIT_DEADLINE_MARGIN_MS for the poller's round and the answer; unbounded
+ * outside an activity.
+ */
+function waitBudgetMs(startedAt: number): number {
+  let info;
+  try {
+    info = Context.current().info;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+  const deadlines: number[] = [];
+  if (info.startToCloseTimeoutMs > 0) deadlines.push(startedAt + info.startToCloseTimeoutMs);
+  if (info.scheduleToCloseTimeoutMs > 0) {
+    deadlines.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
+  }
+  if (deadlines.length === 0) return Number.POSITIVE_INFINITY;
+  return Math.min(...deadlines) - WAIT_DEADLINE_MARGIN_MS - Date.now();
 }
 
 /** The ids named in an EC2 message ("The instance IDs 'i-1, i-2' do not exist"). */
@@ -462,6 +491,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
      */
     async tearDownMachine(input: MachineTeardown): Promise<MachineTornDown> {
       const { model, machineId, region, known, terminate } = input;
+      const startedAt = Date.now();
       // once any part of this try fails (or the try is cancelled), no new write starts, and
       // the writes already under way settle before the try fails: a late status would
       // otherwise land over what the step-by-step fallback writes (what blocks it)
@@ -532,7 +562,13 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
           }
           const instanceIds = terminate ? [...known, ...found] : [];
           if (instanceIds.length === 0) return { instanceIds, remaining: [] };
-          const remaining = await notTerminated(region, instanceIds, input.waitMs, false);
+          // the wait ends well before this try's start-to-close timeout: what is left then
+          // goes back to the workflow, which waits for it (never a timed-out, retried try)
+          const waitMs = Math.min(input.waitMs, waitBudgetMs(startedAt));
+          const remaining =
+            waitMs < TERMINATED_POLL_MS
+              ? instanceIds.filter((id) => !gone(region).has(id))
+              : await notTerminated(region, instanceIds, waitMs, false);
           return { instanceIds, remaining };
         }),
       ).finally(() => signal?.removeEventListener('abort', onAbort));

@@ -725,7 +725,7 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
   });
 });
 
-describe('tearDownMachine: a failed try', () => {
+describe('tearDownMachine: a failed try, and its deadline', () => {
   const input = (machineId: string, extra: Partial<MachineTeardown> = {}): MachineTeardown => ({
     model: 'big',
     machineId,
@@ -782,6 +782,44 @@ describe('tearDownMachine: a failed try', () => {
       { machineId: '7', status: 'stopping', message: 'terminating instance i-70' },
     ]);
     expect(released).toEqual(['7']);
+  });
+
+  it('returns what is not terminated, without waiting, when its deadline leaves no time (review finding 3)', async () => {
+    const { activities, calls } = harness({ instances: [], shuttingDown: ['i-80'] });
+    // 40 s start-to-close: less than the 45 s kept for the poller's round and the answer
+    const env = new MockActivityEnvironment({
+      startToCloseTimeoutMs: 40_000,
+      scheduleToCloseTimeoutMs: 0, // none set (the one-step proxy sets none)
+    });
+    const out = await env.run(activities.tearDownMachine, input('8'));
+    expect(out).toEqual({ instanceIds: ['i-80'], remaining: ['i-80'] });
+    expect(calls.map((c) => c.action)).toEqual(['TerminateInstances', 'DescribeInstances']);
+  });
+
+  describe('on fake timers', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('cuts its wait for terminated short of its start-to-close timeout (review finding 3)', async () => {
+      const instances: Instance[] = [{ InstanceId: 'i-90', State: { Name: 'shutting-down' } }];
+      const { activities } = harness({ instances, shuttingDown: ['i-90'] });
+      // 75 s start-to-close: 30 s of it for the wait, not the asked 60 s
+      const env = new MockActivityEnvironment({
+        startToCloseTimeoutMs: 75_000,
+        scheduleToCloseTimeoutMs: 0,
+      });
+      const started = Date.now();
+      let answer: { at: number; out: unknown } | undefined;
+      void env
+        .run(activities.tearDownMachine, input('9', { known: ['i-90'] }))
+        .then((out) => (answer = { at: Date.now() - started, out }));
+      while (!answer && Date.now() - started < 120_000) await jest.advanceTimersByTimeAsync(500);
+      expect(answer?.out).toEqual({ instanceIds: ['i-90'], remaining: ['i-90'] });
+      // it waited (the poller answers a wait due before its next round in that round: up to
+      // 10 s early), and answered at its 30 s budget, not the asked 60 s, well before 75 s
+      expect(answer!.at).toBeGreaterThanOrEqual(20_000);
+      expect(answer!.at).toBeLessThanOrEqual(32_000);
+    });
   });
 });
 
