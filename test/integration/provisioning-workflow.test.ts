@@ -614,4 +614,77 @@ describe('machine workflow decisions', () => {
     ]);
     expect(world.removed).toBe(true);
   });
+  it('finishes step by step after tries that did part of the work: one release, every instance terminated before removal', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    // EC2 and the zone's count, as the real ones behave: a release is idempotent (it
+    // commits only while the zone is still counted), a terminated instance stays so
+    const running = new Set(['i-known', 'i-found']);
+    let zoneCounted = true;
+    let zoneReleases = 0;
+    const release = () => {
+      if (zoneCounted) zoneReleases += 1;
+      zoneCounted = false;
+    };
+    let oneStepTries = 0;
+    let runningAtRemoval: string[] | undefined;
+    const model = uniqueName('wf');
+    const base = world.activities();
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 90_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-one-step-fallback.json',
+        );
+      },
+      {
+        ...base,
+        // each try releases the zone, writes its status and terminates the known instance,
+        // then its search fails (DynamoDB throttled): i-found is left running
+        tearDownMachine: (input: MachineTeardown) => {
+          oneStepTries += 1;
+          release();
+          world.statuses.push({ status: 'stopping', message: 'terminating instance i-known' });
+          for (const id of input.known) running.delete(id);
+          return Promise.reject(new Error('ProvisionedThroughputExceededException: slow down'));
+        },
+        releaseZone: () => {
+          world.releases += 1;
+          release();
+          return Promise.resolve();
+        },
+        instancesTaggedFor: () => Promise.resolve(['i-known', 'i-found']),
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          world.terminated.push(...input.instanceIds);
+          for (const id of input.instanceIds) running.delete(id);
+          return Promise.resolve<string[]>([]);
+        },
+        instancesNotTerminated: (input: { instanceIds: string[] }) =>
+          Promise.resolve(input.instanceIds.filter((id) => running.has(id))),
+        removeMachine: () => {
+          runningAtRemoval = [...running];
+          world.removed = true;
+          return Promise.resolve({ modelRemoved: false });
+        },
+      },
+    );
+    expect(oneStepTries).toBe(3);
+    // the fallback asked for the release again; the zone was uncounted once, by the first try
+    expect(world.releases).toBe(1);
+    expect(zoneReleases).toBe(1);
+    expect(zoneCounted).toBe(false);
+    // the instance the tries never reached is terminated by the fallback, before removal
+    expect(world.terminated.sort()).toEqual(['i-found', 'i-known']);
+    expect(runningAtRemoval).toEqual([]);
+    expect(world.removed).toBe(true);
+    expect(world.statuses.at(-1)).toEqual({
+      status: 'stopping',
+      message: 'terminating instance i-known, i-found',
+    });
+  });
 });
