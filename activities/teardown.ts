@@ -1,6 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { batches as chunks, observedState } from '../core/liveness';
 import { EntityNotFoundError } from '../state/errors';
+import { MachineDeadError } from '../state/provisioning';
+import { teardownStatusMessage } from '../temporal/messages';
 import { machineOfWorkflowId } from '../temporal/search-attributes';
 import { Coalescer, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
@@ -28,11 +30,10 @@ const WINDOWS = {
    * caller). A machine with an instance waits for terminated longer than this anyway.
    */
   search: { idleMs: 2_000, maxMs: 10_000, maxSize: 100_000 },
-  // machines reach this step spread over their other teardown steps: a wider window, fewer calls
-  // (PROVISIONER_TEARDOWN_BATCH_IDLE, PROVISIONER_TEARDOWN_BATCH_MAX)
-  // machines' first workflow tasks, and so their terminations, come spread over the worker's
-  // queue: a window of seconds gathers them (a machine waits longer for terminated anyway)
-  terminate: { idleMs: 3_000, maxMs: 15_000, maxSize: MAX_IDS_PER_CALL },
+  // machines' terminations come spread over the worker's queue: a window of seconds gathers
+  // them (PROVISIONER_TEARDOWN_BATCH_IDLE, _MAX). 3 s / 15 s when the calls were 0.1 a machine;
+  // at 0.017 a machine (N=1,000) the 15 s held every machine's termination back that long
+  terminate: { idleMs: 1_000, maxMs: 5_000, maxSize: MAX_IDS_PER_CALL },
   describe: { idleMs: 500, maxMs: 2_000, maxSize: 100_000 },
 } as const;
 
@@ -57,12 +58,51 @@ export const TERMINATED_ROUND_MS = 10_000;
 /** The longest a machine's wait goes between two polls. */
 export const TERMINATED_POLL_MAX_MS = 20_000;
 
+/**
+ * A one-step teardown's wait for terminated ends this long before its
+ * activity's deadline: a poller round (TERMINATED_ROUND_MS), its describe and
+ * the answer fit in it.
+ */
+export const WAIT_DEADLINE_MARGIN_MS = 45_000;
+
 /** Instance ids known terminated, kept per region so a poll about them asks EC2 nothing. */
 const KNOWN_GONE_MAX = 200_000;
 
 interface SearchRequest extends MachineRef {
   region: string;
   modelUid?: string;
+}
+
+/** A Dead machine's teardown in one activity (`tearDownMachine`). */
+export interface MachineTeardown extends MachineRef {
+  region: string;
+  modelUid?: string;
+  /** The instances the machine knows: recorded, or launched by this run. */
+  known: string[];
+  /** Those launched by this run (EC2 may not list them yet). */
+  fresh: string[];
+  /** Whether its instances are terminated (its harvest mode); else they are kept. */
+  terminate: boolean;
+  /** The harvest mode, named in the status when its instances are kept. */
+  harvestMode: string;
+  /** How long to wait for EC2 to report them terminated. */
+  waitMs: number;
+}
+
+/** What `tearDownMachine` did: every instance it terminated, and those not terminated yet. */
+export interface MachineTornDown {
+  instanceIds: string[];
+  remaining: string[];
+}
+
+/** A write about a machine that is gone (or no longer Dead-writable) is not needed. */
+async function unlessGone(work: Promise<unknown>): Promise<void> {
+  try {
+    await work;
+  } catch (err) {
+    if (err instanceof EntityNotFoundError || err instanceof MachineDeadError) return;
+    throw err;
+  }
 }
 
 interface TerminateRequest {
@@ -82,9 +122,73 @@ function callingMachine(): MachineRef | undefined {
   }
 }
 
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/** The calling activity's cancellation, or undefined outside one. */
+function cancellation(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `work`, unless the calling activity is cancelled first (its workflow
+ * cancelled, or the activity timed out): the activity then ends at once with
+ * the cancellation instead of waiting for its batch, its bucket's token or
+ * the region's poller. A request already in a batch still goes out with it
+ * (terminating a Dead machine's instance is never wrong); a wait for
+ * terminated is taken off the poller (`notTerminated`).
+ */
+function orCancelled<T>(work: () => Promise<T>): Promise<T> {
+  const signal = cancellation();
+  const p = work();
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(asError(err));
+      },
+    );
+  });
+}
+
 /** Why a termination is retried: EC2 does not know an instance launched moments ago. */
 export function notListedYetMessage(instanceId: string): string {
   return `instance ${instanceId} was just launched and EC2 does not list it yet; retrying`;
+}
+
+/**
+ * How much of the calling activity's start-to-close timeout (and its
+ * schedule-to-close, when set) is left for a wait for terminated, keeping
+ * WAIT_DEADLINE_MARGIN_MS for the poller's round and the answer; unbounded
+ * outside an activity.
+ */
+function waitBudgetMs(startedAt: number): number {
+  let info;
+  try {
+    info = Context.current().info;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+  const deadlines: number[] = [];
+  if (info.startToCloseTimeoutMs > 0) deadlines.push(startedAt + info.startToCloseTimeoutMs);
+  if (info.scheduleToCloseTimeoutMs > 0) {
+    deadlines.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs);
+  }
+  if (deadlines.length === 0) return Number.POSITIVE_INFINITY;
+  return Math.min(...deadlines) - WAIT_DEADLINE_MARGIN_MS - Date.now();
 }
 
 /** The ids named in an EC2 message ("The instance IDs 'i-1, i-2' do not exist"). */
@@ -373,6 +477,104 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
 
   return {
     /**
+     * A Dead machine's teardown in one activity (issue 30, ONE_STEP_TEARDOWN):
+     * its zone released and its status written (`stopping`, what it
+     * terminates) while the model's tag search and the termination of the
+     * instances it knows run; instances only the search found are terminated
+     * as soon as it answers (the status then names them too); then waits up to
+     * `waitMs` for EC2 to report every one terminated. The same batched calls
+     * as the separate steps (one tag search per model, one TerminateInstances
+     * per up to 1,000 ids, the region's one poller), in one activity task and
+     * one workflow task for what took four and three to five. Any failure
+     * fails the whole: the workflow then goes on step by step, which says what
+     * blocks each step. A machine already gone is no failure (nothing to write).
+     */
+    async tearDownMachine(input: MachineTeardown): Promise<MachineTornDown> {
+      const { model, machineId, region, known, terminate } = input;
+      const startedAt = Date.now();
+      // once any part of this try fails (or the try is cancelled), no new write starts, and
+      // the writes already under way settle before the try fails: a late status would
+      // otherwise land over what the step-by-step fallback writes (what blocks it)
+      let failed: { err: unknown } | undefined;
+      const fail = (err: unknown) => (failed ??= { err });
+      const writes: Array<Promise<unknown>> = [];
+      const write = (work: () => Promise<unknown>): Promise<void> => {
+        if (failed) return Promise.resolve();
+        const w = unlessGone(work());
+        writes.push(w);
+        return w;
+      };
+      const status = (ids: string[]) =>
+        write(() =>
+          deps.repo.updateMachine(model, machineId, {
+            status: 'stopping',
+            message: teardownStatusMessage(ids, terminate, input.harvestMode),
+          }),
+        );
+      const part = <T>(work: Promise<T>): Promise<T> =>
+        work.catch((err: unknown) => {
+          fail(err);
+          throw err;
+        });
+      const signal = cancellation();
+      const onAbort = () => fail(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      return heartbeating(() =>
+        orCancelled(async () => {
+          const caller = callingMachine() ?? { model, machineId };
+          const released = write(() => deps.store.releaseZoneClaim(model, machineId));
+          const noted = status(known);
+          const knownDone =
+            terminate && known.length > 0
+              ? terminations.submit(region, { instanceIds: known, fresh: input.fresh, caller })
+              : Promise.resolve();
+          const foundDone = (async (): Promise<string[]> => {
+            if (!terminate) return [];
+            const key = JSON.stringify([region, model, input.modelUid ?? '']);
+            const tagged = await searches.submit(key, {
+              model,
+              machineId,
+              region,
+              ...(input.modelUid ? { modelUid: input.modelUid } : {}),
+            });
+            const found = tagged.filter((id) => !known.includes(id));
+            if (found.length === 0) return [];
+            // after the first status, which it replaces (none once the try has failed)
+            const renoted = noted.then(() => status([...known, ...found]));
+            await Promise.all([
+              renoted,
+              terminations.submit(region, { instanceIds: found, fresh: input.fresh, caller }),
+            ]);
+            return found;
+          })();
+          let found: string[];
+          try {
+            [, , , found] = await Promise.all([
+              part(released),
+              part(noted),
+              part(knownDone),
+              part(foundDone),
+            ]);
+          } catch (err) {
+            // terminations and a search under way may go on (harmless); writes may not
+            await Promise.allSettled(writes);
+            throw err;
+          }
+          const instanceIds = terminate ? [...known, ...found] : [];
+          if (instanceIds.length === 0) return { instanceIds, remaining: [] };
+          // the wait ends well before this try's start-to-close timeout: what is left then
+          // goes back to the workflow, which waits for it (never a timed-out, retried try)
+          const waitMs = Math.min(input.waitMs, waitBudgetMs(startedAt));
+          const remaining =
+            waitMs < TERMINATED_POLL_MS
+              ? instanceIds.filter((id) => !gone(region).has(id))
+              : await notTerminated(region, instanceIds, waitMs, false);
+          return { instanceIds, remaining };
+        }),
+      ).finally(() => signal?.removeEventListener('abort', onAbort));
+    },
+
+    /**
      * Live instances launched for the machine (a launch that was never
      * recorded included): one tag search of the model, shared by every
      * machine of it that asks meanwhile, each instance mapped to its machine
@@ -380,7 +582,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
      */
     async instancesTaggedFor(input: SearchRequest): Promise<string[]> {
       const key = JSON.stringify([input.region, input.model, input.modelUid ?? '']);
-      return heartbeating(() => searches.submit(key, input));
+      return heartbeating(() => orCancelled(() => searches.submit(key, input)));
     },
 
     /**
@@ -400,17 +602,19 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      return heartbeating(async () => {
-        await terminations.submit(input.region, {
-          instanceIds: input.instanceIds,
-          fresh: input.fresh ?? [],
-          caller: callingMachine(),
-        });
-        // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
-        return input.waitMs === undefined
-          ? []
-          : notTerminated(input.region, input.instanceIds, input.waitMs, false);
-      });
+      return heartbeating(() =>
+        orCancelled(async () => {
+          await terminations.submit(input.region, {
+            instanceIds: input.instanceIds,
+            fresh: input.fresh ?? [],
+            caller: callingMachine(),
+          });
+          // EC2 keeps them shutting-down a while: the first poll after TERMINATED_POLL_MS
+          return input.waitMs === undefined
+            ? []
+            : notTerminated(input.region, input.instanceIds, input.waitMs, false);
+        }),
+      );
     },
 
     /**
@@ -426,7 +630,9 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       waitMs?: number;
     }): Promise<string[]> {
       if (input.instanceIds.length === 0) return [];
-      return heartbeating(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0));
+      return heartbeating(() =>
+        orCancelled(() => notTerminated(input.region, input.instanceIds, input.waitMs ?? 0)),
+      );
     },
   };
 
@@ -463,6 +669,26 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       let set = waits.get(region);
       if (!set) waits.set(region, (set = new Set()));
       set.add(waiter);
+      // a cancelled activity's wait leaves the poller: no describe is made for it any more
+      const signal = cancellation();
+      if (signal) {
+        const onAbort = () => {
+          waits.get(region)?.delete(waiter);
+          reject(signal.reason as Error);
+        };
+        if (signal.aborted) onAbort();
+        else {
+          signal.addEventListener('abort', onAbort, { once: true });
+          waiter.resolve = (ids) => {
+            signal.removeEventListener('abort', onAbort);
+            resolve(ids);
+          };
+          waiter.reject = (err) => {
+            signal.removeEventListener('abort', onAbort);
+            reject(asError(err));
+          };
+        }
+      }
       if (!pollers.has(region)) {
         pollers.add(region);
         // pollRegion clears its flag itself, in the same turn it finds no waiter left: a

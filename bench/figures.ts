@@ -1,4 +1,5 @@
 import type { RemovalResult } from './removal';
+import type { PhaseSummary } from './teardown-phases';
 
 /**
  * The benchmark's figures and the issue's targets, as pure arithmetic over
@@ -134,6 +135,8 @@ export interface TeardownResult {
   /** EC2 calls per action from the DELETE until the model was gone (the stack's sweeper's included). */
   ec2Calls: Record<string, number>;
   throttled: number;
+  /** Where the time went, machine by machine, from the workflow histories (bench/teardown-phases.ts). */
+  phases?: PhaseSummary[];
 }
 
 export interface SizeResult {

@@ -33,6 +33,14 @@ import type {
 } from './figures';
 import { runFloor } from './floor';
 import { runRemoval } from './removal';
+import { removalWorkflowId } from '../temporal/removal';
+import {
+  machinePhases,
+  phaseLines,
+  removalMarks,
+  summarizePhases,
+  type MachinePhases,
+} from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker } from './figures';
 import { countHistory, emptyTemporalUse, sumMetric } from './history';
@@ -574,7 +582,10 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
   );
-  p.teardown = await destroyModel(ctx);
+  p.teardown = await destroyModel(
+    ctx,
+    machines.map((m) => machineWorkflowId(MODEL, m.id)),
+  );
   return p;
 }
 
@@ -653,7 +664,7 @@ const GONE_STATES = new Set(['shutting-down', 'terminated']);
  * until every instance of the model is terminated (per moto) and the model
  * is gone from the table, with the EC2 calls the proxy counted meanwhile.
  */
-async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
+async function destroyModel(ctx: PhaseContext, workflowIds: string[]): Promise<TeardownResult> {
   const { n, info, log } = ctx;
   const before = await motoInstances(ctx);
   const isOurs = (i: Instance) => i.Tags?.some((t) => t.Key === TAG_MODEL && t.Value === MODEL);
@@ -662,9 +673,13 @@ async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
       .filter((i) => !isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''))
       .map((i) => i.InstanceId),
   );
+  const modelUid = (await ctx.repo.getModel(MODEL)).uid;
   await resetStats(info.ec2Endpoint);
   log(`N=${n}: destroying the model`);
   const start = performance.now();
+  const wallStartS = Date.now() / 1000;
+  /** When the bench first saw each instance of the model shutting down or terminated. */
+  const goneAt = new Map<string, number>();
   const t: TeardownResult = {
     status: 0,
     leftRunning: 0,
@@ -696,6 +711,11 @@ async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
     }
     const now = await motoInstances(ctx);
     const live = now.filter((i) => isOurs(i) && !GONE_STATES.has(i.State?.Name ?? ''));
+    for (const i of now) {
+      if (i.InstanceId && isOurs(i) && GONE_STATES.has(i.State?.Name ?? '')) {
+        if (!goneAt.has(i.InstanceId)) goneAt.set(i.InstanceId, performance.now() - start);
+      }
+    }
     t.leftRunning = live.length;
     t.othersTerminated = now.filter(
       (i) => othersLiveBefore.has(i.InstanceId) && GONE_STATES.has(i.State?.Name ?? ''),
@@ -719,7 +739,39 @@ async function destroyModel(ctx: PhaseContext): Promise<TeardownResult> {
   const stats = await readStats(info.ec2Endpoint);
   t.ec2Calls = { ...stats.calls };
   t.throttled = stats.throttled;
+  const phases = await teardownPhases(ctx.temporal, workflowIds, wallStartS);
+  const gone = [...goneAt.values()].map((ms) => ({ 'instance seen shutting down': ms / 1000 }));
+  const removal = await ctx.temporal.workflow
+    .getHandle(removalWorkflowId({ model: MODEL, modelUid }))
+    .fetchHistory()
+    .then((h) => removalMarks(h.events ?? [], wallStartS))
+    .catch(() => ({}));
+  t.phases = summarizePhases([...phases, ...gone, removal]);
+  for (const line of phaseLines(t.phases)) log(`N=${n}: teardown phases: ${line}`);
   return t;
+}
+
+/** Each machine workflow's teardown marks (bench/teardown-phases.ts), read 8 at a time. */
+async function teardownPhases(
+  client: Client,
+  workflowIds: string[],
+  startS: number,
+): Promise<MachinePhases[]> {
+  const queue = [...workflowIds];
+  const out: MachinePhases[] = [];
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+        try {
+          const history = await client.workflow.getHandle(id).fetchHistory();
+          out.push(machinePhases(history.events ?? [], startS));
+        } catch {
+          // a machine without a workflow has no marks
+        }
+      }
+    }),
+  );
+  return out;
 }
 
 /**

@@ -164,8 +164,8 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     ),
     teardownDescribeBurst: positiveIntEnv('PROVISIONER_TEARDOWN_DESCRIBE_BURST', 50, env),
     teardownDescribeRatePerSecond: positiveNumberEnv('PROVISIONER_TEARDOWN_DESCRIBE_RATE', 10, env),
-    teardownBatchIdleMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_IDLE', '3s', env),
-    teardownBatchMaxMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_MAX', '15s', env),
+    teardownBatchIdleMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_IDLE', '1s', env),
+    teardownBatchMaxMs: durationEnv('PROVISIONER_TEARDOWN_BATCH_MAX', '5s', env),
     ec2CallerHeader: onOff(
       'PROVISIONER_EC2_CALLER_HEADER',
       optionalEnv('PROVISIONER_EC2_CALLER_HEADER', 'off', env),

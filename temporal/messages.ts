@@ -86,3 +86,18 @@ export function stepFailedMessage(err: {
   const step = err.activityType ? `${err.activityType} failed` : 'a step failed';
   return causes.length > 0 ? `${step}: ${causes.join(': ')}` : `${step}: ${err.message}`;
 }
+
+/**
+ * A Dead machine's status while it is torn down: the instances it
+ * terminates, or keeps under its harvest mode (empty when it has none).
+ */
+export function teardownStatusMessage(
+  instanceIds: readonly string[],
+  terminate: boolean,
+  harvestMode: string,
+): string {
+  if (instanceIds.length === 0) return '';
+  return terminate
+    ? `terminating instance ${instanceIds.join(', ')}`
+    : `keeping instance ${instanceIds.join(', ')} (harvest mode "${harvestMode}")`;
+}

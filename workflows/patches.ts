@@ -122,6 +122,17 @@ export const QUIET_FAILOVER = 'quiet-failover';
 export const OVERLAPPED_TEARDOWN = 'overlapped-teardown';
 
 /**
+ * Issue 30: a Dead machine's zone release, status, tag search, terminations
+ * and wait for terminated are one activity (teardown.ts `tearDownInOneStep`):
+ * one activity task and two workflow tasks a machine instead of four and
+ * three to five, each of which waited seconds in a saturated worker's queue.
+ * When that activity fails, the machine goes on with OVERLAPPED_TEARDOWN's
+ * steps, which say what blocks each. Asked before OVERLAPPED_TEARDOWN: a run
+ * that takes it records this marker only.
+ */
+export const ONE_STEP_TEARDOWN = 'one-step-teardown';
+
+/**
  * Issue 26: a `machine` run's launch takes two workflow tasks and four
  * actions (start, one local activity, the launch, one upsert). Its first
  * read also plans and claims the zone (records.ts loadMachine `prepare`:

@@ -96,6 +96,17 @@ export const tearing = proxyActivities<Activities>({
 });
 
 /**
+ * A Dead machine's whole teardown in one activity (ONE_STEP_TEARDOWN), as
+ * `tearing` waits and heartbeats; a few tries only, since the workflow then
+ * goes on step by step (each step retried until done, saying what blocks it).
+ */
+export const tearingAtOnce = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: { ...RETRY, maximumAttempts: 3 },
+});
+
+/**
  * Planning may page through a region's whole instance-type catalogue on a
  * cold cache. A destroy cancels it without waiting for the call under way
  * to notice (TRY_CANCEL): nothing it does needs undoing.

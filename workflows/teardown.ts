@@ -1,18 +1,33 @@
-import { ActivityFailure, log, patched, sleep, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  isCancellation,
+  log,
+  patched,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { DeadMachineSnapshot } from '../activities/types';
 import { harvestsDestroyed } from '../core/harvest';
 import { publish, type MachineContext } from './context';
 import { FAILURE } from '../temporal/failures';
-import { goDuration, stepFailedMessage } from '../temporal/messages';
+import { goDuration, stepFailedMessage, teardownStatusMessage } from '../temporal/messages';
 import { startAfresh } from './carry';
 import {
   BATCHED_LAUNCHES,
   BOUNDED_TEARDOWN,
+  ONE_STEP_TEARDOWN,
   OVERLAPPED_TEARDOWN,
   QUIET_BLOCKED_TEARDOWN,
   uses,
 } from './patches';
-import { failureMessage, failureType, localRecords, records, tearing } from './proxies';
+import {
+  failureMessage,
+  failureType,
+  localRecords,
+  records,
+  tearing,
+  tearingAtOnce,
+} from './proxies';
 import { duration } from './summaries';
 import { metrics } from './metrics';
 
@@ -148,8 +163,13 @@ async function untilDone<T>(
  */
 export async function tearDown(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
   // a run that took over a blocked teardown or its patient polling goes on the way it began
-  if (!ctx.resumedTeardown && !ctx.patientPolls && patched(OVERLAPPED_TEARDOWN)) {
-    return tearDownTogether(ctx, machine);
+  if (!ctx.resumedTeardown && !ctx.patientPolls) {
+    // a run begun before ONE_STEP_TEARDOWN has no marker of it, and replays as it ran
+    if (patched(ONE_STEP_TEARDOWN)) {
+      if (await tearDownInOneStep(ctx, machine)) return;
+      return tearDownTogether(ctx, machine);
+    }
+    if (patched(OVERLAPPED_TEARDOWN)) return tearDownTogether(ctx, machine);
   }
   const { model, machineId, state } = ctx;
   state.phase = 'stopping';
@@ -274,12 +294,7 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
     ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
   ];
   const fresh = [...ctx.launched];
-  const say = (ids: string[]): string =>
-    ids.length === 0
-      ? ''
-      : terminate
-        ? `terminating instance ${ids.join(', ')}`
-        : `keeping instance ${ids.join(', ')} (harvest mode "${machine.harvestMode}")`;
+  const say = (ids: string[]): string => teardownStatusMessage(ids, terminate, machine.harvestMode);
   /**
    * Terminates `ids`, while `noted` writes the status that says so; those
    * EC2 does not report terminated after TERMINATED_WAIT_MS.
@@ -343,7 +358,80 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
     return more;
   });
   const [, , left, more] = await Promise.all([released, noted, knownLeft, foundLeft]);
-  let remaining = [...left, ...more];
+  await untilTerminated(ctx, region, [...left, ...more]);
+  await removeTornDown(ctx, machine);
+}
+
+/**
+ * tearDown in one activity (ONE_STEP_TEARDOWN; activities/teardown.ts
+ * `tearDownMachine`): the zone's release, the status, the tag search, every
+ * termination and the wait for terminated, then the removal in the workflow
+ * task that hears it answer. Two workflow tasks and one activity a machine
+ * where tearDownTogether took three to five and four: at N=300 on a busy
+ * worker, its machines' tasks waited ~49 s in all in Temporal's queue (bench
+ * teardown phases). False when the activity failed after its few tries:
+ * tearDownTogether then does it step by step (every step idempotent), saying
+ * what blocks each, with the guarantees it keeps.
+ */
+async function tearDownInOneStep(
+  ctx: MachineContext,
+  machine: DeadMachineSnapshot,
+): Promise<boolean> {
+  const { model, machineId, state } = ctx;
+  const region = machine.region;
+  state.phase = 'stopping';
+  publish(ctx, { status: 'stopping' });
+  const launchable = !machine.manual && !machine.container;
+  const terminate = launchable && harvestsDestroyed(machine.harvestMode);
+  const known = [
+    ...new Set([...(machine.instanceId ? [machine.instanceId] : []), ...ctx.launched]),
+  ];
+  let remaining: string[];
+  try {
+    const done = await tearingAtOnce.tearDownMachine.executeWithOptions(
+      {
+        summary: teardownStatusMessage(known, terminate, machine.harvestMode) || 'tearing down',
+      },
+      [
+        {
+          model,
+          machineId,
+          region,
+          ...(machine.modelUid ? { modelUid: machine.modelUid } : {}),
+          known,
+          fresh: [...ctx.launched],
+          terminate,
+          harvestMode: machine.harvestMode,
+          waitMs: TERMINATED_WAIT_MS,
+        },
+      ],
+    );
+    remaining = done.remaining;
+  } catch (err) {
+    if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
+    log.warn('teardown in one step failed; going step by step', {
+      model,
+      machineId,
+      error: failureMessage(err),
+    });
+    return false;
+  }
+  await untilTerminated(ctx, region, remaining);
+  await removeTornDown(ctx, machine);
+  return true;
+}
+
+/**
+ * Waits until EC2 reports `remaining` terminated: TERMINATED_WAIT_MS an
+ * activity, then, past PATIENT_WAITS of them, says so once and looks less
+ * often (continuing as new when its history grows long).
+ */
+async function untilTerminated(
+  ctx: MachineContext,
+  region: string,
+  remaining: string[],
+): Promise<void> {
+  const { state } = ctx;
   for (let wait = 1; remaining.length > 0; wait++) {
     const ids = remaining;
     if (wait >= PATIENT_WAITS) {
@@ -371,6 +459,11 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
     );
     if (wait > PATIENT_WAITS) await afreshIfLong(ctx);
   }
+}
+
+/** The machine's instances are terminated: it is removed (and its model, if dying and empty). */
+async function removeTornDown(ctx: MachineContext, machine: DeadMachineSnapshot): Promise<void> {
+  const { model, machineId, state } = ctx;
   ctx.launched = [];
   // a local activity, in this workflow task; but in availability-set mode the removal may
   // delete the placement group, waiting seconds for EC2 (records.ts deleteGroupIfEmpty), which

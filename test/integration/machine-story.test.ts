@@ -137,10 +137,21 @@ describe("a machine's story in the Temporal UI", () => {
       (d) => d.status.name === 'COMPLETED',
       60_000,
     );
+    // one-step teardown (issue 30): one activity releases, says `stopping`, searches,
+    // terminates and waits; none of the step-by-step activities runs on a smooth destroy
     const all = await activitySummaries(workflowId);
-    expect(all.filter(([type]) => type === 'terminateInstances')).toEqual([
-      ['terminateInstances', `terminating ${m.instanceId}`],
+    const teardownSteps = new Set([
+      'tearDownMachine',
+      'releaseZone',
+      'instancesTaggedFor',
+      'terminateInstances',
+      'instancesNotTerminated',
     ]);
+    expect(all.filter(([type]) => teardownSteps.has(type))).toEqual([
+      ['tearDownMachine', `terminating instance ${m.instanceId}`],
+    ]);
+    // and the machine is removed (its record gone, its model with it)
+    expect((await api.get(`/v1/models/${model}/machines/${machineId}`)).status).toBe(404);
   });
 
   it('shows a machine in error with its last error in its current details', async () => {

@@ -13,6 +13,7 @@ import type {
 } from '../../activities/types';
 import { destroySignal, provisioningStateQuery } from '../../workflows/definitions';
 import { FAILURE } from '../../temporal/failures';
+import { teardownStatusMessage } from '../../temporal/messages';
 import {
   attemptFailedMessage,
   startingMessage,
@@ -20,6 +21,7 @@ import {
 } from '../../temporal/messages';
 import { uniqueName } from './api-client';
 import { recordHistory } from './histories';
+import type { MachineTeardown, MachineTornDown } from '../../activities/teardown';
 import { loadTestStack } from './stack';
 
 /**
@@ -164,8 +166,27 @@ class FakeWorld {
         this.removed = true;
         return Promise.resolve({ modelRemoved: false });
       },
+      // the one-step teardown: the same fakes' effects, in one activity
+      tearDownMachine: (input: MachineTeardown): Promise<MachineTornDown> => {
+        this.releases += 1;
+        const message = teardownStatusMessage(input.known, input.terminate, input.harvestMode);
+        this.statuses.push({ status: 'stopping', message });
+        Object.assign(this.machine, { status: 'stopping', message });
+        const ids = input.terminate ? input.known : [];
+        this.terminated.push(...ids);
+        return Promise.resolve({ instanceIds: ids, remaining: [] });
+      },
     };
   }
+}
+
+/** The one-step teardown refused for good: the workflow goes on step by step. */
+function oneStepRefused(): Promise<MachineTornDown> {
+  throw ApplicationFailure.create({
+    type: 'Ec2Refused',
+    message: 'UnauthorizedOperation: not authorized (the one-step teardown)',
+    nonRetryable: true,
+  });
 }
 
 /** Runs one machine workflow against `world` until `until` resolves. */
@@ -341,6 +362,8 @@ describe('machine workflow decisions', () => {
     const seen = { foundWhileKnownWaited: false, removedLocally: [] as boolean[] };
     const activities: Partial<Activities> = {
       ...world.activities(),
+      // these tests are about the step-by-step teardown, which a failed one-step one falls back to
+      tearDownMachine: oneStepRefused,
       instancesTaggedFor: () => Promise.resolve(['i-known', 'i-found']),
       terminateInstances: async (input: { instanceIds: string[] }) => {
         world.terminated.push(...input.instanceIds);
@@ -444,6 +467,7 @@ describe('machine workflow decisions', () => {
       async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
       {
         ...world.activities(),
+        tearDownMachine: oneStepRefused,
         instancesTaggedFor: () => {
           tries = { ...tries, search: tries.search + 1 };
           if (tries.search <= fixedAfter || tries.terminate <= fixedAfter) {
@@ -497,5 +521,170 @@ describe('machine workflow decisions', () => {
     expect(world.removed).toBe(true);
     // its removal may delete the placement group (seconds of EC2 calls): not in a workflow task
     expect(seen.removedLocally).toEqual([false]);
+  });
+
+  it('tears a Dead machine down in one activity, waits for what it left, and removes it locally', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    const asked: MachineTeardown[] = [];
+    const waited: string[][] = [];
+    const removedLocally: boolean[] = [];
+    const stepByStep: string[] = [];
+    const step = (name: string) => () => {
+      stepByStep.push(name);
+      return Promise.reject(new Error(`${name} is not a step of the one-step teardown`));
+    };
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-one-step.json',
+        );
+      },
+      {
+        ...world.activities(),
+        releaseZone: step('releaseZone'),
+        recordStatus: step('recordStatus'),
+        instancesTaggedFor: step('instancesTaggedFor'),
+        terminateInstances: step('terminateInstances'),
+        // the search found an unrecorded launch, not yet terminated when the activity returned
+        tearDownMachine: (input: MachineTeardown) => {
+          asked.push(input);
+          return Promise.resolve({ instanceIds: ['i-known', 'i-found'], remaining: ['i-found'] });
+        },
+        instancesNotTerminated: (input: { instanceIds: string[] }) => {
+          waited.push(input.instanceIds);
+          return Promise.resolve([]);
+        },
+        removeMachine: () => {
+          removedLocally.push(Context.current().info.isLocal);
+          world.removed = true;
+          return Promise.resolve({ modelRemoved: false });
+        },
+      },
+    );
+    expect(asked).toEqual([
+      {
+        model,
+        machineId: '0',
+        region: 'us-east-1',
+        known: ['i-known'],
+        fresh: [],
+        terminate: true,
+        harvestMode: 'destroyed',
+        waitMs: 60_000,
+      },
+    ]);
+    expect(stepByStep).toEqual([]);
+    // what the activity left is waited for before the machine goes, and only that
+    expect(waited).toEqual([['i-found']]);
+    expect(removedLocally).toEqual([true]);
+    expect(world.removed).toBe(true);
+  });
+
+  it('goes on step by step when the one-step teardown keeps failing, and removes the machine only after', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    let oneStepTries = 0;
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 90_000),
+      {
+        ...world.activities(),
+        // EC2 unreachable for the one step's tries (a retryable fault, not a refusal)
+        tearDownMachine: () => {
+          oneStepTries += 1;
+          return Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:1 (EC2 down)'));
+        },
+      },
+    );
+    // the one-step activity's three tries, then the step-by-step teardown did it all
+    expect(oneStepTries).toBe(3);
+    expect(world.terminated).toEqual(['i-known']);
+    expect(world.releases).toBe(1);
+    expect(world.statuses).toEqual([
+      { status: 'stopping', message: 'terminating instance i-known' },
+    ]);
+    expect(world.removed).toBe(true);
+  });
+  it('finishes step by step after tries that did part of the work: one release, every instance terminated before removal', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    // EC2 and the zone's count, as the real ones behave: a release is idempotent (it
+    // commits only while the zone is still counted), a terminated instance stays so
+    const running = new Set(['i-known', 'i-found']);
+    let zoneCounted = true;
+    let zoneReleases = 0;
+    const release = () => {
+      if (zoneCounted) zoneReleases += 1;
+      zoneCounted = false;
+    };
+    let oneStepTries = 0;
+    let runningAtRemoval: string[] | undefined;
+    const model = uniqueName('wf');
+    const base = world.activities();
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 90_000);
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-one-step-fallback.json',
+        );
+      },
+      {
+        ...base,
+        // each try releases the zone, writes its status and terminates the known instance,
+        // then its search fails (DynamoDB throttled): i-found is left running
+        tearDownMachine: (input: MachineTeardown) => {
+          oneStepTries += 1;
+          release();
+          world.statuses.push({ status: 'stopping', message: 'terminating instance i-known' });
+          for (const id of input.known) running.delete(id);
+          return Promise.reject(new Error('ProvisionedThroughputExceededException: slow down'));
+        },
+        releaseZone: () => {
+          world.releases += 1;
+          release();
+          return Promise.resolve();
+        },
+        instancesTaggedFor: () => Promise.resolve(['i-known', 'i-found']),
+        terminateInstances: (input: { instanceIds: string[] }) => {
+          world.terminated.push(...input.instanceIds);
+          for (const id of input.instanceIds) running.delete(id);
+          return Promise.resolve<string[]>([]);
+        },
+        instancesNotTerminated: (input: { instanceIds: string[] }) =>
+          Promise.resolve(input.instanceIds.filter((id) => running.has(id))),
+        removeMachine: () => {
+          runningAtRemoval = [...running];
+          world.removed = true;
+          return Promise.resolve({ modelRemoved: false });
+        },
+      },
+    );
+    expect(oneStepTries).toBe(3);
+    // the fallback asked for the release again; the zone was uncounted once, by the first try
+    expect(world.releases).toBe(1);
+    expect(zoneReleases).toBe(1);
+    expect(zoneCounted).toBe(false);
+    // the instance the tries never reached is terminated by the fallback, before removal
+    expect(world.terminated.sort()).toEqual(['i-found', 'i-known']);
+    expect(runningAtRemoval).toEqual([]);
+    expect(world.removed).toBe(true);
+    expect(world.statuses.at(-1)).toEqual({
+      status: 'stopping',
+      message: 'terminating instance i-known, i-found',
+    });
   });
 });

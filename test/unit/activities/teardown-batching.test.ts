@@ -6,6 +6,7 @@ import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../../ec2/tags';
 import {
   idsNamedIn,
   teardownActivities,
+  type MachineTeardown,
   TERMINATED_POLL_MS,
   terminateEach,
 } from '../../../activities/teardown';
@@ -182,6 +183,14 @@ function harness(input: {
   /** What DescribeInstances fails with while set (read at each call). */
   describeError?: { error?: Error };
   now?: number;
+  /** What each machine's status write fails with, by machine id. */
+  statusError?: Record<string, Error>;
+  /** A machine's status writes land only once its gate opens (a slow, throttled write). */
+  statusGate?: Record<string, Promise<void>>;
+  /** Ids TerminateInstances refuses (termination protection). */
+  refused?: string[];
+  /** Ids TerminateInstances answers `shutting-down` (else `terminated`). */
+  shuttingDown?: string[];
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -194,6 +203,13 @@ function harness(input: {
       if (Array.isArray(command.InstanceIds)) {
         const ids = command.InstanceIds as string[];
         calls.push({ action: 'TerminateInstances', ids });
+        const refused = ids.filter((id) => input.refused?.includes(id));
+        if (refused.length > 0) {
+          throw ec2Error(
+            'OperationNotPermitted',
+            `The instance '${refused.join(', ')}' may not be terminated`,
+          );
+        }
         const unknown = ids.filter((id) => input.unknown?.includes(id));
         if (unknown.length > 0) {
           throw ec2Error(
@@ -205,7 +221,9 @@ function harness(input: {
           $metadata: {},
           TerminatingInstances: ids.map((id) => ({
             InstanceId: id,
-            CurrentState: { Name: 'terminated' },
+            CurrentState: {
+              Name: input.shuttingDown?.includes(id) ? 'shutting-down' : 'terminated',
+            },
           })),
         };
         return Promise.resolve({ output, response: {} });
@@ -237,11 +255,29 @@ function harness(input: {
     },
   });
   const machineReads: string[] = [];
+  const statuses: Array<{ machineId: string; status: string; message: string }> = [];
+  const released: string[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2 }),
     deployment: 'test',
-    store: {},
+    store: {
+      releaseZoneClaim: (_model: string, machineId: string) => {
+        released.push(machineId);
+        return Promise.resolve();
+      },
+    },
     repo: {
+      updateMachine: (
+        _model: string,
+        machineId: string,
+        changes: { status: string; message: string },
+      ) => {
+        const err = input.statusError?.[machineId];
+        if (err) return Promise.reject(err);
+        return (input.statusGate?.[machineId] ?? Promise.resolve()).then(() => {
+          statuses.push({ machineId, ...changes });
+        });
+      },
       getMachine: (model: string, id: string) => {
         machineReads.push(`${model}/${id}`);
         if (input.machineReadError) return Promise.reject(input.machineReadError);
@@ -253,7 +289,14 @@ function harness(input: {
     },
     ...(input.now !== undefined ? { now: () => input.now } : {}),
   } as unknown as ActivityDeps;
-  return { activities: teardownActivities(deps, owners), calls, reads, machineReads };
+  return {
+    activities: teardownActivities(deps, owners),
+    calls,
+    reads,
+    machineReads,
+    statuses,
+    released,
+  };
 }
 
 function launched(id: string, batch: string, index: number): Instance {
@@ -590,5 +633,223 @@ describe('teardown activities: many machines, few EC2 calls', () => {
     expect(found).toEqual([['i-10'], ['i-11'], ['i-12'], [], ['i-13']]);
     expect(calls.map((c) => c.action)).toEqual(['DescribeInstances']);
     expect(reads.sort()).toEqual(['b1', 'b2']);
+  });
+});
+
+describe('tearDownMachine: a Dead machine torn down in one activity', () => {
+  /** A machine's input: its recorded instance `i-<id>0` known. */
+  const input = (machineId: string, extra: Partial<MachineTeardown> = {}): MachineTeardown => ({
+    model: 'big',
+    machineId,
+    region: 'us-east-1',
+    known: [`i-${machineId}0`],
+    fresh: [],
+    terminate: true,
+    harvestMode: 'destroyed',
+    waitMs: 60_000,
+    ...extra,
+  });
+
+  it('releases, notes, searches once, terminates known and found instances together, and waits', async () => {
+    // machine 2 also has an unrecorded launch (batch b1's second member), found by the search
+    const instances = [
+      launched('i-10', 'b0', 0),
+      launched('i-20', 'b1', 0),
+      launched('i-21', 'b1', 1),
+    ];
+    const { activities, calls, statuses, released } = harness({
+      instances,
+      members: { b0: ['1'], b1: ['2', '2'] },
+    });
+    const out = await Promise.all(['1', '2'].map((id) => activities.tearDownMachine(input(id))));
+    expect(out).toEqual([
+      { instanceIds: ['i-10'], remaining: [] },
+      { instanceIds: ['i-20', 'i-21'], remaining: [] },
+    ]);
+    // the known instances in one call (the termination window is shorter than the search's),
+    // one search of the model, the found one as soon as it answered; TerminateInstances said
+    // `terminated`, so no describe after
+    expect(calls.map((c) => [c.action, c.ids])).toEqual([
+      ['TerminateInstances', ['i-10', 'i-20']],
+      ['DescribeInstances', []],
+      ['TerminateInstances', ['i-21']],
+    ]);
+    expect(released.sort()).toEqual(['1', '2']);
+    expect(statuses).toEqual([
+      { machineId: '1', status: 'stopping', message: 'terminating instance i-10' },
+      { machineId: '2', status: 'stopping', message: 'terminating instance i-20' },
+      { machineId: '2', status: 'stopping', message: 'terminating instance i-20, i-21' },
+    ]);
+  });
+
+  it('keeps the instances under a harvest mode that does not terminate: no EC2 call', async () => {
+    const { activities, calls, statuses, released } = harness({ instances: [] });
+    const out = await activities.tearDownMachine(
+      input('3', { terminate: false, harvestMode: 'none' }),
+    );
+    expect(out).toEqual({ instanceIds: [], remaining: [] });
+    expect(calls).toEqual([]);
+    expect(released).toEqual(['3']);
+    expect(statuses).toEqual([
+      {
+        machineId: '3',
+        status: 'stopping',
+        message: 'keeping instance i-30 (harvest mode "none")',
+      },
+    ]);
+  });
+
+  it('goes on when the machine is gone (nothing to write), and fails when a write fails otherwise', async () => {
+    const gone = harness({
+      instances: [],
+      statusError: { '4': new EntityNotFoundError('machine 4 not found') },
+    });
+    await expect(gone.activities.tearDownMachine(input('4', { known: [] }))).resolves.toEqual({
+      instanceIds: [],
+      remaining: [],
+    });
+    const failing = harness({
+      instances: [],
+      statusError: { '5': new Error('ProvisionedThroughputExceededException: slow down') },
+    });
+    await expect(failing.activities.tearDownMachine(input('5', { known: [] }))).rejects.toThrow(
+      'ProvisionedThroughputExceededException: slow down',
+    );
+  });
+
+  it('retries, never skips, a just-launched instance EC2 does not list yet', async () => {
+    const { activities } = harness({ instances: [], unknown: ['i-f6'] });
+    await expect(
+      activities.tearDownMachine(input('6', { known: ['i-f6'], fresh: ['i-f6'] })),
+    ).rejects.toThrow('instance i-f6 was just launched and EC2 does not list it yet; retrying');
+  });
+});
+
+describe('tearDownMachine: a failed try, and its deadline', () => {
+  const input = (machineId: string, extra: Partial<MachineTeardown> = {}): MachineTeardown => ({
+    model: 'big',
+    machineId,
+    region: 'us-east-1',
+    known: [`i-${machineId}0`],
+    fresh: [],
+    terminate: true,
+    harvestMode: 'destroyed',
+    waitMs: 60_000,
+    ...extra,
+  });
+  /** Real time: waits until `done()` (generously bounded for a loaded machine). */
+  async function until(done: () => boolean): Promise<void> {
+    const end = Date.now() + 30_000;
+    while (!done()) {
+      if (Date.now() > end) throw new Error('condition not met within 30 s');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  it('lets its slow status write land before it fails, and writes nothing after (review finding 2)', async () => {
+    // i-70 known and protected; i-71 an unrecorded launch the search finds
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { activities, calls, statuses, released } = harness({
+      instances: [launched('i-70', 'b7', 0), launched('i-71', 'b7', 1)],
+      members: { b7: ['7', '7'] },
+      refused: ['i-70'],
+      statusGate: { '7': gate },
+    });
+    const outcome: string[] = [];
+    const done = activities.tearDownMachine(input('7')).then(
+      () => outcome.push('resolved'),
+      (err: unknown) =>
+        outcome.push(`failed after ${statuses.length} status: ${(err as Error).message}`),
+    );
+    // the refusal came while the first status write is held: the try does not fail yet
+    await until(() => calls.some((c) => c.action === 'TerminateInstances'));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(outcome).toEqual([]);
+    open();
+    await done;
+    expect(outcome).toEqual(["failed after 1 status: The instance 'i-70' may not be terminated"]);
+    // the search answers after the failure: its found instance is still terminated
+    // (harmless), but no status naming it is written over the fallback's
+    await until(() => calls.some((c) => c.ids.includes('i-71')));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(calls.map((c) => [c.action, c.ids])).toEqual([
+      ['TerminateInstances', ['i-70']],
+      ['DescribeInstances', []],
+      ['TerminateInstances', ['i-71']],
+    ]);
+    expect(statuses).toEqual([
+      { machineId: '7', status: 'stopping', message: 'terminating instance i-70' },
+    ]);
+    expect(released).toEqual(['7']);
+  });
+
+  it('returns what is not terminated, without waiting, when its deadline leaves no time (review finding 3)', async () => {
+    const { activities, calls } = harness({ instances: [], shuttingDown: ['i-80'] });
+    // 40 s start-to-close: less than the 45 s kept for the poller's round and the answer
+    const env = new MockActivityEnvironment({
+      startToCloseTimeoutMs: 40_000,
+      scheduleToCloseTimeoutMs: 0, // none set (the one-step proxy sets none)
+    });
+    const out = await env.run(activities.tearDownMachine, input('8'));
+    expect(out).toEqual({ instanceIds: ['i-80'], remaining: ['i-80'] });
+    expect(calls.map((c) => c.action)).toEqual(['TerminateInstances', 'DescribeInstances']);
+  });
+
+  describe('on fake timers', () => {
+    beforeEach(() => jest.useFakeTimers());
+    afterEach(() => jest.useRealTimers());
+
+    it('cuts its wait for terminated short of its start-to-close timeout (review finding 3)', async () => {
+      const instances: Instance[] = [{ InstanceId: 'i-90', State: { Name: 'shutting-down' } }];
+      const { activities } = harness({ instances, shuttingDown: ['i-90'] });
+      // 75 s start-to-close: 30 s of it for the wait, not the asked 60 s
+      const env = new MockActivityEnvironment({
+        startToCloseTimeoutMs: 75_000,
+        scheduleToCloseTimeoutMs: 0,
+      });
+      const started = Date.now();
+      let answer: { at: number; out: unknown } | undefined;
+      void env
+        .run(activities.tearDownMachine, input('9', { known: ['i-90'] }))
+        .then((out) => (answer = { at: Date.now() - started, out }));
+      while (!answer && Date.now() - started < 120_000) await jest.advanceTimersByTimeAsync(500);
+      expect(answer?.out).toEqual({ instanceIds: ['i-90'], remaining: ['i-90'] });
+      // it waited (the poller answers a wait due before its next round in that round: up to
+      // 10 s early), and answered at its 30 s budget, not the asked 60 s, well before 75 s
+      expect(answer!.at).toBeGreaterThanOrEqual(20_000);
+      expect(answer!.at).toBeLessThanOrEqual(32_000);
+    });
+  });
+});
+
+describe('a cancelled teardown activity', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('ends at once, and its wait for terminated leaves the poller (no describe for it after)', async () => {
+    const instances: Instance[] = [{ InstanceId: 'i-0c7', State: { Name: 'shutting-down' } }];
+    const { activities, calls } = harness({ instances });
+    const env = new MockActivityEnvironment();
+    let outcome: string | undefined;
+    void env
+      .run(activities.instancesNotTerminated, {
+        region: 'us-east-1',
+        instanceIds: ['i-0c7'],
+        waitMs: 60_000,
+      })
+      .then(
+        () => (outcome = 'resolved'),
+        (err: unknown) => (outcome = `rejected: ${(err as Error).name}`),
+      );
+    // its first check, at once: still shutting down, so it waits for the poller
+    while (calls.length === 0) await jest.advanceTimersByTimeAsync(100);
+    expect(calls).toHaveLength(1);
+    env.cancel();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(outcome).toBe('rejected: CancelledFailure');
+    // a minute of the poller's rounds: nothing asked for the cancelled wait
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(calls).toHaveLength(1);
   });
 });

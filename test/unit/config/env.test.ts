@@ -60,8 +60,8 @@ describe('worker tuning', () => {
       teardownTerminateRatePerSecond: 5,
       teardownDescribeBurst: 50,
       teardownDescribeRatePerSecond: 10,
-      teardownBatchIdleMs: 3000,
-      teardownBatchMaxMs: 15000,
+      teardownBatchIdleMs: 1000,
+      teardownBatchMaxMs: 5000,
       // only the local stack turns it on (ec2/caller.ts)
       ec2CallerHeader: false,
     });

@@ -59,6 +59,13 @@ import { promisify } from 'node:util';
  *   an activity of its own (it may delete the placement group). Recorded by
  *   test/integration/provisioning-workflow.test.ts with
  *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ * - `machine-teardown-one-step` (issue 30, `one-step-teardown`): a Dead
+ *   machine torn down by one activity (release, status, search, terminate,
+ *   wait), then a wait for the instance it left, then a local removal.
+ *   Recorded the same way. `machine-teardown-one-step-fallback`: its three
+ *   tries each released, wrote the status and terminated the known instance,
+ *   then failed; the step-by-step teardown took over (release, status,
+ *   search, terminate, wait) and removed the machine.
  * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
  *   failing every zone, cut between attempts by `bounded-failing-history`
  *   (with `quiet-failover` failovers), the first run and a later one resuming
