@@ -41,16 +41,7 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
         PrivateIpAddress: '10.0.0.9',
       },
     ]);
-    const writes: unknown[][] = [];
-    const deps = {
-      ec2ForRegion: () => ({ ec2: client }),
-      store: {
-        recordRoutineInstanceState: (...args: unknown[]) => {
-          writes.push(args);
-          return Promise.resolve(true);
-        },
-      },
-    } as unknown as ActivityDeps;
+    const { deps, writes } = recordingDeps(client);
     const catchUp = runningCatchUpOf(deps);
     await Promise.all(
       ['a', 'b', 'c'].map((x, n) =>
@@ -123,16 +114,7 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
         ],
       });
     };
-    const writes: unknown[][] = [];
-    const deps = {
-      ec2ForRegion: () => ({ ec2: client }),
-      store: {
-        recordRoutineInstanceState: (...args: unknown[]) => {
-          writes.push(args);
-          return Promise.resolve(true);
-        },
-      },
-    } as unknown as ActivityDeps;
+    const { deps, writes } = recordingDeps(client);
     const launch: RecordedLaunch = {
       region: 'us-east-1',
       model: 'm',
@@ -164,3 +146,18 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
     expect(catchUp.stats).toMatchObject({ asks: 2, written: 1, refused: 0, failed: 1 });
   }, 30_000);
 });
+
+/** Activity deps over `client` whose store records each routine write it is asked for. */
+function recordingDeps(client: EC2Client): { deps: ActivityDeps; writes: unknown[][] } {
+  const writes: unknown[][] = [];
+  const deps = {
+    ec2ForRegion: () => ({ ec2: client }),
+    store: {
+      recordRoutineInstanceState: (...args: unknown[]) => {
+        writes.push(args);
+        return Promise.resolve(true);
+      },
+    },
+  } as unknown as ActivityDeps;
+  return { deps, writes };
+}
