@@ -20,9 +20,9 @@ export interface BenchArgs {
   /** Keep the DynamoDB totals by call site too, and print them (a few µs per call, so on request). */
   ddbCallers: boolean;
   /**
-   * Node options added to each worker process's command line, after the ones
-   * it ships with (so a V8 flag given here wins), e.g. `--max-semi-space-size=64`
-   * to measure a young generation size; repeatable.
+   * Node options added to each worker process's command line, before its
+   * entry point, e.g. `--max-semi-space-size=64` to measure a young
+   * generation size; repeatable.
    */
   workerNodeOptions: string[];
 }

@@ -6,7 +6,6 @@ import { join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
 import { METRICS_FILE_ENV } from '../config/capacity-meter';
-import { WORKER_NODE_OPTIONS } from '../worker/node-options';
 import { AWS_CALLS_COMPONENT_ENV, AWS_CALLS_FILE_ENV } from './aws-call-recorder';
 import { startEc2Proxy } from './ec2-proxy';
 import { deliverToApi, Ec2StateEvents, type Ec2StateEventsStats } from './ec2-events';
@@ -463,9 +462,7 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     } else {
       const [workerCmd, workerArgs] = tsEntry(
         opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
-        // as the deployed task runs it (its NODE_OPTIONS; the shipped worker above gets them
-        // from the synthesized task definition's environment), then the caller's
-        [...WORKER_NODE_OPTIONS, ...(opts.workerNodeArgs ?? [])],
+        opts.workerNodeArgs,
       );
       workers = Array.from({ length: Math.max(1, opts.workers ?? 1) }, (_, i) =>
         spawnTracked(workerName(i), workerCmd, workerArgs, {

@@ -28,7 +28,6 @@ import { Construct } from 'constructs';
 import { PROJECT_ROOT } from '../bundling';
 import { acknowledge, acknowledgeWildcardResources } from '../nag';
 import type { WorkerSettings } from '../config';
-import { WORKER_NODE_OPTIONS } from '../../worker/node-options';
 import { ec2WorkerStatements, pricingWorkerStatement, ssmWorkerStatements } from '../permissions';
 import { InstanceProfileForHosts } from './instance-profile';
 import type { StateTable } from './state-table';
@@ -133,8 +132,6 @@ export class ProvisionerWorker extends Construct {
       environment: {
         ...props.environment,
         PROVISIONER_DEPLOYMENT: props.deployment,
-        // V8's young generation for the worker's allocation bursts (worker/node-options.ts)
-        NODE_OPTIONS: WORKER_NODE_OPTIONS.join(' '),
         PROVISIONER_START_ATTEMPTS: String(settings.tuning.startAttempts),
         PROVISIONER_RETRY_DELAY: settings.tuning.retryDelay,
         PROVISIONER_SWEEP_INTERVAL: settings.tuning.sweepInterval,

@@ -675,8 +675,6 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s', (env) => {
         PROVISIONER_SWEEP_INTERVAL: config.worker.tuning.sweepInterval,
         PROVISIONER_STRAY_GRACE: config.worker.tuning.strayGrace,
         POWERTOOLS_SERVICE_NAME: 'provisioner-worker',
-        // V8's young generation (worker/node-options.ts; README, "Worker settings, measured")
-        NODE_OPTIONS: '--max-semi-space-size=32',
       });
       expect(JSON.stringify(vars.TEMPORAL_API_KEY_SECRET_ARN)).toContain(
         `:secret:${config.temporal.apiKeySecretName}`,
