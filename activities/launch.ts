@@ -16,8 +16,10 @@ import type { ProvisioningStore } from '../state/provisioning';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from './plan';
 import type {
+  CreatedPreparation,
   LaunchPlan,
   MachineRef,
+  PlanModel,
   PreparedLaunch,
   StartedInstance,
   StepFailure,
@@ -33,7 +35,7 @@ export const PLAN_REUSE_MS = 30_000;
 
 /** What a plan is made from, but the catalogue, prices and images (each cached on its own). */
 function planKey(
-  model: ModelRecord,
+  model: PlanModel,
   machine: MachineRecord,
   zones: ReadonlyArray<{ name: string }>,
 ): string {
@@ -68,6 +70,8 @@ export interface ClaimZoneInput extends MachineRef {
 /** How the claim is made: with the machine as the caller just read it (no read of its own). */
 interface ClaimOptions {
   view?: MachineView;
+  /** `view` is the creating request's word, not a read (ClaimRequest.strict). */
+  strict?: boolean;
 }
 
 export interface StartInstanceInput extends MachineRef {
@@ -125,11 +129,15 @@ export function launchActivities(
   >();
 
   /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
-  async function planFor(ref: MachineRef, read?: MachineRecord): Promise<LaunchPlan> {
+  async function planFor(
+    ref: MachineRef,
+    read?: MachineRecord,
+    given?: PlanModel,
+  ): Promise<LaunchPlan> {
     const recent = read ?? deps.recentReads?.take(ref);
     const [model, machine] = await orMachineGone(
       Promise.all([
-        modelReads.read(ref.model, () => repo.getModel(ref.model)),
+        given ?? modelReads.read(ref.model, () => repo.getModel(ref.model)),
         recent ?? repo.getMachine(ref.model, ref.machineId),
       ]),
     );
@@ -169,7 +177,7 @@ export function launchActivities(
   }
 
   async function buildPlan(
-    model: ModelRecord,
+    model: PlanModel,
     machine: MachineRecord,
     catalogue: PlanInputs['catalogue'],
     zones: ReadonlyArray<{ name: string }>,
@@ -248,6 +256,7 @@ export function launchActivities(
           groups: plan.applications,
           ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
           ...(options.view ? { view: options.view } : {}),
+          ...(options.strict ? { strict: true } : {}),
           order: (population) => {
             if (short.length === 0) return choice(population, []);
             try {
@@ -289,11 +298,15 @@ export function launchActivities(
     machine: MachineRecord,
     view: MachineView,
     tuning: WorkflowTuning,
-  ): Promise<PreparedLaunch> {
+    created?: CreatedPreparation,
+  ): Promise<PreparedLaunch | 'stale'> {
     let plan: LaunchPlan;
     try {
-      plan = await planFor(ref, machine);
+      plan = await planFor(ref, machine, created?.model);
     } catch (err) {
+      // from a creation's word, only a clean plan and claim are kept: a failure is
+      // recorded on the machine, so it is made again from the machine as read
+      if (created) return 'stale';
       const failed = stepFailure(err, PLAN_FAILURES);
       if (failed) return { planFailure: failed };
       throw err;
@@ -301,10 +314,11 @@ export function launchActivities(
     try {
       const zone = await claim(
         { ...ref, plan, exclude: [], attempt: 1, maxAttempts: tuning.startAttempts },
-        { view },
+        { view, ...(created ? { strict: true } : {}) },
       );
       return { plan, zone };
     } catch (err) {
+      if (created) return 'stale';
       const failed = stepFailure(err, CLAIM_FAILURES);
       if (failed) return { plan, claimFailure: failed };
       throw err;
@@ -318,7 +332,8 @@ export function launchActivities(
       machine: MachineRecord,
       view: MachineView,
       tuning: WorkflowTuning,
-    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning)),
+      created?: CreatedPreparation,
+    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning, created)),
 
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {

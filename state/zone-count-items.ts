@@ -62,6 +62,7 @@ export interface ClaimedMachineView {
   countedZone?: string;
   countedGroups?: string[];
   countedPartition?: number;
+  modelUid?: string;
 }
 
 /**
@@ -118,6 +119,12 @@ export function machineClaimItem(
     names['#applications'] = 'applications';
     values[':applications'] = m.applications;
     condition += ' AND #applications = :applications';
+  }
+  if (m.modelUid !== undefined) {
+    // the machine created in that model, not another under the same key
+    names['#modelUid'] = 'modelUid';
+    values[':modelUid'] = m.modelUid;
+    condition += ' AND #modelUid = :modelUid';
   }
   if (m.countedZone) {
     condition += ' AND #countedZone = :was';
@@ -274,8 +281,10 @@ export function regroupUncountedCondition(): {
 
 /** The attributes of a machine a zone claim relies on (read into a MachineView). */
 export const MACHINE_VIEW_PROJECTION = {
-  projection: 'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition',
+  projection:
+    'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition, #modelUid',
   names: {
+    '#modelUid': 'modelUid',
     '#life': 'life',
     '#applications': 'applications',
     '#countedZone': 'countedZone',

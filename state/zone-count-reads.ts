@@ -28,6 +28,11 @@ export interface MachineView {
   countedGroups?: string[];
   /** Availability-set mode: the partition the machine is counted in, within `countedZone`. */
   countedPartition?: number;
+  /**
+   * The uid of the model the machine was created in (MachineRecord.modelUid),
+   * when its item records one: a claim made from this view is conditional on it.
+   */
+  modelUid?: string;
 }
 
 /** What a zone claim relies on of a machine item (read with at least these attributes). */
@@ -43,6 +48,7 @@ export function machineView(item: Item): MachineView {
     ...(typeof item.countedPartition === 'number'
       ? { countedPartition: item.countedPartition }
       : {}),
+    ...(typeof item.modelUid === 'string' ? { modelUid: item.modelUid } : {}),
   };
 }
 
