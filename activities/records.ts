@@ -107,9 +107,11 @@ export type LaunchPreparer = (
 /**
  * The machine and its model as the creating request wrote them
  * (MachineWorkflowInput.created), for a launch prepared without reading
- * either: a new machine, alive, pending, counted nowhere, created in the
- * model of that uid. The claim's view says exactly that, and the claim is
- * conditional on all of it (state/zone-count-items.ts machineClaimItem).
+ * either: a new machine, alive, pending, without an instance, counted
+ * nowhere, created in the model of that uid with that base, those
+ * constraints, placement and applications. The claim's view says exactly
+ * that, and the claim is conditional on all of it
+ * (state/zone-count-items.ts machineClaimItem).
  */
 export function fromCreation(
   ref: MachineRef,
@@ -121,7 +123,7 @@ export function fromCreation(
     id: ref.machineId,
     base: created.base,
     constraints: created.constraints,
-    ...(created.placement !== undefined ? { placement: created.placement } : {}),
+    ...(created.placement ? { placement: created.placement } : {}),
     applications,
     principals: [],
     containers: [],
@@ -143,6 +145,12 @@ export function fromCreation(
     life: 'alive',
     applications,
     modelUid: created.modelUid,
+    // what the plan is made from: the claim holds only on a machine still so
+    asCreated: {
+      base: created.base,
+      constraints: created.constraints,
+      ...(created.placement ? { placement: created.placement } : {}),
+    },
   };
   return { machine, view, model };
 }

@@ -226,7 +226,7 @@ export async function addMachines(
           availabilitySets: modelRecord.availabilitySets,
           base,
           constraints,
-          ...(text !== undefined ? { placement: text } : {}),
+          ...(text ? { placement: text } : {}),
           applications: [],
         }
       : undefined,

@@ -63,6 +63,14 @@ export interface ClaimedMachineView {
   countedGroups?: string[];
   countedPartition?: number;
   modelUid?: string;
+  asCreated?: CreatedMachineView;
+}
+
+/** What a launch planned from a machine's creation relied on (MachineView.asCreated). */
+export interface CreatedMachineView {
+  base: string;
+  constraints: string;
+  placement?: string;
 }
 
 /**
@@ -125,6 +133,32 @@ export function machineClaimItem(
     names['#modelUid'] = 'modelUid';
     values[':modelUid'] = m.modelUid;
     condition += ' AND #modelUid = :modelUid';
+  }
+  if (m.asCreated) {
+    // planned from the creation, not a read: the machine still as created, or no claim
+    // (its constraints replaced, in error, dying or launched since: the caller reads it)
+    Object.assign(names, {
+      '#status': 'status',
+      '#instanceId': 'instanceId',
+      '#base': 'base',
+      '#constraints': 'constraints',
+      '#placement': 'placement',
+    });
+    Object.assign(values, {
+      ':alive': 'alive',
+      ':pending': 'pending',
+      ':base': m.asCreated.base,
+      ':constraints': m.asCreated.constraints,
+    });
+    condition +=
+      ' AND #life = :alive AND #status = :pending AND attribute_not_exists(#instanceId)' +
+      ' AND #base = :base AND #constraints = :constraints';
+    if (m.asCreated.placement) {
+      values[':placement'] = m.asCreated.placement;
+      condition += ' AND #placement = :placement';
+    } else {
+      condition += ' AND attribute_not_exists(#placement)';
+    }
   }
   if (m.countedZone) {
     condition += ' AND #countedZone = :was';

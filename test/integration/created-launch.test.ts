@@ -70,6 +70,11 @@ async function created(
   return { model, id: id!, uid, hint };
 }
 
+/** Conditional writes refused (a transaction cancelled) since `before`. */
+function refusedSince(before: Record<string, number>): number {
+  return (totals.failed.TransactWriteItems ?? 0) - (before.TransactWriteItems ?? 0);
+}
+
 /** Reads (GetItem, BatchGetItem, Query) the step made. */
 function readsSince(before: Record<string, number>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -232,4 +237,88 @@ it('answers null for a machine removed before its first step, writing nothing', 
   });
   expect(answer).toBeNull();
   await expect(repo.getMachine(model, id)).rejects.toThrow(`machine ${id} not found`);
+});
+
+it('reads the machine when its constraints changed since the request (a retried request after a model constraint change)', async () => {
+  // the machines were written with mem=2G; the retried request's decision says cores=8
+  const { model, id, hint } = await created();
+  const before = { ...totals.calls };
+  const refusedBefore = { ...totals.failed };
+  const answer = await activities.loadMachine({
+    model,
+    machineId: id,
+    prepare: true,
+    created: { ...hint, constraints: 'cores=8' },
+  });
+  // the claim planned from the request was refused by its condition, and the machine read
+  expect(refusedSince(refusedBefore)).toBe(1);
+  expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(1);
+  // planned from the machine as it is, never from the request's constraints
+  expect(answer).toMatchObject({ life: 'alive', status: 'pending', constraints: 'mem=2G' });
+  const plan = answer!.prepared!.plan!;
+  expect(plan.hardware.cores).toBeLessThan(8);
+  expect(plan.instanceType).toBe(
+    (await activities.planLaunch({ model, machineId: id })).instanceType,
+  );
+  const machine = await repo.getMachine(model, id);
+  expect(machine).toMatchObject({ status: 'allocating', constraints: 'mem=2G' });
+  expect(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).toEqual({
+    [answer!.prepared!.zone!]: 1,
+  });
+});
+
+it('claims nothing for a machine in error (its zone released, otherwise as created): answered in error', async () => {
+  const { model, id, hint } = await created();
+  await doc.send(
+    new UpdateCommand({
+      TableName: table.tableName,
+      Key: { pk: modelPk(model), sk: machineSk(id) },
+      UpdateExpression: 'SET #status = :error, #message = :m',
+      ExpressionAttributeNames: { '#status': 'status', '#message': 'message' },
+      ExpressionAttributeValues: { ':error': 'error', ':m': 'no capacity anywhere' },
+    }),
+  );
+  const refusedBefore = { ...totals.failed };
+  const answer = await activities.loadMachine({
+    model,
+    machineId: id,
+    prepare: true,
+    created: hint,
+  });
+  // the claim from the creation was refused; read as before: a machine in error is not
+  // provisioned until retried
+  expect(refusedSince(refusedBefore)).toBe(1);
+  expect(answer).toMatchObject({ life: 'alive', status: 'error', message: 'no capacity anywhere' });
+  expect(answer?.prepared).toBeUndefined();
+  const machine = await repo.getMachine(model, id);
+  expect(machine).toMatchObject({ status: 'error', message: 'no capacity anywhere' });
+  expect(
+    Object.values(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).reduce(
+      (a, b) => a + b,
+      0,
+    ),
+  ).toBe(0);
+});
+
+it('answers a dying machine dying (read), not alive as its creation said', async () => {
+  const { model, id, hint } = await created();
+  await doc.send(
+    new UpdateCommand({
+      TableName: table.tableName,
+      Key: { pk: modelPk(model), sk: machineSk(id) },
+      UpdateExpression: 'SET life = :dying, version = :v',
+      ExpressionAttributeValues: { ':dying': 'dying', ':v': 1 },
+    }),
+  );
+  const before = { ...totals.calls };
+  const refusedBefore = { ...totals.failed };
+  const answer = await activities.loadMachine({
+    model,
+    machineId: id,
+    prepare: true,
+    created: hint,
+  });
+  expect(refusedSince(refusedBefore)).toBe(1);
+  expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(1);
+  expect(answer?.life).toBe('dying');
 });

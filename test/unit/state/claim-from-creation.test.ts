@@ -27,6 +27,54 @@ describe('a machine claim conditional on its creation', () => {
     expect(update.ExpressionAttributeNames).not.toHaveProperty('#modelUid');
   });
 
+  it('from a creation, also requires the machine still alive, pending, uninstanced and as created', () => {
+    const update = claim({
+      applications: [],
+      modelUid: 'uid-1',
+      asCreated: { base: 'ubuntu@24.04', constraints: 'mem=4G', placement: 'zone=eu-west-1b' },
+    });
+    expect(update.ConditionExpression).toBe(
+      'attribute_exists(pk) AND #life <> :dead AND #applications = :applications AND ' +
+        '#modelUid = :modelUid AND #life = :alive AND #status = :pending AND ' +
+        'attribute_not_exists(#instanceId) AND #base = :base AND #constraints = :constraints AND ' +
+        '#placement = :placement AND attribute_not_exists(#countedZone)',
+    );
+    expect(update.ExpressionAttributeNames).toMatchObject({
+      '#status': 'status',
+      '#instanceId': 'instanceId',
+      '#base': 'base',
+      '#constraints': 'constraints',
+      '#placement': 'placement',
+    });
+    expect(update.ExpressionAttributeValues).toMatchObject({
+      ':alive': 'alive',
+      ':pending': 'pending',
+      ':base': 'ubuntu@24.04',
+      ':constraints': 'mem=4G',
+      ':placement': 'zone=eu-west-1b',
+    });
+  });
+
+  it('from a creation without a placement, requires the machine to have none', () => {
+    const update = claim({
+      applications: [],
+      modelUid: 'uid-1',
+      asCreated: { base: 'ubuntu@24.04', constraints: '' },
+    });
+    expect(update.ConditionExpression).toContain(
+      '#constraints = :constraints AND attribute_not_exists(#placement)',
+    );
+    expect(update.ExpressionAttributeValues).toMatchObject({ ':constraints': '' });
+    expect(update.ExpressionAttributeValues).not.toHaveProperty(':placement');
+  });
+
+  it('a read view asks none of it: a claim from a read stays as it was', () => {
+    const update = claim({ applications: [], modelUid: 'uid-1' });
+    for (const name of ['#status', '#instanceId', '#base', '#constraints', '#placement']) {
+      expect(update.ExpressionAttributeNames).not.toHaveProperty(name);
+    }
+  });
+
   it('the view, machine and model made from the creation say only what it wrote', () => {
     const made = fromCreation(
       { model: 'm', machineId: '3' },
@@ -45,6 +93,7 @@ describe('a machine claim conditional on its creation', () => {
       life: 'alive',
       applications: ['web'],
       modelUid: 'uid-1',
+      asCreated: { base: 'ubuntu@24.04', constraints: 'mem=4G', placement: 'zone=eu-west-1b' },
     });
     expect(made.model).toEqual({
       name: 'm',
