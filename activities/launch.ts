@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
-import { ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
+import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE } from '../temporal/failures';
 import { startingMessage } from '../temporal/messages';
 import { CapacityMemory } from './capacity-memory';
@@ -279,8 +279,11 @@ export function launchActivities(
       );
     } catch (err) {
       if (err instanceof NoSuitableZoneError) throw failure(FAILURE.noSuitableZone, err.message);
-      // lost the race too often: the workflow spends an attempt and tries again later
-      if (err instanceof ZoneClaimContendedError) throw failure(FAILURE.startFailed, err.message);
+      // lost the race too often: the workflow spends an attempt and tries again later; a
+      // claim from a creation's word is not a pass's attempt: its step is retried whole
+      if (err instanceof ZoneClaimContendedError && !options.strict) {
+        throw failure(FAILURE.startFailed, err.message);
+      }
       throw err;
     }
   }
@@ -292,6 +295,16 @@ export function launchActivities(
    * the workflow branches on is answered as data (`planFailure`,
    * `claimFailure`); anything else throws and the step is tried again whole
    * (a second claim of the machine moves it, counted once).
+   *
+   * With `created` (the machine and model as the creating request wrote
+   * them, not read), nothing is recorded from that word but a clean plan and
+   * claim: a claim its condition refused (StaleViewError: the machine is no
+   * longer as created), and a failure the workflow would record on the
+   * machine, answer 'stale', and the caller reads the machine and prepares
+   * from the read. Anything else (throttling, a timeout, a claim contended
+   * too often) throws like the read path's: the step's retry tries the
+   * creation's word again, and finds it stale by itself if the first claim
+   * landed (the machine is then `allocating`).
    */
   async function prepareLaunch(
     ref: MachineRef,
@@ -304,11 +317,10 @@ export function launchActivities(
     try {
       plan = await planFor(ref, machine, created?.model);
     } catch (err) {
-      // from a creation's word, only a clean plan and claim are kept: a failure is
-      // recorded on the machine, so it is made again from the machine as read
-      if (created) return 'stale';
       const failed = stepFailure(err, PLAN_FAILURES);
-      if (failed) return { planFailure: failed };
+      // a failure the pass records on the machine: recorded from the machine as read, not
+      // from a creation's word
+      if (failed) return created ? 'stale' : { planFailure: failed };
       throw err;
     }
     try {
@@ -318,9 +330,10 @@ export function launchActivities(
       );
       return { plan, zone };
     } catch (err) {
-      if (created) return 'stale';
+      // the machine is not as its creation wrote it: nothing claimed, read it
+      if (created && err instanceof StaleViewError) return 'stale';
       const failed = stepFailure(err, CLAIM_FAILURES);
-      if (failed) return { plan, claimFailure: failed };
+      if (failed) return created ? 'stale' : { plan, claimFailure: failed };
       throw err;
     }
   }

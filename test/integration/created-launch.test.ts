@@ -30,6 +30,19 @@ const repo = new Repository(ddb, table.tableName);
 const metered = dynamoClientFor(stack);
 const totals = emptyTotals();
 meterCapacity(metered, totals);
+// a fault the activities' next transaction (the zone claim's write) meets instead of DynamoDB
+let failNextTransaction: Error | undefined;
+metered.middlewareStack.add(
+  (next, context) => async (args) => {
+    const fault = failNextTransaction;
+    if (fault && context.commandName === 'TransactWriteItemsCommand') {
+      failNextTransaction = undefined;
+      throw fault;
+    }
+    return next(args);
+  },
+  { step: 'initialize', name: 'createdLaunchFault' },
+);
 const activities = createActivities({
   repo: new Repository(metered, table.tableName),
   store: new ProvisioningStore(metered, table.tableName),
@@ -321,4 +334,34 @@ it('answers a dying machine dying (read), not alive as its creation said', async
   expect(refusedSince(refusedBefore)).toBe(1);
   expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(1);
   expect(answer?.life).toBe('dying');
+});
+
+it('rethrows a transient failure of the claim from the creation: no read, no fallback; the retry claims from it', async () => {
+  const { model, id, hint } = await created();
+  const throttled = Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+    name: 'ThrottlingException',
+  });
+  failNextTransaction = throttled;
+  const before = { ...totals.calls };
+  await expect(
+    activities.loadMachine({ model, machineId: id, prepare: true, created: hint }),
+  ).rejects.toBe(throttled);
+  expect(failNextTransaction).toBeUndefined();
+  // not taken for a stale view: neither the machine nor its model was read, nothing claimed
+  expect(readsSince(before)).toEqual({ BatchGetItem: 1 });
+  expect(await repo.getMachine(model, id)).toMatchObject({ status: 'pending', message: '' });
+  const counts = new ProvisioningStore(ddb, table.tableName).zones;
+  expect(Object.values(await counts.counts(model, '')).reduce((a, b) => a + b, 0)).toBe(0);
+  // the step's retry: from the creation again, still no read of the machine or the model
+  const retried = { ...totals.calls };
+  const answer = await activities.loadMachine({
+    model,
+    machineId: id,
+    prepare: true,
+    created: hint,
+  });
+  expect(readsSince(retried)).toEqual({ BatchGetItem: 1 });
+  const zone = answer!.prepared!.zone!;
+  expect(await repo.getMachine(model, id)).toMatchObject({ status: 'allocating' });
+  expect(await counts.counts(model, '')).toEqual({ [zone]: 1 });
 });
