@@ -329,7 +329,9 @@ export function recordActivities(
           fields.tuning,
           { model: given.model },
         );
-        if (prepared !== 'stale') return { ...fields, life: 'alive', prepared };
+        if (prepared !== 'stale') {
+          return { ...fields, life: 'alive', prepared: { ...prepared, fromCreation: true } };
+        }
       }
       if (ref.prepare && prepare) {
         const read = await store.machineWithView(ref.model, ref.machineId);

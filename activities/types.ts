@@ -81,6 +81,12 @@ export interface PreparedLaunch {
   planFailure?: StepFailure;
   zone?: string;
   claimFailure?: StepFailure;
+  /**
+   * Planned and claimed from what the creating request wrote
+   * (MachineWorkflowInput.created), reading neither the machine nor its
+   * model: says so in the run's history; the workflow does not branch on it.
+   */
+  fromCreation?: true;
 }
 
 /**

@@ -51,9 +51,18 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
     applications: [],
   });
   expect(input.created?.modelUid).toMatch(/^[0-9a-f-]{36}$/);
-  // its first step planned and claimed from it: one local activity, whose answer has the zone
+  // its first step planned and claimed from it, reading nothing (not the read path it falls
+  // back to): the first local activity's answer says so
   const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
   expect(markers.length).toBeGreaterThanOrEqual(1);
+  const answer = JSON.parse(
+    Buffer.from(
+      markers[0]!.markerRecordedEventAttributes!.details?.result?.payloads?.[0]?.data ??
+        new Uint8Array(),
+    ).toString('utf8'),
+  ) as { prepared?: { fromCreation?: boolean; zone?: string } };
+  expect(answer.prepared?.fromCreation).toBe(true);
+  expect(answer.prepared?.zone).toBe(running.body.zone);
   const { runId } = await handle.describe();
   await recordHistory(stack, workflowId, runId, 'machine-created-launch.json');
 });

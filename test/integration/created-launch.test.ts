@@ -116,7 +116,7 @@ it('plans and claims from the creation with no read of the machine or the model'
     applications: ['web'],
     manual: false,
     container: false,
-    prepared: { plan: { region: stack.region, applications: ['web'] } },
+    prepared: { plan: { region: stack.region, applications: ['web'] }, fromCreation: true },
   });
   const zone = answer?.prepared?.zone;
   expect(typeof zone).toBe('string');
@@ -173,6 +173,7 @@ it('reads the machine and its model when the key holds another creation (the mod
   });
   // claimed once, from a read: planned with the new model's uid, never the old one's
   expect(answer?.prepared?.plan?.modelUid).toBe('the-new-model');
+  expect(answer?.prepared?.fromCreation).toBeUndefined();
   expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(2); // the machine, then its model
   const machine = await repo.getMachine(model, id);
   expect(machine).toMatchObject({ status: 'allocating', modelUid: 'the-new-model' });
@@ -268,6 +269,7 @@ it('reads the machine when its constraints changed since the request (a retried 
   expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(1);
   // planned from the machine as it is, never from the request's constraints
   expect(answer).toMatchObject({ life: 'alive', status: 'pending', constraints: 'mem=2G' });
+  expect(answer?.prepared?.fromCreation).toBeUndefined();
   const plan = answer!.prepared!.plan!;
   expect(plan.hardware.cores).toBeLessThan(8);
   expect(plan.instanceType).toBe(
@@ -361,6 +363,7 @@ it('rethrows a transient failure of the claim from the creation: no read, no fal
     created: hint,
   });
   expect(readsSince(retried)).toEqual({ BatchGetItem: 1 });
+  expect(answer?.prepared?.fromCreation).toBe(true);
   const zone = answer!.prepared!.zone!;
   expect(await repo.getMachine(model, id)).toMatchObject({ status: 'allocating' });
   expect(await counts.counts(model, '')).toEqual({ [zone]: 1 });
