@@ -61,8 +61,8 @@ export interface ClaimRequest extends ZoneAsk {
   view?: MachineView;
   /**
    * `view` is not a read but what the request that created the machine wrote
-   * (the workflow's start input): the claim is made only if the machine is
-   * exactly so (its write's condition holds on the first try). A machine whose
+   * (the workflow's start input, with `view.asCreated`): the claim is made
+   * only if the machine is exactly so (its write's condition holds). A machine whose
    * condition failed is not read again here: the claim fails with
    * StaleViewError, and the caller reads the machine and plans from that.
    */

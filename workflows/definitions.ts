@@ -22,8 +22,9 @@ export interface MachineWorkflowInput {
    * What the request that created the machine wrote of it and of its model
    * (issue 26): the first run's first step plans and claims from this instead
    * of reading the machine and the model. Only a claim that finds the machine
-   * exactly so (created in this model, alive, these applications, counted
-   * nowhere) is kept; anything else and the step reads the machine as before.
+   * exactly so (created in this model, alive, pending, no instance, this
+   * base, these constraints, placement and applications, counted nowhere) is
+   * kept; anything else and the step reads the machine as before.
    * Absent in runs started otherwise (the sweep, a signal, older requests).
    */
   created?: CreatedMachine;
