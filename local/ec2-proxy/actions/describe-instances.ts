@@ -43,9 +43,13 @@ export async function describeInstances(
   const form = takeFilters(call.formParams, INSTANCE_FILTERS);
   const filters = [...query.taken, ...form.taken];
   // DescribeInstances: moto leaves out the states the proxy would drop (a superset still),
-  // the filter added to the part of the request that asked for it
+  // the filter added to the part of the request that asked for it. On the first page only:
+  // moto finds a NextToken (a reservation id) in its filtered list, and a reservation whose
+  // instances were all terminated since the last page is no longer there (moto answers 500).
+  // A later page asked unfiltered from that reservation is a superset still: the same order.
+  const firstPage = (paramValue(call.params, 'NextToken') ?? '') === '';
   const withState = (part: typeof query): Array<[string, string]> => {
-    const toMoto = status ? undefined : motoStateFilter(part.taken);
+    const toMoto = status || !firstPage ? undefined : motoStateFilter(part.taken);
     return toMoto ? withFilter(part.rest, toMoto) : part.rest;
   };
   const path =
