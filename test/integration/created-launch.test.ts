@@ -84,6 +84,40 @@ async function created(
 }
 
 /** Conditional writes refused (a transaction cancelled) since `before`. */
+/** Changes the machine's item behind the API's back (what another request or worker did meanwhile). */
+async function setOnMachine(
+  model: string,
+  id: string,
+  expression: string,
+  values: Record<string, unknown>,
+  names?: Record<string, string>,
+): Promise<void> {
+  await doc.send(
+    new UpdateCommand({
+      TableName: table.tableName,
+      Key: { pk: modelPk(model), sk: machineSk(id) },
+      UpdateExpression: expression,
+      ...(names ? { ExpressionAttributeNames: names } : {}),
+      ExpressionAttributeValues: values,
+    }),
+  );
+}
+
+/** The machine's first step, given what add-machine wrote. */
+const firstStep = (
+  model: string,
+  id: string,
+  hint: Parameters<typeof activities.loadMachine>[0]['created'],
+) => activities.loadMachine({ model, machineId: id, prepare: true, created: hint });
+
+/** The bare machines' zone counts of a model. */
+const zoneCounts = (model: string) =>
+  new ProvisioningStore(ddb, table.tableName).zones.counts(model, '');
+
+/** How many of a model's bare machines are counted in any zone. */
+const countedAnywhere = async (model: string): Promise<number> =>
+  Object.values(await zoneCounts(model)).reduce((a, b) => a + b, 0);
+
 function refusedSince(before: Record<string, number>): number {
   return (totals.failed.TransactWriteItems ?? 0) - (before.TransactWriteItems ?? 0);
 }
@@ -165,39 +199,26 @@ it('reads the machine and its model when the key holds another creation (the mod
     pendingMachine(model, id, { constraints: 'mem=2G', modelUid: 'the-new-model' }),
   ]);
   const before = { ...totals.calls };
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  const answer = await firstStep(model, id, hint);
   // claimed once, from a read: planned with the new model's uid, never the old one's
   expect(answer?.prepared?.plan?.modelUid).toBe('the-new-model');
   expect(answer?.prepared?.fromCreation).toBeUndefined();
   expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(2); // the machine, then its model
   const machine = await repo.getMachine(model, id);
   expect(machine).toMatchObject({ status: 'allocating', modelUid: 'the-new-model' });
-  expect(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).toEqual({
+  expect(await zoneCounts(model)).toEqual({
     [answer!.prepared!.zone!]: 1,
   });
 });
 
 it('reads the machine when a unit was placed on it meanwhile: the plan names its applications as they are', async () => {
   const { model, id, hint } = await created();
-  await doc.send(
-    new UpdateCommand({
-      TableName: table.tableName,
-      Key: { pk: modelPk(model), sk: machineSk(id) },
-      UpdateExpression: 'SET applications = :a, principals = :p, version = :v',
-      ExpressionAttributeValues: { ':a': ['db'], ':p': ['db/0'], ':v': 1 },
-    }),
-  );
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
+  await setOnMachine(model, id, 'SET applications = :a, principals = :p, version = :v', {
+    ':a': ['db'],
+    ':p': ['db/0'],
+    ':v': 1,
   });
+  const answer = await firstStep(model, id, hint);
   expect(answer).toMatchObject({ applications: ['db'], units: ['db/0'] });
   expect(answer?.prepared?.plan?.applications).toEqual(['db']);
   const zone = answer!.prepared!.zone!;
@@ -209,30 +230,13 @@ it('reads the machine when a unit was placed on it meanwhile: the plan names its
 
 it('claims nothing for a machine Dead before its first step, and answers it Dead', async () => {
   const { model, id, hint } = await created();
-  await doc.send(
-    new UpdateCommand({
-      TableName: table.tableName,
-      Key: { pk: modelPk(model), sk: machineSk(id) },
-      UpdateExpression: 'SET life = :dead, version = :v',
-      ExpressionAttributeValues: { ':dead': 'dead', ':v': 1 },
-    }),
-  );
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  await setOnMachine(model, id, 'SET life = :dead, version = :v', { ':dead': 'dead', ':v': 1 });
+  const answer = await firstStep(model, id, hint);
   expect(answer).toMatchObject({ life: 'dead', status: 'pending' });
   expect(answer?.prepared).toBeUndefined();
   const machine = await repo.getMachine(model, id);
   expect(machine.status).toBe('pending');
-  expect(
-    Object.values(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).reduce(
-      (a, b) => a + b,
-      0,
-    ),
-  ).toBe(0);
+  expect(await countedAnywhere(model)).toBe(0);
 });
 
 it('answers null for a machine removed before its first step, writing nothing', async () => {
@@ -243,12 +247,7 @@ it('answers null for a machine removed before its first step, writing nothing', 
       Key: { pk: modelPk(model), sk: machineSk(id) },
     }),
   );
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  const answer = await firstStep(model, id, hint);
   expect(answer).toBeNull();
   await expect(repo.getMachine(model, id)).rejects.toThrow(`machine ${id} not found`);
 });
@@ -277,29 +276,22 @@ it('reads the machine when its constraints changed since the request (a retried 
   );
   const machine = await repo.getMachine(model, id);
   expect(machine).toMatchObject({ status: 'allocating', constraints: 'mem=2G' });
-  expect(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).toEqual({
+  expect(await zoneCounts(model)).toEqual({
     [answer!.prepared!.zone!]: 1,
   });
 });
 
 it('claims nothing for a machine in error (its zone released, otherwise as created): answered in error', async () => {
   const { model, id, hint } = await created();
-  await doc.send(
-    new UpdateCommand({
-      TableName: table.tableName,
-      Key: { pk: modelPk(model), sk: machineSk(id) },
-      UpdateExpression: 'SET #status = :error, #message = :m',
-      ExpressionAttributeNames: { '#status': 'status', '#message': 'message' },
-      ExpressionAttributeValues: { ':error': 'error', ':m': 'no capacity anywhere' },
-    }),
+  await setOnMachine(
+    model,
+    id,
+    'SET #status = :error, #message = :m',
+    { ':error': 'error', ':m': 'no capacity anywhere' },
+    { '#status': 'status', '#message': 'message' },
   );
   const refusedBefore = { ...totals.failed };
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  const answer = await firstStep(model, id, hint);
   // the claim from the creation was refused; read as before: a machine in error is not
   // provisioned until retried
   expect(refusedSince(refusedBefore)).toBe(1);
@@ -307,32 +299,15 @@ it('claims nothing for a machine in error (its zone released, otherwise as creat
   expect(answer?.prepared).toBeUndefined();
   const machine = await repo.getMachine(model, id);
   expect(machine).toMatchObject({ status: 'error', message: 'no capacity anywhere' });
-  expect(
-    Object.values(await new ProvisioningStore(ddb, table.tableName).zones.counts(model, '')).reduce(
-      (a, b) => a + b,
-      0,
-    ),
-  ).toBe(0);
+  expect(await countedAnywhere(model)).toBe(0);
 });
 
 it('answers a dying machine dying (read), not alive as its creation said', async () => {
   const { model, id, hint } = await created();
-  await doc.send(
-    new UpdateCommand({
-      TableName: table.tableName,
-      Key: { pk: modelPk(model), sk: machineSk(id) },
-      UpdateExpression: 'SET life = :dying, version = :v',
-      ExpressionAttributeValues: { ':dying': 'dying', ':v': 1 },
-    }),
-  );
+  await setOnMachine(model, id, 'SET life = :dying, version = :v', { ':dying': 'dying', ':v': 1 });
   const before = { ...totals.calls };
   const refusedBefore = { ...totals.failed };
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  const answer = await firstStep(model, id, hint);
   expect(refusedSince(refusedBefore)).toBe(1);
   expect(readsSince(before).GetItem).toBeGreaterThanOrEqual(1);
   expect(answer?.life).toBe('dying');
@@ -356,12 +331,7 @@ it('rethrows a transient failure of the claim from the creation: no read, no fal
   expect(Object.values(await counts.counts(model, '')).reduce((a, b) => a + b, 0)).toBe(0);
   // the step's retry: from the creation again, still no read of the machine or the model
   const retried = { ...totals.calls };
-  const answer = await activities.loadMachine({
-    model,
-    machineId: id,
-    prepare: true,
-    created: hint,
-  });
+  const answer = await firstStep(model, id, hint);
   expect(readsSince(retried)).toEqual({ BatchGetItem: 1 });
   expect(answer?.prepared?.fromCreation).toBe(true);
   const zone = answer!.prepared!.zone!;
