@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import * as proto from '@temporalio/proto';
-import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { readHistoryFile } from './history-json';
 import { withLeanSandbox } from '../worker/sandbox';
 
 /**
@@ -16,15 +13,6 @@ import { withLeanSandbox } from '../worker/sandbox';
  * [count] [warm] [workflowsPath]`; the worker's settings
  * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are.
  */
-
-// decoded with the protobufjs copy @temporalio/proto uses (test/support/replay-histories.ts says why)
-const fromProtoRequire = createRequire(require.resolve('@temporalio/proto'));
-const { fromJson } = fromProtoRequire('protobufjs/ext/protojson') as {
-  fromJson: (type: unknown, json: unknown, options: object) => unknown;
-};
-const historyType = (
-  patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }
-).lookupType('temporal.api.history.v1.History');
 
 async function replay(
   code: string,
@@ -56,9 +44,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const history = fromJson(historyType, JSON.parse(readFileSync(file, 'utf8')), {
-    ignoreUnknownFields: true,
-  });
+  const history = readHistoryFile(file);
   const workflowsPath = require.resolve(resolve(__dirname, workflows));
   const count = Number(countText);
   // bundled once, outside the measurement (a worker bundles at its start)
