@@ -1,5 +1,11 @@
 import { resolve } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type ReplayWorkerOptions,
+} from '@temporalio/worker';
 import { readHistoryFile } from './history-json';
 import { withLeanSandbox } from '../worker/sandbox';
 
@@ -14,6 +20,21 @@ import { withLeanSandbox } from '../worker/sandbox';
  * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are.
  */
 
+/**
+ * A replay worker runs workflows on the main thread (the SDK sets `debugMode`
+ * before the options it is given, so `debugMode: false` is taken though the
+ * replay options' type omits it); the worker this measures runs them on the
+ * SDK's workflow thread, which the lean sandbox needs.
+ */
+function replayOptions(code: string): ReplayWorkerOptions {
+  const options: ReplayWorkerOptions & { debugMode: boolean } = {
+    workflowBundle: { code },
+    replayName: 'replay-cpu',
+    debugMode: false,
+  };
+  return options;
+}
+
 async function replay(
   code: string,
   history: unknown,
@@ -23,10 +44,7 @@ async function replay(
   const before = process.cpuUsage();
   let failed = 0;
   await withLeanSandbox(async () => {
-    for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { code }, replayName: 'replay-cpu' },
-      histories,
-    )) {
+    for await (const result of Worker.runReplayHistories(replayOptions(code), histories)) {
       if (result.error) failed += 1;
     }
   });
