@@ -62,6 +62,7 @@ export function createdFromRecord(
     constraints: machine.constraints,
     ...(machine.placement ? { placement: machine.placement } : {}),
     applications: [...machine.applications],
+    ...(machine.principals.length > 0 ? { principals: [...machine.principals] } : {}),
   };
 }
 

@@ -42,12 +42,15 @@ export async function addUnitsInBulk(
     return out;
   });
   const now = ctx.now().toISOString();
+  // the caller hands the new machines' workflows what is written here
+  // (workflow-start.ts creationHint): they name the model's uid
+  const uid = model.uid ? model.uid : undefined;
   const placed: PlacedUnitView[] = [];
   for (let start = 0; start < args.units.length; start += chunkSize) {
     const chunk = args.units.slice(start, start + chunkSize);
     const committed = await requestStep(ctx, `units-${start}`, async () => {
       const tx = ctx.repo.transaction();
-      guardUnitWrite(tx, model.name, app, subordinates);
+      guardUnitWrite(tx, model.name, app, subordinates, uid);
       chunk.forEach((u, i) => {
         const unitName = `${app.name}/${u.number}`;
         createMachine(
@@ -59,6 +62,7 @@ export async function addUnitsInBulk(
             constraints: args.constraints,
             principals: [unitName],
             applications: [app.name],
+            ...(uid ? { modelUid: uid } : {}),
             now,
           }),
         );

@@ -7,7 +7,7 @@ import { undoUnits, type RecordedUnit } from './unit-undo';
 import { addUnitsInBulk } from './units-bulk';
 import { addUnitsOneByOne } from './units-one-by-one';
 import type { PlacedUnitView } from './views';
-import { startWorkflows } from './workflow-start';
+import { creationHint, startWorkflows, withPrincipals } from './workflow-start';
 
 /**
  * add-unit's writes. The policies it composes live one to a file: the checks
@@ -78,6 +78,10 @@ export async function addUnits(
         ctx,
         modelName,
         written.map((u) => u.machine),
+        withPrincipals(
+          creationHint(model, { base: app.base, constraints, applications: [app.name] }),
+          written,
+        ),
       );
       return [...directed, ...written];
     }

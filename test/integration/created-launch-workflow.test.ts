@@ -120,3 +120,61 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
 });
+
+it('hands deploy and add-unit machines their creation: the application is their group', async () => {
+  const model = uniqueName('deployed');
+  expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+  const deployed = await api.post(`/v1/models/${model}/applications`, {
+    name: 'db',
+    base: 'ubuntu@22.04',
+    constraints: 'mem=2G',
+    numUnits: 2,
+  });
+  expect(deployed.status).toBe(201);
+  // more than one unit without placement: add-unit's bulk write
+  const added = await api.post(`/v1/models/${model}/applications/db/units`, { count: 3 });
+  expect(added.status).toBe(201);
+  const units = [
+    ...(deployed.body.units as Array<{ name: string; machine: string }>),
+    ...(added.body.units as Array<{ name: string; machine: string }>),
+  ];
+  const machines = units.map((u) => u.machine);
+  expect(machines).toHaveLength(5);
+  const { uid } = await new Repository(ddb, stack.tableName).getModel(model);
+  for (const id of machines) {
+    const running = await eventually(
+      () => api.get(`/v1/models/${model}/machines/${id}`),
+      (res) => res.body?.status === 'running',
+      180_000,
+    );
+    const history = await (
+      await temporalClient()
+    ).workflow
+      .getHandle(machineWorkflowId(model, id))
+      .fetchHistory();
+    expect([id, startInput(history).created]).toEqual([
+      id,
+      {
+        modelUid: uid,
+        region: stack.region,
+        availabilitySets: false,
+        base: 'ubuntu@22.04',
+        constraints: 'mem=2048M',
+        applications: ['db'],
+        // its own unit, not the request's map of them
+        principals: [units.find((u) => u.machine === id)!.name],
+      },
+    ]);
+    // the claim held: the machine was exactly as handed (its unit, its application)
+    expect([id, firstStep(history).prepared?.fromCreation]).toEqual([id, true]);
+    expect(running.body.zone).toBe(firstStep(history).prepared?.zone);
+  }
+  // spread over the stack's zones as before (least populous first within the application)
+  const zones = new Map<string, number>();
+  for (const id of machines) {
+    const m = await api.get(`/v1/models/${model}/machines/${id}`);
+    zones.set(m.body.zone as string, (zones.get(m.body.zone as string) ?? 0) + 1);
+  }
+  const counts = [...zones.values()];
+  expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+});

@@ -32,6 +32,7 @@ describe('createdFromRecord (a sweep-started workflow handed its creation)', () 
       constraints: 'mem=2048M',
       placement: 'zone=us-east-1b',
       applications: ['db'],
+      principals: ['db/0'],
     });
     // no placement: none in the hint (the claim's condition then requires none)
     expect(createdFromRecord(machine(), MODEL)).not.toHaveProperty('placement');
