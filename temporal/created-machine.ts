@@ -33,3 +33,18 @@ export function createdFor(created: CreatedMachine, machineId: string): CreatedM
   const own = principalsOf[machineId];
   return own !== undefined && own.length > 0 ? { ...rest, principals: [...own] } : rest;
 }
+
+/** A request's creation with only these machines' units: what one of the bulk starter's chunks needs. */
+export function createdForChunk(
+  created: CreatedMachine,
+  machineIds: readonly string[],
+): CreatedMachine {
+  const all = created.principalsOf;
+  if (all === undefined) return created;
+  const principalsOf: Record<string, string[]> = {};
+  for (const id of machineIds) {
+    const units = all[id];
+    if (units !== undefined) principalsOf[id] = units;
+  }
+  return { ...created, principalsOf };
+}
