@@ -125,7 +125,7 @@ export function fromCreation(
     constraints: created.constraints,
     ...(created.placement ? { placement: created.placement } : {}),
     applications,
-    principals: [],
+    principals: [...(created.principals ?? [])],
     containers: [],
     life: 'alive',
     status: 'pending',

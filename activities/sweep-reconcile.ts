@@ -7,6 +7,9 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
+import type { CreatedMachine } from '../temporal/created-machine';
+import type { MachineRecord } from '../state/types';
+import { isProvisioned } from '../service/records';
 import type { ActivityDeps } from './deps';
 import { SWEEP_MACHINE_LANES, inLanes } from './lanes';
 import type { SweptMachine } from './sweep-predicates';
@@ -27,11 +30,52 @@ async function runningMachineWorkflows(deps: ActivityDeps, model: string): Promi
   return ids;
 }
 
-/** Starts the workflow of every machine that should have one and has none; answers their ids. */
+/** What the sweep knows of the model, fixed for its life: enough to hand a new machine's workflow its creation. */
+export interface ReconciledModel {
+  uid?: string;
+  region: string;
+  availabilitySets: boolean;
+}
+
+/**
+ * A machine as its creation left it (never claimed, launched or changed since),
+ * handed to the workflow the sweep starts for it, so that its first step plans
+ * and claims without reading it or the model, as the creating request's start
+ * does (MachineWorkflowInput.created). Only a hint: the claim made from it is
+ * conditional on every field (state/zone-count-items.ts machineClaimItem), and
+ * falls back to reading the machine when the machine differs.
+ */
+export function createdFromRecord(
+  machine: MachineRecord,
+  model: ReconciledModel | undefined,
+): CreatedMachine | undefined {
+  if (model?.uid === undefined || machine.modelUid !== model.uid) return undefined;
+  if (!isProvisioned(machine) || machine.life !== 'alive' || machine.status !== 'pending') {
+    return undefined;
+  }
+  if (machine.instanceId !== undefined || machine.zone !== undefined) return undefined;
+  return {
+    modelUid: model.uid,
+    region: model.region,
+    availabilitySets: model.availabilitySets,
+    base: machine.base,
+    constraints: machine.constraints,
+    ...(machine.placement ? { placement: machine.placement } : {}),
+    applications: [...machine.applications],
+    ...(machine.principals.length > 0 ? { principals: [...machine.principals] } : {}),
+  };
+}
+
+/**
+ * Starts the workflow of every machine that should have one and has none; answers their ids.
+ * `record`: the model as the sweep read it; a machine still as its creation wrote it is
+ * started with that creation (createdFromRecord).
+ */
 export async function reconcileWorkflows(
   deps: ActivityDeps,
   model: string,
   machines: ReadonlyArray<SweptMachine & { manual?: boolean }>,
+  record?: ReconciledModel,
 ): Promise<string[]> {
   const client = deps.temporal;
   if (!client) return [];
@@ -77,7 +121,8 @@ export async function reconcileWorkflows(
       throw err;
     });
     if (still === undefined) return;
-    const options = machineStartOptions(model, m.id, deps.taskQueue);
+    const created = createdFromRecord(still, record);
+    const options = machineStartOptions(model, m.id, deps.taskQueue, undefined, created);
     await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
       ...options,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,

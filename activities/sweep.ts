@@ -154,14 +154,19 @@ export function sweepActivities(deps: ActivityDeps, given?: InstanceOwners) {
         // reported as the model's failure, with what the reconciliation did or met
         let outcome: string;
         try {
-          const restarted = await reconcileWorkflows(deps, model, await deps.store.machines(model));
+          const restarted = await reconcileWorkflows(
+            deps,
+            model,
+            await deps.store.machines(model),
+            record,
+          );
           outcome = restarted.length > 0 ? `; workflows started: ${restarted.join(', ')}` : '';
         } catch (err) {
           outcome = `; reconciling workflows failed too: ${errorText(err)}`;
         }
         throw new Error(`${errorText(ec2Failure)}${outcome}`, { cause: ec2Failure });
       }
-      const restarted = await reconcileWorkflows(deps, model, watchedNow.machines);
+      const restarted = await reconcileWorkflows(deps, model, watchedNow.machines, record);
       await recordAddresses(deps, model, watchedNow.addresses);
       const { strays, reprovisioned, changes } = watchedNow;
       return {

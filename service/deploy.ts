@@ -5,7 +5,7 @@ import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
 import type { PlacedUnit } from './units';
-import { startWorkflows } from './workflow-start';
+import { creationHint, startWorkflows, withPrincipals } from './workflow-start';
 import { retryOnConcurrentChange } from '../state/errors';
 
 /** The model check and the application itself. */
@@ -46,9 +46,15 @@ export async function deployAtOnce(
   const constraints = collapseConstraints(model.constraints, record.constraints);
   const now = ctx.now().toISOString();
   const units = machineIds.map((machine, n) => ({ name: `${record.name}/${n}`, machine }));
+  // each workflow is handed what this request writes, so its first step reads neither the
+  // machine nor the model; the machines name the model's uid (see creationHint)
+  const created = withPrincipals(
+    creationHint(model, { base: record.base, constraints, applications: [record.name] }),
+    units,
+  );
   await requestStep(ctx, 'application', async () => {
     const tx = ctx.repo.transaction();
-    guardModelAndApp(tx, model.name, []);
+    guardModelAndApp(tx, model.name, [], created?.modelUid);
     createApplication(tx, record, { nextUnit: numUnits });
     units.forEach((u, n) => {
       createMachine(
@@ -60,6 +66,7 @@ export async function deployAtOnce(
           constraints,
           principals: [u.name],
           applications: [record.name],
+          ...(created ? { modelUid: created.modelUid } : {}),
           now,
         }),
       );
@@ -79,6 +86,6 @@ export async function deployAtOnce(
     await retryOnConcurrentChange(() => ctx.repo.commit(tx));
     return true;
   });
-  await startWorkflows(ctx, model.name, machineIds);
+  await startWorkflows(ctx, model.name, machineIds, created);
   return units;
 }

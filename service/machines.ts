@@ -29,7 +29,7 @@ import { isProvisioned, newMachine } from './records';
 import { isWorkflowServiceUnavailable } from './workflows';
 import { createMachine, guardModelAndApp, updateMachineMembership } from '../state/writes';
 import { setErrorMachineConstraints } from '../state/machine-writes';
-import { startWorkflows } from './workflow-start';
+import { creationHint, startWorkflows } from './workflow-start';
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
 const MAX_MACHINES = 1000;
@@ -219,17 +219,12 @@ export async function addMachines(
     ctx,
     model,
     machines.filter(isProvisioned).map((m) => m.id),
-    uid
-      ? {
-          modelUid: uid,
-          region: modelRecord.region,
-          availabilitySets: modelRecord.availabilitySets,
-          base,
-          constraints,
-          ...(text ? { placement: text } : {}),
-          applications: [],
-        }
-      : undefined,
+    creationHint(modelRecord, {
+      base,
+      constraints,
+      ...(text ? { placement: text } : {}),
+      applications: [],
+    }),
   );
   return ids.map((id) => ({ id }));
 }

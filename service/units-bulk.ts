@@ -28,7 +28,7 @@ export async function addUnitsInBulk(
     constraints: string;
     units: ReadonlyArray<{ number: number; hostId: string }>;
   },
-): Promise<PlacedUnitView[]> {
+): Promise<{ units: PlacedUnitView[]; namingUid: Set<string> }> {
   const { model, app } = args;
   const subordinates = await relatedSubordinates(ctx, model.name, app.name);
   const perUnit = 2 + subordinates.length;
@@ -42,12 +42,17 @@ export async function addUnitsInBulk(
     return out;
   });
   const now = ctx.now().toISOString();
+  // the caller hands the new machines' workflows what is written here
+  // (workflow-start.ts creationHint): they name the model's uid
+  const uid = model.uid ? model.uid : undefined;
   const placed: PlacedUnitView[] = [];
+  // the machines written here, naming the model's uid (not those of the fallback below)
+  const namingUid = new Set<string>();
   for (let start = 0; start < args.units.length; start += chunkSize) {
     const chunk = args.units.slice(start, start + chunkSize);
     const committed = await requestStep(ctx, `units-${start}`, async () => {
       const tx = ctx.repo.transaction();
-      guardUnitWrite(tx, model.name, app, subordinates);
+      guardUnitWrite(tx, model.name, app, subordinates, uid);
       chunk.forEach((u, i) => {
         const unitName = `${app.name}/${u.number}`;
         createMachine(
@@ -59,6 +64,7 @@ export async function addUnitsInBulk(
             constraints: args.constraints,
             principals: [unitName],
             applications: [app.name],
+            ...(uid ? { modelUid: uid } : {}),
             now,
           }),
         );
@@ -97,6 +103,7 @@ export async function addUnitsInBulk(
     });
     if (committed) {
       placed.push(...chunk.map((u) => ({ name: `${app.name}/${u.number}`, machine: u.hostId })));
+      if (uid) for (const u of chunk) namingUid.add(u.hostId);
       continue;
     }
     // lost a race (a relation, another writer): these units go one by one, re-reading as they go
@@ -112,5 +119,5 @@ export async function addUnitsInBulk(
       })),
     );
   }
-  return placed;
+  return { units: placed, namingUid };
 }

@@ -7,7 +7,7 @@ import { undoUnits, type RecordedUnit } from './unit-undo';
 import { addUnitsInBulk } from './units-bulk';
 import { addUnitsOneByOne } from './units-one-by-one';
 import type { PlacedUnitView } from './views';
-import { startWorkflows } from './workflow-start';
+import { creationHint, startWorkflows, withPrincipals } from './workflow-start';
 
 /**
  * add-unit's writes. The policies it composes live one to a file: the checks
@@ -68,16 +68,29 @@ export async function addUnits(
         machineIds,
         recorded,
       });
-      const written = await addUnitsInBulk(ctx, {
+      const { units: written, namingUid } = await addUnitsInBulk(ctx, {
         model,
         app,
         constraints,
         units: numbers.slice(bulkStart).map((n, i) => ({ number: n, hostId: bulkHosts[i]! })),
       });
+      // handed what was written: the machines a lost race sent one by one do not name the
+      // model's uid, and a claim made from a hint that says so would only be refused
+      const hinted = written.filter((u) => namingUid.has(u.machine));
+      const others = written.filter((u) => !namingUid.has(u.machine));
       await startWorkflows(
         ctx,
         modelName,
-        written.map((u) => u.machine),
+        hinted.map((u) => u.machine),
+        withPrincipals(
+          creationHint(model, { base: app.base, constraints, applications: [app.name] }),
+          hinted,
+        ),
+      );
+      await startWorkflows(
+        ctx,
+        modelName,
+        others.map((u) => u.machine),
       );
       return [...directed, ...written];
     }

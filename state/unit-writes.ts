@@ -21,8 +21,9 @@ export function guardUnitWrite(
   model: string,
   app: { name: string; version?: number },
   subordinates: ReadonlyArray<{ name: string }>,
+  uid?: string,
 ): void {
-  requireModelAlive(tx, model);
+  requireModelAlive(tx, model, uid);
   requireApplicationAlive(tx, model, app.name, { version: app.version ?? 0 });
   for (const sub of subordinates) requireApplicationAlive(tx, model, sub.name);
 }

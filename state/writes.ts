@@ -12,12 +12,17 @@ import type { Regroup } from './zone-counts';
  * check, no error of its own) ConcurrentChangeError: re-read and retry.
  */
 
-/** The model is alive when the transaction commits (else "model … is being destroyed"). */
-export function requireModelAlive(tx: Transaction, model: string): void {
+/**
+ * The model is alive when the transaction commits (else "model … is being
+ * destroyed"). With `uid`: the very model of that uid, for items that name it
+ * (MachineRecord.modelUid): a model destroyed and re-created by name since it
+ * was read is another model, and the one read is gone.
+ */
+export function requireModelAlive(tx: Transaction, model: string, uid?: string): void {
   tx.check(
     modelKey(model),
-    'life = :alive',
-    { ':alive': 'alive' },
+    uid !== undefined ? 'life = :alive AND uid = :uid' : 'life = :alive',
+    uid !== undefined ? { ':alive': 'alive', ':uid': uid } : { ':alive': 'alive' },
     new EntityConflictError(`model "${model}" is being destroyed`),
   );
 }
@@ -43,8 +48,13 @@ export function requireApplicationAlive(
 }
 
 /** The model alive, and each of `apps` alive with a failure that names it. */
-export function guardModelAndApp(tx: Transaction, model: string, apps: readonly string[]): void {
-  requireModelAlive(tx, model);
+export function guardModelAndApp(
+  tx: Transaction,
+  model: string,
+  apps: readonly string[],
+  uid?: string,
+): void {
+  requireModelAlive(tx, model, uid);
   for (const app of apps) requireApplicationAlive(tx, model, app, { named: true });
 }
 

@@ -1,5 +1,5 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
-import type { CreatedMachine } from './created-machine';
+import { createdFor, type CreatedMachine } from './created-machine';
 
 /**
  * Custom search attributes set by the machine workflow so a person can find,
@@ -85,7 +85,7 @@ export function machineStartOptions(
         model,
         machineId,
         ...(requestedBy ? { requestedBy } : {}),
-        ...(created ? { created } : {}),
+        ...(created ? { created: createdFor(created, machineId) } : {}),
       },
     ] as [{ model: string; machineId: string; requestedBy?: string; created?: CreatedMachine }],
     // A machine's first task runs its quick steps (load, plan, claim a zone) as local

@@ -1,5 +1,6 @@
 import { log } from '@temporalio/workflow';
 import type { CreatedMachine } from './definitions';
+import { createdForChunk } from '../temporal/created-machine';
 import { starting } from './proxies';
 
 export interface StartMachinesInput {
@@ -27,11 +28,12 @@ const CHUNK = 250;
 export async function startMachinesWorkflow(input: StartMachinesInput): Promise<number> {
   let started = 0;
   for (let i = 0; i < input.machineIds.length; i += CHUNK) {
+    const machineIds = input.machineIds.slice(i, i + CHUNK);
     started += await starting.startMachineWorkflows({
       model: input.model,
-      machineIds: input.machineIds.slice(i, i + CHUNK),
+      machineIds,
       ...(input.requestedBy ? { requestedBy: input.requestedBy } : {}),
-      ...(input.created ? { created: input.created } : {}),
+      ...(input.created ? { created: createdForChunk(input.created, machineIds) } : {}),
     });
   }
   log.info('machine workflows started', { model: input.model, count: started });

@@ -1,8 +1,10 @@
 import { Client, Connection } from '@temporalio/client';
+import { Repository } from '../../state/repository';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { recordHistory } from './histories';
 import { apiClient, eventually, uniqueName } from './api-client';
-import { loadTestStack } from './stack';
+import { pendingMachine } from './fixtures';
+import { dynamoClientFor, loadTestStack } from './stack';
 
 /**
  * add-machine on the local stack (issue 26): the machine's workflow is
@@ -13,11 +15,43 @@ import { loadTestStack } from './stack';
  */
 const stack = loadTestStack();
 const api = apiClient(stack);
+const ddb = dynamoClientFor(stack);
 let temporal: Client | undefined;
 
 afterAll(async () => {
   await temporal?.connection.close();
+  ddb.destroy();
 });
+
+async function temporalClient(): Promise<Client> {
+  temporal ??= new Client({
+    connection: await Connection.connect({ address: stack.temporalAddress }),
+    namespace: stack.temporalNamespace,
+  });
+  return temporal;
+}
+
+type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
+
+/** The machine workflow's start input, as the history recorded it. */
+function startInput(history: History): { created?: Record<string, unknown> } {
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  return JSON.parse(
+    Buffer.from(started?.input?.payloads?.[0]?.data ?? new Uint8Array()).toString('utf8'),
+  ) as { created?: Record<string, unknown> };
+}
+
+/** The first local activity's answer (the launch's plan and claim). */
+function firstStep(history: History): { prepared?: { fromCreation?: boolean; zone?: string } } {
+  const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
+  expect(markers.length).toBeGreaterThanOrEqual(1);
+  return JSON.parse(
+    Buffer.from(
+      markers[0]!.markerRecordedEventAttributes!.details?.result?.payloads?.[0]?.data ??
+        new Uint8Array(),
+    ).toString('utf8'),
+  ) as { prepared?: { fromCreation?: boolean; zone?: string } };
+}
 
 it('starts the workflow with what add-machine wrote and runs the machine from it', async () => {
   const model = uniqueName('created');
@@ -32,17 +66,10 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
   );
   expect(running.body.instanceId).toMatch(/^i-/);
 
-  temporal ??= new Client({
-    connection: await Connection.connect({ address: stack.temporalAddress }),
-    namespace: stack.temporalNamespace,
-  });
   const workflowId = machineWorkflowId(model, '0');
-  const handle = temporal.workflow.getHandle(workflowId);
+  const handle = (await temporalClient()).workflow.getHandle(workflowId);
   const history = await handle.fetchHistory();
-  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
-  const input = JSON.parse(
-    Buffer.from(started?.input?.payloads?.[0]?.data ?? new Uint8Array()).toString('utf8'),
-  ) as { created?: Record<string, unknown> };
+  const input = startInput(history);
   expect(input.created).toMatchObject({
     region: stack.region,
     availabilitySets: false,
@@ -53,16 +80,101 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
   expect(input.created?.modelUid).toMatch(/^[0-9a-f-]{36}$/);
   // its first step planned and claimed from it, reading nothing (not the read path it falls
   // back to): the first local activity's answer says so
-  const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
-  expect(markers.length).toBeGreaterThanOrEqual(1);
-  const answer = JSON.parse(
-    Buffer.from(
-      markers[0]!.markerRecordedEventAttributes!.details?.result?.payloads?.[0]?.data ??
-        new Uint8Array(),
-    ).toString('utf8'),
-  ) as { prepared?: { fromCreation?: boolean; zone?: string } };
+  const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
   const { runId } = await handle.describe();
   await recordHistory(stack, workflowId, runId, 'machine-created-launch.json');
+});
+
+it('hands a machine the sweep finds without a workflow its creation too', async () => {
+  // a machine written as add-machine writes it, whose workflow never started (a request
+  // cut off after its write): the model's sweep starts it
+  const model = uniqueName('swept');
+  expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+  const repo = new Repository(ddb, stack.tableName);
+  const { uid } = await repo.getModel(model);
+  const [id] = await repo.allocateMachineIds(model, 1);
+  await repo.putNewMachines([
+    pendingMachine(model, id!, { constraints: 'mem=2048M', modelUid: uid }),
+  ]);
+  const running = await eventually(
+    () => api.get(`/v1/models/${model}/machines/${id!}`),
+    (res) => res.body?.status === 'running',
+    180_000,
+  );
+  const history = await (
+    await temporalClient()
+  ).workflow
+    .getHandle(machineWorkflowId(model, id!))
+    .fetchHistory();
+  expect(startInput(history).created).toEqual({
+    modelUid: uid,
+    region: stack.region,
+    availabilitySets: false,
+    base: 'ubuntu@24.04',
+    constraints: 'mem=2048M',
+    applications: [],
+  });
+  const answer = firstStep(history);
+  expect(answer.prepared?.fromCreation).toBe(true);
+  expect(answer.prepared?.zone).toBe(running.body.zone);
+});
+
+it('hands deploy and add-unit machines their creation: the application is their group', async () => {
+  const model = uniqueName('deployed');
+  expect((await api.post('/v1/models', { name: model })).status).toBe(201);
+  const deployed = await api.post(`/v1/models/${model}/applications`, {
+    name: 'db',
+    base: 'ubuntu@22.04',
+    constraints: 'mem=2G',
+    numUnits: 2,
+  });
+  expect(deployed.status).toBe(201);
+  // more than one unit without placement: add-unit's bulk write
+  const added = await api.post(`/v1/models/${model}/applications/db/units`, { count: 3 });
+  expect(added.status).toBe(201);
+  const units = [
+    ...(deployed.body.units as Array<{ name: string; machine: string }>),
+    ...(added.body.units as Array<{ name: string; machine: string }>),
+  ];
+  const machines = units.map((u) => u.machine);
+  expect(machines).toHaveLength(5);
+  const { uid } = await new Repository(ddb, stack.tableName).getModel(model);
+  for (const id of machines) {
+    const running = await eventually(
+      () => api.get(`/v1/models/${model}/machines/${id}`),
+      (res) => res.body?.status === 'running',
+      180_000,
+    );
+    const history = await (
+      await temporalClient()
+    ).workflow
+      .getHandle(machineWorkflowId(model, id))
+      .fetchHistory();
+    expect([id, startInput(history).created]).toEqual([
+      id,
+      {
+        modelUid: uid,
+        region: stack.region,
+        availabilitySets: false,
+        base: 'ubuntu@22.04',
+        constraints: 'mem=2048M',
+        applications: ['db'],
+        // its own unit, not the request's map of them
+        principals: [units.find((u) => u.machine === id)!.name],
+      },
+    ]);
+    // the claim held: the machine was exactly as handed (its unit, its application)
+    expect([id, firstStep(history).prepared?.fromCreation]).toEqual([id, true]);
+    expect(running.body.zone).toBe(firstStep(history).prepared?.zone);
+  }
+  // spread over the stack's zones as before (least populous first within the application)
+  const zones = new Map<string, number>();
+  for (const id of machines) {
+    const m = await api.get(`/v1/models/${model}/machines/${id}`);
+    zones.set(m.body.zone as string, (zones.get(m.body.zone as string) ?? 0) + 1);
+  }
+  const counts = [...zones.values()];
+  expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
 });

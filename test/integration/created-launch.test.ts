@@ -4,6 +4,7 @@ import { provisioningTuning } from '../../config/env';
 import { emptyTotals, meterCapacity } from '../../config/capacity-meter';
 import { regionalEc2 } from '../../ec2/regional';
 import { EntityConflictError } from '../../state/errors';
+import { createMachine, guardModelAndApp } from '../../state/writes';
 import { machineSk, modelPk, MODEL_SK } from '../../state/keys';
 import { ProvisioningStore } from '../../state/provisioning';
 import { Repository } from '../../state/repository';
@@ -175,6 +176,27 @@ it('refuses to write machines naming a uid the model no longer has (destroyed an
   await expect(write).rejects.toThrow(`model "${model}" is being destroyed`);
   // nothing half-written
   await expect(repo.getMachine(model, id!)).rejects.toThrow(`machine ${id} not found`);
+});
+
+// the services that write so are tested in creation-uid.test.ts
+it('refuses a transaction of machines naming a uid the model no longer has', async () => {
+  const model = await seedModel(repo, 'recreated-units', { region: stack.region });
+  const { uid } = await repo.getModel(model);
+  const [stale, fresh] = await repo.allocateMachineIds(model, 2);
+  const write = (id: string, modelUid: string) => {
+    // as deploy writes its machines (service/deploy.ts) and add-unit its bulk units (unit-writes.ts)
+    const tx = repo.transaction();
+    guardModelAndApp(tx, model, [], modelUid);
+    createMachine(tx, pendingMachine(model, id, { applications: ['db'], modelUid }));
+    return repo.commit(tx);
+  };
+  const refused = write(stale!, 'an-older-model');
+  await expect(refused).rejects.toThrow(EntityConflictError);
+  await expect(refused).rejects.toThrow(`model "${model}" is being destroyed`);
+  await expect(repo.getMachine(model, stale!)).rejects.toThrow(`machine ${stale} not found`);
+  // the model's own uid: written
+  await write(fresh!, uid);
+  expect((await repo.getMachine(model, fresh!)).modelUid).toBe(uid);
 });
 
 it('reads the machine and its model when the key holds another creation (the model re-created by name)', async () => {

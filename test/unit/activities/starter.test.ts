@@ -71,4 +71,31 @@ describe('startMachineWorkflows', () => {
       [{ model: 'm', machineId: '1', created }],
     ]);
   });
+
+  it("hands each machine its own units of the request's map, never the map", async () => {
+    const { deps, starts } = depsRecording();
+    const created = {
+      modelUid: 'uid-1',
+      region: 'us-east-1',
+      availabilitySets: false,
+      base: 'ubuntu@22.04',
+      constraints: 'mem=2048M',
+      applications: ['db'],
+      principalsOf: { '0': ['db/0'], '1': ['db/1'] },
+    };
+    await starterActivities(deps).startMachineWorkflows({
+      model: 'm',
+      machineIds: ['0', '1', '2'],
+      created,
+    });
+    const { principalsOf: _map, ...shared } = created;
+    expect(
+      starts.map((o) => o.args).sort((a, b) => a[0].machineId.localeCompare(b[0].machineId)),
+    ).toEqual([
+      [{ model: 'm', machineId: '0', created: { ...shared, principals: ['db/0'] } }],
+      [{ model: 'm', machineId: '1', created: { ...shared, principals: ['db/1'] } }],
+      // a machine the map does not name: no units
+      [{ model: 'm', machineId: '2', created: shared }],
+    ]);
+  });
 });

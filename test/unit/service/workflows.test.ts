@@ -180,4 +180,37 @@ describe('TemporalMachineWorkflows.startMany names who asked', () => {
       ['startMachinesWorkflow', [{ model: 'm', machineIds: ids, requestedBy: 'alice', created }]],
     ]);
   });
+  it("passes the request's units by machine to the bulk starter whole, and each direct start its own", async () => {
+    const created = {
+      modelUid: 'uid-1',
+      region: 'us-east-1',
+      availabilitySets: false,
+      base: 'ubuntu@24.04',
+      constraints: '',
+      applications: ['web'],
+      principalsOf: Object.fromEntries(
+        Array.from({ length: 21 }, (_, i) => [String(i), [`web/${i}`]]),
+      ),
+    };
+    const { client, starts } = recordingClient();
+    const workflows = new TemporalMachineWorkflows(() => Promise.resolve(client), 'q');
+    await workflows.startMany('m', ['3'], 'alice', created);
+    const ids = Array.from({ length: 21 }, (_, i) => String(i));
+    await workflows.startMany('m', ids, 'alice', created);
+    const { principalsOf: _map, ...shared } = created;
+    expect(starts.map((s) => [s.type, s.options.args])).toEqual([
+      [
+        'machine',
+        [
+          {
+            model: 'm',
+            machineId: '3',
+            requestedBy: 'alice',
+            created: { ...shared, principals: ['web/3'] },
+          },
+        ],
+      ],
+      ['startMachinesWorkflow', [{ model: 'm', machineIds: ids, requestedBy: 'alice', created }]],
+    ]);
+  });
 });
