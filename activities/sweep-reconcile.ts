@@ -122,7 +122,8 @@ export async function reconcileWorkflows(
     });
     if (still === undefined) return;
     const created = createdFromRecord(still, record);
-    const options = machineStartOptions(model, m.id, deps.taskQueue, undefined, created);
+    // who asked, as the request's own start names them (API.md, "Audit")
+    const options = machineStartOptions(model, m.id, deps.taskQueue, still.requestedBy, created);
     await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
       ...options,
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,

@@ -67,6 +67,7 @@ export async function deployAtOnce(
           principals: [u.name],
           applications: [record.name],
           ...(created ? { modelUid: created.modelUid } : {}),
+          requestedBy: ctx.user,
           now,
         }),
       );

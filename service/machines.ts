@@ -172,7 +172,11 @@ export async function addMachines(
           throw new EntityConflictError(`machine ${hostId} is being destroyed`);
         const tx = ctx.repo.transaction();
         guardModelAndApp(tx, model, []);
-        for (const id of ids) createMachine(tx, newMachine({ model, id, base, constraints, now }));
+        for (const id of ids)
+          createMachine(
+            tx,
+            newMachine({ model, id, base, constraints, requestedBy: ctx.user, now }),
+          );
         updateMachineMembership(tx, current, {
           principals: current.principals,
           applications: current.applications,
@@ -187,8 +191,18 @@ export async function addMachines(
       ctx.repo.allocateMachineIds(model, count),
     );
     const machines = hosts.flatMap((h) => [
-      { ...newMachine({ model, id: h, base, constraints, containers: [`${h}/lxd/0`], now }) },
-      newMachine({ model, id: `${h}/lxd/0`, base, constraints, now }),
+      {
+        ...newMachine({
+          model,
+          id: h,
+          base,
+          constraints,
+          containers: [`${h}/lxd/0`],
+          requestedBy: ctx.user,
+          now,
+        }),
+      },
+      newMachine({ model, id: `${h}/lxd/0`, base, constraints, requestedBy: ctx.user, now }),
     ]);
     await writeReservedMachines(ctx, machines);
     await startWorkflows(ctx, model, [...hosts, ...hosts.map((h) => `${h}/lxd/0`)]);
@@ -211,6 +225,7 @@ export async function addMachines(
       placement: text,
       manual,
       now,
+      requestedBy: ctx.user,
       ...(uid ? { modelUid: uid } : {}),
     }),
   );

@@ -13,6 +13,8 @@ export function newMachine(args: {
   manual?: boolean;
   /** The model's uid (MachineRecord.modelUid), when the request hands its workflow what it wrote. */
   modelUid?: string;
+  /** Who made the request (MachineRecord.requestedBy). */
+  requestedBy?: string | undefined;
   now: string;
 }): MachineRecord {
   const container = args.id.includes('/');
@@ -31,6 +33,7 @@ export function newMachine(args: {
     // a container's workflow creates it on its host once the host runs (workflows/container.ts)
     message: container ? `waiting for machine ${args.id.slice(0, args.id.indexOf('/'))}` : '',
     ...(args.modelUid ? { modelUid: args.modelUid } : {}),
+    ...(args.requestedBy ? { requestedBy: args.requestedBy } : {}),
     createdAt: args.now,
     updatedAt: args.now,
     version: 0,

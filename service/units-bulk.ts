@@ -65,6 +65,7 @@ export async function addUnitsInBulk(
             principals: [unitName],
             applications: [app.name],
             ...(uid ? { modelUid: uid } : {}),
+            requestedBy: ctx.user,
             now,
           }),
         );

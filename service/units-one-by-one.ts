@@ -166,6 +166,7 @@ async function placeOne(
       constraints: args.constraints,
       principals: [unitName],
       applications: [app.name],
+      requestedBy: ctx.user,
       now,
     });
     createMachine(tx, container);
@@ -185,6 +186,7 @@ async function placeOne(
         base: app.base,
         constraints: args.constraints,
         containers: [containerId],
+        requestedBy: ctx.user,
         now,
       });
       createMachine(tx, host);
@@ -199,6 +201,7 @@ async function placeOne(
       placement: placementText(placement),
       principals: [unitName],
       applications: [app.name],
+      requestedBy: ctx.user,
       now,
     });
     createMachine(tx, machine);

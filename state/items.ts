@@ -87,6 +87,7 @@ const MACHINE_FIELDS = [
   'partition',
   'pricePerHour',
   'modelUid',
+  'requestedBy',
   'createdAt',
   'updatedAt',
   'version',

@@ -129,6 +129,13 @@ export interface MachineRecord {
    * Absent on machines created otherwise; never changed.
    */
   modelUid?: string;
+  /**
+   * The user whose request created the machine (API.md, "Audit"): the model's
+   * sweep names them in a workflow it starts for the machine, as the request's
+   * own start does. Absent on machines created before it was recorded, or
+   * without a user (tests). Never changed.
+   */
+  requestedBy?: string;
   createdAt: string;
   updatedAt: string;
   /** Bumped by every API change to membership, life or constraints (the workflow's status writes leave it alone). */

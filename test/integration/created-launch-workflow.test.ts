@@ -78,6 +78,10 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
     applications: [],
   });
   expect(input.created?.modelUid).toMatch(/^[0-9a-f-]{36}$/);
+  // the machine records who asked, for a workflow the sweep may start for it later
+  expect((await new Repository(ddb, stack.tableName).getMachine(model, '0')).requestedBy).toBe(
+    'admin',
+  );
   // its first step planned and claimed from it, reading nothing (not the read path it falls
   // back to): the first local activity's answer says so
   const answer = firstStep(history);
@@ -96,7 +100,7 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
   const { uid } = await repo.getModel(model);
   const [id] = await repo.allocateMachineIds(model, 1);
   await repo.putNewMachines([
-    pendingMachine(model, id!, { constraints: 'mem=2048M', modelUid: uid }),
+    pendingMachine(model, id!, { constraints: 'mem=2048M', modelUid: uid, requestedBy: 'carol' }),
   ]);
   const running = await eventually(
     () => api.get(`/v1/models/${model}/machines/${id!}`),
@@ -116,6 +120,8 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
     constraints: 'mem=2048M',
     applications: [],
   });
+  // and names who asked, as the request's own start would (API.md, "Audit")
+  expect((startInput(history) as { requestedBy?: string }).requestedBy).toBe('carol');
   const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
@@ -140,7 +146,8 @@ it('hands deploy and add-unit machines their creation: the application is their 
   ];
   const machines = units.map((u) => u.machine);
   expect(machines).toHaveLength(5);
-  const { uid } = await new Repository(ddb, stack.tableName).getModel(model);
+  const repo = new Repository(ddb, stack.tableName);
+  const { uid } = await repo.getModel(model);
   for (const id of machines) {
     const running = await eventually(
       () => api.get(`/v1/models/${model}/machines/${id}`),
@@ -167,6 +174,7 @@ it('hands deploy and add-unit machines their creation: the application is their 
     ]);
     // the claim held: the machine was exactly as handed (its unit, its application)
     expect([id, firstStep(history).prepared?.fromCreation]).toEqual([id, true]);
+    expect([id, (await repo.getMachine(model, id)).requestedBy]).toEqual([id, 'admin']);
     expect(running.body.zone).toBe(firstStep(history).prepared?.zone);
   }
   // spread over the stack's zones as before (least populous first within the application)
