@@ -130,8 +130,12 @@ export function atTransactionPrice(
 }
 
 /** A BatchExecuteStatement call is all reads (SELECT) or all writes. */
-function statementsOf(input: Record<string, unknown>): Array<{ Statement?: string }> {
-  return Array.isArray(input.Statements) ? (input.Statements as Array<{ Statement?: string }>) : [];
+function statementsOf(
+  input: Record<string, unknown>,
+): Array<{ Statement?: string; ConsistentRead?: boolean }> {
+  return Array.isArray(input.Statements)
+    ? (input.Statements as Array<{ Statement?: string; ConsistentRead?: boolean }>)
+    : [];
 }
 
 function statementsKind(input: Record<string, unknown>): 'read' | 'write' {
@@ -166,7 +170,7 @@ export function statementsCapacity(
   let units = 0;
   (output.Responses ?? []).forEach((r, i) => {
     if (r.Error) return;
-    if (read) units += input.ConsistentRead === true ? 1 : 0.5;
+    if (read) units += statements[i]?.ConsistentRead === true ? 1 : 0.5;
     else units += 1 + indexWrites(statements[i]?.Statement ?? '');
   });
   return { CapacityUnits: units };

@@ -1,4 +1,5 @@
 import {
+  BatchExecuteStatementCommand,
   CreateTableCommand,
   DynamoDBClient,
   GetItemCommand,
@@ -15,6 +16,8 @@ import {
   emptyTotals,
   meterCapacity,
   meterFromEnv,
+  STATEMENT_REFUSED,
+  statementsCapacity,
 } from '../../../config/capacity-meter';
 import { LaunchBatchStore } from '../../../state/launch-batches';
 
@@ -230,5 +233,70 @@ describe('DynamoDB capacity metering', () => {
     meterCapacity(client, totals);
     await client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
     expect(totals.byCaller).toBeUndefined();
+  });
+
+  it('counts a BatchExecuteStatement as DynamoDB bills it when DynamoDB Local reports nothing', async () => {
+    const record =
+      'UPDATE "t" SET "status" = ? SET "instanceId" = ? REMOVE "zoneClaim" WHERE "pk" = ? AND "sk" = ? AND "life" = ?';
+    const mark =
+      'UPDATE "t" SET "launchBatch" = ? WHERE "pk" = ? AND "sk" = ? AND "instanceId" IS MISSING';
+    const { client } = fakeClient({
+      BatchExecuteStatement: {
+        body: {
+          Responses: [
+            {},
+            {},
+            {
+              Error: { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' },
+            },
+          ],
+        },
+      },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals, { callers: true });
+    async function sendTogether() {
+      await client.send(
+        new BatchExecuteStatementCommand({
+          Statements: [{ Statement: record }, { Statement: mark }, { Statement: record }],
+        }),
+      );
+    }
+    await sendTogether();
+    // the record: 1 for the item, 1 for the byInstance entry its instanceId makes; the mark
+    // (instanceId only in its WHERE): 1; the refused record: counted refused, not added in
+    expect(totals).toMatchObject({
+      readUnits: 0,
+      writeUnits: 3,
+      calls: { BatchExecuteStatement: 1 },
+      failed: { [STATEMENT_REFUSED]: 1 },
+    });
+    expect(totals.byCaller).toEqual({
+      'capacity-meter.test:sendTogether': {
+        readUnits: 0,
+        writeUnits: 3,
+        calls: { BatchExecuteStatement: 1 },
+        failed: { [STATEMENT_REFUSED]: 1 },
+      },
+    });
+  });
+
+  it('takes the capacity DynamoDB reports for a BatchExecuteStatement as it is', () => {
+    const input = { Statements: [{ Statement: 'UPDATE "t" SET "instanceId" = ? WHERE "pk" = ?' }] };
+    expect(
+      statementsCapacity(input, {
+        ConsumedCapacity: [{ TableName: 't', CapacityUnits: 5 }],
+        Responses: [{}],
+      }),
+    ).toBeUndefined();
+    expect(statementsCapacity(input, { Responses: [{}] })).toEqual({ CapacityUnits: 2 });
+    const reads = {
+      Statements: [{ Statement: 'SELECT * FROM "t" WHERE "pk" = ?' }, { Statement: 'select x' }],
+    };
+    expect(statementsCapacity(reads, { Responses: [{}, {}] })).toEqual({ CapacityUnits: 1 });
+    const consistent = {
+      Statements: reads.Statements.map((r) => ({ ...r, ConsistentRead: true })),
+    };
+    expect(statementsCapacity(consistent, { Responses: [{}, {}] })).toEqual({ CapacityUnits: 2 });
   });
 });

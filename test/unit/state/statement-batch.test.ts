@@ -1,0 +1,117 @@
+import { DynamoDBClient, ThrottlingException } from '@aws-sdk/client-dynamodb';
+import { ProvisioningStore } from '../../../state/provisioning';
+import {
+  STATEMENT_BATCH_LIMIT,
+  StatementBatcher,
+  type WriteStatement,
+} from '../../../state/statement-batch';
+
+const statement = (item: string): WriteStatement => ({
+  item,
+  statement: `UPDATE "t" SET "x" = ? WHERE "pk" = ? AND "sk" = ?`,
+  parameters: [1, 'p', item],
+});
+
+/** A batcher whose calls are recorded and answered by `answer` (every statement done by default). */
+function batcher(answer?: (s: readonly WriteStatement[]) => Promise<Array<{ Error?: object }>>) {
+  const calls: string[][] = [];
+  const b = new StatementBatcher((statements) => {
+    calls.push(statements.map((s) => s.item));
+    return answer ? answer(statements) : Promise.resolve(statements.map(() => ({})));
+  }, 5);
+  return { b, calls };
+}
+
+describe('statements sent together', () => {
+  it('sends 25 at once, and the rest when the window ends', async () => {
+    const { b, calls } = batcher();
+    const items = Array.from({ length: 60 }, (_, i) => `i${i}`);
+    const outcomes = await Promise.all(items.map((i) => b.submit(statement(i))));
+    expect(outcomes).toEqual(items.map(() => ({ ok: true })));
+    expect(calls.map((c) => c.length)).toEqual([STATEMENT_BATCH_LIMIT, STATEMENT_BATCH_LIMIT, 10]);
+    expect(calls.flat()).toEqual(items);
+  });
+
+  it('never puts two statements of one item in one call', async () => {
+    const { b, calls } = batcher();
+    await Promise.all(['a', 'b', 'a', 'a', 'c'].map((i) => b.submit(statement(i))));
+    expect(calls).toEqual([['a', 'b', 'c'], ['a'], ['a']]);
+  });
+
+  it('answers each statement its own outcome, the item it failed on included', async () => {
+    const { b } = batcher(() =>
+      Promise.resolve([
+        {},
+        { Error: { Code: 'ConditionalCheckFailed', Message: 'no', Item: { life: 'dead' } } },
+        { Error: { Code: 'ConditionalCheckFailed', Message: 'no' } },
+      ]),
+    );
+    const outcomes = await Promise.all(['a', 'b', 'c'].map((i) => b.submit(statement(i))));
+    expect(outcomes).toEqual([
+      { ok: true },
+      { ok: false, code: 'ConditionalCheckFailed', message: 'no', item: { life: 'dead' } },
+      { ok: false, code: 'ConditionalCheckFailed', message: 'no' },
+    ]);
+  });
+
+  it('fails every statement of a call that fails as a whole, and of one answered short', async () => {
+    const err = new Error('throttled');
+    const failing = batcher(() => Promise.reject(err)).b;
+    const answers = await Promise.allSettled(['a', 'b'].map((i) => failing.submit(statement(i))));
+    expect(answers).toEqual([
+      { status: 'rejected', reason: err },
+      { status: 'rejected', reason: err },
+    ]);
+    const short = batcher(() => Promise.resolve([{}])).b;
+    const shortAnswers = await Promise.allSettled(
+      ['a', 'b'].map((i) => short.submit(statement(i))),
+    );
+    expect(shortAnswers.map((a) => a.status)).toEqual(['rejected', 'rejected']);
+    expect((shortAnswers[0] as PromiseRejectedResult).reason).toEqual(
+      new Error('BatchExecuteStatement answered 1 statements of 2'),
+    );
+  });
+});
+
+describe('the stores on a throttled table', () => {
+  it("rejects each caller with the SDK's throttling error once its retries are spent", async () => {
+    const client = new DynamoDBClient({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+    });
+    const commands: string[] = [];
+    client.middlewareStack.add(
+      (_next, context) => () => {
+        commands.push(String(context.commandName));
+        return Promise.reject(
+          new ThrottlingException({
+            message: 'Rate of requests exceeds the allowed throughput',
+            $metadata: {},
+          }),
+        );
+      },
+      { step: 'initialize', name: 'throttled' },
+    );
+    const store = new ProvisioningStore(client, 't');
+    const run = {
+      instanceId: 'i-1',
+      imageId: 'ami-1',
+      zone: 'us-east-1a',
+      instanceType: 't3.small',
+      hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+    };
+    const answers = await Promise.allSettled([
+      store.batches.mark('m', '0', { batchId: 'b', tokenSeed: 's0' }),
+      store.batches.mark('m', '1', { batchId: 'b', tokenSeed: 's1' }),
+      store.recordRunning('m', '2', run),
+      store.recordRunning('m', '3', run),
+    ]);
+    for (const a of answers) {
+      expect(a.status).toBe('rejected');
+      expect((a as PromiseRejectedResult).reason).toBeInstanceOf(ThrottlingException);
+    }
+    // one call for the marks, one for the records: nothing sent alone, nothing dropped
+    expect(commands).toEqual(['BatchExecuteStatementCommand', 'BatchExecuteStatementCommand']);
+  });
+});
