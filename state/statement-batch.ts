@@ -94,7 +94,9 @@ export class StatementBatcher {
     }
     this.queue = later;
     if (later.length > 0) this.timer = setTimeout(() => this.flush(), this.windowMs);
-    void this.sendBatch(batch);
+    // sent from a task of its own, full or not, so the call never runs on one caller's stack
+    // (the capacity meter names every call of a store by the same call site)
+    queueMicrotask(() => void this.sendBatch(batch));
   }
 
   private async sendBatch(batch: Waiting[]): Promise<void> {

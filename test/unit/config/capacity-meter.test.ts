@@ -299,4 +299,25 @@ describe('DynamoDB capacity metering', () => {
     };
     expect(statementsCapacity(consistent, { Responses: [{}, {}] })).toEqual({ CapacityUnits: 2 });
   });
+
+  it("names a store's writes sent together by the store's method, whoever made them", async () => {
+    const { client } = fakeClient({
+      BatchExecuteStatement: { body: { Responses: [{}, {}] } },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals, { callers: true });
+    const store = new LaunchBatchStore(client, 't');
+    async function markTwo() {
+      return await Promise.all([
+        store.mark('m', '1', { batchId: 'b', tokenSeed: 's1' }),
+        store.mark('m', '2', { batchId: 'b', tokenSeed: 's2' }),
+      ]);
+    }
+    await expect(markTwo()).resolves.toEqual([{ marked: true }, { marked: true }]);
+    expect(Object.keys(totals.byCaller ?? {})).toEqual(['launch-batches:markTogether']);
+    expect(totals.byCaller?.['launch-batches:markTogether']).toMatchObject({
+      writeUnits: 2,
+      calls: { BatchExecuteStatement: 1 },
+    });
+  });
 });
