@@ -250,14 +250,14 @@ export class ProvisioningStore {
     const { set, remove } = runningWrites(run, new Date().toISOString());
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};
-    const assignments = Object.entries(set).map(([name, value], i) => {
-      names[`#s${i}`] = name;
-      values[`:s${i}`] = value;
-      return `#s${i} = :s${i}`;
+    const assignments = Object.entries(set).map(([name, value]) => {
+      names[`#${name}`] = name;
+      values[`:${name}`] = value;
+      return `#${name} = :${name}`;
     });
-    const removals = remove.map((name, i) => {
-      names[`#r${i}`] = name;
-      return `#r${i}`;
+    const removals = remove.map((name) => {
+      names[`#${name}`] = name;
+      return `#${name}`;
     });
     try {
       const out = await this.doc.send(
