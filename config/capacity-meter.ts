@@ -29,6 +29,11 @@ import { TABLE_SCHEMA } from '../state/schema';
  * same UpdateItem); a read 1 unit (0.5 if not strongly consistent). A
  * statement refused by its condition is counted as refused (`failed`, as
  * `BatchExecuteStatement:statement`), not added in, as a refused UpdateItem.
+ * A statement refused for another reason than its condition (throttled, a
+ * transaction conflict, denied, not valid) is written again alone by its
+ * store (state/statement-batch.ts): it is also counted as
+ * `BatchExecuteStatement:fallback`, which should stay 0 (more than a few
+ * means the writes are being made twice).
  */
 export const METRICS_FILE_ENV = 'PROVISIONER_METRICS_FILE';
 /** Set (to anything) beside METRICS_FILE_ENV: the totals are also kept by call site (`callerLabel`). */
@@ -36,6 +41,8 @@ export const METRICS_CALLERS_ENV = 'PROVISIONER_METRICS_CALLERS';
 
 /** How a statement of a BatchExecuteStatement that failed on its own is counted (`failed`). */
 export const STATEMENT_REFUSED = 'BatchExecuteStatement:statement';
+/** How one that was refused for another reason than its condition, so written again alone, is also counted. */
+export const STATEMENT_FALLBACK = 'BatchExecuteStatement:fallback';
 
 /** Commands that accept `ReturnConsumedCapacity`, and which kind of units they spend. */
 const METERED: Readonly<Record<string, 'read' | 'write'>> = {
@@ -297,7 +304,7 @@ export function meterCapacity(
         const result = await next(args);
         const output = result.output as {
           ConsumedCapacity?: unknown;
-          Responses?: Array<{ Error?: unknown }>;
+          Responses?: Array<{ Error?: { Code?: string } }>;
         };
         const consumed = statements
           ? (statementsCapacity(input, output) ?? output.ConsumedCapacity)
@@ -313,6 +320,9 @@ export function meterCapacity(
             if (!r.Error) continue;
             bump(totals.failed, STATEMENT_REFUSED);
             if (caller) bump(caller.failed, STATEMENT_REFUSED);
+            if (r.Error.Code === 'ConditionalCheckFailed') continue;
+            bump(totals.failed, STATEMENT_FALLBACK);
+            if (caller) bump(caller.failed, STATEMENT_FALLBACK);
           }
         }
         return result;

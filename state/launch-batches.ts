@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { machineSk, modelPk } from './keys';
 import {
+  CONDITION_FAILED,
   DEFAULT_STATEMENT_BATCHING,
   quoted,
   sendStatements,
@@ -99,7 +100,9 @@ export class LaunchBatchStore {
     this.doc = documentClient(client);
     const batching = options.batching ?? DEFAULT_STATEMENT_BATCHING;
     this.marks = batching
-      ? new StatementBatcher((statements) => this.markTogether(statements), batching.windowMs)
+      ? new StatementBatcher((statements) => this.markTogether(statements), batching.windowMs, {
+          name: 'launch-batches:mark',
+        })
       : undefined;
   }
 
@@ -132,8 +135,9 @@ export class LaunchBatchStore {
     );
     if (outcome.ok) return { marked: true };
     // the item as the refusal found it: no read
-    if (outcome.code === 'ConditionalCheckFailed') return refused(outcome.item);
-    // refused for another reason (throttled, in a transaction): alone, as before
+    if (outcome.code === CONDITION_FAILED) return refused(outcome.item);
+    // refused for another reason (throttled, in a transaction): alone, as before (the batcher
+    // logged it, the capacity meter counts it)
     return this.markAlone(model, machineId, marker, options);
   }
 

@@ -24,6 +24,7 @@ import {
 } from './table';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, modelPk } from './keys';
 import {
+  CONDITION_FAILED,
   DEFAULT_STATEMENT_BATCHING,
   quoted,
   sendStatements,
@@ -122,6 +123,7 @@ export class ProvisioningStore {
       ? new StatementBatcher(
           (statements) => this.recordRunningTogether(statements),
           batching.windowMs,
+          { name: 'provisioning:recordRunning' },
         )
       : undefined;
     this.zones = new ZoneCountStore(client, tableName, {
@@ -229,10 +231,11 @@ export class ProvisioningStore {
       parameters: [...Object.values(set), pk, sk, 'alive'],
     });
     if (outcome.ok) return 'alive';
-    if (outcome.code === 'ConditionalCheckFailed' && !outcome.item) {
+    if (outcome.code === CONDITION_FAILED && !outcome.item) {
       throw new EntityNotFoundError(`machine ${machineId} not found`);
     }
-    // not alive (dying, dead), or refused for another reason: alone, as before
+    // not alive (dying, dead), or refused for another reason (the batcher logged it, the
+    // capacity meter counts it): alone, as before
     return this.recordRunningAlone(model, machineId, run);
   }
 

@@ -39,6 +39,16 @@ export type StatementSender = (
   statements: readonly WriteStatement[],
 ) => Promise<NonNullable<BatchExecuteStatementCommandOutput['Responses']>>;
 
+/** The code of a statement refused by its WHERE clause; any other code is written alone by its store. */
+export const CONDITION_FAILED = 'ConditionalCheckFailed';
+
+/** Where a call's statements refused for another reason than their condition are told (once per call). */
+export type FallbackWarn = (message: string, attrs: Record<string, unknown>) => void;
+
+/** A warning as one JSON line on the console (the worker's log format for lines outside an activity). */
+const warnLine: FallbackWarn = (message, attrs) =>
+  console.warn(JSON.stringify({ level: 'warn', message, ...attrs }));
+
 interface Waiting {
   statement: WriteStatement;
   resolve: (outcome: StatementOutcome) => void;
@@ -64,9 +74,15 @@ export class StatementBatcher {
   private queue: Waiting[] = [];
   private timer: NodeJS.Timeout | undefined;
 
+  /**
+   * `name` says whose calls these are in the warning about statements
+   * refused for another reason than their condition (`warn`, a JSON line on
+   * the console unless given).
+   */
   constructor(
     private readonly send: StatementSender,
     private readonly windowMs: number,
+    private readonly options: { name?: string; warn?: FallbackWarn } = {},
   ) {}
 
   submit(statement: WriteStatement): Promise<StatementOutcome> {
@@ -107,6 +123,7 @@ export class StatementBatcher {
           `BatchExecuteStatement answered ${responses.length} statements of ${batch.length}`,
         );
       }
+      this.warnFallbacks(responses);
       batch.forEach((w, i) => {
         const error = responses[i]!.Error;
         if (!error) {
@@ -123,6 +140,30 @@ export class StatementBatcher {
     } catch (err) {
       for (const w of batch) w.reject(err);
     }
+  }
+
+  /**
+   * Once per call: how many statements DynamoDB refused for another reason
+   * than their condition (throttled, a transaction conflict, denied, not
+   * valid), by code. Each is then written alone by its store, so a cause
+   * that refuses every statement (a missing PartiQL grant, a statement real
+   * DynamoDB parses differently) doubles the writes without failing one:
+   * this line says so. Codes and counts only, never an item.
+   */
+  private warnFallbacks(responses: NonNullable<BatchExecuteStatementCommandOutput['Responses']>) {
+    const codes: Record<string, number> = {};
+    let count = 0;
+    for (const r of responses) {
+      if (!r.Error || r.Error.Code === CONDITION_FAILED) continue;
+      const code = r.Error.Code ?? 'Unknown';
+      codes[code] = (codes[code] ?? 0) + 1;
+      count += 1;
+    }
+    if (count === 0) return;
+    (this.options.warn ?? warnLine)(
+      'DynamoDB refused statements of a BatchExecuteStatement for another reason than their condition; each is written alone',
+      { calls: this.options.name ?? 'statements', statements: count, of: responses.length, codes },
+    );
   }
 }
 

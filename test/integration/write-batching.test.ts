@@ -6,7 +6,12 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { createServer } from 'node:net';
-import { emptyTotals, meterCapacity, STATEMENT_REFUSED } from '../../config/capacity-meter';
+import {
+  emptyTotals,
+  meterCapacity,
+  STATEMENT_FALLBACK,
+  STATEMENT_REFUSED,
+} from '../../config/capacity-meter';
 import { EntityNotFoundError } from '../../state/errors';
 import { machineSk, modelPk } from '../../state/keys';
 import type { LaunchMarker, MarkOutcome } from '../../state/launch-batches';
@@ -90,6 +95,10 @@ async function item(model: string, id: string): Promise<Record<string, unknown> 
 }
 
 const callsOf = (totals: ReturnType<typeof emptyTotals>) => ({ ...totals.calls });
+/** Statements written again alone (refused for another reason than their condition) so far. */
+const fallbacksOf = (totals: ReturnType<typeof emptyTotals>) =>
+  totals.failed[STATEMENT_FALLBACK] ?? 0;
+
 function since(before: Record<string, number>, after: Record<string, number>) {
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(after))
@@ -172,10 +181,12 @@ describe('marks sent together', () => {
     const outcomes = await Promise.all(casesT.map((c) => mark(together.store, modelT, c)));
     expect(since(before, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 3 });
     expect(outcomes).toEqual(casesT.map((c) => c.expected));
-    // the refused ones counted as refused statements (the meter), not as failed calls
+    // the refused ones counted as refused statements (the meter), not as failed calls; none
+    // refused for another reason, so none written again alone
     expect(since(refusedBefore, { ...together.totals.failed })).toEqual({
       [STATEMENT_REFUSED]: casesT.filter((c) => !c.expected.marked).length,
     });
+    expect(fallbacksOf(together.totals)).toBe(0);
     expect(casesT.filter((c) => !c.expected.marked)).toHaveLength(12);
 
     // the same marks alone: the same answers and the same markers
@@ -276,6 +287,7 @@ describe('records of launched instances sent together', () => {
     ]);
     expect(lives).toEqual(['alive', 'alive']);
     expect(since(before, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 1 });
+    expect(fallbacksOf(together.totals)).toBe(0);
     expect(await alone.store.recordRunning(model, ids[2]!, RUN_FULL)).toBe('alive');
     expect(await alone.store.recordRunning(model, ids[3]!, RUN_BARE)).toBe('alive');
 
@@ -314,11 +326,15 @@ describe('records of launched instances sent together', () => {
     await setFields(model, ids[2]!, { life: 'dying' });
     await setFields(model, ids[3]!, { life: 'dead' });
     const before = callsOf(together.totals);
+    const refusedBefore = { ...together.totals.failed };
     const answers = await Promise.allSettled(
       ids.map((id, i) =>
         together.store.recordRunning(model, id, { ...RUN_BARE, instanceId: `i-${i}` }),
       ),
     );
+    // three refused by their condition (gone, dying, dead): none counted as written alone for
+    // another reason
+    expect(since(refusedBefore, { ...together.totals.failed })).toEqual({ [STATEMENT_REFUSED]: 3 });
     expect(answers.map((a) => (a.status === 'fulfilled' ? a.value : a.reason))).toEqual([
       'alive',
       new EntityNotFoundError(`machine ${ids[1]} not found`),
@@ -336,6 +352,86 @@ describe('records of launched instances sent together', () => {
     for (const i of [2, 3]) {
       expect(await item(model, ids[i]!)).toMatchObject({ instanceId: `i-${i}`, status: 'running' });
     }
+  });
+});
+
+/** DynamoDB's largest item, in bytes. */
+const ITEM_LIMIT = 400 * 1024;
+
+/** An item's size as DynamoDB counts it (names and values; a number taken at its largest). */
+function sizeOf(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value);
+  if (typeof value === 'number') return 21;
+  if (typeof value === 'boolean' || value === null) return 1;
+  if (Array.isArray(value)) return 3 + value.reduce((t: number, v) => t + 1 + sizeOf(v), 0);
+  if (typeof value === 'object') {
+    return (
+      3 +
+      Object.entries(value as Record<string, unknown>).reduce(
+        (t, [k, v]) => t + 1 + Buffer.byteLength(k) + sizeOf(v),
+        0,
+      )
+    );
+  }
+  return 0;
+}
+
+describe('a statement refused for another reason than its condition', () => {
+  it('is written alone, told once by its code, and counted as a fallback', async () => {
+    const model = await newModel();
+    const ids = await addMachines(model, 3);
+    // machine 1 a little under DynamoDB's item limit: its record would take it over, which
+    // refuses the statement (ValidationError, not its condition) and then its single write
+    const current = (await item(model, ids[1]!))!;
+    const top = Object.entries(current).reduce(
+      (t, [k, v]) => t + Buffer.byteLength(k) + sizeOf(v),
+      0,
+    );
+    await setFields(model, ids[1]!, {
+      padding: 'x'.repeat(ITEM_LIMIT - 100 - top - 'padding'.length),
+    });
+    const before = callsOf(together.totals);
+    const failedBefore = { ...together.totals.failed };
+    const warned: unknown[] = [];
+    const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void warned.push(line));
+    const answers = await Promise.allSettled(
+      ids.map((id, i) =>
+        together.store.recordRunning(model, id, { ...RUN_BARE, instanceId: `i-${i}` }),
+      ),
+    ).finally(() => spy.mockRestore());
+
+    expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect([answers[0], answers[2]]).toEqual([
+      { status: 'fulfilled', value: 'alive' },
+      { status: 'fulfilled', value: 'alive' },
+    ]);
+    // the single write's own error, as before batching
+    expect((answers[1] as PromiseRejectedResult).reason).toMatchObject({
+      name: 'ValidationException',
+      message: expect.stringMatching(/item size/i) as unknown,
+    });
+    // one call; the refused statement counted refused and written again alone (fallback): once
+    expect(since(before, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 1 });
+    expect(since(failedBefore, { ...together.totals.failed })).toEqual({
+      [STATEMENT_REFUSED]: 1,
+      [STATEMENT_FALLBACK]: 1,
+      UpdateItem: 1,
+    });
+    // told once, by code and count, with no item in it
+    expect(warned.map((l) => JSON.parse(l as string) as unknown)).toEqual([
+      {
+        level: 'warn',
+        message:
+          'DynamoDB refused statements of a BatchExecuteStatement for another reason than their condition; each is written alone',
+        calls: 'provisioning:recordRunning',
+        statements: 1,
+        of: 3,
+        codes: { ValidationError: 1 },
+      },
+    ]);
+    expect((await item(model, ids[1]!))?.instanceId).toBeUndefined();
+    expect((await item(model, ids[0]!))?.instanceId).toBe('i-0');
+    expect((await item(model, ids[2]!))?.instanceId).toBe('i-2');
   });
 });
 

@@ -16,6 +16,7 @@ import {
   emptyTotals,
   meterCapacity,
   meterFromEnv,
+  STATEMENT_FALLBACK,
   STATEMENT_REFUSED,
   statementsCapacity,
 } from '../../../config/capacity-meter';
@@ -249,6 +250,7 @@ describe('DynamoDB capacity metering', () => {
             {
               Error: { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' },
             },
+            { Error: { Code: 'TransactionConflict', Message: 'in a transaction' } },
           ],
         },
       },
@@ -258,25 +260,31 @@ describe('DynamoDB capacity metering', () => {
     async function sendTogether() {
       await client.send(
         new BatchExecuteStatementCommand({
-          Statements: [{ Statement: record }, { Statement: mark }, { Statement: record }],
+          Statements: [
+            { Statement: record },
+            { Statement: mark },
+            { Statement: record },
+            { Statement: mark },
+          ],
         }),
       );
     }
     await sendTogether();
     // the record: 1 for the item, 1 for the byInstance entry its instanceId makes; the mark
-    // (instanceId only in its WHERE): 1; the refused record: counted refused, not added in
+    // (instanceId only in its WHERE): 1; the refused record: counted refused, not added in; the
+    // mark in a transaction: refused, and counted as written again alone (fallback)
     expect(totals).toMatchObject({
       readUnits: 0,
       writeUnits: 3,
       calls: { BatchExecuteStatement: 1 },
-      failed: { [STATEMENT_REFUSED]: 1 },
+      failed: { [STATEMENT_REFUSED]: 2, [STATEMENT_FALLBACK]: 1 },
     });
     expect(totals.byCaller).toEqual({
       'capacity-meter.test:sendTogether': {
         readUnits: 0,
         writeUnits: 3,
         calls: { BatchExecuteStatement: 1 },
-        failed: { [STATEMENT_REFUSED]: 1 },
+        failed: { [STATEMENT_REFUSED]: 2, [STATEMENT_FALLBACK]: 1 },
       },
     });
   });

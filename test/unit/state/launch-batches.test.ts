@@ -232,9 +232,21 @@ describe('launch batch markers sent together (BatchExecuteStatement)', () => {
         ],
       };
     }, together);
+    const warned: unknown[] = [];
+    const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void warned.push(line));
     const outcomes = await Promise.all(
       ['0', '1', '2', '3', '4'].map((id) => batches.mark('big', id, marker)),
-    );
+    ).finally(() => spy.mockRestore());
+    // the one written alone is told, once, by its code and count
+    expect(warned.map((l) => JSON.parse(l as string) as unknown)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        calls: 'launch-batches:mark',
+        statements: 1,
+        of: 5,
+        codes: { ThrottlingError: 1 },
+      }),
+    ]);
     expect(outcomes).toEqual([
       { marked: false, claimedBy: 'b1' },
       { marked: false },

@@ -54,6 +54,88 @@ describe('statements sent together', () => {
     ]);
   });
 
+  it('warns once per call of the statements refused for another reason than their condition: codes and counts, no item', async () => {
+    const warnings: Array<{ message: string; attrs: Record<string, unknown> }> = [];
+    const b = new StatementBatcher(
+      () =>
+        Promise.resolve([
+          {},
+          { Error: { Code: 'ThrottlingError', Message: 'slow down' } },
+          { Error: { Code: 'ConditionalCheckFailed', Message: 'no', Item: { secret: 'x' } } },
+          { Error: { Code: 'ThrottlingError', Message: 'slow down' } },
+          { Error: { Code: 'TransactionConflict', Message: 'busy', Item: { secret: 'y' } } },
+        ]),
+      5,
+      { name: 'test:write', warn: (message, attrs) => warnings.push({ message, attrs }) },
+    );
+    const outcomes = await Promise.all(
+      ['a', 'b', 'c', 'd', 'e'].map((i) => b.submit(statement(i))),
+    );
+    expect(outcomes.map((o) => (o.ok ? 'ok' : o.code))).toEqual([
+      'ok',
+      'ThrottlingError',
+      'ConditionalCheckFailed',
+      'ThrottlingError',
+      'TransactionConflict',
+    ]);
+    expect(warnings).toEqual([
+      {
+        message:
+          'DynamoDB refused statements of a BatchExecuteStatement for another reason than their condition; each is written alone',
+        attrs: {
+          calls: 'test:write',
+          statements: 3,
+          of: 5,
+          codes: { ThrottlingError: 2, TransactionConflict: 1 },
+        },
+      },
+    ]);
+    expect(JSON.stringify(warnings)).not.toContain('secret');
+
+    // a call with refusals by condition only, or none: no warning
+    warnings.length = 0;
+    const quiet = new StatementBatcher(
+      (statements) =>
+        Promise.resolve(
+          statements.map((_, i) =>
+            i === 0 ? { Error: { Code: 'ConditionalCheckFailed', Message: 'no' } } : {},
+          ),
+        ),
+      5,
+      { warn: (message, attrs) => warnings.push({ message, attrs }) },
+    );
+    await Promise.all(['a', 'b'].map((i) => quiet.submit(statement(i))));
+    expect(warnings).toEqual([]);
+  });
+
+  it('warns as one JSON line on the console when given no warn', async () => {
+    const lines: unknown[] = [];
+    const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void lines.push(line));
+    try {
+      const b = new StatementBatcher(
+        () => Promise.resolve([{ Error: { Code: 'AccessDenied', Message: 'denied' } }]),
+        5,
+        { name: 'launch-batches:mark' },
+      );
+      await expect(b.submit(statement('a'))).resolves.toMatchObject({
+        ok: false,
+        code: 'AccessDenied',
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] as string)).toEqual({
+      level: 'warn',
+      message:
+        'DynamoDB refused statements of a BatchExecuteStatement for another reason than their condition; each is written alone',
+      calls: 'launch-batches:mark',
+      statements: 1,
+      of: 1,
+      codes: { AccessDenied: 1 },
+    });
+  });
+
   it('fails every statement of a call that fails as a whole, and of one answered short', async () => {
     const err = new Error('throttled');
     const failing = batcher(() => Promise.reject(err)).b;
