@@ -34,6 +34,12 @@ import { TABLE_SCHEMA } from '../state/schema';
  * store (state/statement-batch.ts): it is also counted as
  * `BatchExecuteStatement:fallback`, which should stay 0 (more than a few
  * means the writes are being made twice).
+ *
+ * The write units of a BatchExecuteStatement on DynamoDB Local are thus an
+ * estimate: 1 per statement and index key, whatever the item's size (each
+ * KB of an item over 1 KB is not counted, nor an index entry moved from one
+ * key to another, which costs 2); write-batching.test checks it equals what
+ * DynamoDB Local reports for the same writes made as UpdateItem.
  */
 export const METRICS_FILE_ENV = 'PROVISIONER_METRICS_FILE';
 /** Set (to anything) beside METRICS_FILE_ENV: the totals are also kept by call site (`callerLabel`). */

@@ -95,6 +95,8 @@ async function item(model: string, id: string): Promise<Record<string, unknown> 
 }
 
 const callsOf = (totals: ReturnType<typeof emptyTotals>) => ({ ...totals.calls });
+const writeUnitsOf = (totals: ReturnType<typeof emptyTotals>) => totals.writeUnits;
+
 /** Statements written again alone (refused for another reason than their condition) so far. */
 const fallbacksOf = (totals: ReturnType<typeof emptyTotals>) =>
   totals.failed[STATEMENT_FALLBACK] ?? 0;
@@ -178,6 +180,7 @@ describe('marks sent together', () => {
 
     const before = callsOf(together.totals);
     const refusedBefore = { ...together.totals.failed };
+    const unitsBefore = writeUnitsOf(together.totals);
     const outcomes = await Promise.all(casesT.map((c) => mark(together.store, modelT, c)));
     expect(since(before, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 3 });
     expect(outcomes).toEqual(casesT.map((c) => c.expected));
@@ -190,9 +193,15 @@ describe('marks sent together', () => {
     expect(casesT.filter((c) => !c.expected.marked)).toHaveLength(12);
 
     // the same marks alone: the same answers and the same markers
+    const aloneUnitsBefore = writeUnitsOf(alone.totals);
     const single = [];
     for (const c of casesA) single.push(await mark(alone.store, modelA, c));
     expect(single).toEqual(outcomes);
+    // the meter's estimate for the statements (DynamoDB Local reports none) is what DynamoDB
+    // Local reports for the same marks made as UpdateItem: 1 unit a mark that was written
+    const together60 = writeUnitsOf(together.totals) - unitsBefore;
+    expect(together60).toBe(writeUnitsOf(alone.totals) - aloneUnitsBefore);
+    expect(together60).toBe(48);
     for (const [i, c] of casesT.entries()) {
       const [t, a] = [await item(modelT, c.id), await item(modelA, casesA[i]!.id)];
       expect(t?.launchBatch).toEqual(a?.launchBatch);
@@ -281,6 +290,7 @@ describe('records of launched instances sent together', () => {
     const ids = await addMachines(model, 4);
     for (const id of ids) await setFields(model, id, BEFORE);
     const before = callsOf(together.totals);
+    const unitsBefore = writeUnitsOf(together.totals);
     const lives = await Promise.all([
       together.store.recordRunning(model, ids[0]!, RUN_FULL),
       together.store.recordRunning(model, ids[1]!, RUN_BARE),
@@ -288,8 +298,14 @@ describe('records of launched instances sent together', () => {
     expect(lives).toEqual(['alive', 'alive']);
     expect(since(before, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 1 });
     expect(fallbacksOf(together.totals)).toBe(0);
+    const aloneUnitsBefore = writeUnitsOf(alone.totals);
     expect(await alone.store.recordRunning(model, ids[2]!, RUN_FULL)).toBe('alive');
     expect(await alone.store.recordRunning(model, ids[3]!, RUN_BARE)).toBe('alive');
+    // the meter's estimate for the two statements is what DynamoDB Local reports for the same
+    // records as UpdateItem: the item and the byInstance entry its new instanceId makes, 2 each
+    const togetherUnits = writeUnitsOf(together.totals) - unitsBefore;
+    expect(togetherUnits).toBe(writeUnitsOf(alone.totals) - aloneUnitsBefore);
+    expect(togetherUnits).toBe(4);
 
     const [full, bare] = [
       comparable(await item(model, ids[0]!)),
