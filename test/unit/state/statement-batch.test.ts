@@ -1,4 +1,9 @@
-import { DynamoDBClient, ThrottlingException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  ThrottlingException,
+} from '@aws-sdk/client-dynamodb';
+import { EntityNotFoundError } from '../../../state/errors';
 import { ProvisioningStore } from '../../../state/provisioning';
 import {
   STATEMENT_BATCH_LIMIT,
@@ -195,5 +200,110 @@ describe('the stores on a throttled table', () => {
     }
     // one call for the marks, one for the records: nothing sent alone, nothing dropped
     expect(commands).toEqual(['BatchExecuteStatementCommand', 'BatchExecuteStatementCommand']);
+  });
+});
+
+describe('a record refused for another reason than its condition', () => {
+  it('is written alone as the UpdateItem before batching, which answers its life (or that it is gone)', async () => {
+    const client = new DynamoDBClient({
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+      maxAttempts: 1,
+    });
+    const sent: Array<{ command: string; input: Record<string, unknown> }> = [];
+    // the life each machine's single write finds (a missing one: the item is gone)
+    const lives: Record<string, string | undefined> = {
+      'MACHINE#0': 'alive',
+      'MACHINE#1': 'dying',
+      'MACHINE#3': undefined,
+    };
+    client.middlewareStack.add(
+      (_next, context) => (args) => {
+        const command = String(context.commandName);
+        const input = (args as unknown as { input: Record<string, unknown> }).input;
+        sent.push({ command, input });
+        if (command === 'BatchExecuteStatementCommand') {
+          const output = {
+            $metadata: {},
+            Responses: [
+              { Error: { Code: 'ThrottlingError', Message: 'Throughput exceeds the limit' } },
+              { Error: { Code: 'TransactionConflict', Message: 'in a transaction' } },
+              {},
+              { Error: { Code: 'ThrottlingError', Message: 'Throughput exceeds the limit' } },
+            ],
+          };
+          return Promise.resolve({ output, response: {} });
+        }
+        const sk = (input.Key as { sk: string }).sk;
+        const life = lives[sk];
+        if (life === undefined) {
+          return Promise.reject(
+            new ConditionalCheckFailedException({
+              message: 'The conditional request failed',
+              $metadata: {},
+            }),
+          );
+        }
+        return Promise.resolve({
+          output: { $metadata: {}, Attributes: { life } },
+          response: {},
+        });
+      },
+      { step: 'initialize', name: 'answeredInProcess' },
+    );
+    const store = new ProvisioningStore(client, 't');
+    const run = (id: string) => ({
+      instanceId: `i-${id}`,
+      imageId: 'ami-1',
+      zone: 'us-east-1a',
+      instanceType: 't3.small',
+      hardware: { arch: 'amd64', cores: 2, mem: 2048 },
+    });
+    const warned: unknown[] = [];
+    const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void warned.push(line));
+    const answers = await Promise.allSettled(
+      ['0', '1', '2', '3'].map((id) => store.recordRunning('m', id, run(id))),
+    ).finally(() => spy.mockRestore());
+    expect(answers.map((a) => (a.status === 'fulfilled' ? a.value : a.reason))).toEqual([
+      'alive',
+      'dying',
+      'alive',
+      new EntityNotFoundError('machine 3 not found'),
+    ]);
+    expect((answers[3] as PromiseRejectedResult).reason).toBeInstanceOf(EntityNotFoundError);
+    // one call for the four; the three refused for another reason written alone, in order
+    expect(sent.map((s) => s.command)).toEqual([
+      'BatchExecuteStatementCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+    ]);
+    const [first, second] = [sent[1]!.input, sent[2]!.input];
+    expect(first).toMatchObject({
+      TableName: 't',
+      Key: { pk: 'MODEL#m', sk: 'MACHINE#0' },
+      ConditionExpression: 'attribute_exists(pk)',
+      ReturnValues: 'ALL_NEW',
+      ExpressionAttributeValues: expect.objectContaining({
+        ':status': 'running',
+        ':instanceId': 'i-0',
+        ':instanceStatus': 'pending',
+      }) as unknown,
+    });
+    expect(first.UpdateExpression).toMatch(/^SET #status = :status, .* REMOVE #zoneClaim, /);
+    expect(second).toMatchObject({
+      Key: { pk: 'MODEL#m', sk: 'MACHINE#1' },
+      ExpressionAttributeValues: expect.objectContaining({ ':instanceId': 'i-1' }) as unknown,
+    });
+    expect(sent[3]!.input.Key).toEqual({ pk: 'MODEL#m', sk: 'MACHINE#3' });
+    // the warning told the three by code
+    expect(warned.map((l) => JSON.parse(l as string) as unknown)).toEqual([
+      expect.objectContaining({
+        calls: 'provisioning:recordRunning',
+        statements: 3,
+        of: 4,
+        codes: { ThrottlingError: 2, TransactionConflict: 1 },
+      }),
+    ]);
   });
 });
