@@ -14,6 +14,7 @@ import { TAG_MODEL } from '../core/tags';
 import {
   METRICS_CALLERS_ENV,
   METRICS_FILE_ENV,
+  STATEMENT_FALLBACK,
   type CallerTotals,
   type CapacityTotals,
 } from '../config/capacity-meter';
@@ -289,6 +290,29 @@ export function capacitySince(before: CapacityTotals[], after: CapacityTotals[])
     (use.byCaller ??= {})[label] = c;
   }
   return use;
+}
+
+/**
+ * What the DynamoDB figures need said beside them: that a BatchExecuteStatement's
+ * write units are the meter's estimate (DynamoDB Local reports none), and any
+ * statement written again alone after a refusal other than its condition.
+ */
+export function capacityNotes(n: number, use: CapacityUse): string[] {
+  const notes: string[] = [];
+  if ((use.calls.BatchExecuteStatement ?? 0) > 0) {
+    notes.push(
+      `N=${n}: DynamoDB Local reports no capacity for BatchExecuteStatement; its WCU are the meter's ` +
+        'estimate (1 per statement written, +1 per index key it sets or removes; items under 1 KB)',
+    );
+  }
+  const fallbacks = use.failed?.[STATEMENT_FALLBACK] ?? 0;
+  if (fallbacks > 0) {
+    notes.push(
+      `N=${n}: ${fallbacks} statements of BatchExecuteStatement were refused for another reason than ` +
+        'their condition and written again alone (the worker logged their codes)',
+    );
+  }
+  return notes;
 }
 
 /** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
@@ -572,6 +596,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
 
   await sleep(1500); // the last metrics flush
   p.capacity = capacitySince(capacityBefore, [...workerTotals(ctx), readTotals(ctx.metrics.api)]);
+  ctx.notes.push(...capacityNotes(n, p.capacity));
 
   machines = await ctx.repo.listMachines(MODEL);
   const audit = auditInstances(

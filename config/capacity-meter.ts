@@ -1,6 +1,7 @@
 import type { ConsumedCapacity, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { renameSync, writeFileSync } from 'node:fs';
 import { sep } from 'node:path';
+import { TABLE_SCHEMA } from '../state/schema';
 
 /**
  * Opt-in metering of DynamoDB capacity for the benchmark (`npm run bench`):
@@ -18,10 +19,36 @@ import { sep } from 'node:path';
  * `CapacityUnits: 2`, where DynamoDB charges 20), so its figure is raised to
  * 2 × the items, each counted as under 1 KB (the machine items are: 667 B
  * with an instance recorded); an index the items update is not added.
+ *
+ * BatchExecuteStatement (PartiQL, state/statement-batch.ts) is billed per
+ * statement as its single-item operation. DynamoDB Local reports no
+ * ConsumedCapacity for it at all, so when none is reported each statement
+ * that succeeded is counted as DynamoDB bills it: a write 1 unit (an item
+ * under 1 KB) plus 1 for each index whose key attribute it sets or removes
+ * (the index entry written or deleted: what DynamoDB Local reports for the
+ * same UpdateItem); a read 1 unit (0.5 if not strongly consistent). A
+ * statement refused by its condition is counted as refused (`failed`, as
+ * `BatchExecuteStatement:statement`), not added in, as a refused UpdateItem.
+ * A statement refused for another reason than its condition (throttled, a
+ * transaction conflict, denied, not valid) is written again alone by its
+ * store (state/statement-batch.ts): it is also counted as
+ * `BatchExecuteStatement:fallback`, which should stay 0 (more than a few
+ * means the writes are being made twice).
+ *
+ * The write units of a BatchExecuteStatement on DynamoDB Local are thus an
+ * estimate: 1 per statement and index key, whatever the item's size (each
+ * KB of an item over 1 KB is not counted, nor an index entry moved from one
+ * key to another, which costs 2); write-batching.test checks it equals what
+ * DynamoDB Local reports for the same writes made as UpdateItem.
  */
 export const METRICS_FILE_ENV = 'PROVISIONER_METRICS_FILE';
 /** Set (to anything) beside METRICS_FILE_ENV: the totals are also kept by call site (`callerLabel`). */
 export const METRICS_CALLERS_ENV = 'PROVISIONER_METRICS_CALLERS';
+
+/** How a statement of a BatchExecuteStatement that failed on its own is counted (`failed`). */
+export const STATEMENT_REFUSED = 'BatchExecuteStatement:statement';
+/** How one that was refused for another reason than its condition, so written again alone, is also counted. */
+export const STATEMENT_FALLBACK = 'BatchExecuteStatement:fallback';
 
 /** Commands that accept `ReturnConsumedCapacity`, and which kind of units they spend. */
 const METERED: Readonly<Record<string, 'read' | 'write'>> = {
@@ -35,6 +62,8 @@ const METERED: Readonly<Record<string, 'read' | 'write'>> = {
   DeleteItemCommand: 'write',
   BatchWriteItemCommand: 'write',
   TransactWriteItemsCommand: 'write',
+  // reads or writes by its statements (a call is all one or all the other): statementsKind
+  BatchExecuteStatementCommand: 'write',
 };
 
 export interface CapacityTotals {
@@ -113,6 +142,53 @@ export function atTransactionPrice(
   return { CapacityUnits: floor };
 }
 
+/** A BatchExecuteStatement call is all reads (SELECT) or all writes. */
+function statementsOf(
+  input: Record<string, unknown>,
+): Array<{ Statement?: string; ConsistentRead?: boolean }> {
+  return Array.isArray(input.Statements)
+    ? (input.Statements as Array<{ Statement?: string; ConsistentRead?: boolean }>)
+    : [];
+}
+
+function statementsKind(input: Record<string, unknown>): 'read' | 'write' {
+  const first = statementsOf(input)[0]?.Statement ?? '';
+  return /^\s*select\b/i.test(first) ? 'read' : 'write';
+}
+
+/** Index key attributes, quoted as PartiQL names them (`"instanceId"`). */
+const INDEX_KEYS = [
+  ...new Set(TABLE_SCHEMA.globalSecondaryIndexes.flatMap((i) => [i.partitionKey, i.sortKey])),
+].filter((k) => k !== TABLE_SCHEMA.partitionKey && k !== TABLE_SCHEMA.sortKey);
+
+/** The indexes a write statement changes an entry of: one per index key attribute it sets or removes. */
+function indexWrites(statement: string): number {
+  const head = statement.split(/\bWHERE\b/i)[0] ?? '';
+  return INDEX_KEYS.filter((key) =>
+    new RegExp(`\\b(SET|REMOVE)\\s+"?${key}"?(\\s|=|$)`, 'i').test(head),
+  ).length;
+}
+
+/**
+ * A BatchExecuteStatement's capacity as DynamoDB bills it, for an answer
+ * that reports none (DynamoDB Local): see above. Undefined when reported.
+ */
+export function statementsCapacity(
+  input: Record<string, unknown>,
+  output: { ConsumedCapacity?: unknown; Responses?: Array<{ Error?: unknown }> },
+): { CapacityUnits: number } | undefined {
+  if (asList(output.ConsumedCapacity).length > 0) return undefined;
+  const statements = statementsOf(input);
+  const read = statementsKind(input) === 'read';
+  let units = 0;
+  (output.Responses ?? []).forEach((r, i) => {
+    if (r.Error) return;
+    if (read) units += statements[i]?.ConsistentRead === true ? 1 : 0.5;
+    else units += 1 + indexWrites(statements[i]?.Statement ?? '');
+  });
+  return { CapacityUnits: units };
+}
+
 function bump(counts: Record<string, number>, key: string): void {
   counts[key] = (counts[key] ?? 0) + 1;
 }
@@ -128,6 +204,7 @@ const PLUMBING = new Set([
   `config${sep}capacity-meter`,
   `state${sep}table`,
   `state${sep}batch-get`,
+  `state${sep}statement-batch`,
   `state${sep}repository`,
 ]);
 
@@ -221,24 +298,38 @@ export function meterCapacity(
 ): void {
   client.middlewareStack.add(
     (next, context) => async (args) => {
-      const kind = METERED[context.commandName ?? ''];
-      if (!kind) return next(args);
+      const metered = METERED[context.commandName ?? ''];
+      if (!metered) return next(args);
       const name = (context.commandName ?? '').replace(/Command$/, '');
       const caller = options.callers ? callerTotals(totals, callerLabel()) : undefined;
       const input = args.input as Record<string, unknown>;
+      const statements = name === 'BatchExecuteStatement';
+      const kind = statements ? statementsKind(input) : metered;
       args.input = { ...input, ReturnConsumedCapacity: 'TOTAL' };
       try {
         const result = await next(args);
-        const consumed = atTransactionPrice(
-          name,
-          input,
-          (result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity,
-        );
+        const output = result.output as {
+          ConsumedCapacity?: unknown;
+          Responses?: Array<{ Error?: { Code?: string } }>;
+        };
+        const consumed = statements
+          ? (statementsCapacity(input, output) ?? output.ConsumedCapacity)
+          : atTransactionPrice(name, input, output.ConsumedCapacity);
         bump(totals.calls, name);
         addConsumed(totals, kind, consumed);
         if (caller) {
           bump(caller.calls, name);
           addConsumed(caller, kind, consumed);
+        }
+        if (statements) {
+          for (const r of output.Responses ?? []) {
+            if (!r.Error) continue;
+            bump(totals.failed, STATEMENT_REFUSED);
+            if (caller) bump(caller.failed, STATEMENT_REFUSED);
+            if (r.Error.Code === 'ConditionalCheckFailed') continue;
+            bump(totals.failed, STATEMENT_FALLBACK);
+            if (caller) bump(caller.failed, STATEMENT_FALLBACK);
+          }
         }
         return result;
       } catch (err) {

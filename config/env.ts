@@ -135,6 +135,13 @@ export interface ProvisioningTuning {
    * call to AWS (or to a VPC endpoint that EC2_ENDPOINT may name).
    */
   ec2CallerHeader?: boolean;
+  /**
+   * The launch path's single-item DynamoDB writes (a batch's marks, the
+   * records of launched instances) made close together go out as one
+   * BatchExecuteStatement (state/statement-batch.ts): on unless
+   * `PROVISIONER_DDB_WRITE_BATCHING=off`, which sends each as one UpdateItem.
+   */
+  ddbWriteBatching?: boolean;
 }
 
 export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): ProvisioningTuning {
@@ -169,6 +176,10 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     ec2CallerHeader: onOff(
       'PROVISIONER_EC2_CALLER_HEADER',
       optionalEnv('PROVISIONER_EC2_CALLER_HEADER', 'off', env),
+    ),
+    ddbWriteBatching: onOff(
+      'PROVISIONER_DDB_WRITE_BATCHING',
+      optionalEnv('PROVISIONER_DDB_WRITE_BATCHING', 'on', env),
     ),
   };
 }

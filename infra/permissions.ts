@@ -10,6 +10,9 @@ export const DEPLOYMENT_TAG = 'provisioner:deployment';
  * per item (Put/Update/Delete/ConditionCheck), `TransactGetItems` as GetItem;
  * `BatchGetItem` is its own action (zone claims and releases read their
  * counters with it, state/zone-counts.ts), not covered by GetItem.
+ * `PartiQLUpdate`: the worker's BatchExecuteStatement of UPDATE statements
+ * (state/statement-batch.ts: a launch batch's marks, the records of launched
+ * instances) is authorized per statement as PartiQLUpdate on the table.
  */
 export const TABLE_ACTIONS = [
   'dynamodb:GetItem',
@@ -19,6 +22,7 @@ export const TABLE_ACTIONS = [
   'dynamodb:DeleteItem',
   'dynamodb:Query',
   'dynamodb:ConditionCheckItem',
+  'dynamodb:PartiQLUpdate',
 ] as const;
 
 /** EC2 read calls the activities make; EC2 supports no resource scoping for them. */

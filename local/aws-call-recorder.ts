@@ -84,6 +84,19 @@ export function conditionFacts(operation: string, input: Input, component?: stri
     }
     facts.push(`items=${[...kinds].sort().join(',')}`);
   }
+  if (operation === 'BatchExecuteStatement' || operation === 'ExecuteStatement') {
+    // IAM authorizes each statement by its verb (dynamodb:PartiQLUpdate, …)
+    const statements = (input.Statements as Input[] | undefined) ?? [
+      { Statement: input.Statement },
+    ];
+    const verbs = new Set<string>();
+    for (const s of statements) {
+      const text = typeof s.Statement === 'string' ? s.Statement : '';
+      const verb = /^\s*(\w+)/.exec(text)?.[1];
+      if (verb) verbs.add(verb[0]!.toUpperCase() + verb.slice(1).toLowerCase());
+    }
+    facts.push(`statements=${[...verbs].sort().join(',')}`);
+  }
   if (operation === 'RunInstances') {
     const specs = (input.TagSpecifications as Input[] | undefined) ?? [];
     const types = specs.map((s) => String(s.ResourceType)).sort();

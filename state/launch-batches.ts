@@ -6,6 +6,15 @@ import {
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { machineSk, modelPk } from './keys';
+import {
+  CONDITION_FAILED,
+  DEFAULT_STATEMENT_BATCHING,
+  quoted,
+  sendStatements,
+  StatementBatcher,
+  type StatementBatching,
+  type WriteStatement,
+} from './statement-batch';
 import { documentClient } from './table';
 
 /** A launch batch's item key, in its model's partition. */
@@ -80,12 +89,21 @@ export interface LaunchMarker {
  */
 export class LaunchBatchStore {
   private readonly doc: DynamoDBDocumentClient;
+  /** Marks made close together, sent together (state/statement-batch.ts); none when off. */
+  private readonly marks: StatementBatcher | undefined;
 
   constructor(
     client: DynamoDBClient,
     readonly tableName: string,
+    options: { batching?: StatementBatching } = {},
   ) {
     this.doc = documentClient(client);
+    const batching = options.batching ?? DEFAULT_STATEMENT_BATCHING;
+    this.marks = batching
+      ? new StatementBatcher((statements) => this.markTogether(statements), batching.windowMs, {
+          name: 'launch-batches:mark',
+        })
+      : undefined;
   }
 
   /**
@@ -99,8 +117,40 @@ export class LaunchBatchStore {
    * attempt's batch. A refusal names the batch that holds the machine, and
    * this batch must not launch it. The same write as
    * before, with a condition: no extra write per machine.
+   *
+   * Marks made within a few milliseconds of each other (a batch marks all
+   * its members at once) go out together, as one BatchExecuteStatement of
+   * the same conditional writes; a refusal answers the item as it was, so
+   * no read follows it.
    */
   async mark(
+    model: string,
+    machineId: string,
+    marker: LaunchMarker,
+    options: { replaces?: string } = {},
+  ): Promise<MarkOutcome> {
+    if (!this.marks) return this.markAlone(model, machineId, marker, options);
+    const outcome = await this.marks.submit(
+      markStatement(this.tableName, model, machineId, marker, options),
+    );
+    if (outcome.ok) return { marked: true };
+    // the item as the refusal found it: no read
+    if (outcome.code === CONDITION_FAILED) return refused(outcome.item);
+    // refused for another reason (throttled, in a transaction): alone, as before (the batcher
+    // logged it, the capacity meter counts it)
+    return this.markAlone(model, machineId, marker, options);
+  }
+
+  /** One call of marks (the call site the capacity meter names). */
+  private async markTogether(statements: readonly WriteStatement[]) {
+    return await sendStatements(this.doc, statements);
+  }
+
+  /**
+   * The same mark as one UpdateItem, its refusal read after it (batching
+   * off, or a statement refused for another reason than its condition).
+   */
+  private async markAlone(
     model: string,
     machineId: string,
     marker: LaunchMarker,
@@ -153,12 +203,9 @@ export class LaunchBatchStore {
           ConsistentRead: true,
         }),
       );
-      const item = out.Item;
-      if (!item || item.life === 'dead') return { marked: false };
-      // refused for another batch of the same attempt (read after the refusal, the marker may
-      // have moved on again: whatever batch it names now is the one that holds the machine)
-      const held = item.launchBatch as LaunchMarker | undefined;
-      return { marked: false, claimedBy: typeof held?.batchId === 'string' ? held.batchId : '' };
+      // read after the refusal, the marker may have moved on again: whatever batch it names
+      // now is the one that holds the machine
+      return refused(out.Item);
     }
   }
 
@@ -315,4 +362,50 @@ export class LaunchBatchStore {
       }
     }
   }
+}
+
+/** A refused mark's outcome from the machine's item as it stands (none: gone). */
+function refused(item: Record<string, unknown> | undefined): MarkOutcome {
+  if (!item || item.life === 'dead') return { marked: false };
+  // refused for another batch of the same attempt: the one its marker names holds the machine
+  const held = item.launchBatch as LaunchMarker | undefined;
+  return { marked: false, claimedBy: typeof held?.batchId === 'string' ? held.batchId : '' };
+}
+
+/**
+ * `mark`'s conditional write as a PartiQL statement: the same condition
+ * (an UPDATE finds no item to write unless it exists, as `attribute_exists(pk)`).
+ */
+function markStatement(
+  table: string,
+  model: string,
+  machineId: string,
+  marker: LaunchMarker,
+  options: { replaces?: string },
+): WriteStatement {
+  const batch = `${quoted('launchBatch')}.${quoted('batchId')}`;
+  const free =
+    options.replaces !== undefined
+      ? {
+          clauses: [`${batch} = ?`, `${batch} = ?`],
+          parameters: [marker.batchId, options.replaces],
+        }
+      : {
+          clauses: [
+            `${quoted('launchBatch')} IS MISSING`,
+            `${quoted('launchBatch')}.${quoted('tokenSeed')} <> ?`,
+            `${batch} = ?`,
+          ],
+          parameters: [marker.tokenSeed, marker.batchId],
+        };
+  const pk = modelPk(model);
+  const sk = machineSk(machineId);
+  return {
+    item: `${pk}\n${sk}`,
+    statement:
+      `UPDATE ${quoted(table)} SET ${quoted('launchBatch')} = ? ` +
+      `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('life')} <> ? ` +
+      `AND (${free.clauses.join(' OR ')})`,
+    parameters: [marker, pk, sk, 'dead', ...free.parameters],
+  };
 }

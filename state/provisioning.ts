@@ -23,6 +23,15 @@ import {
   TRANSACTION_LIMIT,
 } from './table';
 import { MACHINE_SK_PREFIX, MODEL_SK, machineSk, modelPk } from './keys';
+import {
+  CONDITION_FAILED,
+  DEFAULT_STATEMENT_BATCHING,
+  quoted,
+  sendStatements,
+  StatementBatcher,
+  type StatementBatching,
+  type WriteStatement,
+} from './statement-batch';
 import type { Hardware, HostContainers, Life, MachineRecord } from './types';
 
 /**
@@ -70,6 +79,13 @@ export interface ProvisioningStoreOptions {
   /** Waits between contended tries (tests pass a no-op). */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+  /**
+   * Single-item writes of the launch path (`recordRunning`, the launch
+   * batches' `mark`) made close together go out as one
+   * BatchExecuteStatement (state/statement-batch.ts): on, with its window,
+   * unless `false` (PROVISIONER_DDB_WRITE_BATCHING=off).
+   */
+  batching?: StatementBatching;
 }
 
 /**
@@ -92,6 +108,8 @@ export class ProvisioningStore {
   readonly zones: ZoneCountStore;
   /** Launch batches and each machine's marker of the batch it joined. */
   readonly batches: LaunchBatchStore;
+  /** Records of launched instances made close together, sent together; none when off. */
+  private readonly runningRecords: StatementBatcher | undefined;
 
   constructor(
     client: DynamoDBClient,
@@ -99,7 +117,15 @@ export class ProvisioningStore {
     options: ProvisioningStoreOptions = {},
   ) {
     this.doc = documentClient(client);
-    this.batches = new LaunchBatchStore(client, tableName);
+    const batching = options.batching ?? DEFAULT_STATEMENT_BATCHING;
+    this.batches = new LaunchBatchStore(client, tableName, { batching });
+    this.runningRecords = batching
+      ? new StatementBatcher(
+          (statements) => this.recordRunningTogether(statements),
+          batching.windowMs,
+          { name: 'provisioning:recordRunning' },
+        )
+      : undefined;
     this.zones = new ZoneCountStore(client, tableName, {
       ...(options.maxClaimTries !== undefined ? { maxTries: options.maxClaimTries } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
@@ -179,60 +205,72 @@ export class ProvisioningStore {
    * Records a launched instance: status `running`, its id, image, zone, type
    * and hardware; the claim becomes the zone. Returns the machine's life, so
    * a machine that went Dead meanwhile is torn down.
+   *
+   * Records made within a few milliseconds of each other (a batch's members
+   * answered by one RunInstances) go out together as one
+   * BatchExecuteStatement of the same write, conditional on the machine
+   * being alive as well as there: the common case answers `alive` with no
+   * read. A machine that is not alive (its refusal answers the item as it
+   * was) is recorded alone as before, which answers its life; one that is
+   * gone is EntityNotFoundError.
    */
   async recordRunning(model: string, machineId: string, run: RunningRecord): Promise<Life> {
+    if (!this.runningRecords) return this.recordRunningAlone(model, machineId, run);
+    const pk = modelPk(model);
+    const sk = machineSk(machineId);
+    const { set, remove } = runningWrites(run, new Date().toISOString());
+    const outcome = await this.runningRecords.submit({
+      item: `${pk}\n${sk}`,
+      statement:
+        `UPDATE ${quoted(this.tableName)} ` +
+        Object.keys(set)
+          .map((name) => `SET ${quoted(name)} = ? `)
+          .join('') +
+        remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+        `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('life')} = ?`,
+      parameters: [...Object.values(set), pk, sk, 'alive'],
+    });
+    if (outcome.ok) return 'alive';
+    if (outcome.code === CONDITION_FAILED && !outcome.item) {
+      throw new EntityNotFoundError(`machine ${machineId} not found`);
+    }
+    // not alive (dying, dead), or refused for another reason (the batcher logged it, the
+    // capacity meter counts it): alone, as before
+    return this.recordRunningAlone(model, machineId, run);
+  }
+
+  /** One call of records of launched instances (the call site the capacity meter names). */
+  private async recordRunningTogether(statements: readonly WriteStatement[]) {
+    return await sendStatements(this.doc, statements);
+  }
+
+  /** `recordRunning` as one UpdateItem answering the item as written (its life). */
+  private async recordRunningAlone(
+    model: string,
+    machineId: string,
+    run: RunningRecord,
+  ): Promise<Life> {
+    const { set, remove } = runningWrites(run, new Date().toISOString());
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const assignments = Object.entries(set).map(([name, value]) => {
+      names[`#${name}`] = name;
+      values[`:${name}`] = value;
+      return `#${name} = :${name}`;
+    });
+    const removals = remove.map((name) => {
+      names[`#${name}`] = name;
+      return `#${name}`;
+    });
     try {
       const out = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: { pk: modelPk(model), sk: machineSk(machineId) },
-          UpdateExpression:
-            'SET #status = :status, #message = :empty, #instanceId = :instanceId, #imageId = :imageId, ' +
-            '#zone = :zone, #instanceType = :instanceType, #hardware = :hardware, ' +
-            '#instanceStatus = :pending, #recordedAt = :now, #statusAt = :now, #updatedAt = :now' +
-            (run.pricePerHour !== undefined ? ', #price = :price' : '') +
-            (run.placementGroup !== undefined ? ', #group = :group' : '') +
-            (run.partition !== undefined ? ', #partition = :partition' : '') +
-            // a new instance: the addresses of one before it are not its own
-            ' REMOVE #zoneClaim, #private, #public' +
-            (run.pricePerHour === undefined ? ', #price' : '') +
-            (run.placementGroup === undefined ? ', #group' : '') +
-            (run.partition === undefined ? ', #partition' : ''),
+          UpdateExpression: `SET ${assignments.join(', ')} REMOVE ${removals.join(', ')}`,
           ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeNames: {
-            '#price': 'pricePerHour',
-            '#group': 'placementGroup',
-            '#partition': 'partition',
-            '#status': 'status',
-            '#message': 'message',
-            '#instanceId': 'instanceId',
-            '#imageId': 'imageId',
-            '#zone': 'zone',
-            '#instanceType': 'instanceType',
-            '#hardware': 'hardware',
-            '#instanceStatus': 'instanceStatus',
-            '#recordedAt': 'instanceRecordedAt',
-            '#statusAt': 'instanceStatusAt',
-            '#private': 'privateAddress',
-            '#public': 'publicAddress',
-            '#updatedAt': 'updatedAt',
-            '#zoneClaim': 'zoneClaim',
-          },
-          ExpressionAttributeValues: {
-            // EC2 says `pending` right after a launch; liveness moves it on
-            ':pending': 'pending',
-            ':status': 'running',
-            ':empty': '',
-            ':instanceId': run.instanceId,
-            ':imageId': run.imageId,
-            ':zone': run.zone,
-            ':instanceType': run.instanceType,
-            ':hardware': run.hardware,
-            ':now': new Date().toISOString(),
-            ...(run.pricePerHour !== undefined ? { ':price': run.pricePerHour } : {}),
-            ...(run.placementGroup !== undefined ? { ':group': run.placementGroup } : {}),
-            ...(run.partition !== undefined ? { ':partition': run.partition } : {}),
-          },
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
         }),
       );
@@ -877,4 +915,40 @@ export function routineInstanceWrite(
       ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }
       : {}),
   };
+}
+
+/**
+ * What recording a launched instance writes on its machine, one list for
+ * both ways of sending it: the attributes set (in this order) and removed.
+ */
+function runningWrites(
+  run: RunningRecord,
+  now: string,
+): { set: Record<string, unknown>; remove: string[] } {
+  const set: Record<string, unknown> = {
+    status: 'running',
+    message: '',
+    instanceId: run.instanceId,
+    imageId: run.imageId,
+    zone: run.zone,
+    instanceType: run.instanceType,
+    hardware: run.hardware,
+    // EC2 says `pending` right after a launch; liveness moves it on
+    instanceStatus: 'pending',
+    instanceRecordedAt: now,
+    instanceStatusAt: now,
+    updatedAt: now,
+  };
+  // a new instance: the addresses of one before it are not its own
+  const remove = ['zoneClaim', 'privateAddress', 'publicAddress'];
+  const optional: Array<[string, unknown]> = [
+    ['pricePerHour', run.pricePerHour],
+    ['placementGroup', run.placementGroup],
+    ['partition', run.partition],
+  ];
+  for (const [name, value] of optional) {
+    if (value !== undefined) set[name] = value;
+    else remove.push(name);
+  }
+  return { set, remove };
 }

@@ -76,7 +76,11 @@ async function main(): Promise<void> {
   const ddb = dynamoDbClient(endpoints);
   ddb.config.logger = AWS_SDK_LOGGER;
   const repo = new Repository(ddb, endpoints.tableName);
-  const store = new ProvisioningStore(ddb, endpoints.tableName);
+  const store = new ProvisioningStore(
+    ddb,
+    endpoints.tableName,
+    tuning.ddbWriteBatching === false ? { batching: false } : {},
+  );
   // In the cloud the deployment hands the worker its Temporal API key as TEMPORAL_API_KEY (an ECS secret).
   const apiKey = process.env.TEMPORAL_API_KEY?.trim() || undefined;
   const temporalOptions = {

@@ -384,9 +384,11 @@ describe('an instance launched and never recorded', () => {
   it('is terminated before its machine is in error, or said to be kept when EC2 refuses, and terminated by the retry', async () => {
     const model = await newModel('unrecorded');
     // recording the launch fails (a DynamoDB error no retry fixes), and EC2 refuses to terminate
+    // (sent with others as one BatchExecuteStatement: state/statement-batch.ts; its statement
+    // names the attributes in PartiQL's quotes, escaped in the JSON body)
     dynamo.set({
-      action: 'UpdateItem',
-      bodyIncludes: ['"#imageId"', '"#instanceStatus"', model],
+      action: 'BatchExecuteStatement',
+      bodyIncludes: ['SET \\"imageId\\"', 'SET \\"instanceStatus\\"', model],
       errorType: 'ValidationException',
       message: 'injected: the record of the launch is refused',
     });

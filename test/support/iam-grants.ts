@@ -82,6 +82,12 @@ export function requiredPermissions(call: ObservedCall, deployment: string): Req
       return { action, context: {} };
     });
   }
+  if (service === 'dynamodb' && operation.endsWith('ExecuteStatement')) {
+    // PartiQL: each statement is authorized by its verb (Update → dynamodb:PartiQLUpdate)
+    const verbs = (call.facts.get('statements')?.[0] ?? '').split(',').filter(Boolean);
+    if (verbs.length === 0) throw new Error(`${call.line}: no statement verbs recorded`);
+    return verbs.map((verb) => ({ action: `dynamodb:PartiQL${verb}`, context: {} }));
+  }
   if (call.operation === 'ec2:RunInstances') {
     const context: Record<string, string> = {};
     for (const [fact, values] of call.facts) {

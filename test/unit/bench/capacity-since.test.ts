@@ -1,5 +1,9 @@
-import { capacitySince } from '../../../bench/run-size';
-import type { CapacityTotals } from '../../../config/capacity-meter';
+import { capacityNotes, capacitySince } from '../../../bench/run-size';
+import {
+  STATEMENT_FALLBACK,
+  STATEMENT_REFUSED,
+  type CapacityTotals,
+} from '../../../config/capacity-meter';
 
 /** One call site's (or one process's) totals: read and write units, calls and failed calls by operation. */
 const site = (
@@ -88,5 +92,36 @@ describe('capacitySince: what the processes spent between two readings', () => {
       writeUnits: 1,
       failed: { UpdateItem: 1 },
     });
+  });
+});
+
+describe('capacityNotes: what the DynamoDB figures need said beside them', () => {
+  it('says the units of statements are estimated, and counts the statements written again alone', () => {
+    expect(capacityNotes(300, { readUnits: 1, writeUnits: 2, calls: { UpdateItem: 2 } })).toEqual(
+      [],
+    );
+    const estimate =
+      "N=300: DynamoDB Local reports no capacity for BatchExecuteStatement; its WCU are the meter's " +
+      'estimate (1 per statement written, +1 per index key it sets or removes; items under 1 KB)';
+    expect(
+      capacityNotes(300, {
+        readUnits: 0,
+        writeUnits: 30,
+        calls: { BatchExecuteStatement: 2 },
+        failed: { [STATEMENT_REFUSED]: 4 },
+      }),
+    ).toEqual([estimate]);
+    expect(
+      capacityNotes(300, {
+        readUnits: 0,
+        writeUnits: 30,
+        calls: { BatchExecuteStatement: 2, UpdateItem: 3 },
+        failed: { [STATEMENT_REFUSED]: 4, [STATEMENT_FALLBACK]: 3 },
+      }),
+    ).toEqual([
+      estimate,
+      'N=300: 3 statements of BatchExecuteStatement were refused for another reason than their ' +
+        'condition and written again alone (the worker logged their codes)',
+    ]);
   });
 });

@@ -1,4 +1,5 @@
 import {
+  BatchExecuteStatementCommand,
   CreateTableCommand,
   DynamoDBClient,
   GetItemCommand,
@@ -15,6 +16,9 @@ import {
   emptyTotals,
   meterCapacity,
   meterFromEnv,
+  STATEMENT_FALLBACK,
+  STATEMENT_REFUSED,
+  statementsCapacity,
 } from '../../../config/capacity-meter';
 import { LaunchBatchStore } from '../../../state/launch-batches';
 
@@ -230,5 +234,98 @@ describe('DynamoDB capacity metering', () => {
     meterCapacity(client, totals);
     await client.send(new PutItemCommand({ TableName: 't', Item: { pk: { S: 'a' } } }));
     expect(totals.byCaller).toBeUndefined();
+  });
+
+  it('counts a BatchExecuteStatement as DynamoDB bills it when DynamoDB Local reports nothing', async () => {
+    const record =
+      'UPDATE "t" SET "status" = ? SET "instanceId" = ? REMOVE "zoneClaim" WHERE "pk" = ? AND "sk" = ? AND "life" = ?';
+    const mark =
+      'UPDATE "t" SET "launchBatch" = ? WHERE "pk" = ? AND "sk" = ? AND "instanceId" IS MISSING';
+    const { client } = fakeClient({
+      BatchExecuteStatement: {
+        body: {
+          Responses: [
+            {},
+            {},
+            {
+              Error: { Code: 'ConditionalCheckFailed', Message: 'The conditional request failed' },
+            },
+            { Error: { Code: 'TransactionConflict', Message: 'in a transaction' } },
+          ],
+        },
+      },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals, { callers: true });
+    async function sendTogether() {
+      await client.send(
+        new BatchExecuteStatementCommand({
+          Statements: [
+            { Statement: record },
+            { Statement: mark },
+            { Statement: record },
+            { Statement: mark },
+          ],
+        }),
+      );
+    }
+    await sendTogether();
+    // the record: 1 for the item, 1 for the byInstance entry its instanceId makes; the mark
+    // (instanceId only in its WHERE): 1; the refused record: counted refused, not added in; the
+    // mark in a transaction: refused, and counted as written again alone (fallback)
+    expect(totals).toMatchObject({
+      readUnits: 0,
+      writeUnits: 3,
+      calls: { BatchExecuteStatement: 1 },
+      failed: { [STATEMENT_REFUSED]: 2, [STATEMENT_FALLBACK]: 1 },
+    });
+    expect(totals.byCaller).toEqual({
+      'capacity-meter.test:sendTogether': {
+        readUnits: 0,
+        writeUnits: 3,
+        calls: { BatchExecuteStatement: 1 },
+        failed: { [STATEMENT_REFUSED]: 2, [STATEMENT_FALLBACK]: 1 },
+      },
+    });
+  });
+
+  it('takes the capacity DynamoDB reports for a BatchExecuteStatement as it is', () => {
+    const input = { Statements: [{ Statement: 'UPDATE "t" SET "instanceId" = ? WHERE "pk" = ?' }] };
+    expect(
+      statementsCapacity(input, {
+        ConsumedCapacity: [{ TableName: 't', CapacityUnits: 5 }],
+        Responses: [{}],
+      }),
+    ).toBeUndefined();
+    expect(statementsCapacity(input, { Responses: [{}] })).toEqual({ CapacityUnits: 2 });
+    const reads = {
+      Statements: [{ Statement: 'SELECT * FROM "t" WHERE "pk" = ?' }, { Statement: 'select x' }],
+    };
+    expect(statementsCapacity(reads, { Responses: [{}, {}] })).toEqual({ CapacityUnits: 1 });
+    const consistent = {
+      Statements: reads.Statements.map((r) => ({ ...r, ConsistentRead: true })),
+    };
+    expect(statementsCapacity(consistent, { Responses: [{}, {}] })).toEqual({ CapacityUnits: 2 });
+  });
+
+  it("names a store's writes sent together by the store's method, whoever made them", async () => {
+    const { client } = fakeClient({
+      BatchExecuteStatement: { body: { Responses: [{}, {}] } },
+    });
+    const totals = emptyTotals();
+    meterCapacity(client, totals, { callers: true });
+    const store = new LaunchBatchStore(client, 't');
+    async function markTwo() {
+      return await Promise.all([
+        store.mark('m', '1', { batchId: 'b', tokenSeed: 's1' }),
+        store.mark('m', '2', { batchId: 'b', tokenSeed: 's2' }),
+      ]);
+    }
+    await expect(markTwo()).resolves.toEqual([{ marked: true }, { marked: true }]);
+    expect(Object.keys(totals.byCaller ?? {})).toEqual(['launch-batches:markTogether']);
+    expect(totals.byCaller?.['launch-batches:markTogether']).toMatchObject({
+      writeUnits: 2,
+      calls: { BatchExecuteStatement: 1 },
+    });
   });
 });

@@ -64,6 +64,7 @@ describe('worker tuning', () => {
       teardownBatchMaxMs: 5000,
       // only the local stack turns it on (ec2/caller.ts)
       ec2CallerHeader: false,
+      ddbWriteBatching: true,
     });
   });
 
@@ -94,6 +95,7 @@ describe('worker tuning', () => {
         PROVISIONER_TEARDOWN_BATCH_IDLE: '200ms',
         PROVISIONER_TEARDOWN_BATCH_MAX: '2s',
         PROVISIONER_EC2_CALLER_HEADER: 'on',
+        PROVISIONER_DDB_WRITE_BATCHING: 'off',
       }),
     ).toEqual({
       startAttempts: 3,
@@ -121,6 +123,7 @@ describe('worker tuning', () => {
       teardownBatchIdleMs: 200,
       teardownBatchMaxMs: 2000,
       ec2CallerHeader: true,
+      ddbWriteBatching: false,
     });
   });
 
@@ -129,6 +132,12 @@ describe('worker tuning', () => {
       positiveIntEnv('PROVISIONER_START_ATTEMPTS', 10, { PROVISIONER_START_ATTEMPTS: value }),
     ).toThrow(
       `environment variable PROVISIONER_START_ATTEMPTS: "${value}" is not a positive integer`,
+    );
+  });
+
+  it('refuses a write-batching switch that is neither on nor off', () => {
+    expect(() => provisioningTuning({ PROVISIONER_DDB_WRITE_BATCHING: 'false' })).toThrow(
+      'environment variable PROVISIONER_DDB_WRITE_BATCHING: "false" is neither on nor off',
     );
   });
 

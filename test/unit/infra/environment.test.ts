@@ -92,6 +92,8 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
   PROVISIONER_TEARDOWN_DESCRIBE_RATE: API_DEFAULT,
   PROVISIONER_TEARDOWN_BATCH_IDLE: API_DEFAULT,
   PROVISIONER_TEARDOWN_BATCH_MAX: API_DEFAULT,
+  PROVISIONER_DDB_WRITE_BATCHING:
+    'on in every environment (the launch path’s single-item writes sent together, state/statement-batch.ts); `off` is an escape hatch, one UpdateItem per write as before',
   PROVISIONER_EC2_CALLER_HEADER:
     'the local EC2 proxy’s per-caller counts (ec2/caller.ts); off in the cloud, where a header would only reach AWS (or a VPC endpoint EC2_ENDPOINT names)',
   PROVISIONER_LAUNCH_INSTANCE_BURST:

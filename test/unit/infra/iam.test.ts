@@ -41,6 +41,7 @@ const UNOBSERVED: Readonly<Record<string, Readonly<Record<string, string>>>> = {
     'dynamodb:UpdateItem': SHARED_TABLE_GRANT,
     'dynamodb:GetItem': SHARED_TABLE_GRANT,
     'dynamodb:Query': SHARED_TABLE_GRANT,
+    'dynamodb:PartiQLUpdate': SHARED_TABLE_GRANT,
   },
   worker: {
     'iam:PassRole':

@@ -1,5 +1,6 @@
 import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ABANDONED_BATCH_TTL_SECONDS, LaunchBatchStore } from '../../../state/launch-batches';
+import type { StatementBatching } from '../../../state/statement-batch';
 
 interface Sent {
   command: string;
@@ -10,7 +11,10 @@ interface Sent {
  * A LaunchBatchStore over a DynamoDB client whose calls never leave the
  * process (answered before the document client's marshalling: plain values).
  */
-function store(answer: (sent: Sent) => Record<string, unknown> = () => ({})) {
+function store(
+  answer: (sent: Sent) => Record<string, unknown> = () => ({}),
+  batching: StatementBatching = false,
+) {
   const sent: Sent[] = [];
   const client = new DynamoDBClient({
     region: 'us-east-1',
@@ -27,7 +31,7 @@ function store(answer: (sent: Sent) => Record<string, unknown> = () => ({})) {
     },
     { step: 'initialize', name: 'answeredInProcess' },
   );
-  return { batches: new LaunchBatchStore(client, 'table'), sent };
+  return { batches: new LaunchBatchStore(client, 'table', { batching }), sent };
 }
 
 const call = {
@@ -99,7 +103,7 @@ describe('launch batch records: a sent batch outlives its members', () => {
   });
 });
 
-describe('launch batch markers: one launch attempt is a member of one live batch', () => {
+describe('launch batch markers: one launch attempt is a member of one live batch (each mark alone)', () => {
   const marker = { batchId: 'b2', tokenSeed: 'machine:big:0/run/1/1/us-east-1a' };
 
   it('marks with one conditional write: free when unmarked, for another attempt, or this very batch', async () => {
@@ -167,5 +171,94 @@ describe('launch batch markers: one launch attempt is a member of one live batch
         marker,
       ),
     ).toEqual({ marked: false });
+  });
+});
+
+describe('launch batch markers sent together (BatchExecuteStatement)', () => {
+  const marker = { batchId: 'b2', tokenSeed: 'machine:big:0/run/1/1/us-east-1a' };
+  const together = { windowMs: 5 };
+
+  it('sends marks made together as one call of the same conditional writes, in PartiQL', async () => {
+    const { batches, sent } = store(
+      (s) => ({ Responses: (s.input.Statements as unknown[]).map(() => ({})) }),
+      together,
+    );
+    const outcomes = await Promise.all([
+      batches.mark('big', '0', marker),
+      batches.mark('big', '1', { ...marker, tokenSeed: 'seed-1' }, { replaces: 'b1' }),
+    ]);
+    expect(outcomes).toEqual([{ marked: true }, { marked: true }]);
+    expect(sent.map((s) => s.command)).toEqual(['BatchExecuteStatementCommand']);
+    expect(sent[0]!.input.Statements).toEqual([
+      {
+        Statement:
+          'UPDATE "table" SET "launchBatch" = ? WHERE "pk" = ? AND "sk" = ? AND "life" <> ? AND ("launchBatch" IS MISSING OR "launchBatch"."tokenSeed" <> ? OR "launchBatch"."batchId" = ?)',
+        Parameters: [marker, 'MODEL#big', 'MACHINE#0', 'dead', marker.tokenSeed, 'b2'],
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+      {
+        Statement:
+          'UPDATE "table" SET "launchBatch" = ? WHERE "pk" = ? AND "sk" = ? AND "life" <> ? AND ("launchBatch"."batchId" = ? OR "launchBatch"."batchId" = ?)',
+        Parameters: [
+          { ...marker, tokenSeed: 'seed-1' },
+          'MODEL#big',
+          'MACHINE#1',
+          'dead',
+          'b2',
+          'b1',
+        ],
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      },
+    ]);
+  });
+
+  it('answers a refusal from the item it failed on, with no read; another error is retried alone', async () => {
+    const refused = (item?: Record<string, unknown>) => ({
+      Error: {
+        Code: 'ConditionalCheckFailed',
+        Message: 'The conditional request failed',
+        ...(item ? { Item: item } : {}),
+      },
+    });
+    const { batches, sent } = store((s) => {
+      if (s.command === 'UpdateItemCommand') return {};
+      return {
+        Responses: [
+          refused({ life: 'alive', launchBatch: { batchId: 'b1', tokenSeed: marker.tokenSeed } }),
+          refused({ life: 'dead', launchBatch: { batchId: 'b1', tokenSeed: marker.tokenSeed } }),
+          refused(),
+          refused({ life: 'alive' }),
+          { Error: { Code: 'ThrottlingError', Message: 'slow down' } },
+        ],
+      };
+    }, together);
+    const warned: unknown[] = [];
+    const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void warned.push(line));
+    const outcomes = await Promise.all(
+      ['0', '1', '2', '3', '4'].map((id) => batches.mark('big', id, marker)),
+    ).finally(() => spy.mockRestore());
+    // the one written alone is told, once, by its code and count
+    expect(warned.map((l) => JSON.parse(l as string) as unknown)).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        calls: 'launch-batches:mark',
+        statements: 1,
+        of: 5,
+        codes: { ThrottlingError: 1 },
+      }),
+    ]);
+    expect(outcomes).toEqual([
+      { marked: false, claimedBy: 'b1' },
+      { marked: false },
+      { marked: false },
+      { marked: false, claimedBy: '' },
+      { marked: true },
+    ]);
+    // the throttled statement alone, as an UpdateItem; no GetItem for any refusal
+    expect(sent.map((s) => s.command)).toEqual([
+      'BatchExecuteStatementCommand',
+      'UpdateItemCommand',
+    ]);
+    expect(sent[1]!.input.Key).toEqual({ pk: 'MODEL#big', sk: 'MACHINE#4' });
   });
 });
