@@ -7,7 +7,7 @@ import {
   machineStartOptions,
   machineWorkflowId,
 } from '../temporal/search-attributes';
-import type { CreatedMachine } from '../temporal/created-machine';
+import { creationHint, type CreatedMachine } from '../temporal/created-machine';
 import type { MachineRecord } from '../state/types';
 import { isProvisioned } from '../service/records';
 import type { ActivityDeps } from './deps';
@@ -54,16 +54,15 @@ export function createdFromRecord(
     return undefined;
   }
   if (machine.instanceId !== undefined || machine.zone !== undefined) return undefined;
-  return {
-    modelUid: model.uid,
-    region: model.region,
-    availabilitySets: model.availabilitySets,
+  const hint = creationHint(model, {
     base: machine.base,
     constraints: machine.constraints,
     ...(machine.placement ? { placement: machine.placement } : {}),
-    applications: [...machine.applications],
-    ...(machine.principals.length > 0 ? { principals: [...machine.principals] } : {}),
-  };
+    applications: machine.applications,
+  });
+  return hint && machine.principals.length > 0
+    ? { ...hint, principals: [...machine.principals] }
+    : hint;
 }
 
 /**

@@ -5,7 +5,8 @@ import { collapseConstraints } from './constraints';
 import { requestStep, type ServiceContext } from './context';
 import { newMachine, newUnit } from './records';
 import type { PlacedUnit } from './units';
-import { creationHint, startWorkflows, withPrincipals } from './workflow-start';
+import { startWorkflows, withPrincipals } from './workflow-start';
+import { creationHint } from '../temporal/created-machine';
 import { retryOnConcurrentChange } from '../state/errors';
 
 /** The model check and the application itself. */

@@ -29,7 +29,8 @@ import { isProvisioned, newMachine } from './records';
 import { isWorkflowServiceUnavailable } from './workflows';
 import { createMachine, guardModelAndApp, updateMachineMembership } from '../state/writes';
 import { setErrorMachineConstraints } from '../state/machine-writes';
-import { creationHint, startWorkflows } from './workflow-start';
+import { startWorkflows } from './workflow-start';
+import { creationHint } from '../temporal/created-machine';
 
 export const DEFAULT_BASE = 'ubuntu@24.04';
 const MAX_MACHINES = 1000;

@@ -7,7 +7,8 @@ import { undoUnits, type RecordedUnit } from './unit-undo';
 import { addUnitsInBulk } from './units-bulk';
 import { addUnitsOneByOne } from './units-one-by-one';
 import type { PlacedUnitView } from './views';
-import { creationHint, startWorkflows, withPrincipals } from './workflow-start';
+import { startWorkflows, withPrincipals } from './workflow-start';
+import { creationHint } from '../temporal/created-machine';
 
 /**
  * add-unit's writes. The policies it composes live one to a file: the checks

@@ -1,28 +1,6 @@
-import type { ModelRecord } from '../state/types';
 import type { CreatedMachine } from '../temporal/created-machine';
-import type { ServiceContext } from './context';
 
-/**
- * What a request writes of new machines, to hand their workflows
- * (MachineWorkflowInput.created), when the model has a uid: the machines
- * then name it (`modelUid`) and are written only while the model has it
- * (state/writes.ts requireModelAlive). Undefined for a model without one.
- */
-export function creationHint(
-  model: Pick<ModelRecord, 'uid' | 'region' | 'availabilitySets'>,
-  machines: { base: string; constraints: string; placement?: string; applications: string[] },
-): CreatedMachine | undefined {
-  if (!model.uid) return undefined;
-  return {
-    modelUid: model.uid,
-    region: model.region,
-    availabilitySets: model.availabilitySets,
-    base: machines.base,
-    constraints: machines.constraints,
-    ...(machines.placement ? { placement: machines.placement } : {}),
-    applications: [...machines.applications],
-  };
-}
+import type { ServiceContext } from './context';
 
 /** A request's hint with the principal units it placed on each machine (CreatedMachine.principalsOf). */
 export function withPrincipals(

@@ -48,3 +48,25 @@ export function createdForChunk(
   }
   return { ...created, principalsOf };
 }
+
+/**
+ * What a request writes of new machines, to hand their workflows
+ * (MachineWorkflowInput.created), when the model has a uid: the machines
+ * then name it (`modelUid`) and are written only while the model has it
+ * (state/writes.ts requireModelAlive). Undefined for a model without one.
+ */
+export function creationHint(
+  model: { uid?: string; region: string; availabilitySets: boolean },
+  machines: { base: string; constraints: string; placement?: string; applications: string[] },
+): CreatedMachine | undefined {
+  if (!model.uid) return undefined;
+  return {
+    modelUid: model.uid,
+    region: model.region,
+    availabilitySets: model.availabilitySets,
+    base: machines.base,
+    constraints: machines.constraints,
+    ...(machines.placement ? { placement: machines.placement } : {}),
+    applications: [...machines.applications],
+  };
+}
