@@ -6,7 +6,7 @@ import {
   type RunInstancesInput,
 } from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
-import { EC2_INSTANCE_BUCKET } from '../core/launch-estimate';
+import { EC2_INSTANCE_BUCKET, type Bucket } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
@@ -31,6 +31,31 @@ export function clientToken(seed: string): string {
 
 /** EC2 takes up to this many instances in one RunInstances (MaxCount); more go in the next batch. */
 export const MAX_BATCH = 1000;
+
+/** How a RunInstances waited for its turn: in the deployment's shared record, or on this worker's bucket. */
+type Paced = 'shared' | 'local';
+
+/** How long a reservation in the shared launch record may take before the worker paces alone. */
+export const RESERVE_TIMEOUT_MS = 2_000;
+/** A reserved send further off than this is not waited for (a clock far off): paced alone. */
+export const MAX_RESERVED_WAIT_MS = 60_000;
+
+/** Rejects with `what` timed out after `ms` (the promise itself goes on). */
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
 
 /** How long one batch's repeated answer is shared between its members' retries. */
 const REPLAY_SHARE_MS = 30_000;
@@ -155,7 +180,7 @@ function byLaunchIndex(instances: readonly Instance[]): Map<number, Instance> {
  * no call is made per instance.
  */
 export class LaunchBatcher {
-  private readonly coalescer: Coalescer<LaunchRequest, Launched>;
+  private readonly coalescer: Coalescer<LaunchRequest, Launched, Paced>;
   private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
   private readonly buckets = new Map<string, TokenBucket>();
   /** Each machine's launch under way in this worker (model and machine id → it). */
@@ -179,11 +204,89 @@ export class LaunchBatcher {
     private readonly memory: CapacityMemory,
   ) {
     const { launchBatchIdleMs, launchBatchMaxMs } = deps.tuning;
-    this.coalescer = new Coalescer<LaunchRequest, Launched>(
+    this.coalescer = new Coalescer<LaunchRequest, Launched, Paced>(
       { idleMs: launchBatchIdleMs, maxMs: launchBatchMaxMs, maxSize: MAX_BATCH },
-      (_key, requests) => this.send(requests),
+      (_key, requests, paced) => this.send(requests, paced ?? 'local'),
       // one RunInstances token per batch: while it waits, the batch grows
-      (key) => this.bucket((JSON.parse(key) as string[])[0]!).take(),
+      (key) => this.pace((JSON.parse(key) as string[])[0]!),
+    );
+  }
+
+  /** RunInstances calls paced locally because the shared record could not be used. */
+  localFallbacks = 0;
+
+  /** The buckets as this worker is configured (EC2's, as the account has them). */
+  private launchBuckets(): { requests: Bucket; instances: Bucket } {
+    const t = this.deps.tuning;
+    return {
+      requests: { burst: t.launchBurst, perSecond: t.launchRatePerSecond },
+      instances: {
+        burst: t.launchInstanceBurst ?? EC2_INSTANCE_BUCKET.burst,
+        perSecond: t.launchInstanceRatePerSecond ?? EC2_INSTANCE_BUCKET.perSecond,
+      },
+    };
+  }
+
+  /**
+   * Waits for this RunInstances' turn (DESIGN.md "Launching at scale",
+   * shared pacing): its send time reserved in the deployment's launch
+   * record, which every worker reserves in, so K workers together send what
+   * one would; while it waits, its batch keeps growing. When the record
+   * cannot be used (DynamoDB refuses, or takes longer than
+   * RESERVE_TIMEOUT_MS, or reserves a time absurdly far off), the call is
+   * paced on this worker's own bucket instead, and that is logged: launching
+   * never stops for the record.
+   */
+  private async pace(region: string): Promise<Paced> {
+    const record = this.deps.launchRecord;
+    if (record && this.deps.tuning.launchSharedPacing !== false) {
+      try {
+        const sendAtMs = await withTimeout(
+          record.reserve(region, this.launchBuckets()),
+          RESERVE_TIMEOUT_MS,
+          'the launch record reservation',
+        );
+        const waitMs = sendAtMs - Date.now();
+        if (waitMs > MAX_RESERVED_WAIT_MS) {
+          throw new Error(`the launch record reserved a send ${Math.round(waitMs / 1000)} s away`);
+        }
+        if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+        return 'shared';
+      } catch (err) {
+        this.localFallbacks += 1;
+        activityLog.warn('RunInstances paced by this worker alone: the launch record failed', {
+          region,
+          fallbacks: this.localFallbacks,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
+      }
+    }
+    await this.bucket(region).take();
+    return 'local';
+  }
+
+  /**
+   * Counts a RunInstances that went out in the record: a call paced in the
+   * shared record is counted there already (its instances go with this
+   * worker's next reservation, or a write of their own shortly after); a
+   * call paced locally is recorded whole, as before.
+   */
+  private counted(region: string, paced: Paced, atMs: number, instances: number): void {
+    if (paced === 'local') {
+      this.recordSend(region, atMs, instances);
+      return;
+    }
+    this.deps.launchRecord?.countLater(
+      region,
+      this.launchBuckets(),
+      { atMs, instances },
+      (err: unknown) => {
+        activityLog.warn('launched instances were not recorded for plans', {
+          region,
+          instances,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
+      },
     );
   }
 
@@ -196,21 +299,15 @@ export class LaunchBatcher {
   private recordSend(region: string, atMs: number, instances: number): void {
     const record = this.deps.launchRecord;
     if (!record) return;
-    const t = this.deps.tuning;
-    const buckets = {
-      requests: { burst: t.launchBurst, perSecond: t.launchRatePerSecond },
-      instances: {
-        burst: t.launchInstanceBurst ?? EC2_INSTANCE_BUCKET.burst,
-        perSecond: t.launchInstanceRatePerSecond ?? EC2_INSTANCE_BUCKET.perSecond,
-      },
-    };
-    record.record(region, buckets, { atMs, calls: 1, instances }).catch((err: unknown) => {
-      activityLog.warn('a launch was not recorded for plans', {
-        region,
-        instances,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    record
+      .record(region, this.launchBuckets(), { atMs, calls: 1, instances })
+      .catch((err: unknown) => {
+        activityLog.warn('a launch was not recorded for plans', {
+          region,
+          instances,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
       });
-    });
   }
 
   /**
@@ -380,23 +477,24 @@ export class LaunchBatcher {
     if (shared) return shared.answer;
     const { ec2 } = this.deps.ec2ForRegion(call.region);
     let sentAt = now;
+    let paced: Paced = 'local';
     // a repeat is a RunInstances like any other, and may be the one that launches the batch
     // (its first call never reached EC2): it is recorded, answered or not (an idempotent
     // repeat counted twice makes plans too careful, never too hopeful)
-    const answer = this.bucket(call.region)
-      .take()
-      .then(() => {
+    const answer = this.pace(call.region)
+      .then((how) => {
+        paced = how;
         sentAt = Date.now();
         return runInstances(ec2, runInput(call, count));
       })
       .then(
         (out) => {
           const instances = out.Instances ?? [];
-          this.recordSend(call.region, sentAt, instances.length);
+          this.counted(call.region, paced, sentAt, instances.length);
           return instances;
         },
         (err: unknown) => {
-          this.recordSend(call.region, sentAt, 0);
+          this.counted(call.region, paced, sentAt, 0);
           throw err;
         },
       );
@@ -432,7 +530,7 @@ export class LaunchBatcher {
   }
 
   /** Records the batch, then makes its one RunInstances and answers each member. */
-  private async send(requests: LaunchRequest[]): Promise<Array<Settled<Launched>>> {
+  private async send(requests: LaunchRequest[], paced: Paced): Promise<Array<Settled<Launched>>> {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
@@ -507,7 +605,7 @@ export class LaunchBatcher {
       // a call EC2 answered spent a request token and launched nothing; one failing without
       // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
       // instances (if any) are recorded by the repeat that finds them (replay)
-      this.recordSend(plan.region, sentAt, 0);
+      this.counted(plan.region, paced, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -516,7 +614,7 @@ export class LaunchBatcher {
     }
     const byIndex = byLaunchIndex(instances);
     launchSent(members.length, Math.min(byIndex.size, members.length));
-    this.recordSend(plan.region, sentAt, byIndex.size);
+    this.counted(plan.region, paced, sentAt, byIndex.size);
     if (byIndex.size < members.length) {
       this.memory.remember(call.region, call.instanceType, call.zone);
     }

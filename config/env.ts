@@ -105,6 +105,13 @@ export interface ProvisioningTuning {
    */
   launchInstanceBurst?: number;
   launchInstanceRatePerSecond?: number;
+  /**
+   * Every worker of the deployment paces its RunInstances in the one launch
+   * record (state/launch-record.ts `reserve`), so K workers together spend
+   * the account's bucket once: `PROVISIONER_LAUNCH_SHARED_PACING=on` (the
+   * default); `off`: each worker paces alone on its own bucket (as before).
+   */
+  launchSharedPacing?: boolean;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
   /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */
@@ -151,6 +158,10 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
     launchInstanceBurst: positiveIntEnv('PROVISIONER_LAUNCH_INSTANCE_BURST', 1000, env),
     launchInstanceRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_INSTANCE_RATE', 2, env),
+    launchSharedPacing: onOff(
+      'PROVISIONER_LAUNCH_SHARED_PACING',
+      optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
+    ),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

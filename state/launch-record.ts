@@ -2,6 +2,8 @@ import { ConditionalCheckFailedException, type DynamoDBClient } from '@aws-sdk/c
 import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   recordSend,
+  reserveSend,
+  type UncountedLaunch,
   type Bucket,
   type LaunchRecord,
   type LaunchSend,
@@ -15,6 +17,8 @@ export const launchRecordSk = (region: string): string => `#REGION#${region}`;
 
 /** Attempts at one write before it is given up (each loss re-reads the record). */
 const MAX_TRIES = 8;
+/** How long a reserved call's instances wait for the next reservation to count them. */
+const FLUSH_MS = 2_000;
 
 function isBucket(v: unknown): v is RecordedBucket {
   const b = v as Partial<RecordedBucket> | undefined;
@@ -49,6 +53,11 @@ export class LaunchRecordStore {
   private readonly known = new Map<string, LaunchRecord | undefined>();
   /** The last write of each region, which the next one waits for. */
   private readonly writing = new Map<string, Promise<void>>();
+  /** Per region: instances of reserved calls not counted in the record yet (countLater). */
+  private readonly uncounted = new Map<string, UncountedLaunch[]>();
+  private readonly flushTimers = new Map<string, NodeJS.Timeout>();
+  /** Conditional writes lost to another worker's write (each cost a read and a write more). */
+  lostRaces = 0;
 
   constructor(
     client: DynamoDBClient,
@@ -80,8 +89,87 @@ export class LaunchRecordStore {
     buckets: { requests: Bucket; instances: Bucket },
     send: LaunchSend,
   ): Promise<void> {
+    return this.update(region, send.atMs, (before) => recordSend(before, buckets, send));
+  }
+
+  /**
+   * Reserves the next RunInstances of `region` for every worker of the
+   * deployment (core/launch-estimate.ts reserveSend: GCRA on the request
+   * bucket's full-again time), with one conditional write, and resolves with
+   * the time (epoch ms) at which the call may go out; the caller waits until
+   * then. The write also counts the instances of this process's earlier
+   * calls (`countLater`), so a call costs one write, not two. A lost race
+   * (another worker reserved first) re-reads and reserves after it, at most
+   * MAX_TRIES times; a write DynamoDB refuses rejects (the caller paces
+   * locally instead).
+   */
+  async reserve(
+    region: string,
+    buckets: { requests: Bucket; instances: Bucket },
+    now: () => number = Date.now,
+  ): Promise<number> {
+    let sendAtMs = 0;
+    let taken: UncountedLaunch[] = [];
+    await this.update(region, now(), (before) => {
+      taken = [...(this.uncounted.get(region) ?? [])];
+      const r = reserveSend(before, buckets, now(), taken);
+      sendAtMs = r.sendAtMs;
+      return r.next;
+    });
+    const left = (this.uncounted.get(region) ?? []).filter((u) => !taken.includes(u));
+    if (left.length > 0) this.uncounted.set(region, left);
+    else this.uncounted.delete(region);
+    if (left.length === 0) {
+      clearTimeout(this.flushTimers.get(region));
+      this.flushTimers.delete(region);
+    }
+    return sendAtMs;
+  }
+
+  /**
+   * Instances a reserved call launched: counted by this process's next
+   * reservation in the region, or after `flushMs` without one by a write of
+   * their own (a failed one is reported to `onError` and tried again with the
+   * next reservation). Lost if the process ends first (plans then count those
+   * instances as not launched; EC2's pacing is not affected).
+   */
+  countLater(
+    region: string,
+    buckets: { requests: Bucket; instances: Bucket },
+    launch: UncountedLaunch,
+    onError: (err: unknown) => void,
+    flushMs = FLUSH_MS,
+  ): void {
+    if (launch.instances <= 0) return;
+    this.uncounted.set(region, [...(this.uncounted.get(region) ?? []), launch]);
+    if (this.flushTimers.has(region)) return;
+    const timer = setTimeout(() => {
+      this.flushTimers.delete(region);
+      const taken = [...(this.uncounted.get(region) ?? [])];
+      if (taken.length === 0) return;
+      this.update(region, Date.now(), (before) => reserveless(before, buckets, taken)).then(() => {
+        const left = (this.uncounted.get(region) ?? []).filter((u) => !taken.includes(u));
+        if (left.length > 0) this.uncounted.set(region, left);
+        else this.uncounted.delete(region);
+      }, onError);
+    }, flushMs);
+    timer.unref();
+    this.flushTimers.set(region, timer);
+  }
+
+  /** Instances of this process's calls the record does not count yet, per region (tests read it). */
+  uncountedIn(region: string): number {
+    return (this.uncounted.get(region) ?? []).reduce((a, u) => a + u.instances, 0);
+  }
+
+  /** Writes `next(before)` under the item's version; this process's writes of a region in turn. */
+  private update(
+    region: string,
+    atMs: number,
+    next: (before: LaunchRecord | undefined) => LaunchRecord,
+  ): Promise<void> {
     const previous = this.writing.get(region) ?? Promise.resolve();
-    const write = previous.catch(() => undefined).then(() => this.write(region, buckets, send));
+    const write = previous.catch(() => undefined).then(() => this.write(region, atMs, next));
     this.writing.set(region, write);
     void write
       .catch(() => undefined)
@@ -93,12 +181,12 @@ export class LaunchRecordStore {
 
   private async write(
     region: string,
-    buckets: { requests: Bucket; instances: Bucket },
-    send: LaunchSend,
+    atMs: number,
+    compute: (before: LaunchRecord | undefined) => LaunchRecord,
   ): Promise<void> {
     let before = this.known.has(region) ? this.known.get(region) : await this.read(region);
     for (let attempt = 1; ; attempt++) {
-      const next = recordSend(before, buckets, send);
+      const next = compute(before);
       try {
         await this.doc.send(
           new PutCommand({
@@ -110,7 +198,7 @@ export class LaunchRecordStore {
               requests: next.requests,
               instances: next.instances,
               version: next.version,
-              updatedAt: new Date(send.atMs).toISOString(),
+              updatedAt: new Date(atMs).toISOString(),
             },
             ConditionExpression: before ? '#version = :version' : 'attribute_not_exists(pk)',
             ...(before
@@ -129,8 +217,22 @@ export class LaunchRecordStore {
           this.known.delete(region);
           throw err;
         }
+        this.lostRaces += 1;
         before = await this.read(region);
       }
     }
   }
+}
+
+/** The record with `uncounted` instances counted and no call taken. */
+function reserveless(
+  before: LaunchRecord | undefined,
+  buckets: { requests: Bucket; instances: Bucket },
+  uncounted: readonly UncountedLaunch[],
+): LaunchRecord {
+  let record = before;
+  for (const u of uncounted) {
+    record = recordSend(record, buckets, { atMs: u.atMs, calls: 0, instances: u.instances });
+  }
+  return { ...record!, version: (before?.version ?? 0) + 1 };
 }

@@ -1,4 +1,8 @@
-import { LaunchBatcher } from '../../../activities/launch-batcher';
+import {
+  LaunchBatcher,
+  MAX_RESERVED_WAIT_MS,
+  RESERVE_TIMEOUT_MS,
+} from '../../../activities/launch-batcher';
 import type { ActivityDeps } from '../../../activities/deps';
 import type { CapacityMemory } from '../../../activities/capacity-memory';
 import type { Ec2Instance } from '../../../ec2/instances';
@@ -20,7 +24,17 @@ const CALL: LaunchBatchCall = {
   clientToken: 'token',
 };
 
-function batcher(send: () => Promise<unknown>): { recorded: Recorded[]; replay: Replay } {
+interface Shared {
+  /** What `reserve` answers: a send time, or a refusal. */
+  reserve: () => Promise<number>;
+  /** Instances handed to `countLater`. */
+  later: Array<{ region: string; atMs: number; instances: number }>;
+}
+
+function batcher(
+  send: () => Promise<unknown>,
+  shared?: Shared,
+): { recorded: Recorded[]; replay: Replay; fallbacks: () => number } {
   const recorded: Recorded[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2: { send } }),
@@ -29,18 +43,26 @@ function batcher(send: () => Promise<unknown>): { recorded: Recorded[]; replay: 
       launchRatePerSecond: 2,
       launchBatchIdleMs: 10,
       launchBatchMaxMs: 100,
+      launchSharedPacing: shared !== undefined,
     },
     launchRecord: {
       record: (region: string, _buckets: unknown, send: { calls: number; instances: number }) => {
         recorded.push({ region, calls: send.calls, instances: send.instances });
         return Promise.resolve();
       },
+      reserve: () => shared!.reserve(),
+      countLater: (region: string, _b: unknown, l: { atMs: number; instances: number }) => {
+        if (l.instances > 0) shared!.later.push({ region, ...l });
+      },
     },
   } as unknown as ActivityDeps;
-  const b = new LaunchBatcher(deps, {} as CapacityMemory) as unknown as {
-    replay: Replay;
+  const b = new LaunchBatcher(deps, {} as CapacityMemory);
+  const inner = b as unknown as { replay: Replay };
+  return {
+    recorded,
+    replay: (id, call, count) => inner.replay(id, call, count),
+    fallbacks: () => b.localFallbacks,
   };
-  return { recorded, replay: (id, call, count) => b.replay(id, call, count) };
 }
 
 type Replay = (batchId: string, call: LaunchBatchCall, count: number) => Promise<Ec2Instance[]>;
@@ -86,5 +108,69 @@ describe('LaunchBatcher: a repeated batch (recover → replay) is recorded for p
     await Promise.all([replay('b4', CALL, 1), replay('b4', CALL, 1)]);
     expect(sends).toBe(1);
     expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 1 }]);
+  });
+});
+
+describe('LaunchBatcher: RunInstances paced in the shared launch record', () => {
+  const twoInstances = () =>
+    Promise.resolve({
+      Instances: [
+        { InstanceId: 'i-1', AmiLaunchIndex: 0 },
+        { InstanceId: 'i-2', AmiLaunchIndex: 1 },
+      ],
+    });
+
+  it('waits until the reserved send time, and counts the instances with a later write (no second call counted)', async () => {
+    let sentAt = 0;
+    const reservedAt = Date.now() + 400;
+    const shared: Shared = { reserve: () => Promise.resolve(reservedAt), later: [] };
+    const { recorded, replay, fallbacks } = batcher(() => {
+      sentAt = Date.now();
+      return twoInstances();
+    }, shared);
+    await expect(replay('s1', CALL, 2)).resolves.toHaveLength(2);
+    // waited for the reserved time (400 ms off; a timer and the wall clock may differ by a few ms)
+    expect(sentAt).toBeGreaterThanOrEqual(reservedAt - 20);
+    expect(recorded).toEqual([]); // the reservation counted the call: no post-send record of it
+    expect(shared.later).toEqual([{ region: 'us-east-1', atMs: sentAt, instances: 2 }]);
+    expect(fallbacks()).toBe(0);
+  });
+
+  it('a reservation DynamoDB refuses: the call still goes out, paced on the local bucket, recorded whole', async () => {
+    const refused = Object.assign(new Error('Requested resource not found'), {
+      name: 'ResourceNotFoundException',
+    });
+    const shared: Shared = { reserve: () => Promise.reject(refused), later: [] };
+    let sends = 0;
+    const { recorded, replay, fallbacks } = batcher(() => {
+      sends += 1;
+      return twoInstances();
+    }, shared);
+    await expect(replay('s2', CALL, 2)).resolves.toHaveLength(2);
+    expect(sends).toBe(1);
+    expect(fallbacks()).toBe(1);
+    expect(shared.later).toEqual([]);
+    expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
+  });
+
+  it('a reservation that hangs: paced locally once RESERVE_TIMEOUT_MS has passed', async () => {
+    const shared: Shared = { reserve: () => new Promise<number>(() => undefined), later: [] };
+    const { recorded, replay, fallbacks } = batcher(twoInstances, shared);
+    const started = Date.now();
+    await expect(replay('s3', CALL, 2)).resolves.toHaveLength(2);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(RESERVE_TIMEOUT_MS - 5);
+    expect(fallbacks()).toBe(1);
+    expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
+  });
+
+  it('a reserved time absurdly far off (a clock far ahead) is not waited for: paced locally', async () => {
+    const shared: Shared = {
+      reserve: () => Promise.resolve(Date.now() + MAX_RESERVED_WAIT_MS + 60_000),
+      later: [],
+    };
+    const { recorded, replay, fallbacks } = batcher(twoInstances, shared);
+    await expect(replay('s4', CALL, 2)).resolves.toHaveLength(2);
+    expect(fallbacks()).toBe(1);
+    expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
   });
 });
