@@ -35,8 +35,13 @@ export const MAX_BATCH = 1000;
 /** How a RunInstances waited for its turn: in the deployment's shared record, or on this worker's bucket. */
 type Paced = 'shared' | 'local';
 
-/** How long a reservation in the shared launch record may take before the worker paces alone. */
-export const RESERVE_TIMEOUT_MS = 2_000;
+/**
+ * How long a reservation in the shared launch record may take before the
+ * worker paces alone: long, because a slow reservation only holds its batch
+ * (which grows meanwhile), where pacing alone spends a bucket other workers
+ * spend too. A local table busy with a burst's writes takes seconds at times.
+ */
+export const RESERVE_TIMEOUT_MS = 10_000;
 /** A reserved send further off than this is not waited for (a clock far off): paced alone. */
 export const MAX_RESERVED_WAIT_MS = 60_000;
 
@@ -243,7 +248,7 @@ export class LaunchBatcher {
       try {
         const sendAtMs = await withTimeout(
           record.reserve(region, this.launchBuckets()),
-          RESERVE_TIMEOUT_MS,
+          this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS,
           'the launch record reservation',
         );
         const waitMs = sendAtMs - Date.now();
@@ -251,6 +256,8 @@ export class LaunchBatcher {
           throw new Error(`the launch record reserved a send ${Math.round(waitMs / 1000)} s away`);
         }
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+        // the worker's own bucket counts it too: a fallback later does not burst over it
+        this.bucket(region).spend();
         return 'shared';
       } catch (err) {
         this.localFallbacks += 1;

@@ -112,6 +112,8 @@ export interface ProvisioningTuning {
    * default); `off`: each worker paces alone on its own bucket (as before).
    */
   launchSharedPacing?: boolean;
+  /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
+  launchReserveTimeoutMs?: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
   /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */
