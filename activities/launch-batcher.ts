@@ -246,15 +246,18 @@ export class LaunchBatcher {
     const record = this.deps.launchRecord;
     if (record && this.deps.tuning.launchSharedPacing !== false) {
       try {
+        const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
+        // past the deadline, or with a turn too far off, the reservation writes nothing:
+        // the local fallback's record is then the call's only count
         const sendAtMs = await withTimeout(
-          record.reserve(region, this.launchBuckets()),
-          this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS,
+          record.reserve(region, this.launchBuckets(), {
+            deadlineMs: Date.now() + timeoutMs,
+            maxWaitMs: MAX_RESERVED_WAIT_MS,
+          }),
+          timeoutMs,
           'the launch record reservation',
         );
         const waitMs = sendAtMs - Date.now();
-        if (waitMs > MAX_RESERVED_WAIT_MS) {
-          throw new Error(`the launch record reserved a send ${Math.round(waitMs / 1000)} s away`);
-        }
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
         // the worker's own bucket counts it too: a fallback later does not burst over it
         this.bucket(region).spend();

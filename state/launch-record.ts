@@ -19,6 +19,33 @@ export const launchRecordSk = (region: string): string => `#REGION#${region}`;
 const MAX_TRIES = 8;
 /** How long a reserved call's instances wait for the next reservation to count them. */
 const FLUSH_MS = 2_000;
+/** Flushes of a region's uncounted instances that may fail in a row before they are dropped. */
+export const MAX_FLUSH_FAILURES = 3;
+/**
+ * How long one GetItem or PutItem of the record may take before it is
+ * aborted: a single small item answers in milliseconds, and a loaded local
+ * table took a few seconds at worst, so 5 s is only reached by a stalled
+ * request. It keeps one stalled request from holding the region's chain of
+ * writes (every later reservation and count waits for it) and ends under the
+ * launch batcher's 10 s reservation timeout.
+ */
+export const RECORD_REQUEST_TIMEOUT_MS = 5_000;
+
+/** A reservation given up before anything was written (its deadline passed, or its turn was too far). */
+export class ReservationRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReservationRefused';
+  }
+}
+
+export interface ReserveOptions {
+  /** Epoch ms after which the caller no longer waits: the reservation throws instead of writing. */
+  deadlineMs?: number;
+  /** A turn further off than this is not booked: the reservation throws instead of writing. */
+  maxWaitMs?: number;
+  now?: () => number;
+}
 
 function isBucket(v: unknown): v is RecordedBucket {
   const b = v as Partial<RecordedBucket> | undefined;
@@ -56,6 +83,8 @@ export class LaunchRecordStore {
   /** Per region: instances of reserved calls not counted in the record yet (countLater). */
   private readonly uncounted = new Map<string, UncountedLaunch[]>();
   private readonly flushTimers = new Map<string, NodeJS.Timeout>();
+  /** Per region: flushes failed in a row (at MAX_FLUSH_FAILURES the uncounted instances are dropped). */
+  private readonly flushFailures = new Map<string, number>();
   /** Conditional writes lost to another worker's write (each cost a read and a write more). */
   lostRaces = 0;
 
@@ -75,6 +104,7 @@ export class LaunchRecordStore {
         Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
         ConsistentRead: true,
       }),
+      { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
     );
     return parse(out.Item);
   }
@@ -89,7 +119,10 @@ export class LaunchRecordStore {
     buckets: { requests: Bucket; instances: Bucket },
     send: LaunchSend,
   ): Promise<void> {
-    return this.update(region, send.atMs, (before) => recordSend(before, buckets, send));
+    return this.update(region, send.atMs, (before) => ({
+      next: recordSend(before, buckets, send),
+      taken: [],
+    }));
   }
 
   /**
@@ -101,28 +134,33 @@ export class LaunchRecordStore {
    * calls (`countLater`), so a call costs one write, not two. A lost race
    * (another worker reserved first) re-reads and reserves after it, at most
    * MAX_TRIES times; a write DynamoDB refuses rejects (the caller paces
-   * locally instead).
+   * locally instead). Once `deadlineMs` has passed (the caller gave up
+   * waiting: it may still be queued behind this process's earlier writes), or
+   * when the turn would be more than `maxWaitMs` away, it rejects with
+   * ReservationRefused before writing: no turn is booked that no call uses.
    */
   async reserve(
     region: string,
     buckets: { requests: Bucket; instances: Bucket },
-    now: () => number = Date.now,
+    opts: ReserveOptions = {},
   ): Promise<number> {
+    const now = opts.now ?? Date.now;
     let sendAtMs = 0;
-    let taken: UncountedLaunch[] = [];
     await this.update(region, now(), (before) => {
-      taken = [...(this.uncounted.get(region) ?? [])];
-      const r = reserveSend(before, buckets, now(), taken);
+      const at = now();
+      if (opts.deadlineMs !== undefined && at >= opts.deadlineMs) {
+        throw new ReservationRefused('the reservation was given up before it was written');
+      }
+      const taken = [...(this.uncounted.get(region) ?? [])];
+      const r = reserveSend(before, buckets, at, taken);
+      if (opts.maxWaitMs !== undefined && r.sendAtMs - at > opts.maxWaitMs) {
+        throw new ReservationRefused(
+          `the launch record's next turn is ${Math.round((r.sendAtMs - at) / 1000)} s away`,
+        );
+      }
       sendAtMs = r.sendAtMs;
-      return r.next;
+      return { next: r.next, taken };
     });
-    const left = (this.uncounted.get(region) ?? []).filter((u) => !taken.includes(u));
-    if (left.length > 0) this.uncounted.set(region, left);
-    else this.uncounted.delete(region);
-    if (left.length === 0) {
-      clearTimeout(this.flushTimers.get(region));
-      this.flushTimers.delete(region);
-    }
     return sendAtMs;
   }
 
@@ -142,19 +180,62 @@ export class LaunchRecordStore {
   ): void {
     if (launch.instances <= 0) return;
     this.uncounted.set(region, [...(this.uncounted.get(region) ?? []), launch]);
+    this.armFlush(region, buckets, onError, flushMs);
+  }
+
+  /**
+   * A write of the region's uncounted instances in `flushMs`, unless one is
+   * armed already. What it counts is taken inside the region's chain of
+   * writes (as a reservation takes it), so a reservation in flight when the
+   * timer fires has removed its instances before the flush looks: none is
+   * counted twice. A failed flush is reported and armed again; after
+   * MAX_FLUSH_FAILURES in a row the instances are dropped (plans then count
+   * them as not launched; EC2's pacing is not affected).
+   */
+  private armFlush(
+    region: string,
+    buckets: { requests: Bucket; instances: Bucket },
+    onError: (err: unknown) => void,
+    flushMs: number,
+  ): void {
     if (this.flushTimers.has(region)) return;
     const timer = setTimeout(() => {
       this.flushTimers.delete(region);
-      const taken = [...(this.uncounted.get(region) ?? [])];
-      if (taken.length === 0) return;
-      this.update(region, Date.now(), (before) => reserveless(before, buckets, taken)).then(() => {
-        const left = (this.uncounted.get(region) ?? []).filter((u) => !taken.includes(u));
-        if (left.length > 0) this.uncounted.set(region, left);
-        else this.uncounted.delete(region);
-      }, onError);
+      this.update(region, Date.now(), (before) => {
+        const taken = [...(this.uncounted.get(region) ?? [])];
+        return taken.length === 0
+          ? undefined
+          : { next: reserveless(before, buckets, taken), taken };
+      }).then(
+        () => this.flushFailures.delete(region),
+        (err: unknown) => {
+          onError(err);
+          const failures = (this.flushFailures.get(region) ?? 0) + 1;
+          if (failures >= MAX_FLUSH_FAILURES) {
+            this.flushFailures.delete(region);
+            this.uncounted.delete(region);
+            return;
+          }
+          this.flushFailures.set(region, failures);
+          if (this.uncounted.has(region)) this.armFlush(region, buckets, onError, flushMs);
+        },
+      );
     }, flushMs);
     timer.unref();
     this.flushTimers.set(region, timer);
+  }
+
+  /** Removes `taken` (counted by a write that succeeded) from the region's uncounted instances. */
+  private counted(region: string, taken: readonly UncountedLaunch[]): void {
+    if (taken.length === 0) return;
+    const left = (this.uncounted.get(region) ?? []).filter((u) => !taken.includes(u));
+    if (left.length > 0) {
+      this.uncounted.set(region, left);
+      return;
+    }
+    this.uncounted.delete(region);
+    clearTimeout(this.flushTimers.get(region));
+    this.flushTimers.delete(region);
   }
 
   /** Instances of this process's calls the record does not count yet, per region (tests read it). */
@@ -162,11 +243,16 @@ export class LaunchRecordStore {
     return (this.uncounted.get(region) ?? []).reduce((a, u) => a + u.instances, 0);
   }
 
-  /** Writes `next(before)` under the item's version; this process's writes of a region in turn. */
+  /**
+   * Writes `next(before)` under the item's version; this process's writes of
+   * a region in turn. `next` may throw (nothing is written) or answer
+   * undefined (nothing to write); the uncounted instances it took are
+   * removed as soon as its write succeeds, before the next write computes.
+   */
   private update(
     region: string,
     atMs: number,
-    next: (before: LaunchRecord | undefined) => LaunchRecord,
+    next: (before: LaunchRecord | undefined) => Computed | undefined,
   ): Promise<void> {
     const previous = this.writing.get(region) ?? Promise.resolve();
     const write = previous.catch(() => undefined).then(() => this.write(region, atMs, next));
@@ -182,11 +268,13 @@ export class LaunchRecordStore {
   private async write(
     region: string,
     atMs: number,
-    compute: (before: LaunchRecord | undefined) => LaunchRecord,
+    compute: (before: LaunchRecord | undefined) => Computed | undefined,
   ): Promise<void> {
     let before = this.known.has(region) ? this.known.get(region) : await this.read(region);
     for (let attempt = 1; ; attempt++) {
-      const next = compute(before);
+      const computed = compute(before);
+      if (!computed) return;
+      const { next, taken } = computed;
       try {
         await this.doc.send(
           new PutCommand({
@@ -208,8 +296,10 @@ export class LaunchRecordStore {
                 }
               : {}),
           }),
+          { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
         );
         this.known.set(region, next);
+        this.counted(region, taken);
         return;
       } catch (err) {
         // another worker wrote first (or this process's copy is old): read, count again
@@ -222,6 +312,12 @@ export class LaunchRecordStore {
       }
     }
   }
+}
+
+/** A write's new record, and the uncounted instances it counts. */
+interface Computed {
+  next: LaunchRecord;
+  taken: readonly UncountedLaunch[];
 }
 
 /** The record with `uncounted` instances counted and no call taken. */

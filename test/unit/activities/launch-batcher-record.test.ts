@@ -7,6 +7,7 @@ import type { ActivityDeps } from '../../../activities/deps';
 import type { CapacityMemory } from '../../../activities/capacity-memory';
 import type { Ec2Instance } from '../../../ec2/instances';
 import type { LaunchBatchCall } from '../../../state/launch-batches';
+import { ReservationRefused, type ReserveOptions } from '../../../state/launch-record';
 
 interface Recorded {
   region: string;
@@ -26,7 +27,7 @@ const CALL: LaunchBatchCall = {
 
 interface Shared {
   /** What `reserve` answers: a send time, or a refusal. */
-  reserve: () => Promise<number>;
+  reserve: (opts: ReserveOptions) => Promise<number>;
   /** Instances handed to `countLater`. */
   later: Array<{ region: string; atMs: number; instances: number }>;
 }
@@ -50,7 +51,7 @@ function batcher(
         recorded.push({ region, calls: send.calls, instances: send.instances });
         return Promise.resolve();
       },
-      reserve: () => shared!.reserve(),
+      reserve: (_region: string, _buckets: unknown, opts: ReserveOptions) => shared!.reserve(opts),
       countLater: (region: string, _b: unknown, l: { atMs: number; instances: number }) => {
         if (l.instances > 0) shared!.later.push({ region, ...l });
       },
@@ -132,7 +133,11 @@ describe('LaunchBatcher: RunInstances paced in the shared launch record', () => 
     // waited for the reserved time (400 ms off; a timer and the wall clock may differ by a few ms)
     expect(sentAt).toBeGreaterThanOrEqual(reservedAt - 20);
     expect(recorded).toEqual([]); // the reservation counted the call: no post-send record of it
-    expect(shared.later).toEqual([{ region: 'us-east-1', atMs: sentAt, instances: 2 }]);
+    // counted at the batcher's send time, taken just before EC2's client is called
+    expect(shared.later).toEqual([
+      { region: 'us-east-1', atMs: expect.any(Number) as number, instances: 2 },
+    ]);
+    expect(Math.abs(shared.later[0]!.atMs - sentAt)).toBeLessThanOrEqual(50);
     expect(fallbacks()).toBe(0);
   });
 
@@ -163,14 +168,29 @@ describe('LaunchBatcher: RunInstances paced in the shared launch record', () => 
     expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
   });
 
-  it('a reserved time absurdly far off (a clock far ahead) is not waited for: paced locally', async () => {
+  it('a turn absurdly far off (a clock far ahead) is refused by the record, unwritten: paced locally, counted once', async () => {
+    const asked: ReserveOptions[] = [];
     const shared: Shared = {
-      reserve: () => Promise.resolve(Date.now() + MAX_RESERVED_WAIT_MS + 60_000),
+      // as the store does: the turn is computed, found too far, and nothing is written
+      reserve: (opts) => {
+        asked.push(opts);
+        const turn = Date.now() + MAX_RESERVED_WAIT_MS + 60_000;
+        return turn - Date.now() > opts.maxWaitMs!
+          ? Promise.reject(new ReservationRefused('the next turn is 120 s away'))
+          : Promise.resolve(turn);
+      },
       later: [],
     };
+    const started = Date.now();
     const { recorded, replay, fallbacks } = batcher(twoInstances, shared);
     await expect(replay('s4', CALL, 2)).resolves.toHaveLength(2);
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.maxWaitMs).toBe(MAX_RESERVED_WAIT_MS);
+    // the caller's deadline is its reservation timeout
+    expect(asked[0]!.deadlineMs! - started).toBeGreaterThanOrEqual(RESERVE_TIMEOUT_MS - 5);
+    expect(asked[0]!.deadlineMs! - started).toBeLessThanOrEqual(RESERVE_TIMEOUT_MS + 5_000);
     expect(fallbacks()).toBe(1);
+    expect(shared.later).toEqual([]);
     expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
   });
 });
