@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
-import { ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
+import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE } from '../temporal/failures';
 import { startingMessage } from '../temporal/messages';
 import { CapacityMemory } from './capacity-memory';
@@ -16,8 +16,10 @@ import type { ProvisioningStore } from '../state/provisioning';
 import type { MachineRecord, ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from './plan';
 import type {
+  CreatedPreparation,
   LaunchPlan,
   MachineRef,
+  PlanModel,
   PreparedLaunch,
   StartedInstance,
   StepFailure,
@@ -33,7 +35,7 @@ export const PLAN_REUSE_MS = 30_000;
 
 /** What a plan is made from, but the catalogue, prices and images (each cached on its own). */
 function planKey(
-  model: ModelRecord,
+  model: PlanModel,
   machine: MachineRecord,
   zones: ReadonlyArray<{ name: string }>,
 ): string {
@@ -68,6 +70,8 @@ export interface ClaimZoneInput extends MachineRef {
 /** How the claim is made: with the machine as the caller just read it (no read of its own). */
 interface ClaimOptions {
   view?: MachineView;
+  /** `view` is the creating request's word, not a read (ClaimRequest.strict). */
+  strict?: boolean;
 }
 
 export interface StartInstanceInput extends MachineRef {
@@ -125,11 +129,15 @@ export function launchActivities(
   >();
 
   /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
-  async function planFor(ref: MachineRef, read?: MachineRecord): Promise<LaunchPlan> {
+  async function planFor(
+    ref: MachineRef,
+    read?: MachineRecord,
+    given?: PlanModel,
+  ): Promise<LaunchPlan> {
     const recent = read ?? deps.recentReads?.take(ref);
     const [model, machine] = await orMachineGone(
       Promise.all([
-        modelReads.read(ref.model, () => repo.getModel(ref.model)),
+        given ?? modelReads.read(ref.model, () => repo.getModel(ref.model)),
         recent ?? repo.getMachine(ref.model, ref.machineId),
       ]),
     );
@@ -169,7 +177,7 @@ export function launchActivities(
   }
 
   async function buildPlan(
-    model: ModelRecord,
+    model: PlanModel,
     machine: MachineRecord,
     catalogue: PlanInputs['catalogue'],
     zones: ReadonlyArray<{ name: string }>,
@@ -248,6 +256,7 @@ export function launchActivities(
           groups: plan.applications,
           ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
           ...(options.view ? { view: options.view } : {}),
+          ...(options.strict ? { strict: true } : {}),
           order: (population) => {
             if (short.length === 0) return choice(population, []);
             try {
@@ -270,8 +279,11 @@ export function launchActivities(
       );
     } catch (err) {
       if (err instanceof NoSuitableZoneError) throw failure(FAILURE.noSuitableZone, err.message);
-      // lost the race too often: the workflow spends an attempt and tries again later
-      if (err instanceof ZoneClaimContendedError) throw failure(FAILURE.startFailed, err.message);
+      // lost the race too often: the workflow spends an attempt and tries again later; a
+      // claim from a creation's word is not a pass's attempt: its step is retried whole
+      if (err instanceof ZoneClaimContendedError && !options.strict) {
+        throw failure(FAILURE.startFailed, err.message);
+      }
       throw err;
     }
   }
@@ -283,30 +295,45 @@ export function launchActivities(
    * the workflow branches on is answered as data (`planFailure`,
    * `claimFailure`); anything else throws and the step is tried again whole
    * (a second claim of the machine moves it, counted once).
+   *
+   * With `created` (the machine and model as the creating request wrote
+   * them, not read), nothing is recorded from that word but a clean plan and
+   * claim: a claim its condition refused (StaleViewError: the machine is no
+   * longer as created), and a failure the workflow would record on the
+   * machine, answer 'stale', and the caller reads the machine and prepares
+   * from the read. Anything else (throttling, a timeout, a claim contended
+   * too often) throws like the read path's: the step's retry tries the
+   * creation's word again, and finds it stale by itself if the first claim
+   * landed (the machine is then `allocating`).
    */
   async function prepareLaunch(
     ref: MachineRef,
     machine: MachineRecord,
     view: MachineView,
     tuning: WorkflowTuning,
-  ): Promise<PreparedLaunch> {
+    created?: CreatedPreparation,
+  ): Promise<PreparedLaunch | 'stale'> {
     let plan: LaunchPlan;
     try {
-      plan = await planFor(ref, machine);
+      plan = await planFor(ref, machine, created?.model);
     } catch (err) {
       const failed = stepFailure(err, PLAN_FAILURES);
-      if (failed) return { planFailure: failed };
+      // a failure the pass records on the machine: recorded from the machine as read, not
+      // from a creation's word
+      if (failed) return created ? 'stale' : { planFailure: failed };
       throw err;
     }
     try {
       const zone = await claim(
         { ...ref, plan, exclude: [], attempt: 1, maxAttempts: tuning.startAttempts },
-        { view },
+        { view, ...(created ? { strict: true } : {}) },
       );
       return { plan, zone };
     } catch (err) {
+      // the machine is not as its creation wrote it: nothing claimed, read it
+      if (created && err instanceof StaleViewError) return 'stale';
       const failed = stepFailure(err, CLAIM_FAILURES);
-      if (failed) return { plan, claimFailure: failed };
+      if (failed) return created ? 'stale' : { plan, claimFailure: failed };
       throw err;
     }
   }
@@ -318,7 +345,8 @@ export function launchActivities(
       machine: MachineRecord,
       view: MachineView,
       tuning: WorkflowTuning,
-    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning)),
+      created?: CreatedPreparation,
+    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning, created)),
 
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {

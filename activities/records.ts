@@ -2,6 +2,7 @@ import { isContainerMachineId, isLost, placementGroupName, type InstanceState } 
 import { EntityNotFoundError } from '../state/errors';
 import { toMachine } from '../state/items';
 import type { Life, MachineRecord } from '../state/types';
+import type { CreatedMachine } from '../temporal/created-machine';
 import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
@@ -12,9 +13,11 @@ import { PlacementGroups } from '../ec2/placement-groups';
 import { asCaller } from '../ec2/caller';
 import type { MachineView } from '../state/zone-counts';
 import type {
+  CreatedPreparation,
   LaunchPlan,
   MachineRef,
   MachineSnapshot,
+  PlanModel,
   PreparedLaunch,
   StartedInstance,
   StatusUpdate,
@@ -98,7 +101,59 @@ export type LaunchPreparer = (
   machine: MachineRecord,
   view: MachineView,
   tuning: WorkflowTuning,
-) => Promise<PreparedLaunch>;
+  created?: CreatedPreparation,
+) => Promise<PreparedLaunch | 'stale'>;
+
+/**
+ * The machine and its model as the creating request wrote them
+ * (MachineWorkflowInput.created), for a launch prepared without reading
+ * either: a new machine, alive, pending, without an instance, counted
+ * nowhere, created in the model of that uid with that base, those
+ * constraints, placement and applications. The claim's view says exactly
+ * that, and the claim is conditional on all of it
+ * (state/zone-count-items.ts machineClaimItem).
+ */
+export function fromCreation(
+  ref: MachineRef,
+  created: CreatedMachine,
+): { machine: MachineRecord; view: MachineView; model: PlanModel } {
+  const applications = [...created.applications];
+  const machine: MachineRecord = {
+    model: ref.model,
+    id: ref.machineId,
+    base: created.base,
+    constraints: created.constraints,
+    ...(created.placement ? { placement: created.placement } : {}),
+    applications,
+    principals: [],
+    containers: [],
+    life: 'alive',
+    status: 'pending',
+    message: '',
+    modelUid: created.modelUid,
+    createdAt: '',
+    updatedAt: '',
+  };
+  const model: PlanModel = {
+    name: ref.model,
+    uid: created.modelUid,
+    region: created.region,
+    availabilitySets: created.availabilitySets,
+  };
+  const view: MachineView = {
+    exists: true,
+    life: 'alive',
+    applications,
+    modelUid: created.modelUid,
+    // what the plan is made from: the claim holds only on a machine still so
+    asCreated: {
+      base: created.base,
+      constraints: created.constraints,
+      ...(created.placement ? { placement: created.placement } : {}),
+    },
+  };
+  return { machine, view, model };
+}
 
 /**
  * Whether a machine just read is one its workflow provisions now when no
@@ -259,7 +314,25 @@ export function recordActivities(
      * of the machine serves all three, and the workflow's first task runs
      * one local activity instead of three.
      */
-    async loadMachine(ref: MachineRef & { prepare?: boolean }): Promise<MachineSnapshot | null> {
+    async loadMachine(
+      ref: MachineRef & { prepare?: boolean; created?: CreatedMachine },
+    ): Promise<MachineSnapshot | null> {
+      if (ref.prepare && prepare && ref.created && !isContainerMachineId(ref.machineId)) {
+        // what the creating request wrote: planned and claimed without a read, kept only
+        // when the claim found the machine exactly so; else read as below
+        const given = fromCreation(ref, ref.created);
+        const fields = snapshotFields(given.machine);
+        const prepared = await prepare(
+          { model: ref.model, machineId: ref.machineId },
+          given.machine,
+          given.view,
+          fields.tuning,
+          { model: given.model },
+        );
+        if (prepared !== 'stale') {
+          return { ...fields, life: 'alive', prepared: { ...prepared, fromCreation: true } };
+        }
+      }
       if (ref.prepare && prepare) {
         const read = await store.machineWithView(ref.model, ref.machineId);
         if (!read) return null;
@@ -272,6 +345,7 @@ export function recordActivities(
             read.view,
             fields.tuning,
           );
+          if (prepared === 'stale') throw new Error('a launch prepared from a read was stale');
           return { ...fields, life: machine.life as 'alive' | 'dying', prepared };
         }
         return snapshotOf(ref, machine);

@@ -1,5 +1,6 @@
 import type { InstanceState } from '../core/liveness';
 import { ec2Addresses } from '../ec2/addresses';
+import { asCaller } from '../ec2/caller';
 import { instanceStates } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
 import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
@@ -202,14 +203,18 @@ export function catchUpPortsOf(deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'
   return {
     statesOf: async (region, ids) => {
       const listed = new Map<string, ListedInstance>();
-      await instanceStates(deps.ec2ForRegion(region).ec2, ids, (i, state) => {
-        if (i.InstanceId) {
-          listed.set(
-            i.InstanceId,
-            state === 'running' ? { state, addresses: ec2Addresses(i) } : { state },
-          );
-        }
-      });
+      // named for the local proxy's byCaller: the window's timer may fire after the launches'
+      // activities, and a teardown's count must tell these calls from its own
+      await asCaller('launch:running-catch-up', () =>
+        instanceStates(deps.ec2ForRegion(region).ec2, ids, (i, state) => {
+          if (i.InstanceId) {
+            listed.set(
+              i.InstanceId,
+              state === 'running' ? { state, addresses: ec2Addresses(i) } : { state },
+            );
+          }
+        }),
+      );
       return listed;
     },
     recordRunning: (l, addresses) =>

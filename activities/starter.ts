@@ -1,6 +1,7 @@
 import { heartbeat } from '@temporalio/activity';
 import { WorkflowIdConflictPolicy } from '@temporalio/common';
 import { MACHINE_WORKFLOW_TYPE, machineStartOptions } from '../temporal/search-attributes';
+import type { CreatedMachine } from '../temporal/created-machine';
 import type { ActivityDeps } from './deps';
 
 /** Workflow starts in flight at once: enough to hide round trips, few enough not to flood the frontend. */
@@ -18,6 +19,8 @@ export function starterActivities(deps: ActivityDeps) {
       machineIds: string[];
       /** Who asked (workflows/starter.ts); absent from runs started before it was passed. */
       requestedBy?: string;
+      /** What the request wrote of every machine; absent from runs started before issue 26. */
+      created?: CreatedMachine;
     }): Promise<number> {
       const client = deps.temporal;
       if (!client) throw new Error('no Temporal client to start machine workflows with');
@@ -28,7 +31,13 @@ export function starterActivities(deps: ActivityDeps) {
           const id = input.machineIds[next++];
           if (id === undefined) return;
           await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
-            ...machineStartOptions(input.model, id, deps.taskQueue, input.requestedBy),
+            ...machineStartOptions(
+              input.model,
+              id,
+              deps.taskQueue,
+              input.requestedBy,
+              input.created,
+            ),
             workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
           });
           started += 1;

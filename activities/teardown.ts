@@ -17,6 +17,16 @@ import type { ProvisioningTuning } from '../config/env';
 import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
+import { activityLog } from './log';
+
+/**
+ * One line per batched teardown call (issue 30, where a destroy's time goes):
+ * its kind, how many machines and ids it carried, when it was sent (epoch ms)
+ * and how long EC2 took to answer. Tens of lines for a 1,000-machine destroy.
+ */
+function traceBatch(kind: string, fields: Record<string, unknown>): void {
+  activityLog.info('teardown batch', { kind, ...fields });
+}
 
 /** EC2 takes up to this many ids in one TerminateInstances (a describe's filter takes 200: MAX_FILTER_VALUES). */
 export const MAX_IDS_PER_CALL = 1000;
@@ -368,6 +378,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     WINDOWS.search,
     async (_key, requests) => {
       const first = requests[0]!;
+      const sentAt = Date.now();
       const instances = await asCaller('teardown:search', () =>
         liveInstancesTagged(ec2Of(first.region), {
           deployment: deps.deployment,
@@ -375,7 +386,16 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
           ...(first.modelUid ? { modelUid: first.modelUid } : {}),
         }),
       );
+      const answeredAt = Date.now();
       const owned = await owners().of(first.model, instances);
+      traceBatch('search', {
+        model: first.model,
+        machines: requests.length,
+        instances: instances.length,
+        sentAt,
+        tookMs: answeredAt - sentAt,
+        ownersMs: Date.now() - answeredAt,
+      });
       return requests.map((r): Settled<string[]> => ({
         ok: true,
         value: instances.flatMap((i) =>
@@ -406,12 +426,23 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       for (const some of chunks(ids, MAX_IDS_PER_CALL)) {
         const each = await terminateEach(
           async (asked) => {
+            const sentAt = Date.now();
             const out = await asCaller('teardown:terminate', () => terminateInstances(ec2, asked));
+            let terminated = 0;
             for (const t of out.TerminatingInstances ?? []) {
               if (t.InstanceId && t.CurrentState?.Name === 'terminated') {
                 gone(region).add(t.InstanceId);
+                terminated += 1;
               }
             }
+            traceBatch('terminate', {
+              region,
+              machines: requests.length,
+              ids: asked.length,
+              terminated,
+              sentAt,
+              tookMs: Date.now() - sentAt,
+            });
             return asked;
           },
           some,
@@ -454,6 +485,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       const states = new Map<string, string>();
       let first = true;
       // one `instance-id` filter takes 200 ids at most: each further call waits for its token
+      const sentAt = Date.now();
       for (const some of chunks(ask, MAX_FILTER_VALUES)) {
         if (!first) await bucket('describe', region).take();
         first = false;
@@ -462,6 +494,13 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
           if (state === 'terminated') known.add(id);
         }
       }
+      traceBatch('poll', {
+        region,
+        machines: requests.length,
+        ids: ask.length,
+        sentAt,
+        tookMs: Date.now() - sentAt,
+      });
       // an id EC2 no longer lists counts as gone, as an id it lists terminated
       return requests.map((ids): Settled<string[]> => ({
         ok: true,
@@ -741,6 +780,13 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
             if (state === 'terminated') known.add(id);
           }
         }
+        traceBatch('poll round', {
+          region,
+          machines: due.length,
+          ids: ask.length,
+          sentAt: now,
+          tookMs: Date.now() - now,
+        });
       } catch (err) {
         // as a poll of its own would have: the waits it was for fail, and their activities retry
         for (const w of due) {

@@ -1,4 +1,11 @@
-import type { HarvestMode, Hardware, InstanceState, Life, MachineStatus } from '../state/types';
+import type {
+  HarvestMode,
+  Hardware,
+  InstanceState,
+  Life,
+  MachineStatus,
+  ModelRecord,
+} from '../state/types';
 
 /** What a machine will be launched as, decided once per provisioning pass. */
 export interface LaunchPlan {
@@ -74,6 +81,12 @@ export interface PreparedLaunch {
   planFailure?: StepFailure;
   zone?: string;
   claimFailure?: StepFailure;
+  /**
+   * Planned and claimed from what the creating request wrote
+   * (MachineWorkflowInput.created), reading neither the machine nor its
+   * model: says so in the run's history; the workflow does not branch on it.
+   */
+  fromCreation?: true;
 }
 
 /**
@@ -154,4 +167,16 @@ export interface SweepReport {
   lost: string[];
   /** Machines given a new instance by the sweep (`reprovisionLost`). */
   reprovisioned: string[];
+}
+
+/** What a launch plan needs of its model: fixed for the model's life. */
+export type PlanModel = Pick<ModelRecord, 'name' | 'uid' | 'region' | 'availabilitySets'>;
+
+/**
+ * A launch prepared from what the creating request wrote (records.ts
+ * loadMachine with `created`): the model as that request knew it, read
+ * nowhere.
+ */
+export interface CreatedPreparation {
+  model: PlanModel;
 }

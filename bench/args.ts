@@ -19,9 +19,15 @@ export interface BenchArgs {
   cpuProfile: boolean;
   /** Keep the DynamoDB totals by call site too, and print them (a few µs per call, so on request). */
   ddbCallers: boolean;
+  /**
+   * Node options added to each worker process's command line, before its
+   * entry point, e.g. `--max-semi-space-size=64` to measure a young
+   * generation size; repeatable.
+   */
+  workerNodeOptions: string[];
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof] [--ddb-callers]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof] [--ddb-callers] [--worker-node-option=--flag=value ...]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -46,6 +52,7 @@ const OPTIONS = {
   workers: { type: 'string' },
   'cpu-prof': { type: 'boolean' },
   'ddb-callers': { type: 'boolean' },
+  'worker-node-option': { type: 'string' },
 } as const;
 
 /**
@@ -64,6 +71,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     workers: 1,
     cpuProfile: false,
     ddbCallers: false,
+    workerNodeOptions: [],
   };
   const { tokens } = tokenize({
     args: [...argv],
@@ -113,6 +121,16 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case 'ddb-callers':
         args.ddbCallers = true;
         break;
+      case 'worker-node-option': {
+        // only Node's own flags: a value not starting with "--" would become the worker's entry point
+        if (value === undefined || !/^--[a-z]/.test(value)) {
+          throw new BenchArgsError(
+            `--worker-node-option takes one Node option starting with "--" (write --worker-node-option=--flag=value), got ${String(value)}`,
+          );
+        }
+        args.workerNodeOptions.push(value);
+        break;
+      }
       case 'removal-only':
         args.launch = false;
         args.floor = false;

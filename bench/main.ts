@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
   const revision = gitRevision();
   log(
-    `code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size; ${args.workers} worker(s)${args.cpuProfile ? ', CPU profiled' : ''}`,
+    `code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size; ${args.workers} worker(s)${args.cpuProfile ? ', CPU profiled' : ''}${args.workerNodeOptions.length > 0 ? `; worker node options ${args.workerNodeOptions.join(' ')}` : ''}`,
   );
 
   const results: SizeResult[] = [];
@@ -112,6 +112,7 @@ async function main(): Promise<void> {
           workers: args.workers,
           cpuProfile: args.cpuProfile,
           ddbCallers: args.ddbCallers,
+          workerNodeOptions: args.workerNodeOptions,
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),

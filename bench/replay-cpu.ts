@@ -1,9 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import * as proto from '@temporalio/proto';
-import { patchProtobufRoot } from '@temporalio/proto/lib/patch-protobuf-root';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Runtime,
+  Worker,
+  type ReplayWorkerOptions,
+} from '@temporalio/worker';
+import { readHistoryFile } from './history-json';
 import { withLeanSandbox } from '../worker/sandbox';
 
 /**
@@ -17,14 +20,20 @@ import { withLeanSandbox } from '../worker/sandbox';
  * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are.
  */
 
-// decoded with the protobufjs copy @temporalio/proto uses (test/support/replay-histories.ts says why)
-const fromProtoRequire = createRequire(require.resolve('@temporalio/proto'));
-const { fromJson } = fromProtoRequire('protobufjs/ext/protojson') as {
-  fromJson: (type: unknown, json: unknown, options: object) => unknown;
-};
-const historyType = (
-  patchProtobufRoot(proto) as unknown as { lookupType(name: string): unknown }
-).lookupType('temporal.api.history.v1.History');
+/**
+ * A replay worker runs workflows on the main thread (the SDK sets `debugMode`
+ * before the options it is given, so `debugMode: false` is taken though the
+ * replay options' type omits it); the worker this measures runs them on the
+ * SDK's workflow thread, which the lean sandbox needs.
+ */
+function replayOptions(code: string): ReplayWorkerOptions {
+  const options: ReplayWorkerOptions & { debugMode: boolean } = {
+    workflowBundle: { code },
+    replayName: 'replay-cpu',
+    debugMode: false,
+  };
+  return options;
+}
 
 async function replay(
   code: string,
@@ -35,10 +44,7 @@ async function replay(
   const before = process.cpuUsage();
   let failed = 0;
   await withLeanSandbox(async () => {
-    for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { code }, replayName: 'replay-cpu' },
-      histories,
-    )) {
+    for await (const result of Worker.runReplayHistories(replayOptions(code), histories)) {
       if (result.error) failed += 1;
     }
   });
@@ -56,9 +62,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const history = fromJson(historyType, JSON.parse(readFileSync(file, 'utf8')), {
-    ignoreUnknownFields: true,
-  });
+  const history = readHistoryFile(file);
   const workflowsPath = require.resolve(resolve(__dirname, workflows));
   const count = Number(countText);
   // bundled once, outside the measurement (a worker bundles at its start)

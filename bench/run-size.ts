@@ -67,6 +67,8 @@ export interface SizeOptions {
   cpuProfile: boolean;
   /** DynamoDB totals by call site too (config/capacity-meter.ts `callerLabel`). */
   ddbCallers: boolean;
+  /** Node options added to the workers' command line (`--worker-node-option`). */
+  workerNodeOptions?: string[];
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -95,7 +97,10 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
       temporalMetrics,
     },
     workers: opts.workers,
-    ...(opts.cpuProfile ? { workerNodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
+    workerNodeArgs: [
+      ...(opts.cpuProfile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
+      ...(opts.workerNodeOptions ?? []),
+    ],
     token: randomBytes(16).toString('hex'),
     dataDir: join(opts.dir, 'data'),
     workerEnv: {

@@ -39,6 +39,17 @@ export interface InstanceEventDeps {
     machine: { model: string; machineId: string },
     observation: InstanceObservation,
   ): Promise<boolean | 'stale'>;
+  /**
+   * Writes news of a Dead machine's instance (not routine: shutting down,
+   * terminated, stopped) to the machine, only while it is Dead and records
+   * the instance (ProvisioningStore.recordDeadInstanceState); false when the
+   * write did not apply and the workflow is to be told instead. Its teardown
+   * asks EC2 itself: the news costs no workflow task.
+   */
+  recordDead(
+    machine: { model: string; machineId: string },
+    observation: InstanceObservation,
+  ): Promise<boolean>;
   signal(workflowId: string, observation: InstanceObservation): Promise<void>;
 }
 
@@ -77,6 +88,9 @@ export async function handleInstanceEvent(
     // a late pending of an instance recorded running: the workflow has nothing to act on
     if (written === 'stale') return { ignored: 'stale' };
     if (written) return { recorded: workflowId };
+  } else if (await deps.recordDead(machine, { instanceId, state })) {
+    // a Dead machine's instance going: its teardown hears it from EC2
+    return { recorded: workflowId };
   }
   try {
     await deps.signal(workflowId, { instanceId, state });
@@ -123,6 +137,8 @@ function cloudDeps(): InstanceEventDeps {
         undefined,
         { readBack: false },
       ),
+    recordDead: (machine, seen) =>
+      store.recordDeadInstanceState(machine.model, machine.machineId, seen.instanceId, seen.state),
     async signal(workflowId, observation) {
       await (await connected()).workflow.getHandle(workflowId).signal('instanceState', observation);
     },

@@ -2,7 +2,7 @@ import { DynamoDBClient, ListTablesCommand } from '@aws-sdk/client-dynamodb';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { Connection } from '@temporalio/client';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ensureTable } from '../state/table';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS, TASK_QUEUE } from '../temporal/search-attributes';
 import { METRICS_FILE_ENV } from '../config/capacity-meter';
@@ -270,10 +270,16 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
     );
 
     const moto = track(
-      spawnManaged('moto', tools.motoServer, ['-H', LOOPBACK, '-p', String(ports.moto)], {
-        logFile: join(logs, 'moto.log'),
-        env: { ...process.env, MOTO_AMIS_PATH: join(PROJECT_ROOT, 'local', 'ubuntu-amis.json') },
-      }),
+      // moto_server's own entry, through local/moto-server.py: its tag lookup made direct
+      spawnManaged(
+        'moto',
+        join(dirname(tools.motoServer), 'python'),
+        [join(PROJECT_ROOT, 'local', 'moto-server.py'), '-H', LOOPBACK, '-p', String(ports.moto)],
+        {
+          logFile: join(logs, 'moto.log'),
+          env: { ...process.env, MOTO_AMIS_PATH: join(PROJECT_ROOT, 'local', 'ubuntu-amis.json') },
+        },
+      ),
     );
 
     const temporalAddress = `${LOOPBACK}:${ports.temporal}`;

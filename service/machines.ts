@@ -148,6 +148,7 @@ export async function addMachines(
     base,
     placement,
     constraints,
+    modelRecord,
     host: checkedHost,
   } = await decideAddMachines(ctx, model, input);
   const now = ctx.now().toISOString();
@@ -196,14 +197,39 @@ export async function addMachines(
 
   const manual = placement?.kind === 'ssh';
   const ids = await requestStep(ctx, 'machineIds', () => ctx.repo.allocateMachineIds(model, count));
+  // Each workflow is handed what this request writes (and the model's uid, region and mode,
+  // fixed for its life), so its first step reads neither; the machines name the model's uid
+  // and are written only while the model still has it (state/machines.ts putNewMachines).
+  const uid = modelRecord.uid ? modelRecord.uid : undefined;
+  const text = placementText(placement);
   const machines = ids.map((id) =>
-    newMachine({ model, id, base, constraints, placement: placementText(placement), manual, now }),
+    newMachine({
+      model,
+      id,
+      base,
+      constraints,
+      placement: text,
+      manual,
+      now,
+      ...(uid ? { modelUid: uid } : {}),
+    }),
   );
   await writeReservedMachines(ctx, machines);
   await startWorkflows(
     ctx,
     model,
     machines.filter(isProvisioned).map((m) => m.id),
+    uid
+      ? {
+          modelUid: uid,
+          region: modelRecord.region,
+          availabilitySets: modelRecord.availabilitySets,
+          base,
+          constraints,
+          ...(text ? { placement: text } : {}),
+          applications: [],
+        }
+      : undefined,
   );
   return ids.map((id) => ({ id }));
 }

@@ -11,6 +11,8 @@ export function newMachine(args: {
   applications?: string[];
   containers?: string[];
   manual?: boolean;
+  /** The model's uid (MachineRecord.modelUid), when the request hands its workflow what it wrote. */
+  modelUid?: string;
   now: string;
 }): MachineRecord {
   const container = args.id.includes('/');
@@ -28,6 +30,7 @@ export function newMachine(args: {
     status: args.manual ? 'running' : 'pending',
     // a container's workflow creates it on its host once the host runs (workflows/container.ts)
     message: container ? `waiting for machine ${args.id.slice(0, args.id.indexOf('/'))}` : '',
+    ...(args.modelUid ? { modelUid: args.modelUid } : {}),
     createdAt: args.now,
     updatedAt: args.now,
     version: 0,

@@ -13,6 +13,7 @@ import {
   TASK_QUEUE,
   machineStartOptions,
 } from '../temporal/search-attributes';
+import type { CreatedMachine } from '../temporal/created-machine';
 
 /**
  * How long a signal may take, connecting to Temporal (a cold Lambda's first
@@ -90,14 +91,25 @@ export const DIRECT_START_LIMIT = 20;
  */
 export interface MachineWorkflows {
   /** `requestedBy`: the user whose request this is, named in the workflow (API.md, "Audit"). */
-  start(model: string, machineId: string, requestedBy?: string): Promise<void>;
+  start(
+    model: string,
+    machineId: string,
+    requestedBy?: string,
+    created?: CreatedMachine,
+  ): Promise<void>;
   /**
    * Starts the workflows of many machines recorded by one request: a few
    * directly, more through one bulk starter workflow so the request answers
    * at once (its id is derived from the machines, so a retried request
-   * never starts a second one).
+   * never starts a second one). `created`: what the request wrote of every
+   * one of them (MachineWorkflowInput.created), handed to each workflow.
    */
-  startMany(model: string, machineIds: readonly string[], requestedBy?: string): Promise<void>;
+  startMany(
+    model: string,
+    machineIds: readonly string[],
+    requestedBy?: string,
+    created?: CreatedMachine,
+  ): Promise<void>;
   /**
    * `retry` takes `[{ by }]` (who asked), `reprovision` `[{ instanceId, by }]`:
    * the instance EC2 confirmed gone (workflows/definitions.ts); `destroy` nothing.
@@ -136,32 +148,50 @@ export class TemporalMachineWorkflows implements MachineWorkflows {
     await ensureSweeper(await this.client(), this.taskQueue);
   }
 
-  private options(model: string, machineId: string, requestedBy?: string) {
-    return machineStartOptions(model, machineId, this.taskQueue, requestedBy);
+  private options(
+    model: string,
+    machineId: string,
+    requestedBy?: string,
+    created?: CreatedMachine,
+  ) {
+    return machineStartOptions(model, machineId, this.taskQueue, requestedBy, created);
   }
 
   async startMany(
     model: string,
     machineIds: readonly string[],
     requestedBy?: string,
+    created?: CreatedMachine,
   ): Promise<void> {
     if (machineIds.length <= DIRECT_START_LIMIT) {
-      await Promise.all(machineIds.map((id) => this.start(model, id, requestedBy)));
+      await Promise.all(machineIds.map((id) => this.start(model, id, requestedBy, created)));
       return;
     }
     const client = await this.client();
     await client.workflow.start(START_MACHINES_WORKFLOW_TYPE, {
       taskQueue: this.taskQueue,
       workflowId: `start-machines:${model}:${machineIds[0]}:${machineIds.length}`,
-      args: [{ model, machineIds: [...machineIds], ...(requestedBy ? { requestedBy } : {}) }],
+      args: [
+        {
+          model,
+          machineIds: [...machineIds],
+          ...(requestedBy ? { requestedBy } : {}),
+          ...(created ? { created } : {}),
+        },
+      ],
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });
   }
 
-  async start(model: string, machineId: string, requestedBy?: string): Promise<void> {
+  async start(
+    model: string,
+    machineId: string,
+    requestedBy?: string,
+    created?: CreatedMachine,
+  ): Promise<void> {
     const client = await this.client();
     await client.workflow.start(MACHINE_WORKFLOW_TYPE, {
-      ...this.options(model, machineId, requestedBy),
+      ...this.options(model, machineId, requestedBy, created),
       // a retried request finds the workflow already there and leaves it be
       workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
     });

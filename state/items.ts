@@ -86,6 +86,7 @@ const MACHINE_FIELDS = [
   'placementGroup',
   'partition',
   'pricePerHour',
+  'modelUid',
   'createdAt',
   'updatedAt',
   'version',

@@ -58,12 +58,17 @@ export function machineWriteChunks(
 export async function putNewMachines(t: TableAccess, machines: MachineRecord[]): Promise<void> {
   for (const chunk of machineWriteChunks(machines)) {
     const first = chunk[0]!;
+    // machines that name their model's uid are written only into that model: a model
+    // destroyed and re-created by name meanwhile is another model (DESIGN.md "Entities")
+    const uid = first.modelUid;
+    if (chunk.some((m) => m.modelUid !== uid))
+      throw new Error(`new machines of model "${first.model}" name different model uids`);
     const tx = t
       .transaction()
       .check(
         modelKey(first.model),
-        'life = :alive',
-        { ':alive': 'alive' },
+        uid !== undefined ? 'life = :alive AND uid = :uid' : 'life = :alive',
+        { ':alive': 'alive', ...(uid !== undefined ? { ':uid': uid } : {}) },
         new EntityConflictError(`model "${first.model}" is being destroyed`),
       );
     for (const m of chunk) tx.put(machineItem(m), 'attribute_not_exists(pk)');

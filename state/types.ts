@@ -120,6 +120,15 @@ export interface MachineRecord {
   partition?: number;
   /** On-demand USD per hour of `instanceType` when it was chosen. */
   pricePerHour?: number;
+  /**
+   * The uid of the model the machine was created in, when the creating
+   * request handed its workflow what the launch needs (issue 26: the
+   * workflow's start input, `MachineWorkflowInput.created`): the zone claim
+   * made from that input is conditional on it, so it never lands on another
+   * machine under the same key (a model destroyed and re-created by name).
+   * Absent on machines created otherwise; never changed.
+   */
+  modelUid?: string;
   createdAt: string;
   updatedAt: string;
   /** Bumped by every API change to membership, life or constraints (the workflow's status writes leave it alone). */

@@ -59,6 +59,19 @@ export interface ClaimRequest extends ZoneAsk {
    * field of the view, and a machine whose condition failed is read afresh.
    */
   view?: MachineView;
+  /**
+   * `view` is not a read but what the request that created the machine wrote
+   * (the workflow's start input, with `view.asCreated`): the claim is made
+   * only if the machine is exactly so (its write's condition holds). A machine whose
+   * condition failed is not read again here: the claim fails with
+   * StaleViewError, and the caller reads the machine and plans from that.
+   */
+  strict?: boolean;
+}
+
+/** A strict claim's view (ClaimRequest.strict) no longer held: nothing was claimed. */
+export class StaleViewError extends Error {
+  override readonly name = 'StaleViewError';
 }
 
 /** The machine went Dead: it must not claim a zone or launch. */
@@ -133,7 +146,9 @@ async function claimOnce(
   requests: readonly ClaimRequest[],
   known: Map<string, MachineView>,
 ): Promise<Array<ClaimResult | 'again'>> {
-  const unread = [...new Set(requests.map((r) => r.machineId))].filter((id) => !known.has(id));
+  const unread = [...new Set(requests.filter((r) => !r.strict).map((r) => r.machineId))].filter(
+    (id) => !known.has(id),
+  );
   if (unread.length > 0) {
     const read = await readMachines(t, model, unread);
     for (const id of unread) known.set(id, read.get(id) ?? { exists: false });
@@ -170,6 +185,15 @@ async function claimOnce(
       return;
     }
     inRound.add(request.machineId);
+    if (request.strict && machines.get(request.machineId) !== request.view) {
+      // its own view was dropped (its condition failed, or the machine was claimed already
+      // in this batch) or replaced by a read another claim of it made
+      outcomes[k] = {
+        ok: false,
+        error: new StaleViewError(`machine ${request.machineId} is not as its creation wrote it`),
+      };
+      return;
+    }
     const m = machines.get(request.machineId);
     if (!m?.exists) {
       outcomes[k] = {

@@ -62,6 +62,15 @@ export interface ClaimedMachineView {
   countedZone?: string;
   countedGroups?: string[];
   countedPartition?: number;
+  modelUid?: string;
+  asCreated?: CreatedMachineView;
+}
+
+/** What a launch planned from a machine's creation relied on (MachineView.asCreated). */
+export interface CreatedMachineView {
+  base: string;
+  constraints: string;
+  placement?: string;
 }
 
 /**
@@ -118,6 +127,38 @@ export function machineClaimItem(
     names['#applications'] = 'applications';
     values[':applications'] = m.applications;
     condition += ' AND #applications = :applications';
+  }
+  if (m.modelUid !== undefined) {
+    // the machine created in that model, not another under the same key
+    names['#modelUid'] = 'modelUid';
+    values[':modelUid'] = m.modelUid;
+    condition += ' AND #modelUid = :modelUid';
+  }
+  if (m.asCreated) {
+    // planned from the creation, not a read: the machine still as created, or no claim
+    // (its constraints replaced, in error, dying or launched since: the caller reads it)
+    Object.assign(names, {
+      '#status': 'status',
+      '#instanceId': 'instanceId',
+      '#base': 'base',
+      '#constraints': 'constraints',
+      '#placement': 'placement',
+    });
+    Object.assign(values, {
+      ':alive': 'alive',
+      ':pending': 'pending',
+      ':base': m.asCreated.base,
+      ':constraints': m.asCreated.constraints,
+    });
+    condition +=
+      ' AND #life = :alive AND #status = :pending AND attribute_not_exists(#instanceId)' +
+      ' AND #base = :base AND #constraints = :constraints';
+    if (m.asCreated.placement) {
+      values[':placement'] = m.asCreated.placement;
+      condition += ' AND #placement = :placement';
+    } else {
+      condition += ' AND attribute_not_exists(#placement)';
+    }
   }
   if (m.countedZone) {
     condition += ' AND #countedZone = :was';
@@ -274,8 +315,10 @@ export function regroupUncountedCondition(): {
 
 /** The attributes of a machine a zone claim relies on (read into a MachineView). */
 export const MACHINE_VIEW_PROJECTION = {
-  projection: 'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition',
+  projection:
+    'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition, #modelUid',
   names: {
+    '#modelUid': 'modelUid',
     '#life': 'life',
     '#applications': 'applications',
     '#countedZone': 'countedZone',

@@ -3,7 +3,12 @@ import type { GroupCounter, PartitionCounts, ZoneCounts } from '../core/zone-ass
 import { batchGetAll } from './batch-get';
 import { machineSk, modelPk } from './keys';
 import type { Life } from './types';
-import { COUNTER_PROJECTION, counterKey, MACHINE_VIEW_PROJECTION } from './zone-count-items';
+import {
+  COUNTER_PROJECTION,
+  counterKey,
+  MACHINE_VIEW_PROJECTION,
+  type CreatedMachineView,
+} from './zone-count-items';
 
 type Item = Record<string, unknown>;
 
@@ -28,6 +33,21 @@ export interface MachineView {
   countedGroups?: string[];
   /** Availability-set mode: the partition the machine is counted in, within `countedZone`. */
   countedPartition?: number;
+  /**
+   * The uid of the model the machine was created in (MachineRecord.modelUid),
+   * when its item records one: a claim made from this view is conditional on it.
+   */
+  modelUid?: string;
+  /**
+   * Set only on a view made from the creating request's word, not a read
+   * (ClaimRequest.strict): what the launch was planned from. A claim made
+   * from it also requires the machine still exactly so: alive, pending,
+   * without an instance, with this base, these constraints and this
+   * placement (none: no placement), so a machine changed since (its
+   * constraints replaced, in error, dying, launched) is never claimed for a
+   * plan made from what it was.
+   */
+  asCreated?: CreatedMachineView;
 }
 
 /** What a zone claim relies on of a machine item (read with at least these attributes). */
@@ -43,6 +63,7 @@ export function machineView(item: Item): MachineView {
     ...(typeof item.countedPartition === 'number'
       ? { countedPartition: item.countedPartition }
       : {}),
+    ...(typeof item.modelUid === 'string' ? { modelUid: item.modelUid } : {}),
   };
 }
 

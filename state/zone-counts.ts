@@ -19,6 +19,7 @@ export {
 } from '../core/zone-assignment';
 export {
   MachineDeadError,
+  StaleViewError,
   ZoneClaimContendedError,
   type ClaimRequest,
   type ClaimResult,

@@ -1,4 +1,5 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
+import type { CreatedMachine } from './created-machine';
 
 /**
  * Custom search attributes set by the machine workflow so a person can find,
@@ -74,13 +75,19 @@ export function machineStartOptions(
   machineId: string,
   taskQueue: string,
   requestedBy?: string,
+  created?: CreatedMachine,
 ) {
   return {
     taskQueue,
     workflowId: machineWorkflowId(model, machineId),
-    args: [{ model, machineId, ...(requestedBy ? { requestedBy } : {}) }] as [
-      { model: string; machineId: string; requestedBy?: string },
-    ],
+    args: [
+      {
+        model,
+        machineId,
+        ...(requestedBy ? { requestedBy } : {}),
+        ...(created ? { created } : {}),
+      },
+    ] as [{ model: string; machineId: string; requestedBy?: string; created?: CreatedMachine }],
     // A machine's first task runs its quick steps (load, plan, claim a zone) as local
     // activities. When a thousand start at once those queue for DynamoDB, and with the
     // default 10 s the tasks timed out, their work was thrown away and done again, and

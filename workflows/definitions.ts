@@ -1,6 +1,9 @@
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { InstanceState } from '../core/liveness';
+import type { CreatedMachine } from '../temporal/created-machine';
 import type { InstanceObservation } from '../temporal/signals';
+
+export type { CreatedMachine };
 
 /**
  * Signals, queries and inputs of the provisioner's workflows. Kept apart from
@@ -15,6 +18,16 @@ export interface MachineWorkflowInput {
   requestedBy?: string;
   /** What a run hands to the next one on continue-as-new. */
   carried?: CarriedState;
+  /**
+   * What the request that created the machine wrote of it and of its model
+   * (issue 26): the first run's first step plans and claims from this instead
+   * of reading the machine and the model. Only a claim that finds the machine
+   * exactly so (created in this model, alive, pending, no instance, this
+   * base, these constraints, placement and applications, counted nowhere) is
+   * kept; anything else and the step reads the machine as before.
+   * Absent in runs started otherwise (the sweep, a signal, older requests).
+   */
+  created?: CreatedMachine;
 }
 
 export interface CarriedState {

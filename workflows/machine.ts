@@ -48,8 +48,13 @@ export {
   reprovisionSignal,
   retrySignal,
 } from './definitions';
-export type { InstanceObservation, MachineWorkflowInput, ProvisioningState } from './definitions';
-import type { InstanceObservation } from './definitions';
+export type {
+  CreatedMachine,
+  InstanceObservation,
+  MachineWorkflowInput,
+  ProvisioningState,
+} from './definitions';
+import type { CreatedMachine, InstanceObservation } from './definitions';
 
 /**
  * One workflow per machine, for the machine's whole life (id
@@ -197,7 +202,9 @@ async function runMachine(input: MachineWorkflowInput, lean: boolean): Promise<v
     first = false;
     const read =
       observed?.machine ??
-      (prepare ? await loadPrepared(ctx) : await quick.loadMachine({ model, machineId }));
+      (prepare
+        ? await loadPrepared(ctx, input.created)
+        : await quick.loadMachine({ model, machineId }));
     // a destroy cut the first read short, or its planning failed: read again, step by step
     if (read === 'interrupted') continue;
     const machine = read;
@@ -336,13 +343,22 @@ async function reprovision(
  * failing), and the pass then plans on its own and records what failed.
  * Whether a run took this path is in its history (the
  * read's answer carries `prepared`), so replay follows it without a marker.
+ * With `created` (the start input), the step plans and claims from what the
+ * creating request wrote and reads nothing unless that no longer holds: the
+ * same one local activity, so replay is unchanged (only its input grows).
  */
-async function loadPrepared(ctx: MachineContext): Promise<MachineSnapshot | null | 'interrupted'> {
+async function loadPrepared(
+  ctx: MachineContext,
+  created: CreatedMachine | undefined,
+): Promise<MachineSnapshot | null | 'interrupted'> {
   const { model, machineId, signals, state } = ctx;
   // what a person querying the machine sees while it is planned
   state.phase = 'planning';
   const scope = new CancellationScope();
-  const loading = scope.run(() => localPlanning.loadMachine({ model, machineId, prepare: true }));
+  // what its creating request wrote, when it said: the step then reads nothing unless that is stale
+  const loading = scope.run(() =>
+    localPlanning.loadMachine({ model, machineId, prepare: true, ...(created ? { created } : {}) }),
+  );
   let settled = false;
   loading.then(
     () => (settled = true),

@@ -1,4 +1,5 @@
 import { log } from '@temporalio/workflow';
+import type { CreatedMachine } from './definitions';
 import { starting } from './proxies';
 
 export interface StartMachinesInput {
@@ -10,6 +11,8 @@ export interface StartMachinesInput {
    * have none, and replay as they ran (only the activity's input grows).
    */
   requestedBy?: string;
+  /** What the request wrote of every machine (MachineWorkflowInput.created); absent before issue 26. */
+  created?: CreatedMachine;
 }
 
 /** Machines per activity: each activity's starts are one heartbeat-covered unit of retry. */
@@ -28,6 +31,7 @@ export async function startMachinesWorkflow(input: StartMachinesInput): Promise<
       model: input.model,
       machineIds: input.machineIds.slice(i, i + CHUNK),
       ...(input.requestedBy ? { requestedBy: input.requestedBy } : {}),
+      ...(input.created ? { created: input.created } : {}),
     });
   }
   log.info('machine workflows started', { model: input.model, count: started });

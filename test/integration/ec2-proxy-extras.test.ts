@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Instance } from '@aws-sdk/client-ec2';
 import {
   CreatePlacementGroupCommand,
@@ -64,6 +67,64 @@ async function described(
 const ids = (instances: readonly Instance[]): string[] =>
   instances.map((i) => i.InstanceId ?? '').sort();
 
+/**
+ * The parameters of every DescribeInstances moto received from this file's
+ * proxy, in order: the proxy's upstream is a recording forwarder in front of
+ * the stack's moto, so a test can show what the proxy asked of moto.
+ */
+const describesToMoto: URLSearchParams[] = [];
+let recorder: Server;
+
+/** A forwarder on loopback to `target` that records DescribeInstances' parameters (query and form). */
+async function startRecorder(target: string): Promise<string> {
+  const upstream = new URL(target);
+  recorder = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const params = new URLSearchParams(req.url?.split('?')[1] ?? '');
+      for (const [k, v] of new URLSearchParams(body.toString())) params.append(k, v);
+      if (params.get('Action') === 'DescribeInstances') describesToMoto.push(params);
+      const out = request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
+      out.on('error', (err) => {
+        res.writeHead(502);
+        res.end(String(err));
+      });
+      out.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => recorder.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(recorder.address() as AddressInfo).port}`;
+}
+
+/** The values of the `instance-state-name` filter(s) in a call to moto, one array per filter. */
+function stateFiltersOf(params: URLSearchParams): string[][] {
+  const found: string[][] = [];
+  for (const [key, value] of params) {
+    const m = /^Filter\.(\d+)\.Name$/.exec(key);
+    if (!m || value !== 'instance-state-name') continue;
+    const values: string[] = [];
+    for (let i = 1; params.has(`Filter.${m[1]}.Value.${i}`); i++) {
+      values.push(params.get(`Filter.${m[1]}.Value.${i}`) ?? '');
+    }
+    found.push(values);
+  }
+  return found;
+}
+
 async function resetProxy(): Promise<void> {
   expect((await admin('DELETE', '/_admin/faults')).status).toBe(200);
   expect((await admin('DELETE', '/_admin/limits')).status).toBe(200);
@@ -71,7 +132,7 @@ async function resetProxy(): Promise<void> {
 }
 
 beforeAll(async () => {
-  proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
+  proxy = await startEc2Proxy({ upstream: await startRecorder(stack.motoEndpoint), port: 0 });
   ec2 = new EC2Client({ endpoint: proxy.url, region: REGION, credentials, maxAttempts: 1 });
   const images = await moto.send(new DescribeImagesCommand({}));
   imageId = images.Images?.find((i) => i.ImageId)?.ImageId ?? '';
@@ -86,6 +147,10 @@ afterAll(async () => {
   ec2.destroy();
   moto.destroy();
   await proxy.close();
+  recorder.closeAllConnections();
+  await new Promise<void>((resolve, reject) =>
+    recorder.close((err) => (err ? reject(err) : resolve())),
+  );
 });
 
 describe('latency', () => {
@@ -165,14 +230,68 @@ describe('pending to running', () => {
     await admin('PUT', '/_admin/latency', { pendingToRunning: 600_000 });
     const tag = randomUUID();
     const [instance] = await launch(tag);
+    const id = instance?.InstanceId ?? '';
     const [seen] = await described(tag);
-    expect(seen?.InstanceId).toBe(instance?.InstanceId);
+    expect(seen?.InstanceId).toBe(id);
     expect(seen?.State).toEqual({ Code: 0, Name: 'pending' });
+    // moto says running already; the proxy asks moto for running too when pending is asked
+    expect((await motoInstances(tag))[0]?.State?.Name).toBe('running');
+    describesToMoto.length = 0;
+    const pending = await described(tag, [{ Name: 'instance-state-name', Values: ['pending'] }]);
+    expect(ids(pending)).toEqual([id]);
+    expect(pending[0]?.State).toEqual({ Code: 0, Name: 'pending' });
+    expect(describesToMoto.map(stateFiltersOf)).toEqual([[['pending', 'running']]]);
+    // moto is asked for running and has it; the proxy's own filter still leaves it out
+    describesToMoto.length = 0;
     expect(await described(tag, [{ Name: 'instance-state-name', Values: ['running'] }])).toEqual(
       [],
     );
+    expect(describesToMoto.map(stateFiltersOf)).toEqual([[['running']]]);
+    expect(describesToMoto[0]?.get(`Filter.1.Name`)).toBe(`tag:${TAG_KEY}`);
     await admin('DELETE', '/_admin/latency');
     expect((await described(tag))[0]?.State?.Name).toBe('running');
+  });
+});
+
+describe('state filter and pages', () => {
+  it('sends moto the state filter on the first page only, so a reservation terminated between pages does not fail the next', async () => {
+    const tag = randomUUID();
+    const launchedIds: string[] = [];
+    // one reservation each: moto pages by reservation
+    for (let i = 0; i < 7; i++) {
+      const [one] = await launch(tag);
+      launchedIds.push(one?.InstanceId ?? '');
+    }
+    const running = [{ Name: 'instance-state-name', Values: ['running'] }];
+    const page = (NextToken?: string) =>
+      ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [{ Name: `tag:${TAG_KEY}`, Values: [tag] }, ...running],
+          MaxResults: 5,
+          ...(NextToken === undefined ? {} : { NextToken }),
+        }),
+      );
+    describesToMoto.length = 0;
+    const first = await page();
+    const firstIds = (first.Reservations ?? []).flatMap((r) =>
+      (r.Instances ?? []).map((i) => i.InstanceId ?? ''),
+    );
+    expect(firstIds).toHaveLength(5);
+    expect(first.NextToken).toBeDefined();
+    // the page's last reservation goes (all its instances) before the next page is asked,
+    // and one not yet listed too
+    const gone = [firstIds[4]!, launchedIds.find((id) => !firstIds.includes(id))!];
+    await moto.send(new TerminateInstancesCommand({ InstanceIds: gone }));
+    const second = await page(first.NextToken);
+    const secondInstances = (second.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+    const left = launchedIds.filter((id) => !firstIds.includes(id) && !gone.includes(id));
+    expect(ids(secondInstances)).toEqual([...left].sort());
+    expect(secondInstances.map((i) => i.State?.Name)).toEqual(['running']);
+    expect(second.NextToken).toBeUndefined();
+    expect(describesToMoto.map((p) => [p.has('NextToken'), stateFiltersOf(p)])).toEqual([
+      [false, [['running']]],
+      [true, []],
+    ]);
   });
 });
 

@@ -488,6 +488,48 @@ describe('routine liveness news written without the workflow', () => {
     ).resolves.toBe(false);
   });
 
+  it('writes a Dead machine’s news of its instance going (no workflow task), only while it is Dead and records that instance', async () => {
+    const { model, id } = await runningMachine();
+    // alive: refused, nothing written (its workflow is told instead)
+    const alive = await repo.getMachine(model, id);
+    await expect(store.recordDeadInstanceState(model, id, 'i-routine', 'terminated')).resolves.toBe(
+      false,
+    );
+    expect(await repo.getMachine(model, id)).toEqual(alive);
+    await doc.send(
+      new UpdateCommand({
+        TableName: TABLE,
+        Key: { pk: modelPk(model), sk: machineSk(id) },
+        UpdateExpression: 'SET #life = :dead',
+        ExpressionAttributeNames: { '#life': 'life' },
+        ExpressionAttributeValues: { ':dead': 'dead' },
+      }),
+    );
+    await expect(
+      store.recordDeadInstanceState(model, id, 'i-routine', 'shutting-down'),
+    ).resolves.toBe(true);
+    await expect(store.recordDeadInstanceState(model, id, 'i-routine', 'terminated')).resolves.toBe(
+      true,
+    );
+    const dead = await repo.getMachine(model, id);
+    // only the instance's state: the teardown's status and message stay its own
+    expect(dead).toMatchObject({
+      life: 'dead',
+      instanceStatus: 'terminated',
+      status: alive.status,
+      message: alive.message,
+    });
+    // another instance, or a machine already removed: refused, nothing created
+    await expect(store.recordDeadInstanceState(model, id, 'i-old', 'terminated')).resolves.toBe(
+      false,
+    );
+    expect(await repo.getMachine(model, id)).toEqual(dead);
+    await expect(
+      store.recordDeadInstanceState(model, 'no-such-machine', 'i-routine', 'terminated'),
+    ).resolves.toBe(false);
+    await expect(repo.getMachine(model, 'no-such-machine')).rejects.toThrow();
+  });
+
   it('refuses to write a state that is not routine', async () => {
     const { model, id } = await runningMachine();
     await expect(

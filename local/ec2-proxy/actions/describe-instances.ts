@@ -3,7 +3,9 @@ import type { Ec2Call, ProxyState } from '../call';
 import { sendAnswer, sendEc2Error } from '../call';
 import {
   INSTANCE_FILTERS,
+  motoStateFilter,
   rewriteDescribeInstances,
+  withFilter,
   rewriteDescribeInstanceStatus,
 } from '../instances';
 import { pendingToRunningMs } from '../latency';
@@ -40,9 +42,19 @@ export async function describeInstances(
   const query = takeFilters(call.queryParams, INSTANCE_FILTERS);
   const form = takeFilters(call.formParams, INSTANCE_FILTERS);
   const filters = [...query.taken, ...form.taken];
+  // DescribeInstances: moto leaves out the states the proxy would drop (a superset still),
+  // the filter added to the part of the request that asked for it. On the first page only:
+  // moto finds a NextToken (a reservation id) in its filtered list, and a reservation whose
+  // instances were all terminated since the last page is no longer there (moto answers 500).
+  // A later page asked unfiltered from that reservation is a superset still: the same order.
+  const firstPage = (paramValue(call.params, 'NextToken') ?? '') === '';
+  const withState = (part: typeof query): Array<[string, string]> => {
+    const toMoto = status || !firstPage ? undefined : motoStateFilter(part.taken);
+    return toMoto ? withFilter(part.rest, toMoto) : part.rest;
+  };
   const path =
-    call.pathname + (query.taken.length > 0 ? `?${encodeQuery(query.rest)}` : call.search);
-  const body = form.taken.length > 0 ? Buffer.from(encodeQuery(form.rest)) : call.body;
+    call.pathname + (query.taken.length > 0 ? `?${encodeQuery(withState(query))}` : call.search);
+  const body = form.taken.length > 0 ? Buffer.from(encodeQuery(withState(form))) : call.body;
   const answer = await state.upstream.fetch(call.method, path, endToEndHeaders(call.headers), body);
   if (answer.status !== 200) {
     sendAnswer(res, answer);

@@ -47,4 +47,28 @@ describe('startMachineWorkflows', () => {
     expect(starts[0]!.args).toEqual([{ model: 'm', machineId: '0' }]);
     expect(starts[0]).not.toHaveProperty('staticDetails');
   });
+
+  it('passes what the request wrote (created) to every workflow it starts', async () => {
+    const { deps, starts } = depsRecording();
+    const created = {
+      modelUid: 'uid-1',
+      region: 'us-east-1',
+      availabilitySets: true,
+      base: 'ubuntu@22.04',
+      constraints: '',
+      placement: 'zone=us-east-1b',
+      applications: [],
+    };
+    await starterActivities(deps).startMachineWorkflows({
+      model: 'm',
+      machineIds: ['0', '1'],
+      created,
+    });
+    expect(
+      starts.map((o) => o.args).sort((a, b) => a[0].machineId.localeCompare(b[0].machineId)),
+    ).toEqual([
+      [{ model: 'm', machineId: '0', created }],
+      [{ model: 'm', machineId: '1', created }],
+    ]);
+  });
 });

@@ -227,6 +227,7 @@ describe('parseArgs', () => {
       workers: 1,
       cpuProfile: false,
       ddbCallers: false,
+      workerNodeOptions: [],
     });
   });
 
@@ -255,6 +256,17 @@ describe('parseArgs', () => {
     expect(parseArgs(['--workers=3'])).toMatchObject({ workers: 3, cpuProfile: false });
   });
 
+  it('adds Node options to the workers, in the order given', () => {
+    expect(
+      parseArgs([
+        '--worker-node-option=--max-semi-space-size=64',
+        '--worker-node-option=--import=./bench/heap-sampling.ts',
+      ]),
+    ).toMatchObject({
+      workerNodeOptions: ['--max-semi-space-size=64', '--import=./bench/heap-sampling.ts'],
+    });
+  });
+
   it('keeps DynamoDB totals by call site on request', () => {
     expect(parseArgs(['--ddb-callers'])).toMatchObject({ ddbCallers: true });
   });
@@ -267,6 +279,14 @@ describe('parseArgs', () => {
     [['--sizes', '100,abc'], '--sizes takes whole numbers from 1 to 1000, got "100,abc"'],
     [['--timeout-min', '-1'], '--timeout-min needs a positive number, got -1'],
     [['--fast'], /^unknown argument "--fast"; usage: npm run bench/],
+    [
+      ['--worker-node-option'],
+      '--worker-node-option takes one Node option starting with "--" (write --worker-node-option=--flag=value), got undefined',
+    ],
+    [
+      ['--worker-node-option=bench/x.js'],
+      '--worker-node-option takes one Node option starting with "--" (write --worker-node-option=--flag=value), got bench/x.js',
+    ],
   ])('refuses %j', (argv, message) => {
     expect(() => parseArgs(argv)).toThrow(BenchArgsError);
     expect(() => parseArgs(argv)).toThrow(message);

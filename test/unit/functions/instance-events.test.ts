@@ -23,11 +23,13 @@ const RECORDED = new Map([['i-0abcd1234ef567890', { model: 'demo', machineId: '3
 /**
  * `routineApplies`: whether the machine's routine write applies (alive,
  * `running`, recording the instance starting or running), as the store's
- * condition would decide.
+ * condition would decide; `dead`: whether the machine is Dead (its write of
+ * news that is not routine applies).
  */
-function fakes(recorded = RECORDED, routineApplies: boolean | 'stale' = true) {
+function fakes(recorded = RECORDED, routineApplies: boolean | 'stale' = true, dead = false) {
   const signals: Array<[string, InstanceObservation]> = [];
   const written: Array<[string, InstanceObservation]> = [];
+  const deadWritten: Array<[string, InstanceObservation]> = [];
   const asked: string[] = [];
   const deps: InstanceEventDeps = {
     machineOf: (instanceId) => {
@@ -38,12 +40,16 @@ function fakes(recorded = RECORDED, routineApplies: boolean | 'stale' = true) {
       written.push([`${machine.model}/${machine.machineId}`, obs]);
       return Promise.resolve(routineApplies);
     },
+    recordDead: (machine, obs) => {
+      deadWritten.push([`${machine.model}/${machine.machineId}`, obs]);
+      return Promise.resolve(dead);
+    },
     signal: (id, obs) => {
       signals.push([id, obs]);
       return Promise.resolve();
     },
   };
-  return { deps, signals, written, asked };
+  return { deps, signals, written, deadWritten, asked };
 }
 
 describe('EC2 instance state-change events', () => {
@@ -83,17 +89,40 @@ describe('EC2 instance state-change events', () => {
   });
 
   it.each(['stopping', 'stopped', 'shutting-down', 'terminated'])(
-    'signals the workflow of the machine that records the instance that it is %s, writing nothing itself',
+    'signals the workflow of the machine that records the instance that it is %s when the machine is not Dead, writing nothing itself',
     async (state) => {
-      const { deps, signals, written, asked } = fakes();
+      const { deps, signals, written, deadWritten, asked } = fakes();
       await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
         signalled: 'machine:demo:3',
       });
       expect(signals).toEqual([['machine:demo:3', { instanceId: 'i-0abcd1234ef567890', state }]]);
       expect(written).toEqual([]);
+      // the Dead-only write was tried first and did not apply
+      expect(deadWritten).toEqual([['demo/3', { instanceId: 'i-0abcd1234ef567890', state }]]);
       expect(asked).toEqual(['i-0abcd1234ef567890']);
     },
   );
+
+  it.each(['stopping', 'stopped', 'shutting-down', 'terminated'])(
+    'writes %s to a Dead machine that records the instance itself: its teardown asks EC2, no signal, no workflow task',
+    async (state) => {
+      const { deps, signals, written, deadWritten } = fakes(RECORDED, true, true);
+      await expect(handleInstanceEvent(deps, sample(state))).resolves.toEqual({
+        recorded: 'machine:demo:3',
+      });
+      expect(deadWritten).toEqual([['demo/3', { instanceId: 'i-0abcd1234ef567890', state }]]);
+      expect([signals, written]).toEqual([[], []]);
+    },
+  );
+
+  it('fails when the Dead write fails for another reason than its condition (EventBridge retries the event)', async () => {
+    const { deps, signals } = fakes();
+    deps.recordDead = () => Promise.reject(new Error('ProvisionedThroughputExceededException'));
+    await expect(handleInstanceEvent(deps, sample('terminated'))).rejects.toThrow(
+      'ProvisionedThroughputExceededException',
+    );
+    expect(signals).toEqual([]);
+  });
 
   it('ignores an instance no machine records (another deployment, an old model, a launch not recorded yet, an instance a machine recorded before it was reprovisioned)', async () => {
     const { deps, signals, written } = fakes();

@@ -160,4 +160,24 @@ describe('TemporalMachineWorkflows.startMany names who asked', () => {
       ['startMachinesWorkflow', [{ model: 'm', machineIds: ids }]],
     ]);
   });
+
+  it('hands what the request wrote (created) to each machine, directly or through the bulk starter', async () => {
+    const created = {
+      modelUid: 'uid-1',
+      region: 'us-east-1',
+      availabilitySets: false,
+      base: 'ubuntu@24.04',
+      constraints: 'mem=2G',
+      applications: [],
+    };
+    const { client, starts } = recordingClient();
+    const workflows = new TemporalMachineWorkflows(() => Promise.resolve(client), 'q');
+    await workflows.startMany('m', ['0'], 'alice', created);
+    const ids = Array.from({ length: 21 }, (_, i) => String(i));
+    await workflows.startMany('m', ids, 'alice', created);
+    expect(starts.map((s) => [s.type, s.options.args])).toEqual([
+      ['machine', [{ model: 'm', machineId: '0', requestedBy: 'alice', created }]],
+      ['startMachinesWorkflow', [{ model: 'm', machineIds: ids, requestedBy: 'alice', created }]],
+    ]);
+  });
 });

@@ -1,4 +1,8 @@
-import { ROUTINE_WRITE_ATTRIBUTES, routineInstanceWrite } from '../../../state/provisioning';
+import {
+  deadInstanceWrite,
+  ROUTINE_WRITE_ATTRIBUTES,
+  routineInstanceWrite,
+} from '../../../state/provisioning';
 
 const NEWS = { model: 'demo', machineId: '3', instanceId: 'i-0123456789abcdef0' };
 
@@ -52,5 +56,31 @@ describe('the routine write names only what the instance-events role may name', 
     expect(() => routineInstanceWrite('t', { ...NEWS, state: 'stopped' })).toThrow(
       'instance state "stopped" is not routine news',
     );
+  });
+});
+
+describe('the Dead machine’s write of its instance going', () => {
+  it('names only attributes the instance-events role may name, asks nothing back, and applies only to a Dead machine recording the instance', () => {
+    const input = deadInstanceWrite(
+      't',
+      { ...NEWS, state: 'terminated' },
+      new Date('2026-11-26T07:00:00Z'),
+    );
+    const named = attributesNamed(input);
+    expect(named.every((a) => (ROUTINE_WRITE_ATTRIBUTES as readonly string[]).includes(a))).toBe(
+      true,
+    );
+    expect(named).toEqual(
+      ['instanceId', 'instanceStatus', 'instanceStatusAt', 'life', 'pk', 'sk', 'updatedAt'].sort(),
+    );
+    expect(input.ConditionExpression).toBe('#instanceId = :instanceId AND #life = :dead');
+    expect(input.ExpressionAttributeValues).toEqual({
+      ':state': 'terminated',
+      ':instanceId': NEWS.instanceId,
+      ':dead': 'dead',
+      ':now': '2026-11-26T07:00:00.000Z',
+    });
+    expect(input.ReturnValues).toBeUndefined();
+    expect(input.ReturnValuesOnConditionCheckFailure).toBeUndefined();
   });
 });

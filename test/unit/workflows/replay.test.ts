@@ -33,6 +33,10 @@ import { promisify } from 'node:util';
  *   skipped a status write without a patch);
  *   `machine-observed-without-read`: a running machine told twice of its
  *   instance, recording each from the write alone (`observe-without-read`).
+ * - `machine-created-launch` (issue 26): a machine added by add-machine, its
+ *   workflow started with what the request wrote (`created`), its first step
+ *   planning and claiming from that without a read, then launched and
+ *   recorded. Recorded by test/integration/created-launch-workflow.test.ts.
  * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
  *   signal sent to it by code that had no handler (it stayed asleep), then
  *   news of its instance; made from `machine-observed-without-read` and
