@@ -13,7 +13,8 @@ import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
 import { TokenBucket } from '../ec2/token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
+import { classifyError, classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
+import { EC2_MAX_ATTEMPTS, throttlesToCaller } from '../ec2/client';
 import { failure } from './failures';
 import { activityLog } from './log';
 import { launchFailed, launchSent } from './metrics';
@@ -34,6 +35,46 @@ export const MAX_BATCH = 1000;
 
 /** How a RunInstances waited for its turn: in the deployment's shared record, or on this worker's bucket. */
 type Paced = 'shared' | 'local';
+
+/**
+ * What a batch waited for before it was recorded: its turn predicted from
+ * the shared record (booked only once its members are recorded, just before
+ * the call), or a token of this worker's own bucket (taken: the call goes
+ * out on it).
+ */
+type Gated = 'predicted' | 'local';
+
+/** A turn: how it was paced, and when it came (epoch ms). */
+interface Turn {
+  how: Paced;
+  at: number;
+}
+
+/**
+ * The slack the shared record books with: a burst one below EC2's and a
+ * rate 10 % under it. Turns booked back to back leave EC2's bucket empty, so
+ * a call that reaches EC2 later than its turn while one after it is on time
+ * (a busy event loop, a slow socket: measured up to a few hundred ms here)
+ * would find no token; one token held back absorbs 1 ÷ rate of such
+ * lateness (0.5 s at EC2's 2/s), and the rate's 10 % gives it back at 0.2
+ * tokens a second after it was used. It costs a tenth of the call rate at
+ * the limit, where the batches grow to make up for it.
+ */
+export const SHARED_BURST_HELD_BACK = 1;
+export const SHARED_RATE_SHARE = 0.9;
+
+/**
+ * A shared-paced call later than this after its turn does not go out on it:
+ * it books another (at most MAX_REBOOKS times). A worker whose event loop
+ * stalled (a busy machine: measured up to 2 s in the shared-pacing test)
+ * would otherwise send every call whose turn passed during the stall at
+ * once, where EC2's bucket, full at its burst, holds fewer: the stale turns
+ * stay booked (EC2's bucket overflowed them anyway), the calls are spaced
+ * again from now. 250 ms is half a token at EC2's 2/s, within the token
+ * held back.
+ */
+export const LATE_TURN_MS = 250;
+export const MAX_REBOOKS = 3;
 
 /**
  * How long a reservation in the shared launch record may take before the
@@ -185,7 +226,7 @@ function byLaunchIndex(instances: readonly Instance[]): Map<number, Instance> {
  * no call is made per instance.
  */
 export class LaunchBatcher {
-  private readonly coalescer: Coalescer<LaunchRequest, Launched, Paced>;
+  private readonly coalescer: Coalescer<LaunchRequest, Launched, Gated>;
   private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
   private readonly buckets = new Map<string, TokenBucket>();
   /** Each machine's launch under way in this worker (model and machine id → it). */
@@ -209,16 +250,66 @@ export class LaunchBatcher {
     private readonly memory: CapacityMemory,
   ) {
     const { launchBatchIdleMs, launchBatchMaxMs } = deps.tuning;
-    this.coalescer = new Coalescer<LaunchRequest, Launched, Paced>(
+    this.coalescer = new Coalescer<LaunchRequest, Launched, Gated>(
       { idleMs: launchBatchIdleMs, maxMs: launchBatchMaxMs, maxSize: MAX_BATCH },
-      (_key, requests, paced) => this.send(requests, paced ?? 'local'),
-      // one RunInstances token per batch: while it waits, the batch grows
-      (key) => this.pace((JSON.parse(key) as string[])[0]!),
+      (_key, requests, gated) => this.send(requests, gated ?? 'local'),
+      // one RunInstances turn per batch: while it waits, the batch grows
+      (key) => this.gate((JSON.parse(key) as string[])[0]!),
     );
   }
 
   /** RunInstances calls paced locally because the shared record could not be used. */
   localFallbacks = 0;
+  /** RunInstances attempts EC2 throttled, each repeated on a fresh turn (not by the SDK). */
+  throttledAttempts = 0;
+  /** Shared turns passed by more than LATE_TURN_MS before their call could go: booked again. */
+  staleTurns = 0;
+  /** How late shared-paced calls went out after their turns (ms): the largest, and the sum. */
+  readonly lateness = { calls: 0, maxMs: 0, totalMs: 0 };
+
+  /** Pacing in the shared record is on and possible. */
+  private get sharedPacing(): boolean {
+    return this.deps.launchRecord !== undefined && this.deps.tuning.launchSharedPacing !== false;
+  }
+
+  /**
+   * What a batch waits for while it grows: with shared pacing, the turn the
+   * shared record predicts (read, not booked: the turn is booked after the
+   * batch is recorded, `pace`); a failed read waits for nothing (the booking
+   * then decides). Alone, a token of this worker's bucket.
+   */
+  private async gate(region: string): Promise<Gated> {
+    const record = this.deps.launchRecord;
+    if (!record || !this.sharedPacing) {
+      await this.bucket(region).take();
+      return 'local';
+    }
+    try {
+      const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
+      const at = await withTimeout(
+        record.predictTurn(region, this.sharedBuckets()),
+        timeoutMs,
+        'the launch record read',
+      );
+      const waitMs = Math.min(at - Date.now(), MAX_RESERVED_WAIT_MS);
+      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    } catch {
+      // the booking after the batch is recorded reserves (or falls back to this worker's bucket)
+    }
+    return 'predicted';
+  }
+
+  /** The buckets the shared record books turns in: EC2's, with slack (SHARED_BURST_HELD_BACK). */
+  private sharedBuckets(): { requests: Bucket; instances: Bucket } {
+    const { requests, instances } = this.launchBuckets();
+    return {
+      requests: {
+        burst: Math.max(1, requests.burst - SHARED_BURST_HELD_BACK),
+        perSecond: requests.perSecond * SHARED_RATE_SHARE,
+      },
+      instances,
+    };
+  }
 
   /** The buckets as this worker is configured (EC2's, as the account has them). */
   private launchBuckets(): { requests: Bucket; instances: Bucket } {
@@ -242,15 +333,15 @@ export class LaunchBatcher {
    * paced on this worker's own bucket instead, and that is logged: launching
    * never stops for the record.
    */
-  private async pace(region: string): Promise<Paced> {
+  private async pace(region: string): Promise<Turn> {
     const record = this.deps.launchRecord;
-    if (record && this.deps.tuning.launchSharedPacing !== false) {
+    if (record && this.sharedPacing) {
       try {
         const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
         // past the deadline, or with a turn too far off, the reservation writes nothing:
         // the local fallback's record is then the call's only count
         const sendAtMs = await withTimeout(
-          record.reserve(region, this.launchBuckets(), {
+          record.reserve(region, this.sharedBuckets(), {
             deadlineMs: Date.now() + timeoutMs,
             maxWaitMs: MAX_RESERVED_WAIT_MS,
           }),
@@ -261,7 +352,7 @@ export class LaunchBatcher {
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
         // the worker's own bucket counts it too: a fallback later does not burst over it
         this.bucket(region).spend();
-        return 'shared';
+        return { how: 'shared', at: sendAtMs };
       } catch (err) {
         this.localFallbacks += 1;
         activityLog.warn('RunInstances paced by this worker alone: the launch record failed', {
@@ -272,7 +363,51 @@ export class LaunchBatcher {
       }
     }
     await this.bucket(region).take();
-    return 'local';
+    return { how: 'local', at: Date.now() };
+  }
+
+  /**
+   * Makes one RunInstances on `turn` (a turn is taken first when none is
+   * given) and counts it in the record. A throttled attempt is not retried by
+   * the SDK (throttlesToCaller): it is counted as a call, and repeated with
+   * the same input (the ClientToken makes it the same launch) on a fresh turn,
+   * up to EC2_MAX_ATTEMPTS attempts in all, so no repeat goes out unpaced.
+   */
+  private async runPaced(
+    region: string,
+    input: RunInstancesInput,
+    first?: Turn,
+  ): Promise<Instance[]> {
+    const { ec2 } = this.deps.ec2ForRegion(region);
+    let turn = first ?? (await this.pace(region));
+    for (let attempt = 1; ; attempt++) {
+      for (let rebooks = 0; turn.how === 'shared' && rebooks < MAX_REBOOKS; rebooks++) {
+        if (Date.now() - turn.at <= LATE_TURN_MS) break;
+        this.staleTurns += 1;
+        turn = await this.pace(region);
+      }
+      const sentAt = Date.now();
+      if (turn.how === 'shared') {
+        const late = Math.max(0, sentAt - turn.at);
+        this.lateness.calls += 1;
+        this.lateness.totalMs += late;
+        this.lateness.maxMs = Math.max(this.lateness.maxMs, late);
+      }
+      try {
+        const out = await throttlesToCaller(() => runInstances(ec2, input));
+        const instances = out.Instances ?? [];
+        this.counted(region, turn.how, sentAt, instances.length);
+        return instances;
+      } catch (err) {
+        // a call EC2 answered spent a request token and launched nothing; one failing without
+        // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
+        // instances (if any) are recorded by the repeat that finds them (replay)
+        this.counted(region, turn.how, sentAt, 0);
+        if (classifyError(err) !== 'throttling' || attempt >= EC2_MAX_ATTEMPTS) throw err;
+        this.throttledAttempts += 1;
+        turn = await this.pace(region);
+      }
+    }
   }
 
   /**
@@ -288,7 +423,8 @@ export class LaunchBatcher {
     }
     this.deps.launchRecord?.countLater(
       region,
-      this.launchBuckets(),
+      // the settings its turn was booked with: the record's request bucket keeps them
+      this.sharedBuckets(),
       { atMs, instances },
       (err: unknown) => {
         activityLog.warn('launched instances were not recorded for plans', {
@@ -485,29 +621,10 @@ export class LaunchBatcher {
     for (const [id, r] of this.replays) if (now - r.at > REPLAY_SHARE_MS) this.replays.delete(id);
     const shared = this.replays.get(batchId);
     if (shared) return shared.answer;
-    const { ec2 } = this.deps.ec2ForRegion(call.region);
-    let sentAt = now;
-    let paced: Paced = 'local';
     // a repeat is a RunInstances like any other, and may be the one that launches the batch
     // (its first call never reached EC2): it is recorded, answered or not (an idempotent
     // repeat counted twice makes plans too careful, never too hopeful)
-    const answer = this.pace(call.region)
-      .then((how) => {
-        paced = how;
-        sentAt = Date.now();
-        return runInstances(ec2, runInput(call, count));
-      })
-      .then(
-        (out) => {
-          const instances = out.Instances ?? [];
-          this.counted(call.region, paced, sentAt, instances.length);
-          return instances;
-        },
-        (err: unknown) => {
-          this.counted(call.region, paced, sentAt, 0);
-          throw err;
-        },
-      );
+    const answer = this.runPaced(call.region, runInput(call, count));
     this.replays.set(batchId, { at: now, answer });
     // a failed repeat is not shared: the next member asks again
     answer.catch(() => this.replays.delete(batchId));
@@ -540,7 +657,7 @@ export class LaunchBatcher {
   }
 
   /** Records the batch, then makes its one RunInstances and answers each member. */
-  private async send(requests: LaunchRequest[], paced: Paced): Promise<Array<Settled<Launched>>> {
+  private async send(requests: LaunchRequest[], gated: Gated): Promise<Array<Settled<Launched>>> {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
@@ -605,17 +722,14 @@ export class LaunchBatcher {
       const again = new BatchAbandoned(id);
       return requests.map((_, i) => (marked[i] ? { ok: false, error: again } : results[i]!));
     }
-    const { ec2 } = this.deps.ec2ForRegion(plan.region);
     let instances: Instance[];
-    const sentAt = Date.now();
     try {
-      const out = await runInstances(ec2, runInput(call, members.length));
-      instances = out.Instances ?? [];
+      // the batch is fixed now: its shared turn is booked just before its call (a local token
+      // was taken at the gate already)
+      const turn: Turn | undefined =
+        gated === 'local' ? { how: 'local', at: Date.now() } : undefined;
+      instances = await this.runPaced(plan.region, runInput(call, members.length), turn);
     } catch (err) {
-      // a call EC2 answered spent a request token and launched nothing; one failing without
-      // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
-      // instances (if any) are recorded by the repeat that finds them (replay)
-      this.counted(plan.region, paced, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -624,7 +738,6 @@ export class LaunchBatcher {
     }
     const byIndex = byLaunchIndex(instances);
     launchSent(members.length, Math.min(byIndex.size, members.length));
-    this.counted(plan.region, paced, sentAt, byIndex.size);
     if (byIndex.size < members.length) {
       this.memory.remember(call.region, call.instanceType, call.zone);
     }

@@ -30,6 +30,10 @@ export const MAX_FLUSH_FAILURES = 3;
  * launch batcher's 10 s reservation timeout.
  */
 export const RECORD_REQUEST_TIMEOUT_MS = 5_000;
+/** The lead a reservation books its turn with at most (see `leadMs`). */
+export const MAX_RESERVE_LEAD_MS = 2_000;
+/** Writes whose durations set the lead (the slowest of them). */
+const LEAD_WINDOW = 8;
 
 /** A reservation given up before anything was written (its deadline passed, or its turn was too far). */
 export class ReservationRefused extends Error {
@@ -87,6 +91,21 @@ export class LaunchRecordStore {
   private readonly flushFailures = new Map<string, number>();
   /** Conditional writes lost to another worker's write (each cost a read and a write more). */
   lostRaces = 0;
+  /** How long this process's last writes of the record took (ms), newest last. */
+  private readonly writeMs: number[] = [];
+
+  /**
+   * How far ahead a reservation books its turn: the slowest of this
+   * process's last LEAD_WINDOW writes (at most MAX_RESERVE_LEAD_MS). A turn
+   * is worked out before its write goes out, and the call cannot leave
+   * before the write is answered; booked as of now, a call would reach EC2
+   * as late after its turn as the write took, while calls booked after it
+   * may go on time, and EC2's bucket, which had filled meanwhile, refuses
+   * the excess. Booked as of now + lead, the call waits for its turn instead.
+   */
+  leadMs(): number {
+    return Math.min(MAX_RESERVE_LEAD_MS, Math.max(0, ...this.writeMs));
+  }
 
   constructor(
     client: DynamoDBClient,
@@ -152,7 +171,8 @@ export class LaunchRecordStore {
         throw new ReservationRefused('the reservation was given up before it was written');
       }
       const taken = [...(this.uncounted.get(region) ?? [])];
-      const r = reserveSend(before, buckets, at, taken);
+      // booked as of when the call can leave: once this write is answered
+      const r = reserveSend(before, buckets, at + this.leadMs(), taken);
       if (opts.maxWaitMs !== undefined && r.sendAtMs - at > opts.maxWaitMs) {
         throw new ReservationRefused(
           `the launch record's next turn is ${Math.round((r.sendAtMs - at) / 1000)} s away`,
@@ -162,6 +182,34 @@ export class LaunchRecordStore {
       return { next: r.next, taken };
     });
     return sendAtMs;
+  }
+
+  /**
+   * When a RunInstances reserved now would go out, read from the record
+   * without booking anything (one eventually consistent GetItem, 0.5 RCU): a
+   * batch waits until then while it keeps growing, and books its turn
+   * (`reserve`) only once its members are recorded, just before its call, so
+   * the call reaches EC2 at its turn and not seconds after it.
+   */
+  async predictTurn(
+    region: string,
+    buckets: { requests: Bucket; instances: Bucket },
+    now: () => number = Date.now,
+  ): Promise<number> {
+    const out = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
+        ProjectionExpression: '#requests, #instances, #version',
+        ExpressionAttributeNames: {
+          '#requests': 'requests',
+          '#instances': 'instances',
+          '#version': 'version',
+        },
+      }),
+      { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
+    );
+    return reserveSend(parse(out.Item), buckets, now()).sendAtMs;
   }
 
   /**
@@ -225,6 +273,12 @@ export class LaunchRecordStore {
     this.flushTimers.set(region, timer);
   }
 
+  /** Keeps a write's duration for `leadMs`. */
+  private wrote(ms: number): void {
+    this.writeMs.push(ms);
+    if (this.writeMs.length > LEAD_WINDOW) this.writeMs.shift();
+  }
+
   /** Removes `taken` (counted by a write that succeeded) from the region's uncounted instances. */
   private counted(region: string, taken: readonly UncountedLaunch[]): void {
     if (taken.length === 0) return;
@@ -275,6 +329,7 @@ export class LaunchRecordStore {
       const computed = compute(before);
       if (!computed) return;
       const { next, taken } = computed;
+      const started = performance.now();
       try {
         await this.doc.send(
           new PutCommand({
@@ -298,6 +353,7 @@ export class LaunchRecordStore {
           }),
           { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
         );
+        this.wrote(performance.now() - started);
         this.known.set(region, next);
         this.counted(region, taken);
         return;

@@ -9,6 +9,7 @@ import type { ActivityDeps } from '../../activities/deps';
 import { LaunchBatcher, type LaunchRequest } from '../../activities/launch-batcher';
 import type { StartedInstance } from '../../activities/types';
 import { readStats, resetStats } from '../../bench/proxy-admin';
+import { workerEc2Client } from '../../ec2/client';
 import { TAG_MODEL } from '../../ec2/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { LaunchBatchStore } from '../../state/launch-batches';
@@ -16,7 +17,7 @@ import { LaunchRecordStore } from '../../state/launch-record';
 import { Repository } from '../../state/repository';
 import { uniqueName } from './api-client';
 import { pendingMachine, seedModel } from './fixtures';
-import { dynamoClientFor, loadTestStack } from './stack';
+import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
 /**
  * Two workers' launch batchers (each its own LaunchBatcher, LaunchRecordStore
@@ -36,7 +37,10 @@ import { dynamoClientFor, loadTestStack } from './stack';
 
 const stack = loadTestStack();
 const ddb = dynamoClientFor(stack);
-const repo = new Repository(ddb, stack.tableName);
+// its own table: the stack's worker sweeps the stack's table, and would start workflows for the
+// machines written here and launch them a second time once a run takes longer than a sweep
+const table = privateTable(ddb, 'shared-pacing');
+const repo = new Repository(ddb, table.tableName);
 const moto = new EC2Client({
   region: stack.region,
   endpoint: stack.motoEndpoint,
@@ -53,6 +57,7 @@ const BUCKET = { burst: 3, perSecond: 2 };
 const N = 300;
 
 beforeAll(async () => {
+  await table.create();
   proxy = await startEc2Proxy({ upstream: stack.motoEndpoint, port: 0 });
   const images = await moto.send(new DescribeImagesCommand({}));
   imageId = images.Images?.find((i) => i.ImageId)?.ImageId ?? '';
@@ -68,8 +73,9 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of clients) c.destroy();
   moto.destroy();
-  ddb.destroy();
   await proxy?.close();
+  await table.drop();
+  ddb.destroy();
 });
 
 async function setRunInstancesBucket(bucket?: { burst: number; perSecond: number }) {
@@ -90,17 +96,20 @@ async function setRunInstancesBucket(bucket?: { burst: number; perSecond: number
 
 /** One worker's launch batcher: its own record store (on `recordTable`) and EC2 client. */
 function worker(deployment: string, opts: { shared: boolean; recordTable?: string }) {
-  const ec2 = new EC2Client({
-    region: stack.region,
-    endpoint: proxy.url,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    // a deployed worker's SDK retries (a throttled call is retried, and counted by the proxy)
-    maxAttempts: 3,
-  });
+  // a deployed worker's EC2 client: its retries (a throttled call is retried, and counted by
+  // the proxy), except a batcher's RunInstances, which takes a fresh turn instead
+  const ec2 = workerEc2Client(
+    {
+      region: stack.region,
+      endpoint: proxy.url,
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    },
+    { launchBurst: BUCKET.burst },
+  );
   clients.push(ec2);
-  const launchRecord = new LaunchRecordStore(ddb, opts.recordTable ?? stack.tableName, deployment);
+  const launchRecord = new LaunchRecordStore(ddb, opts.recordTable ?? table.tableName, deployment);
   const deps = {
-    store: { batches: new LaunchBatchStore(ddb, stack.tableName) },
+    store: { batches: new LaunchBatchStore(ddb, table.tableName) },
     ec2ForRegion: () => ({ ec2 }),
     tuning: {
       launchBurst: BUCKET.burst,
@@ -199,7 +208,7 @@ describe('RunInstances paced across workers in the launch record', () => {
       const { failed, instanceIds, perZone } = launched(results);
       const calls = stats.calls.RunInstances ?? 0;
       process.stderr.write(
-        `[shared pacing] ${N} machines, two workers: ${calls} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}, per zone ${JSON.stringify(perZone)}, lost races ${workers.map((w) => w.launchRecord.lostRaces).join('+')}, paced alone ${workers.map((w) => w.batcher.localFallbacks).join('+')}\n`,
+        `[shared pacing] ${N} machines, two workers: ${calls} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}, per zone ${JSON.stringify(perZone)}, lost races ${workers.map((w) => w.launchRecord.lostRaces).join('+')}, paced alone ${workers.map((w) => w.batcher.localFallbacks).join('+')}, repaced after a throttle ${workers.map((w) => w.batcher.throttledAttempts).join('+')}, turns booked again (late) ${workers.map((w) => w.batcher.staleTurns).join('+')}, late after the turn (max / mean ms) ${workers.map((w) => `${w.batcher.lateness.maxMs} / ${Math.round(w.batcher.lateness.totalMs / Math.max(1, w.batcher.lateness.calls))}`).join(', ')}\n`,
       );
       expect(failed).toEqual([]);
       expect(new Set(instanceIds).size).toBe(N);

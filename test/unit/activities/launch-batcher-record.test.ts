@@ -1,9 +1,11 @@
 import {
   LaunchBatcher,
+  MAX_REBOOKS,
   MAX_RESERVED_WAIT_MS,
   RESERVE_TIMEOUT_MS,
 } from '../../../activities/launch-batcher';
 import type { ActivityDeps } from '../../../activities/deps';
+import { EC2_MAX_ATTEMPTS } from '../../../ec2/client';
 import type { CapacityMemory } from '../../../activities/capacity-memory';
 import type { Ec2Instance } from '../../../ec2/instances';
 import type { LaunchBatchCall } from '../../../state/launch-batches';
@@ -35,7 +37,13 @@ interface Shared {
 function batcher(
   send: () => Promise<unknown>,
   shared?: Shared,
-): { recorded: Recorded[]; replay: Replay; fallbacks: () => number } {
+): {
+  recorded: Recorded[];
+  replay: Replay;
+  fallbacks: () => number;
+  throttled: () => number;
+  stale: () => number;
+} {
   const recorded: Recorded[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2: { send } }),
@@ -63,6 +71,8 @@ function batcher(
     recorded,
     replay: (id, call, count) => inner.replay(id, call, count),
     fallbacks: () => b.localFallbacks,
+    throttled: () => b.throttledAttempts,
+    stale: () => b.staleTurns,
   };
 }
 
@@ -90,14 +100,79 @@ describe('LaunchBatcher: a repeated batch (recover → replay) is recorded for p
     expect(noStatus.recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 0 }]);
     const answered = batcher(() =>
       Promise.reject(
-        Object.assign(new Error('throttled'), {
-          name: 'RequestLimitExceeded',
-          $metadata: { httpStatusCode: 503 },
+        Object.assign(new Error('Invalid id: ami-1'), {
+          name: 'InvalidAMIID.NotFound',
+          $metadata: { httpStatusCode: 400 },
         }),
       ),
     );
-    await expect(answered.replay('b3', CALL, 3)).rejects.toThrow('throttled');
+    await expect(answered.replay('b3', CALL, 3)).rejects.toThrow('Invalid id: ami-1');
     expect(answered.recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 0 }]);
+  });
+
+  it('a throttled call is repeated on a fresh turn (each attempt counted as a call), at most EC2_MAX_ATTEMPTS times', async () => {
+    const throttle = () =>
+      Promise.reject(
+        Object.assign(new Error('Request limit exceeded.'), {
+          name: 'RequestLimitExceeded',
+          $metadata: { httpStatusCode: 503 },
+        }),
+      );
+    let sends = 0;
+    const twice = batcher(() => {
+      sends += 1;
+      return sends <= 2
+        ? throttle()
+        : Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+    });
+    await expect(twice.replay('b5', CALL, 1)).resolves.toHaveLength(1);
+    expect(sends).toBe(3);
+    expect(twice.throttled()).toBe(2);
+    expect(twice.recorded).toEqual([
+      { region: 'us-east-1', calls: 1, instances: 0 },
+      { region: 'us-east-1', calls: 1, instances: 0 },
+      { region: 'us-east-1', calls: 1, instances: 1 },
+    ]);
+    let tries = 0;
+    const always = batcher(() => {
+      tries += 1;
+      return throttle();
+    });
+    await expect(always.replay('b6', CALL, 1)).rejects.toThrow('Request limit exceeded.');
+    expect(tries).toBe(EC2_MAX_ATTEMPTS);
+    expect(always.throttled()).toBe(EC2_MAX_ATTEMPTS - 1);
+    expect(always.recorded).toHaveLength(EC2_MAX_ATTEMPTS);
+  }, 20_000);
+
+  it('with shared pacing, each repeat of a throttled call books a turn of its own first', async () => {
+    const booked: number[] = [];
+    const shared: Shared = {
+      reserve: () => {
+        booked.push(Date.now());
+        return Promise.resolve(Date.now());
+      },
+      later: [],
+    };
+    let sends = 0;
+    const { replay, throttled, recorded } = batcher(() => {
+      sends += 1;
+      return sends === 1
+        ? Promise.reject(
+            Object.assign(new Error('Request limit exceeded.'), {
+              name: 'RequestLimitExceeded',
+              $metadata: { httpStatusCode: 503 },
+            }),
+          )
+        : Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+    }, shared);
+    await expect(replay('b7', CALL, 1)).resolves.toHaveLength(1);
+    expect(sends).toBe(2);
+    expect(booked).toHaveLength(2);
+    expect(throttled()).toBe(1);
+    expect(recorded).toEqual([]); // both attempts counted by their reservations
+    expect(shared.later).toEqual([
+      { region: 'us-east-1', atMs: expect.any(Number) as number, instances: 1 },
+    ]);
   });
 
   it('members retried together share one repeat, recorded once', async () => {
@@ -192,5 +267,131 @@ describe('LaunchBatcher: RunInstances paced in the shared launch record', () => 
     expect(fallbacks()).toBe(1);
     expect(shared.later).toEqual([]);
     expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
+  });
+});
+
+describe('LaunchBatcher: a shared turn passed by more than LATE_TURN_MS is booked again', () => {
+  it('a call that could not go on its turn (a stalled event loop) takes another before it is sent', async () => {
+    const turns = [Date.now() - 1_000, Date.now() - 10_000];
+    const booked: number[] = [];
+    const shared: Shared = {
+      reserve: () => {
+        booked.push(Date.now());
+        // the first two turns are stale by the time they are answered; the third is now
+        return Promise.resolve(turns[booked.length - 1] ?? Date.now());
+      },
+      later: [],
+    };
+    let sends = 0;
+    const b = batcher(() => {
+      sends += 1;
+      return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+    }, shared);
+    await expect(b.replay('l1', CALL, 1)).resolves.toHaveLength(1);
+    expect(booked).toHaveLength(3);
+    expect(sends).toBe(1);
+    expect(b.stale()).toBe(2);
+  });
+
+  it('goes out after MAX_REBOOKS turns booked again, however late (the record is not given up on)', async () => {
+    let booked = 0;
+    const shared: Shared = {
+      reserve: () => {
+        booked += 1;
+        return Promise.resolve(Date.now() - 5_000);
+      },
+      later: [],
+    };
+    const b = batcher(
+      () => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] }),
+      shared,
+    );
+    await expect(b.replay('l2', CALL, 1)).resolves.toHaveLength(1);
+    expect(booked).toBe(1 + MAX_REBOOKS);
+    expect(b.stale()).toBe(MAX_REBOOKS);
+    expect(b.fallbacks()).toBe(0);
+  });
+});
+
+describe('LaunchBatcher: a batch books its shared turn once it is recorded, just before its call', () => {
+  it('waits at the gate for the turn the record predicts (nothing booked), then marks, commits, books and calls', async () => {
+    const events: string[] = [];
+    const predictedAt = Date.now() + 300;
+    let gatePassedAt = 0;
+    const deps = {
+      store: {
+        batches: {
+          mark: () => {
+            gatePassedAt ||= Date.now();
+            events.push('mark');
+            return Promise.resolve({ marked: true });
+          },
+          commit: () => {
+            events.push('commit');
+            return Promise.resolve(true);
+          },
+        },
+      },
+      ec2ForRegion: () => ({
+        ec2: {
+          send: () => {
+            events.push('RunInstances');
+            return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+          },
+        },
+      }),
+      tuning: {
+        launchBurst: 5,
+        launchRatePerSecond: 2,
+        launchBatchIdleMs: 10,
+        launchBatchMaxMs: 100,
+        capacityMemoryMs: 0,
+        launchSharedPacing: true,
+      },
+      deployment: 'test',
+      launchRecord: {
+        predictTurn: (
+          _region: string,
+          buckets: { requests: { burst: number; perSecond: number } },
+        ) => {
+          events.push(`predict ${buckets.requests.burst}+${buckets.requests.perSecond}/s`);
+          return Promise.resolve(predictedAt);
+        },
+        reserve: (_region: string, buckets: { requests: { burst: number; perSecond: number } }) => {
+          events.push(`reserve ${buckets.requests.burst}+${buckets.requests.perSecond}/s`);
+          return Promise.resolve(Date.now());
+        },
+        countLater: () => undefined,
+        record: () => Promise.resolve(),
+      },
+    } as unknown as ActivityDeps;
+    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+    const started = await b.launch({
+      model: 'm',
+      machineId: '1',
+      zone: 'us-east-1a',
+      tokenSeed: 'seed-1',
+      plan: {
+        region: 'us-east-1',
+        instanceType: 'm5.large',
+        imageId: 'ami-1',
+        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+        zonesConstraint: [],
+        applications: [],
+      },
+    });
+    expect(started.instanceId).toBe('i-1');
+    // booked with slack: a burst one below EC2's 5, a rate 10 % under its 2/s
+    expect(events).toEqual([
+      'predict 4+1.8/s',
+      'mark',
+      'commit',
+      'reserve 4+1.8/s',
+      'RunInstances',
+    ]);
+    // the batch waited for the predicted turn before it was fixed (a timer may fire a little early)
+    expect(gatePassedAt).toBeGreaterThanOrEqual(predictedAt - 20);
+    expect(b.localFallbacks).toBe(0);
+    expect(b.lateness.calls).toBe(1);
   });
 });

@@ -3,6 +3,7 @@ import { recordSend, type LaunchRecord } from '../../../core/launch-estimate';
 import {
   LaunchRecordStore,
   MAX_FLUSH_FAILURES,
+  MAX_RESERVE_LEAD_MS,
   ReservationRefused,
 } from '../../../state/launch-record';
 
@@ -194,5 +195,40 @@ describe('LaunchRecordStore.countLater: each instance counted once', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(s.puts()).toHaveLength(MAX_FLUSH_FAILURES);
     expect(errors).toHaveLength(MAX_FLUSH_FAILURES);
+  });
+});
+
+describe('LaunchRecordStore: a turn booked ahead by the time a write takes', () => {
+  it('books as of now + the slowest recent write, so the call is not later than its turn', async () => {
+    const s = store({
+      hold: (put) => new Promise((r) => setTimeout(r, put === 1 ? 300 : 0)),
+    });
+    expect(s.records.leadMs()).toBe(0);
+    const first = Date.now();
+    const turn1 = await s.records.reserve(REGION, BUCKETS);
+    // an empty record: the bucket is full, the turn is now
+    expect(turn1 - first).toBeLessThan(100);
+    // the first write took about 300 ms: the next turn is booked that far ahead, though
+    // the bucket still holds tokens
+    expect(s.records.leadMs()).toBeGreaterThanOrEqual(290);
+    expect(s.records.leadMs()).toBeLessThanOrEqual(MAX_RESERVE_LEAD_MS);
+    const second = Date.now();
+    const turn2 = await s.records.reserve(REGION, BUCKETS);
+    expect(turn2 - second).toBeGreaterThanOrEqual(290);
+    // and answered before it
+    expect(Date.now()).toBeLessThan(turn2);
+  });
+
+  it('predictTurn reads (eventually consistent) and writes nothing: the turn a reservation would get', async () => {
+    const s = store({ item: queued(5_000) });
+    const now = Date.now();
+    const at = await s.records.predictTurn(REGION, BUCKETS, () => now);
+    // 5 s owed at 2/s = 10 tokens; the 11th is 6 past a burst of 5: 3 s away (the record was
+    // made a few ms before `now`)
+    expect(at - now).toBeGreaterThan(2_950);
+    expect(at - now).toBeLessThanOrEqual(3_000);
+    expect(s.puts()).toHaveLength(0);
+    expect(s.sent.map((x) => x.command)).toEqual(['GetItemCommand']);
+    expect(s.sent[0]!.input.ConsistentRead).toBeUndefined();
   });
 });
