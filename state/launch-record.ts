@@ -15,8 +15,16 @@ import { documentClient } from './table';
 export const launchRecordPk = (deployment: string): string => `LAUNCHES#${deployment}`;
 export const launchRecordSk = (region: string): string => `#REGION#${region}`;
 
-/** Attempts at one write before it is given up (each loss re-reads the record). */
-const MAX_TRIES = 8;
+/**
+ * Attempts at one write before it is given up (each loss re-reads the
+ * record). Workers book turns at the same moments (just before their calls,
+ * once a predicted turn comes), so races cluster: with 8, a worker lost 8 in
+ * a row in the shared-pacing test and paced that call alone. A reservation's
+ * deadline bounds the tries in time.
+ */
+const MAX_TRIES = 16;
+/** After a lost race, a write waits up to this many ms times the losses so far (random). */
+const RACE_JITTER_MS = 10;
 /** How long a reserved call's instances wait for the next reservation to count them. */
 const FLUSH_MS = 2_000;
 /** Flushes of a region's uncounted instances that may fail in a row before they are dropped. */
@@ -364,6 +372,8 @@ export class LaunchRecordStore {
           throw err;
         }
         this.lostRaces += 1;
+        // spread the workers that lost apart, so they do not all race again at once
+        await new Promise((r) => setTimeout(r, Math.random() * RACE_JITTER_MS * attempt));
         before = await this.read(region);
       }
     }

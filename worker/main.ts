@@ -109,7 +109,13 @@ async function main(): Promise<void> {
         }),
         tuning,
         deployment,
-        launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
+        // a client (and sockets) of its own: a turn is booked just before its RunInstances, and
+        // queued behind a burst's member marks for a socket it would reach EC2 late, or time out
+        launchRecord: new LaunchRecordStore(
+          dynamoDbClient(endpoints),
+          endpoints.tableName,
+          deployment,
+        ),
         temporal,
         taskQueue,
         containers: new ContainerStore(ddb, endpoints.tableName),

@@ -4,6 +4,7 @@ import {
   DescribeInstancesCommand,
   EC2Client,
 } from '@aws-sdk/client-ec2';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CapacityMemory } from '../../activities/capacity-memory';
 import type { ActivityDeps } from '../../activities/deps';
 import { LaunchBatcher, type LaunchRequest } from '../../activities/launch-batcher';
@@ -51,6 +52,7 @@ let proxy: Ec2Proxy;
 let imageId = '';
 let zones: string[] = [];
 const clients: EC2Client[] = [];
+const recordClients: DynamoDBClient[] = [];
 
 /** The proxy's RunInstances bucket, and the workers' (EC2's model: a burst, then a rate). */
 const BUCKET = { burst: 3, perSecond: 2 };
@@ -72,6 +74,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of clients) c.destroy();
+  for (const c of recordClients) c.destroy();
   moto.destroy();
   await proxy?.close();
   await table.drop();
@@ -107,7 +110,15 @@ function worker(deployment: string, opts: { shared: boolean; recordTable?: strin
     { launchBurst: BUCKET.burst },
   );
   clients.push(ec2);
-  const launchRecord = new LaunchRecordStore(ddb, opts.recordTable ?? table.tableName, deployment);
+  // as the worker has it (worker/main.ts): a DynamoDB client of its own for the record, so a
+  // reservation is not queued for a socket behind the batch's marks
+  const recordClient = dynamoClientFor(stack);
+  recordClients.push(recordClient);
+  const launchRecord = new LaunchRecordStore(
+    recordClient,
+    opts.recordTable ?? table.tableName,
+    deployment,
+  );
   const deps = {
     store: { batches: new LaunchBatchStore(ddb, table.tableName) },
     ec2ForRegion: () => ({ ec2 }),
