@@ -260,6 +260,8 @@ export class LaunchBatcher {
 
   /** RunInstances calls paced locally because the shared record could not be used. */
   localFallbacks = 0;
+  /** Per region: batches past the gate whose turn is not booked yet (their marks and commit). */
+  private readonly unbooked = new Map<string, number>();
   /** RunInstances attempts EC2 throttled, each repeated on a fresh turn (not by the SDK). */
   throttledAttempts = 0;
   /** Shared turns passed by more than LATE_TURN_MS before their call could go: booked again. */
@@ -286,17 +288,34 @@ export class LaunchBatcher {
     }
     try {
       const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
+      const buckets = this.sharedBuckets();
       const at = await withTimeout(
-        record.predictTurn(region, this.sharedBuckets()),
+        record.predictTurn(region, buckets),
         timeoutMs,
         'the launch record read',
       );
-      const waitMs = Math.min(at - Date.now(), MAX_RESERVED_WAIT_MS);
+      // this worker's batches that passed the gate and have not booked yet take the turns
+      // before this one: the record does not show them
+      const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
+      const waitMs = Math.min(at + ahead - Date.now(), MAX_RESERVED_WAIT_MS);
       if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     } catch {
       // the booking after the batch is recorded reserves (or falls back to this worker's bucket)
     }
+    this.unbooked.set(region, (this.unbooked.get(region) ?? 0) + 1);
     return 'predicted';
+  }
+
+  /** Once: a batch that passed the gate has booked its turn (or will not book one). */
+  private bookedOnce(region: string): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.unbooked.get(region) ?? 1) - 1;
+      if (left > 0) this.unbooked.set(region, left);
+      else this.unbooked.delete(region);
+    };
   }
 
   /** The buckets the shared record books turns in: EC2's, with slack (SHARED_BURST_HELD_BACK). */
@@ -377,9 +396,15 @@ export class LaunchBatcher {
     region: string,
     input: RunInstancesInput,
     first?: Turn,
+    booked: () => void = () => undefined,
   ): Promise<Instance[]> {
     const { ec2 } = this.deps.ec2ForRegion(region);
-    let turn = first ?? (await this.pace(region));
+    let turn: Turn;
+    try {
+      turn = first ?? (await this.pace(region));
+    } finally {
+      booked();
+    }
     for (let attempt = 1; ; attempt++) {
       for (let rebooks = 0; turn.how === 'shared' && rebooks < MAX_REBOOKS; rebooks++) {
         if (Date.now() - turn.at <= LATE_TURN_MS) break;
@@ -658,6 +683,19 @@ export class LaunchBatcher {
 
   /** Records the batch, then makes its one RunInstances and answers each member. */
   private async send(requests: LaunchRequest[], gated: Gated): Promise<Array<Settled<Launched>>> {
+    const booked = this.bookedOnce(requests[0]!.plan.region);
+    try {
+      return await this.sendBooked(requests, gated, booked);
+    } finally {
+      if (gated === 'predicted') booked();
+    }
+  }
+
+  private async sendBooked(
+    requests: LaunchRequest[],
+    gated: Gated,
+    booked: () => void,
+  ): Promise<Array<Settled<Launched>>> {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
@@ -728,7 +766,12 @@ export class LaunchBatcher {
       // was taken at the gate already)
       const turn: Turn | undefined =
         gated === 'local' ? { how: 'local', at: Date.now() } : undefined;
-      instances = await this.runPaced(plan.region, runInput(call, members.length), turn);
+      instances = await this.runPaced(
+        plan.region,
+        runInput(call, members.length),
+        turn,
+        gated === 'predicted' ? booked : undefined,
+      );
     } catch (err) {
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
