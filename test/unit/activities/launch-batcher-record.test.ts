@@ -395,3 +395,74 @@ describe('LaunchBatcher: a batch books its shared turn once it is recorded, just
     expect(b.lateness.calls).toBe(1);
   });
 });
+
+describe("LaunchBatcher: the gate counts this worker's batches that passed it and have not booked yet", () => {
+  it('a second batch waits one turn (at 90 % of the rate) behind a first one still committing', async () => {
+    const markedAt = new Map<string, number>();
+    let releaseCommit!: () => void;
+    const commitHeld = new Promise<void>((r) => (releaseCommit = r));
+    let commits = 0;
+    const deps = {
+      store: {
+        batches: {
+          mark: (_m: string, machineId: string) => {
+            markedAt.set(machineId, Date.now());
+            return Promise.resolve({ marked: true });
+          },
+          commit: async () => {
+            commits += 1;
+            if (commits === 1) await commitHeld;
+            return true;
+          },
+        },
+      },
+      ec2ForRegion: () => ({
+        ec2: {
+          send: () => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] }),
+        },
+      }),
+      tuning: {
+        launchBurst: 5,
+        launchRatePerSecond: 2,
+        launchBatchIdleMs: 10,
+        launchBatchMaxMs: 100,
+        capacityMemoryMs: 0,
+        launchSharedPacing: true,
+      },
+      deployment: 'test',
+      launchRecord: {
+        // the record shows a token free now: it does not know the first batch's coming turn
+        predictTurn: () => Promise.resolve(Date.now()),
+        reserve: () => Promise.resolve(Date.now()),
+        countLater: () => undefined,
+        record: () => Promise.resolve(),
+      },
+    } as unknown as ActivityDeps;
+    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+    const request = (machineId: string, zone: string) =>
+      b.launch({
+        model: 'm',
+        machineId,
+        zone,
+        tokenSeed: `seed-${machineId}`,
+        plan: {
+          region: 'us-east-1',
+          instanceType: 'm5.large',
+          imageId: 'ami-1',
+          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+          zonesConstraint: [],
+          applications: [],
+        },
+      });
+    const first = request('1', 'us-east-1a');
+    while (commits === 0) await new Promise((r) => setTimeout(r, 5));
+    const secondAsked = Date.now();
+    const second = request('2', 'us-east-1b');
+    // one turn at 1.8/s is 556 ms: the second batch is marked no sooner
+    await new Promise((r) => setTimeout(r, 300));
+    expect(markedAt.has('2')).toBe(false);
+    releaseCommit();
+    await Promise.all([first, second]);
+    expect(markedAt.get('2')! - secondAsked).toBeGreaterThanOrEqual(540);
+  });
+});
