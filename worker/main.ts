@@ -75,6 +75,11 @@ async function main(): Promise<void> {
   });
   const ddb = dynamoDbClient(endpoints);
   ddb.config.logger = AWS_SDK_LOGGER;
+  // a client (and sockets) of its own for the launch record: a turn is booked just before its
+  // RunInstances, and queued behind a burst's member marks for a socket it would reach EC2 late,
+  // or time out. Quiet like the main one (no logger-middleware CPU on ~3 record calls per call)
+  const recordDdb = dynamoDbClient(endpoints);
+  recordDdb.config.logger = AWS_SDK_LOGGER;
   const repo = new Repository(ddb, endpoints.tableName);
   const store = new ProvisioningStore(ddb, endpoints.tableName);
   // In the cloud the deployment hands the worker its Temporal API key as TEMPORAL_API_KEY (an ECS secret).
@@ -109,13 +114,7 @@ async function main(): Promise<void> {
         }),
         tuning,
         deployment,
-        // a client (and sockets) of its own: a turn is booked just before its RunInstances, and
-        // queued behind a burst's member marks for a socket it would reach EC2 late, or time out
-        launchRecord: new LaunchRecordStore(
-          dynamoDbClient(endpoints),
-          endpoints.tableName,
-          deployment,
-        ),
+        launchRecord: new LaunchRecordStore(recordDdb, endpoints.tableName, deployment),
         temporal,
         taskQueue,
         containers: new ContainerStore(ddb, endpoints.tableName),
