@@ -352,7 +352,7 @@ export class LaunchBatcher {
    * paced on this worker's own bucket instead, and that is logged: launching
    * never stops for the record.
    */
-  private async pace(region: string): Promise<Turn> {
+  private async pace(region: string, booked: () => void = () => undefined): Promise<Turn> {
     const record = this.deps.launchRecord;
     if (record && this.sharedPacing) {
       try {
@@ -367,6 +367,9 @@ export class LaunchBatcher {
           timeoutMs,
           'the launch record reservation',
         );
+        // the record shows this turn from now on: a gate counting it as unbooked too would
+        // wait a turn more
+        booked();
         const waitMs = sendAtMs - Date.now();
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
         // the worker's own bucket counts it too: a fallback later does not burst over it
@@ -381,6 +384,7 @@ export class LaunchBatcher {
         });
       }
     }
+    booked();
     await this.bucket(region).take();
     return { how: 'local', at: Date.now() };
   }
@@ -401,7 +405,7 @@ export class LaunchBatcher {
     const { ec2 } = this.deps.ec2ForRegion(region);
     let turn: Turn;
     try {
-      turn = first ?? (await this.pace(region));
+      turn = first ?? (await this.pace(region, booked));
     } finally {
       booked();
     }

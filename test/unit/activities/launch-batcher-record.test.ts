@@ -465,4 +465,73 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
     await Promise.all([first, second]);
     expect(markedAt.get('2')! - secondAsked).toBeGreaterThanOrEqual(540);
   });
+
+  it('a batch counts as booked once its reservation is answered, not after the wait for its turn', async () => {
+    const markedAt = new Map<string, number>();
+    let firstTurn = 0;
+    let reserves = 0;
+    const deps = {
+      store: {
+        batches: {
+          mark: (_m: string, machineId: string) => {
+            markedAt.set(machineId, Date.now());
+            return Promise.resolve({ marked: true });
+          },
+          commit: () => Promise.resolve(true),
+        },
+      },
+      ec2ForRegion: () => ({
+        ec2: {
+          send: () => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] }),
+        },
+      }),
+      tuning: {
+        launchBurst: 5,
+        // one turn at 90 % of 0.5/s is 2.2 s: the difference a double count makes
+        launchRatePerSecond: 0.5,
+        launchBatchIdleMs: 10,
+        launchBatchMaxMs: 100,
+        capacityMemoryMs: 0,
+        launchSharedPacing: true,
+      },
+      deployment: 'test',
+      launchRecord: {
+        // once the first turn is booked the record shows it: the next turn is 200 ms after it
+        predictTurn: () => Promise.resolve(firstTurn === 0 ? Date.now() : firstTurn + 200),
+        reserve: () => {
+          reserves += 1;
+          if (reserves === 1) firstTurn = Date.now() + 1500;
+          return Promise.resolve(reserves === 1 ? firstTurn : Date.now());
+        },
+        countLater: () => undefined,
+        record: () => Promise.resolve(),
+      },
+    } as unknown as ActivityDeps;
+    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+    const request = (machineId: string, zone: string) =>
+      b.launch({
+        model: 'm',
+        machineId,
+        zone,
+        tokenSeed: `seed-${machineId}`,
+        plan: {
+          region: 'us-east-1',
+          instanceType: 'm5.large',
+          imageId: 'ami-1',
+          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+          zonesConstraint: [],
+          applications: [],
+        },
+      });
+    const first = request('1', 'us-east-1a');
+    // the first batch has its turn booked and is waiting for it
+    while (reserves === 0) await new Promise((r) => setTimeout(r, 5));
+    const second = request('2', 'us-east-1b');
+    await Promise.all([first, second]);
+    // the second batch waits for the predicted turn only: counted as unbooked as well, the first
+    // batch would add a turn (2.2 s) on top
+    const waited = markedAt.get('2')! - (firstTurn + 200);
+    expect(waited).toBeGreaterThanOrEqual(-20);
+    expect(waited).toBeLessThan(1500);
+  });
 });
