@@ -75,6 +75,14 @@ export const SHARED_RATE_SHARE = 0.9;
  */
 export const LATE_TURN_MS = 250;
 export const MAX_REBOOKS = 3;
+/**
+ * After EC2 throttles a RunInstances, its bucket is empty (and may be spent by
+ * callers the pacing does not see: another deployment, a worker pacing alone):
+ * the repeat waits this long first, doubled per throttle up to 16× (0.5 → 8 s),
+ * then takes a fresh turn, as the SDK's backoff would have spread it.
+ */
+export const THROTTLE_BACKOFF_MS = 500;
+const THROTTLE_BACKOFF_MAX_FACTOR = 16;
 
 /**
  * How long a reservation in the shared launch record may take before the
@@ -434,6 +442,11 @@ export class LaunchBatcher {
         this.counted(region, turn.how, sentAt, 0);
         if (classifyError(err) !== 'throttling' || attempt >= EC2_MAX_ATTEMPTS) throw err;
         this.throttledAttempts += 1;
+        // EC2's bucket is empty: so is this worker's, and the repeat backs off before its turn
+        this.bucket(region).empty();
+        const base = this.deps.tuning.launchThrottleBackoffMs ?? THROTTLE_BACKOFF_MS;
+        const backoffMs = base * Math.min(2 ** (attempt - 1), THROTTLE_BACKOFF_MAX_FACTOR);
+        await new Promise((r) => setTimeout(r, backoffMs));
         turn = await this.pace(region);
       }
     }

@@ -114,6 +114,8 @@ export interface ProvisioningTuning {
   launchSharedPacing?: boolean;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
+  /** The first wait after a throttled RunInstances before it is paced again, doubled per throttle up to 16× (default THROTTLE_BACKOFF_MS). */
+  launchThrottleBackoffMs?: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
   /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */

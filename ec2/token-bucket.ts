@@ -38,6 +38,16 @@ export class TokenBucket {
     this.tokens = Math.max(0, this.tokens - 1);
   }
 
+  /**
+   * The bucket left empty (EC2 refused a call: its own bucket is empty), so
+   * the next `take` waits for a token to refill instead of using one this
+   * bucket thought it had.
+   */
+  empty(): void {
+    this.refill();
+    this.tokens = 0;
+  }
+
   /** Calls waiting for a token. */
   get waiting(): number {
     return this.waiters.length;

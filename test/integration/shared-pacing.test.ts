@@ -246,11 +246,16 @@ describe('RunInstances paced across workers in the launch record', () => {
         worker(deployment, { shared: false }),
         worker(deployment, { shared: false }),
       ];
-      const { stats, elapsedS } = await launchTogether(workers);
+      const { model, results, stats, elapsedS } = await launchTogether(workers);
       process.stderr.write(
-        `[shared pacing] control, each worker alone: ${stats.calls.RunInstances ?? 0} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}\n`,
+        `[shared pacing] control, each worker alone: ${stats.calls.RunInstances ?? 0} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}, repaced after a throttle ${workers.map((w) => w.batcher.throttledAttempts).join('+')}\n`,
       );
       expect(stats.throttled).toBeGreaterThan(0);
+      // throttled calls back off before their repeats: every machine is launched all the same
+      const { failed, instanceIds } = launched(results);
+      expect(failed).toEqual([]);
+      expect(new Set(instanceIds).size).toBe(N);
+      expect((await instancesOf(model)).sort()).toEqual([...instanceIds].sort());
     },
     5 * 60_000,
   );

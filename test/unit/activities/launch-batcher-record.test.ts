@@ -37,6 +37,7 @@ interface Shared {
 function batcher(
   send: () => Promise<unknown>,
   shared?: Shared,
+  launchThrottleBackoffMs = 20,
 ): {
   recorded: Recorded[];
   replay: Replay;
@@ -53,6 +54,7 @@ function batcher(
       launchBatchIdleMs: 10,
       launchBatchMaxMs: 100,
       launchSharedPacing: shared !== undefined,
+      launchThrottleBackoffMs,
     },
     launchRecord: {
       record: (region: string, _buckets: unknown, send: { calls: number; instances: number }) => {
@@ -173,6 +175,57 @@ describe('LaunchBatcher: a repeated batch (recover → replay) is recorded for p
     expect(shared.later).toEqual([
       { region: 'us-east-1', atMs: expect.any(Number) as number, instances: 1 },
     ]);
+  });
+
+  it('a throttle empties the local bucket: the repeat waits for a refilled token (2/s), not one of the burst left', async () => {
+    const sentAt: number[] = [];
+    const { replay, throttled } = batcher(() => {
+      sentAt.push(Date.now());
+      return sentAt.length === 1
+        ? Promise.reject(
+            Object.assign(new Error('Request limit exceeded.'), {
+              name: 'RequestLimitExceeded',
+              $metadata: { httpStatusCode: 503 },
+            }),
+          )
+        : Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+    });
+    await expect(replay('b8', CALL, 1)).resolves.toHaveLength(1);
+    expect(throttled()).toBe(1);
+    // 4 of the burst's 5 tokens were left; emptied, the next one is 500 ms away (a timer may fire a little early)
+    expect(sentAt[1]! - sentAt[0]!).toBeGreaterThanOrEqual(480);
+  });
+
+  it('each shared repeat of a throttled call is booked after a backoff that doubles (0.2 s, then 0.4 s here)', async () => {
+    const booked: number[] = [];
+    const sentAt: number[] = [];
+    const shared: Shared = {
+      reserve: () => {
+        booked.push(Date.now());
+        return Promise.resolve(Date.now());
+      },
+      later: [],
+    };
+    const { replay, throttled } = batcher(
+      () => {
+        sentAt.push(Date.now());
+        return sentAt.length <= 2
+          ? Promise.reject(
+              Object.assign(new Error('Request limit exceeded.'), {
+                name: 'RequestLimitExceeded',
+                $metadata: { httpStatusCode: 503 },
+              }),
+            )
+          : Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+      },
+      shared,
+      200,
+    );
+    await expect(replay('b9', CALL, 1)).resolves.toHaveLength(1);
+    expect(throttled()).toBe(2);
+    expect(booked).toHaveLength(3);
+    expect(booked[1]! - sentAt[0]!).toBeGreaterThanOrEqual(190);
+    expect(booked[2]! - sentAt[1]!).toBeGreaterThanOrEqual(390);
   });
 
   it('members retried together share one repeat, recorded once', async () => {
