@@ -82,6 +82,8 @@ export const MAX_REBOOKS = 3;
  * then takes a fresh turn, as the SDK's backoff would have spread it.
  */
 export const THROTTLE_BACKOFF_MS = 500;
+/** After a failed predict or reservation, batches pace locally this long without asking the record. */
+export const RECORD_BREAKER_MS = 30_000;
 const THROTTLE_BACKOFF_MAX_FACTOR = 16;
 
 /**
@@ -285,8 +287,9 @@ export class LaunchBatcher {
   /**
    * What a batch waits for while it grows: with shared pacing, the turn the
    * shared record predicts (read, not booked: the turn is booked after the
-   * batch is recorded, `pace`); a failed read waits for nothing (the booking
-   * then decides). Alone, a token of this worker's bucket.
+   * batch is recorded, `pace`). Alone, or when the read fails (and for
+   * RECORD_BREAKER_MS after any failed read or reservation), a token of this
+   * worker's bucket, so the batch grows while it waits as with local pacing.
    */
   private async gate(region: string): Promise<Gated> {
     const record = this.deps.launchRecord;
@@ -294,24 +297,57 @@ export class LaunchBatcher {
       await this.bucket(region).take();
       return 'local';
     }
+    if (this.recordBroken()) return this.gateLocally(region);
+    let at: number;
+    const buckets = this.sharedBuckets();
     try {
       const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
-      const buckets = this.sharedBuckets();
-      const at = await withTimeout(
+      at = await withTimeout(
         record.predictTurn(region, buckets),
         timeoutMs,
         'the launch record read',
       );
-      // this worker's batches that passed the gate and have not booked yet take the turns
-      // before this one: the record does not show them
-      const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
-      const waitMs = Math.min(at + ahead - Date.now(), MAX_RESERVED_WAIT_MS);
-      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
-    } catch {
-      // the booking after the batch is recorded reserves (or falls back to this worker's bucket)
+    } catch (err) {
+      // paced by this worker alone, with the token taken here: the batch grows while it waits,
+      // as with local pacing, instead of being fixed at once and then waiting for a reservation
+      this.recordFailed(region, err);
+      return this.gateLocally(region);
     }
+    // this worker's batches that passed the gate and have not booked yet take the turns
+    // before this one: the record does not show them
+    const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
+    const waitMs = Math.min(at + ahead - Date.now(), MAX_RESERVED_WAIT_MS);
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
     this.unbooked.set(region, (this.unbooked.get(region) ?? 0) + 1);
     return 'predicted';
+  }
+
+  /** A batch paced on this worker's bucket because the record cannot be used. */
+  private async gateLocally(region: string): Promise<Gated> {
+    this.localFallbacks += 1;
+    await this.bucket(region).take();
+    return 'local';
+  }
+
+  /** Until then (ms), the record failed recently: batches pace locally without asking it. */
+  private recordBrokenUntil = 0;
+
+  private recordBroken(): boolean {
+    return Date.now() < this.recordBrokenUntil;
+  }
+
+  /**
+   * A predict or reservation failed: the next RECORD_BREAKER_MS pace locally
+   * without asking the record, so a hung table costs one batch the timeout,
+   * not every batch.
+   */
+  private recordFailed(region: string, err: unknown): void {
+    this.recordBrokenUntil = Date.now() + RECORD_BREAKER_MS;
+    activityLog.warn('RunInstances paced by this worker alone: the launch record failed', {
+      region,
+      forMs: RECORD_BREAKER_MS,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
   }
 
   /** Once: a batch that passed the gate has booked its turn (or will not book one). */
@@ -362,7 +398,8 @@ export class LaunchBatcher {
    */
   private async pace(region: string, booked: () => void = () => undefined): Promise<Turn> {
     const record = this.deps.launchRecord;
-    if (record && this.sharedPacing) {
+    if (record && this.sharedPacing && this.recordBroken()) this.localFallbacks += 1;
+    else if (record && this.sharedPacing) {
       try {
         const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
         // past the deadline, or with a turn too far off, the reservation writes nothing:
@@ -385,11 +422,7 @@ export class LaunchBatcher {
         return { how: 'shared', at: sendAtMs };
       } catch (err) {
         this.localFallbacks += 1;
-        activityLog.warn('RunInstances paced by this worker alone: the launch record failed', {
-          region,
-          fallbacks: this.localFallbacks,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        });
+        this.recordFailed(region, err);
       }
     }
     booked();

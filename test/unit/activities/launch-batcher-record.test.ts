@@ -273,7 +273,14 @@ describe('LaunchBatcher: RunInstances paced in the shared launch record', () => 
     const refused = Object.assign(new Error('Requested resource not found'), {
       name: 'ResourceNotFoundException',
     });
-    const shared: Shared = { reserve: () => Promise.reject(refused), later: [] };
+    let reserves = 0;
+    const shared: Shared = {
+      reserve: () => {
+        reserves += 1;
+        return Promise.reject(refused);
+      },
+      later: [],
+    };
     let sends = 0;
     const { recorded, replay, fallbacks } = batcher(() => {
       sends += 1;
@@ -284,6 +291,11 @@ describe('LaunchBatcher: RunInstances paced in the shared launch record', () => 
     expect(fallbacks()).toBe(1);
     expect(shared.later).toEqual([]);
     expect(recorded).toEqual([{ region: 'us-east-1', calls: 1, instances: 2 }]);
+    // the breaker: for RECORD_BREAKER_MS the next call paces locally without asking the record
+    await expect(replay('s2b', CALL, 2)).resolves.toHaveLength(2);
+    expect(reserves).toBe(1);
+    expect(fallbacks()).toBe(2);
+    expect(recorded).toHaveLength(2);
   });
 
   it('a reservation that hangs: paced locally once RESERVE_TIMEOUT_MS has passed', async () => {
@@ -586,5 +598,97 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
     const waited = markedAt.get('2')! - (firstTurn + 200);
     expect(waited).toBeGreaterThanOrEqual(-20);
     expect(waited).toBeLessThan(1500);
+  });
+});
+
+describe('LaunchBatcher: a launch record that cannot be read paces at the gate, locally', () => {
+  it('a failed predict takes a local token at the gate (the batch grows while it waits), and the breaker skips the record after it', async () => {
+    const events: string[] = [];
+    const sizes: number[] = [];
+    let predicts = 0;
+    const deps = {
+      store: {
+        batches: {
+          mark: () => Promise.resolve({ marked: true }),
+          commit: () => Promise.resolve(true),
+        },
+      },
+      ec2ForRegion: () => ({
+        ec2: {
+          send: (cmd: { input: { MaxCount: number } }) => {
+            sizes.push(cmd.input.MaxCount);
+            return Promise.resolve({
+              Instances: Array.from({ length: cmd.input.MaxCount }, (_, i) => ({
+                InstanceId: `i-${sizes.length}-${i}`,
+                AmiLaunchIndex: i,
+              })),
+            });
+          },
+        },
+      }),
+      tuning: {
+        // one token: the second batch waits 500 ms for the next, and grows meanwhile
+        launchBurst: 1,
+        launchRatePerSecond: 2,
+        launchBatchIdleMs: 10,
+        launchBatchMaxMs: 100,
+        capacityMemoryMs: 0,
+        launchSharedPacing: true,
+      },
+      deployment: 'test',
+      launchRecord: {
+        predictTurn: () => {
+          predicts += 1;
+          events.push('predict');
+          return Promise.reject(
+            Object.assign(new Error('Requested resource not found'), {
+              name: 'ResourceNotFoundException',
+            }),
+          );
+        },
+        reserve: () => {
+          events.push('reserve');
+          return Promise.resolve(Date.now());
+        },
+        countLater: () => undefined,
+        record: () => {
+          events.push('record');
+          return Promise.resolve();
+        },
+      },
+    } as unknown as ActivityDeps;
+    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+    const request = (machineId: string) =>
+      b.launch({
+        model: 'm',
+        machineId,
+        zone: 'us-east-1a',
+        tokenSeed: `seed-${machineId}`,
+        plan: {
+          region: 'us-east-1',
+          instanceType: 'm5.large',
+          imageId: 'ami-1',
+          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+          zonesConstraint: [],
+          applications: [],
+        },
+      });
+    const first = request('1');
+    await new Promise((r) => setTimeout(r, 50));
+    // four machines 60 ms apart, each past the coalescer's idle and max windows without a gate
+    const later: Array<Promise<unknown>> = [];
+    for (const id of ['2', '3', '4', '5']) {
+      later.push(request(id));
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    await Promise.all([first, ...later]);
+    // the first batch read the record once, failed, and paced locally; the breaker then kept
+    // every later batch off the record (no read, no reservation)
+    expect(predicts).toBe(1);
+    expect(events.filter((e) => e === 'reserve')).toEqual([]);
+    // the four later machines waited for the next token together: one call, not four
+    expect(sizes).toEqual([1, 4]);
+    expect(events.filter((e) => e === 'record')).toHaveLength(2);
+    expect(b.localFallbacks).toBe(2);
   });
 });
