@@ -173,22 +173,33 @@ export class LaunchRecordStore {
   ): Promise<number> {
     const now = opts.now ?? Date.now;
     let sendAtMs = 0;
-    await this.update(region, now(), (before) => {
-      const at = now();
-      if (opts.deadlineMs !== undefined && at >= opts.deadlineMs) {
+    // checked before each read as well as before the write: after a failed write this process's
+    // copy is gone, and a queued reservation past its deadline must not wait on a read (a hung
+    // table would hold the whole chain RECORD_REQUEST_TIMEOUT_MS per entry)
+    const givenUp = () => {
+      if (opts.deadlineMs !== undefined && now() >= opts.deadlineMs) {
         throw new ReservationRefused('the reservation was given up before it was written');
       }
-      const taken = [...(this.uncounted.get(region) ?? [])];
-      // booked as of when the call can leave: once this write is answered
-      const r = reserveSend(before, buckets, at + this.leadMs(), taken);
-      if (opts.maxWaitMs !== undefined && r.sendAtMs - at > opts.maxWaitMs) {
-        throw new ReservationRefused(
-          `the launch record's next turn is ${Math.round((r.sendAtMs - at) / 1000)} s away`,
-        );
-      }
-      sendAtMs = r.sendAtMs;
-      return { next: r.next, taken };
-    });
+    };
+    await this.update(
+      region,
+      now(),
+      (before) => {
+        givenUp();
+        const at = now();
+        const taken = [...(this.uncounted.get(region) ?? [])];
+        // booked as of when the call can leave: once this write is answered
+        const r = reserveSend(before, buckets, at + this.leadMs(), taken);
+        if (opts.maxWaitMs !== undefined && r.sendAtMs - at > opts.maxWaitMs) {
+          throw new ReservationRefused(
+            `the launch record's next turn is ${Math.round((r.sendAtMs - at) / 1000)} s away`,
+          );
+        }
+        sendAtMs = r.sendAtMs;
+        return { next: r.next, taken };
+      },
+      givenUp,
+    );
     return sendAtMs;
   }
 
@@ -315,9 +326,12 @@ export class LaunchRecordStore {
     region: string,
     atMs: number,
     next: (before: LaunchRecord | undefined) => Computed | undefined,
+    beforeRead: () => void = () => undefined,
   ): Promise<void> {
     const previous = this.writing.get(region) ?? Promise.resolve();
-    const write = previous.catch(() => undefined).then(() => this.write(region, atMs, next));
+    const write = previous
+      .catch(() => undefined)
+      .then(() => this.write(region, atMs, next, beforeRead));
     this.writing.set(region, write);
     void write
       .catch(() => undefined)
@@ -331,8 +345,13 @@ export class LaunchRecordStore {
     region: string,
     atMs: number,
     compute: (before: LaunchRecord | undefined) => Computed | undefined,
+    beforeRead: () => void,
   ): Promise<void> {
-    let before = this.known.has(region) ? this.known.get(region) : await this.read(region);
+    const read = () => {
+      beforeRead();
+      return this.read(region);
+    };
+    let before = this.known.has(region) ? this.known.get(region) : await read();
     for (let attempt = 1; ; attempt++) {
       const computed = compute(before);
       if (!computed) return;
@@ -374,7 +393,7 @@ export class LaunchRecordStore {
         this.lostRaces += 1;
         // spread the workers that lost apart, so they do not all race again at once
         await new Promise((r) => setTimeout(r, Math.random() * RACE_JITTER_MS * attempt));
-        before = await this.read(region);
+        before = await read();
       }
     }
   }

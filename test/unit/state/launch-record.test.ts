@@ -122,6 +122,27 @@ describe('LaunchRecordStore.reserve: a turn the caller will not use is never wri
     expect(s.puts()).toHaveLength(1);
     expect((s.item() as { version: number }).version).toBe(8);
   });
+
+  it('a deadline passed while queued behind a failed write: rejects before reading (a hung table cannot grow the chain)', async () => {
+    let fail!: (err: Error) => void;
+    const failing = new Promise<void>((_, reject) => (fail = reject));
+    const s = store({ item: queued(0), hold: (n) => (n === 1 ? failing : Promise.resolve()) });
+    const first = s.records.reserve(REGION, BUCKETS, {}).catch((e: unknown) => e);
+    await waitFor(() => s.puts().length === 1, 'the first PutItem');
+    const late = s.records
+      .reserve(REGION, BUCKETS, { deadlineMs: Date.now() + 50 })
+      .catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 100));
+    const sentBefore = s.sent.length;
+    // the first write fails without an answer: this process's copy of the record is dropped
+    fail(Object.assign(new Error('socket hang up'), { name: 'TimeoutError' }));
+    expect(((await first) as Error).message).toBe('socket hang up');
+    const err = await late;
+    expect(err).toBeInstanceOf(ReservationRefused);
+    expect((err as Error).message).toBe('the reservation was given up before it was written');
+    // refused before its read: nothing sent after the failed write
+    expect(s.sent.slice(sentBefore)).toEqual([]);
+  });
 });
 
 describe('LaunchRecordStore.countLater: each instance counted once', () => {
