@@ -8,6 +8,7 @@ import {
 import { createHash, randomUUID } from 'node:crypto';
 import { EC2_INSTANCE_BUCKET, type Bucket } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
+import { ReservationRefused } from '../state/launch-record';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
@@ -82,6 +83,12 @@ export const MAX_REBOOKS = 3;
  * then takes a fresh turn, as the SDK's backoff would have spread it.
  */
 export const THROTTLE_BACKOFF_MS = 500;
+/**
+ * A committed batch goes out no later than this before its first member's
+ * try ends (`liveUntil`): past that, it is sent at once instead of waiting
+ * for a turn, so the wait after the commit never outlasts the activity.
+ */
+export const SEND_MARGIN_MS = 5_000;
 /** After a failed predict or reservation, batches pace locally this long without asking the record. */
 export const RECORD_BREAKER_MS = 30_000;
 const THROTTLE_BACKOFF_MAX_FACTOR = 16;
@@ -274,6 +281,8 @@ export class LaunchBatcher {
   private readonly unbooked = new Map<string, number>();
   /** RunInstances attempts EC2 throttled, each repeated on a fresh turn (not by the SDK). */
   throttledAttempts = 0;
+  /** Committed batches sent without a turn because their members' tries were nearly over (SEND_MARGIN_MS). */
+  sentAtDeadline = 0;
   /** Shared turns passed by more than LATE_TURN_MS before their call could go: booked again. */
   staleTurns = 0;
   /** How late shared-paced calls went out after their turns (ms): the largest, and the sum. */
@@ -396,18 +405,27 @@ export class LaunchBatcher {
    * paced on this worker's own bucket instead, and that is logged: launching
    * never stops for the record.
    */
-  private async pace(region: string, booked: () => void = () => undefined): Promise<Turn> {
+  private async pace(
+    region: string,
+    booked: () => void = () => undefined,
+    sendBy = Infinity,
+  ): Promise<Turn> {
     const record = this.deps.launchRecord;
+    if (Date.now() >= sendBy) return this.atDeadline(region, booked, sendBy);
     if (record && this.sharedPacing && this.recordBroken()) this.localFallbacks += 1;
     else if (record && this.sharedPacing) {
+      const byMs = sendBy - Date.now();
       try {
-        const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
-        // past the deadline, or with a turn too far off, the reservation writes nothing:
-        // the local fallback's record is then the call's only count
+        const timeoutMs = Math.min(
+          this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS,
+          byMs,
+        );
+        // past the deadline, or with a turn too far off (or past the members' deadline), the
+        // reservation writes nothing: the local fallback's record is then the call's only count
         const sendAtMs = await withTimeout(
           record.reserve(region, this.sharedBuckets(), {
             deadlineMs: Date.now() + timeoutMs,
-            maxWaitMs: MAX_RESERVED_WAIT_MS,
+            maxWaitMs: Math.min(MAX_RESERVED_WAIT_MS, byMs),
           }),
           timeoutMs,
           'the launch record reservation',
@@ -421,12 +439,47 @@ export class LaunchBatcher {
         this.bucket(region).spend();
         return { how: 'shared', at: sendAtMs };
       } catch (err) {
+        // refused or given up because the members' deadline is near: not the record's fault
+        if (
+          Date.now() >= sendBy ||
+          (err instanceof ReservationRefused && byMs < MAX_RESERVED_WAIT_MS)
+        )
+          return this.atDeadline(region, booked, sendBy);
         this.localFallbacks += 1;
         this.recordFailed(region, err);
       }
     }
     booked();
-    await this.bucket(region).take();
+    if (sendBy === Infinity) await this.bucket(region).take();
+    else {
+      // a token, or the members' deadline, whichever comes first (a token taken later is spent
+      // then: the bucket spaces the calls after this one)
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([
+        this.bucket(region)
+          .take()
+          .then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), sendBy - Date.now()))),
+      ]);
+      clearTimeout(timer);
+      if (!waited) {
+        this.sentAtDeadline += 1;
+        return { how: 'local', at: Date.now() };
+      }
+    }
+    return { how: 'local', at: Date.now() };
+  }
+
+  /**
+   * No turn before the members' deadline (`sendBy`): the committed batch
+   * goes out at it, counted as a local call (the record booked nothing).
+   */
+  private async atDeadline(region: string, booked: () => void, sendBy: number): Promise<Turn> {
+    booked();
+    const waitMs = sendBy - Date.now();
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    this.sentAtDeadline += 1;
+    this.bucket(region).spend();
     return { how: 'local', at: Date.now() };
   }
 
@@ -442,19 +495,21 @@ export class LaunchBatcher {
     input: RunInstancesInput,
     first?: Turn,
     booked: () => void = () => undefined,
+    sendBy = Infinity,
   ): Promise<Instance[]> {
     const { ec2 } = this.deps.ec2ForRegion(region);
     let turn: Turn;
     try {
-      turn = first ?? (await this.pace(region, booked));
+      turn = first ?? (await this.pace(region, booked, sendBy));
     } finally {
       booked();
     }
     for (let attempt = 1; ; attempt++) {
       for (let rebooks = 0; turn.how === 'shared' && rebooks < MAX_REBOOKS; rebooks++) {
-        if (Date.now() - turn.at <= LATE_TURN_MS) break;
+        // no rebooking past the members' deadline: the batch is committed, it goes now
+        if (Date.now() - turn.at <= LATE_TURN_MS || Date.now() >= sendBy) break;
         this.staleTurns += 1;
-        turn = await this.pace(region);
+        turn = await this.pace(region, undefined, sendBy);
       }
       const sentAt = Date.now();
       if (turn.how === 'shared') {
@@ -479,8 +534,10 @@ export class LaunchBatcher {
         this.bucket(region).empty();
         const base = this.deps.tuning.launchThrottleBackoffMs ?? THROTTLE_BACKOFF_MS;
         const backoffMs = base * Math.min(2 ** (attempt - 1), THROTTLE_BACKOFF_MAX_FACTOR);
+        // no paced repeat fits before the members' tries end: their retries replay the token
+        if (Date.now() + backoffMs >= sendBy) throw err;
         await new Promise((r) => setTimeout(r, backoffMs));
-        turn = await this.pace(region);
+        turn = await this.pace(region, undefined, sendBy);
       }
     }
   }
@@ -821,6 +878,8 @@ export class LaunchBatcher {
         runInput(call, members.length),
         turn,
         gated === 'predicted' ? booked : undefined,
+        // the wait after the commit ends before the first member's try does
+        Math.min(...members.map((m) => m.liveUntil ?? Infinity)) - SEND_MARGIN_MS,
       );
     } catch (err) {
       launchFailed(err, members.length);

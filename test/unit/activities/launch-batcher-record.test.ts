@@ -3,6 +3,7 @@ import {
   MAX_REBOOKS,
   MAX_RESERVED_WAIT_MS,
   RESERVE_TIMEOUT_MS,
+  SEND_MARGIN_MS,
 } from '../../../activities/launch-batcher';
 import type { ActivityDeps } from '../../../activities/deps';
 import { EC2_MAX_ATTEMPTS } from '../../../ec2/client';
@@ -691,4 +692,80 @@ describe('LaunchBatcher: a launch record that cannot be read paces at the gate, 
     expect(events.filter((e) => e === 'record')).toHaveLength(2);
     expect(b.localFallbacks).toBe(2);
   });
+});
+
+describe("LaunchBatcher: the wait after the commit ends before the members' tries do", () => {
+  it("a turn past the first member's liveUntil − SEND_MARGIN_MS is not booked: the batch goes out at that time, counted locally", async () => {
+    const asked: ReserveOptions[] = [];
+    const recorded: Array<{ calls: number; instances: number }> = [];
+    let sentAt = 0;
+    const deps = {
+      store: {
+        batches: {
+          mark: () => Promise.resolve({ marked: true }),
+          commit: () => Promise.resolve(true),
+        },
+      },
+      ec2ForRegion: () => ({
+        ec2: {
+          send: () => {
+            sentAt = Date.now();
+            return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+          },
+        },
+      }),
+      tuning: {
+        launchBurst: 5,
+        launchRatePerSecond: 2,
+        launchBatchIdleMs: 10,
+        launchBatchMaxMs: 100,
+        capacityMemoryMs: 0,
+        launchSharedPacing: true,
+      },
+      deployment: 'test',
+      launchRecord: {
+        predictTurn: () => Promise.resolve(Date.now()),
+        // the record's next turn is 20 s away; as the store does, a turn past maxWaitMs is refused
+        reserve: (_r: string, _b: unknown, opts: ReserveOptions) => {
+          asked.push(opts);
+          return 20_000 > opts.maxWaitMs!
+            ? Promise.reject(new ReservationRefused('the next turn is 20 s away'))
+            : Promise.resolve(Date.now() + 20_000);
+        },
+        countLater: () => undefined,
+        record: (_r: string, _b: unknown, send: { calls: number; instances: number }) => {
+          recorded.push({ calls: send.calls, instances: send.instances });
+          return Promise.resolve();
+        },
+      },
+    } as unknown as ActivityDeps;
+    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+    const sendBy = Date.now() + 800;
+    const started = await b.launch({
+      model: 'm',
+      machineId: '1',
+      zone: 'us-east-1a',
+      tokenSeed: 'seed-1',
+      liveUntil: sendBy + SEND_MARGIN_MS,
+      plan: {
+        region: 'us-east-1',
+        instanceType: 'm5.large',
+        imageId: 'ami-1',
+        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+        zonesConstraint: [],
+        applications: [],
+      },
+    });
+    expect(started.instanceId).toBe('i-1');
+    // asked for a turn no later than the members' deadline, refused (nothing booked) ...
+    expect(asked).toHaveLength(1);
+    expect(asked[0]!.maxWaitMs).toBeLessThanOrEqual(800);
+    // ... so the call went out at that deadline, not 20 s later (a timer may fire a little early)
+    expect(sentAt).toBeGreaterThanOrEqual(sendBy - 20);
+    expect(sentAt - sendBy).toBeLessThan(2_000);
+    expect(b.sentAtDeadline).toBe(1);
+    // not a record failure: no fallback counted, the call recorded whole
+    expect(b.localFallbacks).toBe(0);
+    expect(recorded).toEqual([{ calls: 1, instances: 1 }]);
+  }, 30_000);
 });
