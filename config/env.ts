@@ -114,6 +114,8 @@ export interface ProvisioningTuning {
   launchSharedPacing?: boolean;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
+  /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
+  launchRecordRequestTimeoutMs?: number;
   /** The first wait after a throttled RunInstances before it is paced again, doubled per throttle up to 16× (default THROTTLE_BACKOFF_MS). */
   launchThrottleBackoffMs?: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */

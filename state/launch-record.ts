@@ -115,12 +115,17 @@ export class LaunchRecordStore {
     return Math.min(MAX_RESERVE_LEAD_MS, Math.max(0, ...this.writeMs));
   }
 
+  /** Each GetItem/PutItem of the record is aborted after this long (ms). */
+  private readonly requestTimeoutMs: number;
+
   constructor(
     client: DynamoDBClient,
     readonly tableName: string,
     readonly deployment: string,
+    opts: { requestTimeoutMs?: number } = {},
   ) {
     this.doc = documentClient(client);
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? RECORD_REQUEST_TIMEOUT_MS;
   }
 
   /** The record of a region; undefined when this deployment never launched there. */
@@ -131,7 +136,7 @@ export class LaunchRecordStore {
         Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
         ConsistentRead: true,
       }),
-      { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
+      { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
     );
     return parse(out.Item);
   }
@@ -226,7 +231,7 @@ export class LaunchRecordStore {
           '#version': 'version',
         },
       }),
-      { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
+      { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
     );
     return reserveSend(parse(out.Item), buckets, now()).sendAtMs;
   }
@@ -378,7 +383,7 @@ export class LaunchRecordStore {
                 }
               : {}),
           }),
-          { abortSignal: AbortSignal.timeout(RECORD_REQUEST_TIMEOUT_MS) },
+          { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
         );
         this.wrote(performance.now() - started);
         this.known.set(region, next);

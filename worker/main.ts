@@ -114,7 +114,9 @@ async function main(): Promise<void> {
         }),
         tuning,
         deployment,
-        launchRecord: new LaunchRecordStore(recordDdb, endpoints.tableName, deployment),
+        launchRecord: new LaunchRecordStore(recordDdb, endpoints.tableName, deployment, {
+          requestTimeoutMs: tuning.launchRecordRequestTimeoutMs,
+        }),
         temporal,
         taskQueue,
         containers: new ContainerStore(ddb, endpoints.tableName),

@@ -118,6 +118,8 @@ function worker(deployment: string, opts: { shared: boolean; recordTable?: strin
     recordClient,
     opts.recordTable ?? table.tableName,
     deployment,
+    // as the reserve timeout below: a write of seconds on a shared machine is not a failure here
+    { requestTimeoutMs: 120_000 },
   );
   const deps = {
     store: { batches: new LaunchBatchStore(ddb, table.tableName) },
