@@ -27,7 +27,7 @@ interface Pending<Req, Res> {
  * answers each request in order; if it throws, every request of the batch
  * fails with that error.
  */
-export class Coalescer<Req, Res> {
+export class Coalescer<Req, Res, G = void> {
   private readonly pending = new Map<string, Pending<Req, Res>>();
   /** `oneAtATime`: per key, settles when the last batch sent (or waiting to be) has settled. */
   private readonly last = new Map<string, Promise<void>>();
@@ -35,7 +35,8 @@ export class Coalescer<Req, Res> {
   /**
    * `gate`, when given, is awaited once a batch's window closes and before it
    * is sent (e.g. a rate limiter's token); the batch keeps taking requests
-   * while it waits, so batches grow when calls are scarce.
+   * while it waits, so batches grow when calls are scarce. What it resolves
+   * with is passed to `send` with the batch (e.g. how the batch was paced).
    *
    * `oneAtATime`: a key's batches are sent one after the other, each once
    * the one before it has settled (e.g. writes that would race each other),
@@ -45,8 +46,12 @@ export class Coalescer<Req, Res> {
    */
   constructor(
     private readonly windows: CoalescerWindows,
-    private readonly send: (key: string, requests: Req[]) => Promise<Array<Settled<Res>>>,
-    private readonly gate?: (key: string) => Promise<void>,
+    private readonly send: (
+      key: string,
+      requests: Req[],
+      gated: G | undefined,
+    ) => Promise<Array<Settled<Res>>>,
+    private readonly gate?: (key: string) => Promise<G>,
     private readonly options: { oneAtATime?: { maxWaitMs: number } } = {},
   ) {}
 
@@ -100,9 +105,9 @@ export class Coalescer<Req, Res> {
         if (this.last.get(key) === mine) this.last.delete(key);
       });
     }
-    const go = () => {
+    const go = (gated?: G) => {
       if (this.pending.get(key) === batch) this.pending.delete(key);
-      this.dispatch(key, batch, settled);
+      this.dispatch(key, batch, settled, gated);
     };
     if (!this.gate && !previous) {
       go();
@@ -110,15 +115,23 @@ export class Coalescer<Req, Res> {
     }
     const gate = this.gate;
     const ready = previous ? previous.then(() => gate?.(key)) : gate!(key);
-    ready.then(go, (err: unknown) => {
-      if (this.pending.get(key) === batch) this.pending.delete(key);
-      for (const s of batch.settle) s.reject(err);
-      settled();
-    });
+    ready.then(
+      (gated) => go(gated),
+      (err: unknown) => {
+        if (this.pending.get(key) === batch) this.pending.delete(key);
+        for (const s of batch.settle) s.reject(err);
+        settled();
+      },
+    );
   }
 
-  private dispatch(key: string, batch: Pending<Req, Res>, settled: () => void): void {
-    this.send(key, batch.requests).then(
+  private dispatch(
+    key: string,
+    batch: Pending<Req, Res>,
+    settled: () => void,
+    gated: G | undefined,
+  ): void {
+    this.send(key, batch.requests, gated).then(
       (results) => {
         settled();
         batch.settle.forEach((s, i) => {

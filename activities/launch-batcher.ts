@@ -6,14 +6,16 @@ import {
   type RunInstancesInput,
 } from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
-import { EC2_INSTANCE_BUCKET } from '../core/launch-estimate';
+import { EC2_INSTANCE_BUCKET, type Bucket } from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
+import { ReservationRefused } from '../state/launch-record';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
 import { Coalescer, type Settled } from './coalescer';
 import { TokenBucket } from '../ec2/token-bucket';
 import type { ActivityDeps } from './deps';
-import { classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
+import { classifyError, classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
+import { EC2_MAX_ATTEMPTS, throttlesToCaller } from '../ec2/client';
 import { failure } from './failures';
 import { activityLog } from './log';
 import { launchFailed, launchSent } from './metrics';
@@ -31,6 +33,92 @@ export function clientToken(seed: string): string {
 
 /** EC2 takes up to this many instances in one RunInstances (MaxCount); more go in the next batch. */
 export const MAX_BATCH = 1000;
+
+/** How a RunInstances waited for its turn: in the deployment's shared record, or on this worker's bucket. */
+type Paced = 'shared' | 'local';
+
+/**
+ * What a batch waited for before it was recorded: its turn predicted from
+ * the shared record (booked only once its members are recorded, just before
+ * the call), or a token of this worker's own bucket (taken: the call goes
+ * out on it).
+ */
+type Gated = 'predicted' | 'local';
+
+/** A turn: how it was paced, and when it came (epoch ms). */
+interface Turn {
+  how: Paced;
+  at: number;
+}
+
+/**
+ * The slack the shared record books with: a burst one below EC2's and a
+ * rate 10 % under it. Turns booked back to back leave EC2's bucket empty, so
+ * a call that reaches EC2 later than its turn while one after it is on time
+ * (a busy event loop, a slow socket: measured up to a few hundred ms here)
+ * would find no token; one token held back absorbs 1 ÷ rate of such
+ * lateness (0.5 s at EC2's 2/s), and the rate's 10 % gives it back at 0.2
+ * tokens a second after it was used. It costs a tenth of the call rate at
+ * the limit, where the batches grow to make up for it.
+ */
+export const SHARED_BURST_HELD_BACK = 1;
+export const SHARED_RATE_SHARE = 0.9;
+
+/**
+ * A shared-paced call later than this after its turn does not go out on it:
+ * it books another (at most MAX_REBOOKS times). A worker whose event loop
+ * stalled (a busy machine: measured up to 2 s in the shared-pacing test)
+ * would otherwise send every call whose turn passed during the stall at
+ * once, where EC2's bucket, full at its burst, holds fewer: the stale turns
+ * stay booked (EC2's bucket overflowed them anyway), the calls are spaced
+ * again from now. 250 ms is half a token at EC2's 2/s, within the token
+ * held back.
+ */
+export const LATE_TURN_MS = 250;
+export const MAX_REBOOKS = 3;
+/**
+ * After EC2 throttles a RunInstances, its bucket is empty (and may be spent by
+ * callers the pacing does not see: another deployment, a worker pacing alone):
+ * the repeat waits this long first, doubled per throttle up to 16× (0.5 → 8 s),
+ * then takes a fresh turn, as the SDK's backoff would have spread it.
+ */
+export const THROTTLE_BACKOFF_MS = 500;
+/**
+ * A committed batch goes out no later than this before its first member's
+ * try ends (`liveUntil`): past that, it is sent at once instead of waiting
+ * for a turn, so the wait after the commit never outlasts the activity.
+ */
+export const SEND_MARGIN_MS = 5_000;
+/** After a failed predict or reservation, batches pace locally this long without asking the record. */
+export const RECORD_BREAKER_MS = 30_000;
+const THROTTLE_BACKOFF_MAX_FACTOR = 16;
+
+/**
+ * How long a reservation in the shared launch record may take before the
+ * worker paces alone: long, because a slow reservation only holds its batch
+ * (which grows meanwhile), where pacing alone spends a bucket other workers
+ * spend too. A local table busy with a burst's writes takes seconds at times.
+ */
+export const RESERVE_TIMEOUT_MS = 10_000;
+/** A reserved send further off than this is not waited for (a clock far off): paced alone. */
+export const MAX_RESERVED_WAIT_MS = 60_000;
+
+/** Rejects with `what` timed out after `ms` (the promise itself goes on). */
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
 
 /** How long one batch's repeated answer is shared between its members' retries. */
 const REPLAY_SHARE_MS = 30_000;
@@ -155,7 +243,7 @@ function byLaunchIndex(instances: readonly Instance[]): Map<number, Instance> {
  * no call is made per instance.
  */
 export class LaunchBatcher {
-  private readonly coalescer: Coalescer<LaunchRequest, Launched>;
+  private readonly coalescer: Coalescer<LaunchRequest, Launched, Gated>;
   private readonly replays = new Map<string, { at: number; answer: Promise<Instance[]> }>();
   private readonly buckets = new Map<string, TokenBucket>();
   /** Each machine's launch under way in this worker (model and machine id → it). */
@@ -179,11 +267,304 @@ export class LaunchBatcher {
     private readonly memory: CapacityMemory,
   ) {
     const { launchBatchIdleMs, launchBatchMaxMs } = deps.tuning;
-    this.coalescer = new Coalescer<LaunchRequest, Launched>(
+    this.coalescer = new Coalescer<LaunchRequest, Launched, Gated>(
       { idleMs: launchBatchIdleMs, maxMs: launchBatchMaxMs, maxSize: MAX_BATCH },
-      (_key, requests) => this.send(requests),
-      // one RunInstances token per batch: while it waits, the batch grows
-      (key) => this.bucket((JSON.parse(key) as string[])[0]!).take(),
+      (_key, requests, gated) => this.send(requests, gated ?? 'local'),
+      // one RunInstances turn per batch: while it waits, the batch grows
+      (key) => this.gate((JSON.parse(key) as string[])[0]!),
+    );
+  }
+
+  /** RunInstances calls paced locally because the shared record could not be used. */
+  localFallbacks = 0;
+  /** Per region: batches past the gate whose turn is not booked yet (their marks and commit). */
+  private readonly unbooked = new Map<string, number>();
+  /** RunInstances attempts EC2 throttled, each repeated on a fresh turn (not by the SDK). */
+  throttledAttempts = 0;
+  /** Committed batches sent without a turn because their members' tries were nearly over (SEND_MARGIN_MS). */
+  sentAtDeadline = 0;
+  /** Shared turns passed by more than LATE_TURN_MS before their call could go: booked again. */
+  staleTurns = 0;
+  /** How late shared-paced calls went out after their turns (ms): the largest, and the sum. */
+  readonly lateness = { calls: 0, maxMs: 0, totalMs: 0 };
+
+  /** Pacing in the shared record is on and possible. */
+  private get sharedPacing(): boolean {
+    return this.deps.launchRecord !== undefined && this.deps.tuning.launchSharedPacing !== false;
+  }
+
+  /**
+   * What a batch waits for while it grows: with shared pacing, the turn the
+   * shared record predicts (read, not booked: the turn is booked after the
+   * batch is recorded, `pace`). Alone, or when the read fails (and for
+   * RECORD_BREAKER_MS after any failed read or reservation), a token of this
+   * worker's bucket, so the batch grows while it waits as with local pacing.
+   */
+  private async gate(region: string): Promise<Gated> {
+    const record = this.deps.launchRecord;
+    if (!record || !this.sharedPacing) {
+      await this.bucket(region).take();
+      return 'local';
+    }
+    if (this.recordBroken()) return this.gateLocally(region);
+    let at: number;
+    const buckets = this.sharedBuckets();
+    try {
+      const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
+      at = await withTimeout(
+        record.predictTurn(region, buckets),
+        timeoutMs,
+        'the launch record read',
+      );
+    } catch (err) {
+      // paced by this worker alone, with the token taken here: the batch grows while it waits,
+      // as with local pacing, instead of being fixed at once and then waiting for a reservation
+      this.recordFailed(region, err);
+      return this.gateLocally(region);
+    }
+    // this worker's batches that passed the gate and have not booked yet take the turns
+    // before this one: the record does not show them
+    const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
+    const waitMs = Math.min(at + ahead - Date.now(), MAX_RESERVED_WAIT_MS);
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    this.unbooked.set(region, (this.unbooked.get(region) ?? 0) + 1);
+    return 'predicted';
+  }
+
+  /** A batch paced on this worker's bucket because the record cannot be used. */
+  private async gateLocally(region: string): Promise<Gated> {
+    this.localFallbacks += 1;
+    await this.bucket(region).take();
+    return 'local';
+  }
+
+  /** Until then (ms), the record failed recently: batches pace locally without asking it. */
+  private recordBrokenUntil = 0;
+
+  private recordBroken(): boolean {
+    return Date.now() < this.recordBrokenUntil;
+  }
+
+  /**
+   * A predict or reservation failed: the next RECORD_BREAKER_MS pace locally
+   * without asking the record, so a hung table costs one batch the timeout,
+   * not every batch.
+   */
+  private recordFailed(region: string, err: unknown): void {
+    this.recordBrokenUntil = Date.now() + RECORD_BREAKER_MS;
+    activityLog.warn('RunInstances paced by this worker alone: the launch record failed', {
+      region,
+      forMs: RECORD_BREAKER_MS,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
+  }
+
+  /** Once: a batch that passed the gate has booked its turn (or will not book one). */
+  private bookedOnce(region: string): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.unbooked.get(region) ?? 1) - 1;
+      if (left > 0) this.unbooked.set(region, left);
+      else this.unbooked.delete(region);
+    };
+  }
+
+  /** The buckets the shared record books turns in: EC2's, with slack (SHARED_BURST_HELD_BACK). */
+  private sharedBuckets(): { requests: Bucket; instances: Bucket } {
+    const { requests, instances } = this.launchBuckets();
+    return {
+      requests: {
+        burst: Math.max(1, requests.burst - SHARED_BURST_HELD_BACK),
+        perSecond: requests.perSecond * SHARED_RATE_SHARE,
+      },
+      instances,
+    };
+  }
+
+  /** The buckets as this worker is configured (EC2's, as the account has them). */
+  private launchBuckets(): { requests: Bucket; instances: Bucket } {
+    const t = this.deps.tuning;
+    return {
+      requests: { burst: t.launchBurst, perSecond: t.launchRatePerSecond },
+      instances: {
+        burst: t.launchInstanceBurst ?? EC2_INSTANCE_BUCKET.burst,
+        perSecond: t.launchInstanceRatePerSecond ?? EC2_INSTANCE_BUCKET.perSecond,
+      },
+    };
+  }
+
+  /**
+   * Waits for this RunInstances' turn (DESIGN.md "Launching at scale",
+   * shared pacing): its send time reserved in the deployment's launch
+   * record, which every worker reserves in, so K workers together send what
+   * one would; while it waits, its batch keeps growing. When the record
+   * cannot be used (DynamoDB refuses, or takes longer than
+   * RESERVE_TIMEOUT_MS, or reserves a time absurdly far off), the call is
+   * paced on this worker's own bucket instead, and that is logged: launching
+   * never stops for the record.
+   */
+  private async pace(
+    region: string,
+    booked: () => void = () => undefined,
+    sendBy = Infinity,
+  ): Promise<Turn> {
+    const record = this.deps.launchRecord;
+    if (Date.now() >= sendBy) return this.atDeadline(region, booked, sendBy);
+    if (record && this.sharedPacing && this.recordBroken()) this.localFallbacks += 1;
+    else if (record && this.sharedPacing) {
+      const byMs = sendBy - Date.now();
+      try {
+        const timeoutMs = Math.min(
+          this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS,
+          byMs,
+        );
+        // past the deadline, or with a turn too far off (or past the members' deadline), the
+        // reservation writes nothing: the local fallback's record is then the call's only count
+        const sendAtMs = await withTimeout(
+          record.reserve(region, this.sharedBuckets(), {
+            deadlineMs: Date.now() + timeoutMs,
+            maxWaitMs: Math.min(MAX_RESERVED_WAIT_MS, byMs),
+          }),
+          timeoutMs,
+          'the launch record reservation',
+        );
+        // the record shows this turn from now on: a gate counting it as unbooked too would
+        // wait a turn more
+        booked();
+        const waitMs = sendAtMs - Date.now();
+        if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+        // the worker's own bucket counts it too: a fallback later does not burst over it
+        this.bucket(region).spend();
+        return { how: 'shared', at: sendAtMs };
+      } catch (err) {
+        // refused or given up because the members' deadline is near: not the record's fault
+        if (
+          Date.now() >= sendBy ||
+          (err instanceof ReservationRefused && byMs < MAX_RESERVED_WAIT_MS)
+        )
+          return this.atDeadline(region, booked, sendBy);
+        this.localFallbacks += 1;
+        this.recordFailed(region, err);
+      }
+    }
+    booked();
+    if (sendBy === Infinity) await this.bucket(region).take();
+    else {
+      // a token, or the members' deadline, whichever comes first (a token taken later is spent
+      // then: the bucket spaces the calls after this one)
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([
+        this.bucket(region)
+          .take()
+          .then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), sendBy - Date.now()))),
+      ]);
+      clearTimeout(timer);
+      if (!waited) {
+        this.sentAtDeadline += 1;
+        return { how: 'local', at: Date.now() };
+      }
+    }
+    return { how: 'local', at: Date.now() };
+  }
+
+  /**
+   * No turn before the members' deadline (`sendBy`): the committed batch
+   * goes out at it, counted as a local call (the record booked nothing).
+   */
+  private async atDeadline(region: string, booked: () => void, sendBy: number): Promise<Turn> {
+    booked();
+    const waitMs = sendBy - Date.now();
+    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    this.sentAtDeadline += 1;
+    this.bucket(region).spend();
+    return { how: 'local', at: Date.now() };
+  }
+
+  /**
+   * Makes one RunInstances on `turn` (a turn is taken first when none is
+   * given) and counts it in the record. A throttled attempt is not retried by
+   * the SDK (throttlesToCaller): it is counted as a call, and repeated with
+   * the same input (the ClientToken makes it the same launch) on a fresh turn,
+   * up to EC2_MAX_ATTEMPTS attempts in all, so no repeat goes out unpaced.
+   */
+  private async runPaced(
+    region: string,
+    input: RunInstancesInput,
+    first?: Turn,
+    booked: () => void = () => undefined,
+    sendBy = Infinity,
+  ): Promise<Instance[]> {
+    const { ec2 } = this.deps.ec2ForRegion(region);
+    let turn: Turn;
+    try {
+      turn = first ?? (await this.pace(region, booked, sendBy));
+    } finally {
+      booked();
+    }
+    for (let attempt = 1; ; attempt++) {
+      for (let rebooks = 0; turn.how === 'shared' && rebooks < MAX_REBOOKS; rebooks++) {
+        // no rebooking past the members' deadline: the batch is committed, it goes now
+        if (Date.now() - turn.at <= LATE_TURN_MS || Date.now() >= sendBy) break;
+        this.staleTurns += 1;
+        turn = await this.pace(region, undefined, sendBy);
+      }
+      const sentAt = Date.now();
+      if (turn.how === 'shared') {
+        const late = Math.max(0, sentAt - turn.at);
+        this.lateness.calls += 1;
+        this.lateness.totalMs += late;
+        this.lateness.maxMs = Math.max(this.lateness.maxMs, late);
+      }
+      try {
+        const out = await throttlesToCaller(() => runInstances(ec2, input));
+        const instances = out.Instances ?? [];
+        this.counted(region, turn.how, sentAt, instances.length);
+        return instances;
+      } catch (err) {
+        // a call EC2 answered spent a request token and launched nothing; one failing without
+        // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
+        // instances (if any) are recorded by the repeat that finds them (replay)
+        this.counted(region, turn.how, sentAt, 0);
+        if (classifyError(err) !== 'throttling' || attempt >= EC2_MAX_ATTEMPTS) throw err;
+        this.throttledAttempts += 1;
+        // EC2's bucket is empty: so is this worker's, and the repeat backs off before its turn
+        this.bucket(region).empty();
+        const base = this.deps.tuning.launchThrottleBackoffMs ?? THROTTLE_BACKOFF_MS;
+        const backoffMs = base * Math.min(2 ** (attempt - 1), THROTTLE_BACKOFF_MAX_FACTOR);
+        // no paced repeat fits before the members' tries end: their retries replay the token
+        if (Date.now() + backoffMs >= sendBy) throw err;
+        await new Promise((r) => setTimeout(r, backoffMs));
+        turn = await this.pace(region, undefined, sendBy);
+      }
+    }
+  }
+
+  /**
+   * Counts a RunInstances that went out in the record: a call paced in the
+   * shared record is counted there already (its instances go with this
+   * worker's next reservation, or a write of their own shortly after); a
+   * call paced locally is recorded whole, as before.
+   */
+  private counted(region: string, paced: Paced, atMs: number, instances: number): void {
+    if (paced === 'local') {
+      this.recordSend(region, atMs, instances);
+      return;
+    }
+    this.deps.launchRecord?.countLater(
+      region,
+      // the settings its turn was booked with: the record's request bucket keeps them
+      this.sharedBuckets(),
+      { atMs, instances },
+      (err: unknown) => {
+        activityLog.warn('launched instances were not recorded for plans', {
+          region,
+          instances,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
+      },
     );
   }
 
@@ -196,21 +577,15 @@ export class LaunchBatcher {
   private recordSend(region: string, atMs: number, instances: number): void {
     const record = this.deps.launchRecord;
     if (!record) return;
-    const t = this.deps.tuning;
-    const buckets = {
-      requests: { burst: t.launchBurst, perSecond: t.launchRatePerSecond },
-      instances: {
-        burst: t.launchInstanceBurst ?? EC2_INSTANCE_BUCKET.burst,
-        perSecond: t.launchInstanceRatePerSecond ?? EC2_INSTANCE_BUCKET.perSecond,
-      },
-    };
-    record.record(region, buckets, { atMs, calls: 1, instances }).catch((err: unknown) => {
-      activityLog.warn('a launch was not recorded for plans', {
-        region,
-        instances,
-        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    record
+      .record(region, this.launchBuckets(), { atMs, calls: 1, instances })
+      .catch((err: unknown) => {
+        activityLog.warn('a launch was not recorded for plans', {
+          region,
+          instances,
+          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+        });
       });
-    });
   }
 
   /**
@@ -378,28 +753,10 @@ export class LaunchBatcher {
     for (const [id, r] of this.replays) if (now - r.at > REPLAY_SHARE_MS) this.replays.delete(id);
     const shared = this.replays.get(batchId);
     if (shared) return shared.answer;
-    const { ec2 } = this.deps.ec2ForRegion(call.region);
-    let sentAt = now;
     // a repeat is a RunInstances like any other, and may be the one that launches the batch
     // (its first call never reached EC2): it is recorded, answered or not (an idempotent
     // repeat counted twice makes plans too careful, never too hopeful)
-    const answer = this.bucket(call.region)
-      .take()
-      .then(() => {
-        sentAt = Date.now();
-        return runInstances(ec2, runInput(call, count));
-      })
-      .then(
-        (out) => {
-          const instances = out.Instances ?? [];
-          this.recordSend(call.region, sentAt, instances.length);
-          return instances;
-        },
-        (err: unknown) => {
-          this.recordSend(call.region, sentAt, 0);
-          throw err;
-        },
-      );
+    const answer = this.runPaced(call.region, runInput(call, count));
     this.replays.set(batchId, { at: now, answer });
     // a failed repeat is not shared: the next member asks again
     answer.catch(() => this.replays.delete(batchId));
@@ -432,7 +789,20 @@ export class LaunchBatcher {
   }
 
   /** Records the batch, then makes its one RunInstances and answers each member. */
-  private async send(requests: LaunchRequest[]): Promise<Array<Settled<Launched>>> {
+  private async send(requests: LaunchRequest[], gated: Gated): Promise<Array<Settled<Launched>>> {
+    const booked = this.bookedOnce(requests[0]!.plan.region);
+    try {
+      return await this.sendBooked(requests, gated, booked);
+    } finally {
+      if (gated === 'predicted') booked();
+    }
+  }
+
+  private async sendBooked(
+    requests: LaunchRequest[],
+    gated: Gated,
+    booked: () => void,
+  ): Promise<Array<Settled<Launched>>> {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
@@ -497,17 +867,21 @@ export class LaunchBatcher {
       const again = new BatchAbandoned(id);
       return requests.map((_, i) => (marked[i] ? { ok: false, error: again } : results[i]!));
     }
-    const { ec2 } = this.deps.ec2ForRegion(plan.region);
     let instances: Instance[];
-    const sentAt = Date.now();
     try {
-      const out = await runInstances(ec2, runInput(call, members.length));
-      instances = out.Instances ?? [];
+      // the batch is fixed now: its shared turn is booked just before its call (a local token
+      // was taken at the gate already)
+      const turn: Turn | undefined =
+        gated === 'local' ? { how: 'local', at: Date.now() } : undefined;
+      instances = await this.runPaced(
+        plan.region,
+        runInput(call, members.length),
+        turn,
+        gated === 'predicted' ? booked : undefined,
+        // the wait after the commit ends before the first member's try does
+        Math.min(...members.map((m) => m.liveUntil ?? Infinity)) - SEND_MARGIN_MS,
+      );
     } catch (err) {
-      // a call EC2 answered spent a request token and launched nothing; one failing without
-      // an answer (a timeout after sending) may have reached EC2: counted as a call too, its
-      // instances (if any) are recorded by the repeat that finds them (replay)
-      this.recordSend(plan.region, sentAt, 0);
       launchFailed(err, members.length);
       const classified = classifyLaunchError(err, call.zone);
       if (isZoneFailure(classified))
@@ -516,7 +890,6 @@ export class LaunchBatcher {
     }
     const byIndex = byLaunchIndex(instances);
     launchSent(members.length, Math.min(byIndex.size, members.length));
-    this.recordSend(plan.region, sentAt, byIndex.size);
     if (byIndex.size < members.length) {
       this.memory.remember(call.region, call.instanceType, call.zone);
     }

@@ -105,6 +105,19 @@ export interface ProvisioningTuning {
    */
   launchInstanceBurst?: number;
   launchInstanceRatePerSecond?: number;
+  /**
+   * Every worker of the deployment paces its RunInstances in the one launch
+   * record (state/launch-record.ts `reserve`), so K workers together spend
+   * the account's bucket once: `PROVISIONER_LAUNCH_SHARED_PACING=on` (the
+   * default); `off`: each worker paces alone on its own bucket (as before).
+   */
+  launchSharedPacing?: boolean;
+  /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
+  launchReserveTimeoutMs?: number;
+  /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
+  launchRecordRequestTimeoutMs?: number;
+  /** The first wait after a throttled RunInstances before it is paced again, doubled per throttle up to 16× (default THROTTLE_BACKOFF_MS). */
+  launchThrottleBackoffMs?: number;
   /** `reprovisionLost`: machines one model's sweep reprovisions at most. */
   reprovisionCap: number;
   /** Models the sweeper sweeps at once (each sweep lists the model's instances on EC2). */
@@ -158,6 +171,10 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
     launchRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_RATE', 2, env),
     launchInstanceBurst: positiveIntEnv('PROVISIONER_LAUNCH_INSTANCE_BURST', 1000, env),
     launchInstanceRatePerSecond: positiveNumberEnv('PROVISIONER_LAUNCH_INSTANCE_RATE', 2, env),
+    launchSharedPacing: onOff(
+      'PROVISIONER_LAUNCH_SHARED_PACING',
+      optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
+    ),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

@@ -212,3 +212,74 @@ export function bucketsLeft(
     instances: tokensLeft(record.instances, record.instances.fullAt, nowMs),
   };
 }
+
+/** A RunInstances this worker sent whose instances the record does not count yet. */
+export interface UncountedLaunch {
+  atMs: number;
+  instances: number;
+}
+
+/** A reservation of one RunInstances in the shared record (reserveSend). */
+export interface SendReservation {
+  /** When the call may go out (epoch ms, the record's clock): `nowMs` when a token is left. */
+  sendAtMs: number;
+  /** The record with the call counted (and `uncounted` instances), to be written under `before`'s version. */
+  next: LaunchRecord;
+}
+
+/**
+ * Reserves one RunInstances token in the deployment's shared record (GCRA:
+ * the request bucket's full-again time is its theoretical arrival time).
+ * With `left` tokens at `nowMs` under the recorded settings, the call may go
+ * at once when a whole token is left, else when the missing part has come
+ * back at the configured rate; the bucket is full again one emission
+ * interval after the later of its old full-again time and the send. Every
+ * worker of a deployment reserves in the one record, so K workers together
+ * spend one bucket. `uncounted` are this worker's earlier calls whose
+ * instances the record does not hold yet: counted in the same write.
+ */
+export function reserveSend(
+  before: LaunchRecord | undefined,
+  buckets: { requests: Bucket; instances: Bucket },
+  nowMs: number,
+  uncounted: readonly UncountedLaunch[] = [],
+): SendReservation {
+  let record = before;
+  for (const u of uncounted) {
+    record = recordSend(record, buckets, { atMs: u.atMs, calls: 0, instances: u.instances });
+  }
+  const bucket = buckets.requests;
+  const was = record?.requests;
+  // tokens owed at `nowMs` under the recorded settings: past the burst when turns are reserved
+  // ahead (GCRA's arrival time beyond now + burst), so the queue of reservations is kept
+  const owed = !was || was.fullAt <= nowMs ? 0 : owedTokens(was, nowMs);
+  // tokens missing from the configured bucket once this call's is taken
+  const missing = owed + 1;
+  const intervalMs = 1000 / bucket.perSecond;
+  const sendAtMs = nowMs + Math.max(0, missing - bucket.burst) * intervalMs;
+  const fullAt = nowMs + missing * intervalMs;
+  const instances = record?.instances ?? {
+    burst: buckets.instances.burst,
+    perSecond: buckets.instances.perSecond,
+    fullAt: nowMs,
+  };
+  return {
+    sendAtMs,
+    next: {
+      requests: {
+        burst: bucket.burst,
+        perSecond: bucket.perSecond,
+        // never fuller than the record already says (e.g. it was written with another rate)
+        fullAt: was ? Math.max(fullAt, was.fullAt) : fullAt,
+      },
+      instances,
+      version: (before?.version ?? 0) + 1,
+    },
+  };
+}
+
+/** Tokens a bucket owes at `nowMs` (unbounded: reservations ahead count past its burst). */
+function owedTokens(was: RecordedBucket, nowMs: number): number {
+  if (was.perSecond <= 0) return was.burst;
+  return ((was.fullAt - nowMs) / 1000) * was.perSecond;
+}

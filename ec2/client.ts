@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { EC2Client, type EC2ClientConfig } from '@aws-sdk/client-ec2';
 import { AdaptiveRetryStrategy } from '@smithy/core/retry';
 import { provisioningTuning, type ProvisioningTuning } from '../config/env';
@@ -18,6 +19,20 @@ type RetryErrorInfo = Parameters<Strategy['refreshRetryTokenForRetry']>[1];
 /** An EC2 call EC2 throttled (one per throttled attempt). */
 function throttled(m: WorkerMetrics = workerMetrics): void {
   m.count(METRIC.throttledCalls);
+}
+
+/** Set while a call paced by its caller is made: a throttled attempt is not retried here. */
+const pacedByCaller = new AsyncLocalStorage<true>();
+
+/**
+ * Runs `fn` with its EC2 calls' throttled attempts given back to the caller
+ * instead of retried by the SDK: a call paced on a bucket shared with other
+ * workers (the launch batcher's RunInstances) takes a fresh turn there before
+ * it is repeated, where the SDK's own retry would go out unpaced, on top of
+ * the calls sent on their turns. Other errors are retried as usual.
+ */
+export function throttlesToCaller<T>(fn: () => Promise<T>): Promise<T> {
+  return pacedByCaller.run(true, fn);
 }
 
 /** Attempts per EC2 call, throttled ones included, before Temporal's activity retry takes over. */
@@ -46,6 +61,9 @@ export class Ec2RetryStrategy implements Strategy {
   refreshRetryTokenForRetry(token: StandardRetryToken, info: RetryErrorInfo): Promise<RetryToken> {
     const kind = classifyError(info.error);
     if (kind === 'throttling') throttled();
+    if (kind === 'throttling' && pacedByCaller.getStore() === true) {
+      return Promise.reject(new Error('a throttled call paced by its caller is repaced there'));
+    }
     if (kind === 'zone' || kind === 'permanent') {
       // the middleware rethrows the call's own error when no retry token is given
       return Promise.reject(

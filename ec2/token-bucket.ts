@@ -28,6 +28,26 @@ export class TokenBucket {
     });
   }
 
+  /**
+   * Counts a call paced elsewhere (e.g. in a bucket shared with other
+   * workers) without waiting: a token is taken if one is left, so that a
+   * later `take` does not burst over calls already made.
+   */
+  spend(): void {
+    this.refill();
+    this.tokens = Math.max(0, this.tokens - 1);
+  }
+
+  /**
+   * The bucket left empty (EC2 refused a call: its own bucket is empty), so
+   * the next `take` waits for a token to refill instead of using one this
+   * bucket thought it had.
+   */
+  empty(): void {
+    this.refill();
+    this.tokens = 0;
+  }
+
   /** Calls waiting for a token. */
   get waiting(): number {
     return this.waiters.length;

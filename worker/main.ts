@@ -75,6 +75,11 @@ async function main(): Promise<void> {
   });
   const ddb = dynamoDbClient(endpoints);
   ddb.config.logger = AWS_SDK_LOGGER;
+  // a client (and sockets) of its own for the launch record: a turn is booked just before its
+  // RunInstances, and queued behind a burst's member marks for a socket it would reach EC2 late,
+  // or time out. Quiet like the main one (no logger-middleware CPU on ~3 record calls per call)
+  const recordDdb = dynamoDbClient(endpoints);
+  recordDdb.config.logger = AWS_SDK_LOGGER;
   const repo = new Repository(ddb, endpoints.tableName);
   const store = new ProvisioningStore(
     ddb,
@@ -113,7 +118,9 @@ async function main(): Promise<void> {
         }),
         tuning,
         deployment,
-        launchRecord: new LaunchRecordStore(ddb, endpoints.tableName, deployment),
+        launchRecord: new LaunchRecordStore(recordDdb, endpoints.tableName, deployment, {
+          requestTimeoutMs: tuning.launchRecordRequestTimeoutMs,
+        }),
         temporal,
         taskQueue,
         containers: new ContainerStore(ddb, endpoints.tableName),

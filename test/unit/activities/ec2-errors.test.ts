@@ -9,7 +9,7 @@ import {
   refusedOr,
 } from '../../../ec2/errors';
 import { refusingPermanent } from '../../../activities/failures';
-import { Ec2RetryStrategy } from '../../../ec2/client';
+import { Ec2RetryStrategy, throttlesToCaller } from '../../../ec2/client';
 import { FAILURE } from '../../../temporal/failures';
 
 function ec2Error(code: string, status: number, message = `${code} happened`): EC2ServiceException {
@@ -300,5 +300,29 @@ describe('Ec2RetryStrategy', () => {
         } as never,
       ),
     ).rejects.toThrow('permanent errors are not retried in place');
+  });
+
+  it('retries a throttled call, unless its caller paces it (throttlesToCaller): then it goes back to the caller', async () => {
+    const strategy = new Ec2RetryStrategy();
+    const info = {
+      error: ec2Error('RequestLimitExceeded', 503, 'Request limit exceeded.'),
+      errorType: 'THROTTLING',
+    } as never;
+    const token = await strategy.acquireInitialRetryToken('ec2');
+    const retried = await strategy.refreshRetryTokenForRetry(token as never, info);
+    expect(retried.getRetryCount()).toBe(1);
+    const paced = await strategy.acquireInitialRetryToken('ec2');
+    await expect(
+      throttlesToCaller(() => strategy.refreshRetryTokenForRetry(paced as never, info)),
+    ).rejects.toThrow('a throttled call paced by its caller is repaced there');
+    // other errors of a paced call are retried as usual
+    const transient = {
+      error: ec2Error('InternalError', 500, 'An internal error has occurred.'),
+      errorType: 'TRANSIENT',
+    } as never;
+    const again = await throttlesToCaller(() =>
+      strategy.refreshRetryTokenForRetry(paced as never, transient),
+    );
+    expect(again.getRetryCount()).toBe(1);
   });
 });

@@ -6,6 +6,7 @@ import {
   fullAtAfter,
   MAX_INSTANCES_PER_CALL,
   recordSend,
+  reserveSend,
   tokenAvailableAt,
   tokensLeft,
   type LaunchBudget,
@@ -193,5 +194,94 @@ describe("recordSend and bucketsLeft: the deployment's record of its RunInstance
         "this deployment's recent launches leave 0 of the 5 RunInstances calls at once; they come back at 2 a second",
       ],
     });
+  });
+});
+
+describe('reserveSend: one RunInstances reserved in the shared record (GCRA)', () => {
+  const buckets = {
+    requests: { burst: 5, perSecond: 2 },
+    instances: { burst: 1000, perSecond: 2 },
+  };
+  const T0 = 1_700_000_000_000;
+
+  /** Reserves `n` calls one after the other, each at `at(i)`, threading the record through. */
+  function reserveMany(n: number, at: (i: number) => number, start?: LaunchRecord) {
+    let record = start;
+    const sends: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const r = reserveSend(record, buckets, at(i));
+      sends.push(r.sendAtMs - T0);
+      record = r.next;
+    }
+    return { sends, record: record! };
+  }
+
+  it('an absent record is a full bucket: the burst goes at once, then one call every 500 ms', () => {
+    const { sends, record } = reserveMany(8, () => T0);
+    expect(sends).toEqual([0, 0, 0, 0, 0, 500, 1000, 1500]);
+    // 8 tokens taken from a full bucket of 5 at T0: full again 8 intervals later
+    expect(record.requests).toEqual({ burst: 5, perSecond: 2, fullAt: T0 + 4000 });
+    expect(record.version).toBe(8);
+    // nothing launched yet: the instance bucket is full at T0
+    expect(record.instances).toEqual({ burst: 1000, perSecond: 2, fullAt: T0 });
+  });
+
+  it('refills at the rate: after a drained burst, waiting 1 s gives two calls at once', () => {
+    const drained = reserveMany(5, () => T0).record;
+    const later = reserveMany(3, () => T0 + 1000, drained);
+    expect(later.sends).toEqual([1000, 1000, 1500]);
+    // a bucket left alone until its full-again time gives a whole burst again
+    const rested = reserveMany(6, () => drained.requests.fullAt, drained);
+    expect(rested.sends.map((s) => s - 2500)).toEqual([0, 0, 0, 0, 0, 500]);
+  });
+
+  it('two workers reserving in one record get distinct turns: together they spend one bucket', () => {
+    // worker A and worker B alternate, each reading what the other wrote (the version check's job)
+    const { sends } = reserveMany(12, (i) => T0 + i * 10);
+    expect(sends.slice(0, 5)).toEqual([0, 10, 20, 30, 40]);
+    // from the sixth call on, one every 500 ms whoever asks: 5 + 2 a second, as EC2 allows
+    expect(sends.slice(5)).toEqual([500, 1000, 1500, 2000, 2500, 3000, 3500]);
+    for (let i = 6; i < sends.length; i++) expect(sends[i]! - sends[i - 1]!).toBe(500);
+  });
+
+  it('a conflict re-reserved on the winner’s record goes after the winner’s turn', () => {
+    const drained = reserveMany(5, () => T0).record;
+    // both workers computed from the same record (version 5); A's write won
+    const a = reserveSend(drained, buckets, T0 + 100);
+    const bLost = reserveSend(drained, buckets, T0 + 100);
+    expect(bLost.next.version).toBe(a.next.version); // the same version: B's conditional write fails
+    // B re-reads A's record and reserves again: the next turn, not the same one
+    const b = reserveSend(a.next, buckets, T0 + 110);
+    expect(a.sendAtMs - T0).toBe(500);
+    expect(b.sendAtMs - T0).toBe(1000);
+    expect(b.next.version).toBe(7);
+  });
+
+  it('counts this worker’s earlier calls’ instances in the same write, at their send times', () => {
+    const first = reserveSend(undefined, buckets, T0);
+    const r = reserveSend(first.next, buckets, T0 + 1000, [
+      { atMs: T0 + 200, instances: 300 },
+      { atMs: T0 + 400, instances: 100 },
+    ]);
+    expect(r.sendAtMs).toBe(T0 + 1000);
+    // 300 then 100 instances from a full 1,000: 400 missing at 2 a second, from the first send
+    expect(r.next.instances.fullAt).toBe(T0 + 200 + 150_000 + 50_000);
+    expect(r.next.version).toBe(2);
+    const left = bucketsLeft(r.next, buckets, T0 + 1000);
+    expect(left.instances).toBeCloseTo(1000 - 400 + 1.6, 5);
+    // two calls taken, the first one's token back by T0 + 500: 4 left
+    expect(left.requests).toBeCloseTo(4, 5);
+  });
+
+  it('a record written with a slower rate is never made fuller by a faster one', () => {
+    const slow = { ...buckets, requests: { burst: 5, perSecond: 0.5 } };
+    let drained: LaunchRecord | undefined;
+    for (let i = 0; i < 5; i++) drained = reserveSend(drained, slow, T0).next;
+    // 5 taken at T0 at 0.5 a second: empty, and full again at T0 + 10 s
+    expect(drained!.requests.fullAt).toBe(T0 + 10_000);
+    // a writer with EC2's 2 a second waits one of its own intervals, and keeps the later time
+    const r = reserveSend(drained, buckets, T0);
+    expect(r.sendAtMs).toBe(T0 + 500);
+    expect(r.next.requests).toEqual({ burst: 5, perSecond: 2, fullAt: T0 + 10_000 });
   });
 });
