@@ -81,6 +81,71 @@ function batcher(
 
 type Replay = (batchId: string, call: LaunchBatchCall, count: number) => Promise<Ec2Instance[]>;
 
+/** The launch of one machine of the plan every paced-batch test uses. */
+function launchOf(b: LaunchBatcher) {
+  return (machineId: string, zone = 'us-east-1a', liveUntil?: number) =>
+    b.launch({
+      model: 'm',
+      machineId,
+      zone,
+      tokenSeed: `seed-${machineId}`,
+      ...(liveUntil !== undefined ? { liveUntil } : {}),
+      plan: {
+        region: 'us-east-1',
+        instanceType: 'm5.large',
+        imageId: 'ami-1',
+        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
+        zonesConstraint: [],
+        applications: [],
+      },
+    });
+}
+
+/**
+ * A shared-paced batcher over fakes: marks and commits that succeed, an EC2
+ * that launches one instance, batches of 10-100 ms at 5 + 2/s, unless the
+ * test says otherwise; the launch record is the test's.
+ */
+function pacedBatcher(parts: {
+  mark?: (model: string, machineId: string) => Promise<{ marked: boolean }>;
+  commit?: () => Promise<boolean>;
+  send?: (cmd: { input: { MaxCount: number } }) => Promise<unknown>;
+  tuning?: Record<string, number>;
+  launchRecord: Record<string, unknown>;
+}): LaunchBatcher {
+  const deps = {
+    store: {
+      batches: {
+        mark: parts.mark ?? (() => Promise.resolve({ marked: true })),
+        commit: parts.commit ?? (() => Promise.resolve(true)),
+      },
+    },
+    ec2ForRegion: () => ({
+      ec2: {
+        send:
+          parts.send ??
+          (() => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] })),
+      },
+    }),
+    tuning: {
+      launchBurst: 5,
+      launchRatePerSecond: 2,
+      launchBatchIdleMs: 10,
+      launchBatchMaxMs: 100,
+      capacityMemoryMs: 0,
+      launchSharedPacing: true,
+      ...parts.tuning,
+    },
+    deployment: 'test',
+    launchRecord: {
+      countLater: () => undefined,
+      record: () => Promise.resolve(),
+      ...parts.launchRecord,
+    },
+  } as unknown as ActivityDeps;
+  return new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
+}
+
 describe('LaunchBatcher: a repeated batch (recover → replay) is recorded for plans', () => {
   it('records the repeat and the instances EC2 says it launched', async () => {
     const { recorded, replay } = batcher(() =>
@@ -384,37 +449,20 @@ describe('LaunchBatcher: a batch books its shared turn once it is recorded, just
     const events: string[] = [];
     const predictedAt = Date.now() + 300;
     let gatePassedAt = 0;
-    const deps = {
-      store: {
-        batches: {
-          mark: () => {
-            gatePassedAt ||= Date.now();
-            events.push('mark');
-            return Promise.resolve({ marked: true });
-          },
-          commit: () => {
-            events.push('commit');
-            return Promise.resolve(true);
-          },
-        },
+    const b = pacedBatcher({
+      mark: () => {
+        gatePassedAt ||= Date.now();
+        events.push('mark');
+        return Promise.resolve({ marked: true });
       },
-      ec2ForRegion: () => ({
-        ec2: {
-          send: () => {
-            events.push('RunInstances');
-            return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
-          },
-        },
-      }),
-      tuning: {
-        launchBurst: 5,
-        launchRatePerSecond: 2,
-        launchBatchIdleMs: 10,
-        launchBatchMaxMs: 100,
-        capacityMemoryMs: 0,
-        launchSharedPacing: true,
+      commit: () => {
+        events.push('commit');
+        return Promise.resolve(true);
       },
-      deployment: 'test',
+      send: () => {
+        events.push('RunInstances');
+        return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
+      },
       launchRecord: {
         predictTurn: (
           _region: string,
@@ -427,25 +475,9 @@ describe('LaunchBatcher: a batch books its shared turn once it is recorded, just
           events.push(`reserve ${buckets.requests.burst}+${buckets.requests.perSecond}/s`);
           return Promise.resolve(Date.now());
         },
-        countLater: () => undefined,
-        record: () => Promise.resolve(),
-      },
-    } as unknown as ActivityDeps;
-    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
-    const started = await b.launch({
-      model: 'm',
-      machineId: '1',
-      zone: 'us-east-1a',
-      tokenSeed: 'seed-1',
-      plan: {
-        region: 'us-east-1',
-        instanceType: 'm5.large',
-        imageId: 'ami-1',
-        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-        zonesConstraint: [],
-        applications: [],
       },
     });
+    const started = await launchOf(b)('1');
     expect(started.instanceId).toBe('i-1');
     // booked with slack: a burst one below EC2's 5, a rate 10 % under its 2/s
     expect(events).toEqual([
@@ -468,58 +500,23 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
     let releaseCommit!: () => void;
     const commitHeld = new Promise<void>((r) => (releaseCommit = r));
     let commits = 0;
-    const deps = {
-      store: {
-        batches: {
-          mark: (_m: string, machineId: string) => {
-            markedAt.set(machineId, Date.now());
-            return Promise.resolve({ marked: true });
-          },
-          commit: async () => {
-            commits += 1;
-            if (commits === 1) await commitHeld;
-            return true;
-          },
-        },
+    const b = pacedBatcher({
+      mark: (_m, machineId) => {
+        markedAt.set(machineId, Date.now());
+        return Promise.resolve({ marked: true });
       },
-      ec2ForRegion: () => ({
-        ec2: {
-          send: () => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] }),
-        },
-      }),
-      tuning: {
-        launchBurst: 5,
-        launchRatePerSecond: 2,
-        launchBatchIdleMs: 10,
-        launchBatchMaxMs: 100,
-        capacityMemoryMs: 0,
-        launchSharedPacing: true,
+      commit: async () => {
+        commits += 1;
+        if (commits === 1) await commitHeld;
+        return true;
       },
-      deployment: 'test',
       launchRecord: {
         // the record shows a token free now: it does not know the first batch's coming turn
         predictTurn: () => Promise.resolve(Date.now()),
         reserve: () => Promise.resolve(Date.now()),
-        countLater: () => undefined,
-        record: () => Promise.resolve(),
       },
-    } as unknown as ActivityDeps;
-    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
-    const request = (machineId: string, zone: string) =>
-      b.launch({
-        model: 'm',
-        machineId,
-        zone,
-        tokenSeed: `seed-${machineId}`,
-        plan: {
-          region: 'us-east-1',
-          instanceType: 'm5.large',
-          imageId: 'ami-1',
-          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-          zonesConstraint: [],
-          applications: [],
-        },
-      });
+    });
+    const request = launchOf(b);
     const first = request('1', 'us-east-1a');
     while (commits === 0) await new Promise((r) => setTimeout(r, 5));
     const secondAsked = Date.now();
@@ -536,31 +533,13 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
     const markedAt = new Map<string, number>();
     let firstTurn = 0;
     let reserves = 0;
-    const deps = {
-      store: {
-        batches: {
-          mark: (_m: string, machineId: string) => {
-            markedAt.set(machineId, Date.now());
-            return Promise.resolve({ marked: true });
-          },
-          commit: () => Promise.resolve(true),
-        },
+    const b = pacedBatcher({
+      mark: (_m, machineId) => {
+        markedAt.set(machineId, Date.now());
+        return Promise.resolve({ marked: true });
       },
-      ec2ForRegion: () => ({
-        ec2: {
-          send: () => Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] }),
-        },
-      }),
-      tuning: {
-        launchBurst: 5,
-        // one turn at 90 % of 0.5/s is 2.2 s: the difference a double count makes
-        launchRatePerSecond: 0.5,
-        launchBatchIdleMs: 10,
-        launchBatchMaxMs: 100,
-        capacityMemoryMs: 0,
-        launchSharedPacing: true,
-      },
-      deployment: 'test',
+      // one turn at 90 % of 0.5/s is 2.2 s: the difference a double count makes
+      tuning: { launchRatePerSecond: 0.5 },
       launchRecord: {
         // once the first turn is booked the record shows it: the next turn is 200 ms after it
         predictTurn: () => Promise.resolve(firstTurn === 0 ? Date.now() : firstTurn + 200),
@@ -569,26 +548,9 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
           if (reserves === 1) firstTurn = Date.now() + 1500;
           return Promise.resolve(reserves === 1 ? firstTurn : Date.now());
         },
-        countLater: () => undefined,
-        record: () => Promise.resolve(),
       },
-    } as unknown as ActivityDeps;
-    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
-    const request = (machineId: string, zone: string) =>
-      b.launch({
-        model: 'm',
-        machineId,
-        zone,
-        tokenSeed: `seed-${machineId}`,
-        plan: {
-          region: 'us-east-1',
-          instanceType: 'm5.large',
-          imageId: 'ami-1',
-          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-          zonesConstraint: [],
-          applications: [],
-        },
-      });
+    });
+    const request = launchOf(b);
     const first = request('1', 'us-east-1a');
     // the first batch has its turn booked and is waiting for it
     while (reserves === 0) await new Promise((r) => setTimeout(r, 5));
@@ -607,36 +569,18 @@ describe('LaunchBatcher: a launch record that cannot be read paces at the gate, 
     const events: string[] = [];
     const sizes: number[] = [];
     let predicts = 0;
-    const deps = {
-      store: {
-        batches: {
-          mark: () => Promise.resolve({ marked: true }),
-          commit: () => Promise.resolve(true),
-        },
+    const b = pacedBatcher({
+      send: (cmd) => {
+        sizes.push(cmd.input.MaxCount);
+        return Promise.resolve({
+          Instances: Array.from({ length: cmd.input.MaxCount }, (_, i) => ({
+            InstanceId: `i-${sizes.length}-${i}`,
+            AmiLaunchIndex: i,
+          })),
+        });
       },
-      ec2ForRegion: () => ({
-        ec2: {
-          send: (cmd: { input: { MaxCount: number } }) => {
-            sizes.push(cmd.input.MaxCount);
-            return Promise.resolve({
-              Instances: Array.from({ length: cmd.input.MaxCount }, (_, i) => ({
-                InstanceId: `i-${sizes.length}-${i}`,
-                AmiLaunchIndex: i,
-              })),
-            });
-          },
-        },
-      }),
-      tuning: {
-        // one token: the second batch waits 500 ms for the next, and grows meanwhile
-        launchBurst: 1,
-        launchRatePerSecond: 2,
-        launchBatchIdleMs: 10,
-        launchBatchMaxMs: 100,
-        capacityMemoryMs: 0,
-        launchSharedPacing: true,
-      },
-      deployment: 'test',
+      // one token: the second batch waits 500 ms for the next, and grows meanwhile
+      tuning: { launchBurst: 1 },
       launchRecord: {
         predictTurn: () => {
           predicts += 1;
@@ -651,29 +595,13 @@ describe('LaunchBatcher: a launch record that cannot be read paces at the gate, 
           events.push('reserve');
           return Promise.resolve(Date.now());
         },
-        countLater: () => undefined,
         record: () => {
           events.push('record');
           return Promise.resolve();
         },
       },
-    } as unknown as ActivityDeps;
-    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
-    const request = (machineId: string) =>
-      b.launch({
-        model: 'm',
-        machineId,
-        zone: 'us-east-1a',
-        tokenSeed: `seed-${machineId}`,
-        plan: {
-          region: 'us-east-1',
-          instanceType: 'm5.large',
-          imageId: 'ami-1',
-          hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-          zonesConstraint: [],
-          applications: [],
-        },
-      });
+    });
+    const request = launchOf(b);
     const first = request('1');
     await new Promise((r) => setTimeout(r, 50));
     // four machines 60 ms apart, each past the coalescer's idle and max windows without a gate
@@ -699,30 +627,11 @@ describe("LaunchBatcher: the wait after the commit ends before the members' trie
     const asked: ReserveOptions[] = [];
     const recorded: Array<{ calls: number; instances: number }> = [];
     let sentAt = 0;
-    const deps = {
-      store: {
-        batches: {
-          mark: () => Promise.resolve({ marked: true }),
-          commit: () => Promise.resolve(true),
-        },
+    const b = pacedBatcher({
+      send: () => {
+        sentAt = Date.now();
+        return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
       },
-      ec2ForRegion: () => ({
-        ec2: {
-          send: () => {
-            sentAt = Date.now();
-            return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
-          },
-        },
-      }),
-      tuning: {
-        launchBurst: 5,
-        launchRatePerSecond: 2,
-        launchBatchIdleMs: 10,
-        launchBatchMaxMs: 100,
-        capacityMemoryMs: 0,
-        launchSharedPacing: true,
-      },
-      deployment: 'test',
       launchRecord: {
         predictTurn: () => Promise.resolve(Date.now()),
         // the record's next turn is 20 s away; as the store does, a turn past maxWaitMs is refused
@@ -732,30 +641,14 @@ describe("LaunchBatcher: the wait after the commit ends before the members' trie
             ? Promise.reject(new ReservationRefused('the next turn is 20 s away'))
             : Promise.resolve(Date.now() + 20_000);
         },
-        countLater: () => undefined,
         record: (_r: string, _b: unknown, send: { calls: number; instances: number }) => {
           recorded.push({ calls: send.calls, instances: send.instances });
           return Promise.resolve();
         },
       },
-    } as unknown as ActivityDeps;
-    const b = new LaunchBatcher(deps, { forget: () => undefined } as unknown as CapacityMemory);
-    const sendBy = Date.now() + 800;
-    const started = await b.launch({
-      model: 'm',
-      machineId: '1',
-      zone: 'us-east-1a',
-      tokenSeed: 'seed-1',
-      liveUntil: sendBy + SEND_MARGIN_MS,
-      plan: {
-        region: 'us-east-1',
-        instanceType: 'm5.large',
-        imageId: 'ami-1',
-        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-        zonesConstraint: [],
-        applications: [],
-      },
     });
+    const sendBy = Date.now() + 800;
+    const started = await launchOf(b)('1', 'us-east-1a', sendBy + SEND_MARGIN_MS);
     expect(started.instanceId).toBe('i-1');
     // asked for a turn no later than the members' deadline, refused (nothing booked) ...
     expect(asked).toHaveLength(1);
