@@ -177,14 +177,26 @@ describe("estimatedSeconds counts this deployment's recent launches", () => {
         200,
       ))!;
       const batches = await sentBatches(model);
+      const budget: LaunchBudget = {
+        requests: { burst: 5, perSecond: 2 },
+        instances: INSTANCE_BUCKET,
+        maxPerCall: 1000,
+        batchWaitSeconds: 1,
+        roundTripSeconds: 2,
+      };
+      // a call's instances are counted by the next reservation, or by a write of their own
+      // 2 s after the last call (state/launch-record.ts countLater): wait until all 3 are
       const settled = await eventually(
         () => records.read(stack.region),
-        (r) => r?.version === batches,
+        (r) => r !== undefined && bucketsLeft(r, budget, Date.now()).instances < 1.5,
         60_000,
         200,
       );
-      // one write per RunInstances (per batch), never one per machine
-      expect(settled!.version).toBe(batches);
+      // per RunInstances its reservation (booked again, at most 3 times, when the call left more
+      // than 250 ms late on a busy machine) and at most one write counting its instances when no
+      // later reservation did: bounded per call, whatever the number of machines in it
+      expect(settled!.version).toBeGreaterThanOrEqual(batches);
+      expect(settled!.version).toBeLessThanOrEqual(5 * batches);
       expect(batches).toBeLessThanOrEqual(3);
       expect(record.instances).toMatchObject(INSTANCE_BUCKET);
       expect(settled!.instances).toMatchObject(INSTANCE_BUCKET);
@@ -195,13 +207,6 @@ describe("estimatedSeconds counts this deployment's recent launches", () => {
       const after = await timedPlan(api, path, body);
       expect(batchesOf(after.plan)).toHaveLength(calls);
       // the arithmetic, from the record, at the moments the plan was asked and answered
-      const budget: LaunchBudget = {
-        requests: { burst: 5, perSecond: 2 },
-        instances: INSTANCE_BUCKET,
-        maxPerCall: 1000,
-        batchWaitSeconds: 1,
-        roundTripSeconds: 2,
-      };
       const at = (t: number) =>
         estimateLaunch(batchesOf(after.plan), budget, bucketsLeft(settled, budget, t));
       const earliest = at(after.askedAt);
