@@ -224,6 +224,7 @@ describe('parseArgs', () => {
       floor: true,
       launch: true,
       removal: true,
+      destroy: true,
       workers: 1,
       cpuProfile: false,
       ddbCallers: false,
@@ -238,6 +239,15 @@ describe('parseArgs', () => {
       removal: true,
     });
     expect(parseArgs(['--no-removal'])).toMatchObject({ launch: true, removal: false });
+  });
+
+  it("skips the launch phase's destroy-model with --no-destroy, and only then", () => {
+    expect(parseArgs(['--no-removal', '--no-destroy'])).toMatchObject({
+      launch: true,
+      removal: false,
+      destroy: false,
+    });
+    expect(parseArgs(['--no-removal'])).toMatchObject({ destroy: true });
   });
 
   it('takes sizes and bounds in either flag form', () => {
