@@ -15,9 +15,10 @@ export type WorkerSettings = Required<
     | 'maxConcurrentLocalActivityExecutions'
     | 'maxConcurrentWorkflowTaskExecutions'
     | 'stickyQueueScheduleToStartTimeout'
+    | 'maxCachedWorkflows'
   >
 > &
-  Pick<WorkerOptions, 'maxCachedWorkflows' | 'workflowThreadPoolSize'>;
+  Pick<WorkerOptions, 'workflowThreadPoolSize'>;
 
 // Each variable is read by its literal name (test/unit/infra/environment.test.ts finds the
 // variables a bundle reads by scanning for names passed to the config getters).
@@ -31,10 +32,13 @@ function onOff(name: string, text: string): boolean {
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
   const activities = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_ACTIVITIES', 1000, env);
   const workflowTasks = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS', 200, env);
-  // cache and threads: a positive integer when set; unset leaves the SDK's default
-  const maxCachedWorkflows = optionalEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', '', env)
-    ? positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1, env)
-    : undefined;
+  // Not the SDK's default, which it derives from the heap limit: ~2,300 runs on the bench machine
+  // but 34 in dev's 1 GiB task (60 with worker/heap.ts's semi-spaces), and a cache below the
+  // workflow-task slots lowers the slots to it. A 1,000-machine burst then replayed most runs
+  // at their second task (README, "Worker tuning": 38.4 ms of worker CPU per machine with dev's
+  // heap, 23.1 ms with this cache, 624 MiB peak RSS in dev's heap limits).
+  const maxCachedWorkflows = positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1000, env);
+  // threads: a positive integer when set; unset leaves the SDK's default
   const workflowThreadPoolSize = optionalEnv('PROVISIONER_WORKFLOW_THREADS', '', env)
     ? positiveIntEnv('PROVISIONER_WORKFLOW_THREADS', 1, env)
     : undefined;
@@ -69,7 +73,7 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     // hands them over at once); a dead worker's open tasks already wait their 1-minute
     // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
     stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
-    ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
+    maxCachedWorkflows,
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
   };
 }

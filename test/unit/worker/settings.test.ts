@@ -2,9 +2,11 @@ import { ConfigError } from '../../../config/env';
 import { workerSettingsFromEnv } from '../../../worker/settings';
 
 describe('workerSettingsFromEnv', () => {
-  it('keeps the chosen values when nothing is set (cache and threads: the SDK default)', () => {
+  it('keeps the chosen values when nothing is set (threads: the SDK default)', () => {
     expect(workerSettingsFromEnv({})).toEqual({
       reuseV8Context: true,
+      // not the SDK's heap-based default (34 runs in a 1 GiB task): a 1,000-machine burst's worth
+      maxCachedWorkflows: 1000,
       maxConcurrentActivityTaskExecutions: 1000,
       maxConcurrentLocalActivityExecutions: 1000,
       maxConcurrentWorkflowTaskExecutions: 200,
