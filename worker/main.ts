@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -145,6 +146,10 @@ async function main(): Promise<void> {
     taskQueue,
     temporalAddress: endpoints.temporalAddress,
     namespace: endpoints.temporalNamespace,
+    // the heap the task got, and the cache and slots the worker runs with (README, "Worker tuning")
+    heapLimitMiB: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
+    maxCachedWorkflows: worker.options.maxCachedWorkflows,
+    workflowTaskSlots: worker.options.maxConcurrentWorkflowTaskExecutions,
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
