@@ -77,3 +77,29 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
   };
 }
+
+/** The start-up line's fields: what the worker's heap, cache and workflow-task slots really are. */
+export interface WorkerStartupFields {
+  heapLimitMiB: number;
+  maxCachedWorkflows: number;
+  workflowTaskSlots: number;
+}
+
+export function workerStartupFields(
+  settings: WorkerSettings,
+  heapSizeLimitBytes: number,
+): WorkerStartupFields {
+  return {
+    // what the task's memory gave V8 (each workflow thread's isolate gets the same limit)
+    heapLimitMiB: Math.round(heapSizeLimitBytes / 2 ** 20),
+    maxCachedWorkflows: settings.maxCachedWorkflows,
+    // Not the SDK's compiled options: @temporalio/worker 1.24 folds the slots into its tuner and
+    // drops maxConcurrentWorkflowTaskExecutions, and the Rust core caps workflow-task permits at
+    // max(2, the cache) (sdk-core worker/mod.rs, MeteredPermitDealer). So a cache below the slots
+    // lowers them, silently: this is the number the worker runs with.
+    workflowTaskSlots: Math.min(
+      settings.maxConcurrentWorkflowTaskExecutions,
+      Math.max(2, settings.maxCachedWorkflows),
+    ),
+  };
+}
