@@ -152,5 +152,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         throw new BenchArgsError(`unknown argument "${argv[token.index] ?? ''}"; usage: ${USAGE}`);
     }
   }
+  if (!args.destroy && args.removal) {
+    // the removal phase would run on a stack still holding the launch's machines (cached,
+    // swept on every pass): its figures would be measured on a different system
+    throw new BenchArgsError(
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    );
+  }
   return args;
 }

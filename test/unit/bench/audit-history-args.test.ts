@@ -290,6 +290,14 @@ describe('parseArgs', () => {
     [['--timeout-min', '-1'], '--timeout-min needs a positive number, got -1'],
     [['--fast'], /^unknown argument "--fast"; usage: npm run bench/],
     [
+      ['--no-destroy'],
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    ],
+    [
+      ['--no-removal', '--no-destroy', '--removal-only'],
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    ],
+    [
       ['--worker-node-option'],
       '--worker-node-option takes one Node option starting with "--" (write --worker-node-option=--flag=value), got undefined',
     ],
