@@ -13,6 +13,12 @@ export interface BenchArgs {
   launch: boolean;
   /** The removal phase (N units deployed, then destroy-model); off with `--no-removal`. */
   removal: boolean;
+  /**
+   * The launch phase's destroy-model once every machine runs (issue 30's
+   * figures); off with `--no-destroy`, for runs that measure the launch alone
+   * (its CPU figures are taken before it: a CPU A/B run is shorter without it).
+   */
+  destroy: boolean;
   /** Worker processes on each size's stack, all polling the one task queue. */
   workers: number;
   /** Profile the workers' CPU (`node --cpu-prof`) and print where the launch phase's time went. */
@@ -27,7 +33,7 @@ export interface BenchArgs {
   workerNodeOptions: string[];
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--workers 1] [--cpu-prof] [--ddb-callers] [--worker-node-option=--flag=value ...]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--no-destroy] [--workers 1] [--cpu-prof] [--ddb-callers] [--worker-node-option=--flag=value ...]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -48,6 +54,7 @@ const OPTIONS = {
   'request-timeout-s': { type: 'string' },
   'no-floor': { type: 'boolean' },
   'no-removal': { type: 'boolean' },
+  'no-destroy': { type: 'boolean' },
   'removal-only': { type: 'boolean' },
   workers: { type: 'string' },
   'cpu-prof': { type: 'boolean' },
@@ -68,6 +75,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
     floor: true,
     launch: true,
     removal: true,
+    destroy: true,
     workers: 1,
     cpuProfile: false,
     ddbCallers: false,
@@ -105,6 +113,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
       case 'no-removal':
         args.removal = false;
         break;
+      case 'no-destroy':
+        args.destroy = false;
+        break;
       case 'workers': {
         const k = Number(value);
         if (!Number.isInteger(k) || k < 1 || k > 8) {
@@ -140,6 +151,13 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
         // a flag not listed, a short one, a positional, or `--`: named as it was typed
         throw new BenchArgsError(`unknown argument "${argv[token.index] ?? ''}"; usage: ${USAGE}`);
     }
+  }
+  if (!args.destroy && args.removal) {
+    // the removal phase would run on a stack still holding the launch's machines (cached,
+    // swept on every pass): its figures would be measured on a different system
+    throw new BenchArgsError(
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    );
   }
   return args;
 }

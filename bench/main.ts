@@ -109,6 +109,7 @@ async function main(): Promise<void> {
           floor: args.floor,
           launch: args.launch,
           removal: args.removal,
+          destroy: args.destroy,
           workers: args.workers,
           cpuProfile: args.cpuProfile,
           ddbCallers: args.ddbCallers,

@@ -22,6 +22,8 @@ export interface CpuProfile {
   endTime: number;
   samples?: number[];
   timeDeltas?: number[];
+  /** Which thread wrote it (from its file name, {@link threadOf}); not in V8's format. */
+  thread?: string;
 }
 
 export interface ProfileItem {
@@ -39,6 +41,25 @@ export interface ProfileSummary {
   self: ProfileItem[];
   total: ProfileItem[];
   areas: ProfileItem[];
+  /** Each thread's sampled busy time and its top areas (main first), when the files say which. */
+  threads: ThreadSummary[];
+}
+
+export interface ThreadSummary {
+  thread: string;
+  busyMs: number;
+  areas: ProfileItem[];
+}
+
+/**
+ * The thread a `node --cpu-prof` file is from: Node names it
+ * `CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile`, thread 0 being the
+ * main thread (the Temporal worker's workflow thread is a later id).
+ */
+export function threadOf(fileName: string): string | undefined {
+  const m = /^CPU\.\d+\.\d+\.(\d+)\.(\d+)\.\d+\.cpuprofile$/.exec(fileName);
+  if (!m) return undefined;
+  return m[2] === '0' ? `main (pid ${m[1]})` : `thread ${m[2]} (pid ${m[1]})`;
 }
 
 const ROOT = join(__dirname, '..');
@@ -131,13 +152,23 @@ export function summarizeProfiles(
   const total = new Map<string, number>();
   const areas = new Map<string, number>();
   let busy = 0;
-  for (const p of profiles) busy += tally(p, window, self, total, areas);
+  const threads: ThreadSummary[] = [];
+  for (const p of profiles) {
+    const own = new Map<string, number>();
+    const ownBusy = tally(p, window, self, total, own);
+    for (const [area, ms] of own) areas.set(area, (areas.get(area) ?? 0) + ms);
+    busy += ownBusy;
+    if (p.thread !== undefined)
+      threads.push({ thread: p.thread, busyMs: ownBusy, areas: top(own, ownBusy, 8) });
+  }
+  threads.sort((a, b) => Number(b.thread.startsWith('main')) - Number(a.thread.startsWith('main')));
   return {
     files: profiles.length,
     busyMs: busy,
     self: top(self, busy, count),
     total: top(total, busy, count),
     areas: top(areas, busy, count),
+    threads,
   };
 }
 
@@ -149,7 +180,11 @@ export function readProfiles(dir: string): CpuProfile[] {
   } catch {
     return [];
   }
-  return names.sort().map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile);
+  return names.sort().map((f) => {
+    const profile = JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile;
+    const thread = threadOf(f);
+    return thread === undefined ? profile : { ...profile, thread };
+  });
 }
 
 /** The summary as text: busy time, then areas, self and total time, one item a line. */
@@ -160,6 +195,10 @@ export function profileText(s: ProfileSummary, count = 15): string {
     `CPU profile: ${s.files} thread(s), ${(s.busyMs / 1000).toFixed(1)} s sampled busy`,
     'self time by area:',
     ...s.areas.slice(0, count).map(line),
+    ...s.threads.flatMap((t) => [
+      `${t.thread}: ${(t.busyMs / 1000).toFixed(1)} s sampled busy (${s.busyMs > 0 ? ((100 * t.busyMs) / s.busyMs).toFixed(1) : '0'} % of all); its areas:`,
+      ...t.areas.map(line),
+    ]),
     'self time by function:',
     ...s.self.slice(0, count).map(line),
     'total time by function (callees included):',

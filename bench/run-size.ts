@@ -62,6 +62,8 @@ export interface SizeOptions {
   launch: boolean;
   /** The removal phase (bench/removal.ts). */
   removal: boolean;
+  /** The launch phase's destroy-model once every machine runs (`--no-destroy`: skipped). */
+  destroy: boolean;
   /** Worker processes on the stack. */
   workers: number;
   /** Profile the workers' CPU and summarize the launch phase's. */
@@ -612,10 +614,14 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
   );
-  p.teardown = await destroyModel(
-    ctx,
-    machines.map((m) => machineWorkflowId(MODEL, m.id)),
-  );
+  if (ctx.destroy) {
+    p.teardown = await destroyModel(
+      ctx,
+      machines.map((m) => machineWorkflowId(MODEL, m.id)),
+    );
+  } else {
+    ctx.notes.push(`N=${n}: destroy-model not run (--no-destroy)`);
+  }
   return p;
 }
 

@@ -33,6 +33,7 @@ import {
 import { spawnManaged, tcpReachable, waitUntilHealthy, type ManagedProcess } from './processes';
 import type { StackInfo } from './stack-info';
 import { ensureToolchain } from './toolchain';
+import { workerNodeOptions } from '../worker/heap';
 
 export const PROJECT_ROOT = resolve(__dirname, '..');
 
@@ -64,7 +65,10 @@ export interface StackOptions {
    * `worker-2`, `worker-3`…, each with the same environment and its own log.
    */
   workers?: number;
-  /** Node options of the worker processes, before the entry point (e.g. `--cpu-prof`). */
+  /**
+   * Node options of the worker processes, before the entry point (e.g. `--cpu-prof`), after the
+   * worker's own heap options (worker/heap.ts; the shipped worker has them in its environment).
+   */
   workerNodeArgs?: string[];
   /** Extra environment for the local API server (e.g. the benchmark's PROVISIONER_METRICS_FILE). */
   apiEnv?: NodeJS.ProcessEnv;
@@ -466,9 +470,11 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         }),
       );
     } else {
+      // the heap the task definition's NODE_OPTIONS gives the cloud's worker (worker/heap.ts); the
+      // caller's options after it, so a bench's --worker-node-option overrides it
       const [workerCmd, workerArgs] = tsEntry(
         opts.awsCallsFile ? 'local/worker-recorded.ts' : 'worker/main.ts',
-        opts.workerNodeArgs,
+        [...workerNodeOptions(), ...(opts.workerNodeArgs ?? [])],
       );
       workers = Array.from({ length: Math.max(1, opts.workers ?? 1) }, (_, i) =>
         spawnTracked(workerName(i), workerCmd, workerArgs, {

@@ -1,3 +1,4 @@
+import { getHeapStatistics } from 'node:v8';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -17,7 +18,7 @@ import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
 import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
-import { workerSettingsFromEnv } from './settings';
+import { workerSettingsFromEnv, workerStartupFields } from './settings';
 
 /**
  * How long after SIGTERM/SIGINT the worker exits whatever its drain still
@@ -100,6 +101,8 @@ async function main(): Promise<void> {
     namespace: endpoints.temporalNamespace,
   });
   const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
+  // the sandbox, cache and slots (worker/settings.ts); the start-up line logs what they come to
+  const settings = workerSettingsFromEnv();
   // the SDK's per-promise stack traces off, its deadlock detector kept (worker/sandbox.ts)
   const create = workflowGuardsFromEnv() ? (f: () => Promise<Worker>) => f() : withLeanSandbox;
   const worker = await create(() =>
@@ -137,7 +140,7 @@ async function main(): Promise<void> {
       sinks: metricSinks(),
       shutdownGraceTime: '10 seconds',
       // the sandbox, cache and slots (worker/settings.ts; README, "Worker tuning" has what each costs)
-      ...workerSettingsFromEnv(),
+      ...settings,
     }),
   );
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
@@ -145,6 +148,8 @@ async function main(): Promise<void> {
     taskQueue,
     temporalAddress: endpoints.temporalAddress,
     namespace: endpoints.temporalNamespace,
+    // the heap the task got, and the cache and slots the worker runs with (README, "Worker tuning")
+    ...workerStartupFields(settings, getHeapStatistics().heap_size_limit),
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {

@@ -15,9 +15,10 @@ export type WorkerSettings = Required<
     | 'maxConcurrentLocalActivityExecutions'
     | 'maxConcurrentWorkflowTaskExecutions'
     | 'stickyQueueScheduleToStartTimeout'
+    | 'maxCachedWorkflows'
   >
 > &
-  Pick<WorkerOptions, 'maxCachedWorkflows' | 'workflowThreadPoolSize'>;
+  Pick<WorkerOptions, 'workflowThreadPoolSize'>;
 
 // Each variable is read by its literal name (test/unit/infra/environment.test.ts finds the
 // variables a bundle reads by scanning for names passed to the config getters).
@@ -31,10 +32,13 @@ function onOff(name: string, text: string): boolean {
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
   const activities = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_ACTIVITIES', 1000, env);
   const workflowTasks = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS', 200, env);
-  // cache and threads: a positive integer when set; unset leaves the SDK's default
-  const maxCachedWorkflows = optionalEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', '', env)
-    ? positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1, env)
-    : undefined;
+  // Not the SDK's default, which it derives from the heap limit: ~2,300 runs on the bench machine
+  // but 34 in dev's 1 GiB task (60 with worker/heap.ts's semi-spaces), and a cache below the
+  // workflow-task slots lowers the slots to it. A 1,000-machine burst then replayed most runs
+  // at their second task (README, "Worker tuning": 38.4 ms of worker CPU per machine with dev's
+  // heap, 23.1 ms with this cache, 624 MiB peak RSS in dev's heap limits).
+  const maxCachedWorkflows = positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1000, env);
+  // threads: a positive integer when set; unset leaves the SDK's default
   const workflowThreadPoolSize = optionalEnv('PROVISIONER_WORKFLOW_THREADS', '', env)
     ? positiveIntEnv('PROVISIONER_WORKFLOW_THREADS', 1, env)
     : undefined;
@@ -69,7 +73,33 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     // hands them over at once); a dead worker's open tasks already wait their 1-minute
     // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
     stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
-    ...(maxCachedWorkflows !== undefined ? { maxCachedWorkflows } : {}),
+    maxCachedWorkflows,
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
+  };
+}
+
+/** The start-up line's fields: what the worker's heap, cache and workflow-task slots really are. */
+export interface WorkerStartupFields {
+  heapLimitMiB: number;
+  maxCachedWorkflows: number;
+  workflowTaskSlots: number;
+}
+
+export function workerStartupFields(
+  settings: WorkerSettings,
+  heapSizeLimitBytes: number,
+): WorkerStartupFields {
+  return {
+    // what the task's memory gave V8 (each workflow thread's isolate gets the same limit)
+    heapLimitMiB: Math.round(heapSizeLimitBytes / 2 ** 20),
+    maxCachedWorkflows: settings.maxCachedWorkflows,
+    // Not the SDK's compiled options: @temporalio/worker 1.24 folds the slots into its tuner and
+    // drops maxConcurrentWorkflowTaskExecutions, and the Rust core caps workflow-task permits at
+    // max(2, the cache) (sdk-core worker/mod.rs, MeteredPermitDealer). So a cache below the slots
+    // lowers them, silently: this is the number the worker runs with.
+    workflowTaskSlots: Math.min(
+      settings.maxConcurrentWorkflowTaskExecutions,
+      Math.max(2, settings.maxCachedWorkflows),
+    ),
   };
 }

@@ -30,6 +30,7 @@ import { acknowledge, acknowledgeWildcardResources } from '../nag';
 import type { WorkerSettings } from '../config';
 import { ec2WorkerStatements, pricingWorkerStatement, ssmWorkerStatements } from '../permissions';
 import { InstanceProfileForHosts } from './instance-profile';
+import { workerNodeOptions } from '../../worker/heap';
 import type { StateTable } from './state-table';
 
 export interface ProvisionerWorkerProps {
@@ -140,6 +141,9 @@ export class ProvisionerWorker extends Construct {
         PROVISIONER_INSTANCE_PROFILE: this.hosts.profile.instanceProfileName,
         // Explicit, so config/env.ts never falls back to its local default region.
         AWS_REGION: Stack.of(this).region,
+        // V8's young generation as the bench measures it, not derived from the task's memory
+        // (1 MiB semi-spaces in a 1 GiB task): worker/heap.ts
+        NODE_OPTIONS: workerNodeOptions().join(' '),
       },
       secrets: {
         TEMPORAL_API_KEY: EcsSecret.fromSecretsManager(props.temporalApiKeySecret),

@@ -224,6 +224,7 @@ describe('parseArgs', () => {
       floor: true,
       launch: true,
       removal: true,
+      destroy: true,
       workers: 1,
       cpuProfile: false,
       ddbCallers: false,
@@ -238,6 +239,15 @@ describe('parseArgs', () => {
       removal: true,
     });
     expect(parseArgs(['--no-removal'])).toMatchObject({ launch: true, removal: false });
+  });
+
+  it("skips the launch phase's destroy-model with --no-destroy, and only then", () => {
+    expect(parseArgs(['--no-removal', '--no-destroy'])).toMatchObject({
+      launch: true,
+      removal: false,
+      destroy: false,
+    });
+    expect(parseArgs(['--no-removal'])).toMatchObject({ destroy: true });
   });
 
   it('takes sizes and bounds in either flag form', () => {
@@ -279,6 +289,14 @@ describe('parseArgs', () => {
     [['--sizes', '100,abc'], '--sizes takes whole numbers from 1 to 1000, got "100,abc"'],
     [['--timeout-min', '-1'], '--timeout-min needs a positive number, got -1'],
     [['--fast'], /^unknown argument "--fast"; usage: npm run bench/],
+    [
+      ['--no-destroy'],
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    ],
+    [
+      ['--no-removal', '--no-destroy', '--removal-only'],
+      "--no-destroy needs --no-removal: it leaves the launch's machines running, under the removal phase's figures",
+    ],
     [
       ['--worker-node-option'],
       '--worker-node-option takes one Node option starting with "--" (write --worker-node-option=--flag=value), got undefined',

@@ -1,10 +1,12 @@
 import { ConfigError } from '../../../config/env';
-import { workerSettingsFromEnv } from '../../../worker/settings';
+import { workerSettingsFromEnv, workerStartupFields } from '../../../worker/settings';
 
 describe('workerSettingsFromEnv', () => {
-  it('keeps the chosen values when nothing is set (cache and threads: the SDK default)', () => {
+  it('keeps the chosen values when nothing is set (threads: the SDK default)', () => {
     expect(workerSettingsFromEnv({})).toEqual({
       reuseV8Context: true,
+      // not the SDK's heap-based default (34 runs in a 1 GiB task): a 1,000-machine burst's worth
+      maxCachedWorkflows: 1000,
       maxConcurrentActivityTaskExecutions: 1000,
       maxConcurrentLocalActivityExecutions: 1000,
       maxConcurrentWorkflowTaskExecutions: 200,
@@ -52,5 +54,29 @@ describe('workerSettingsFromEnv', () => {
     ],
   ])('refuses %j, naming the variable', (env, message) => {
     expect(() => workerSettingsFromEnv(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('workerStartupFields', () => {
+  it('logs the heap limit in MiB, the cache and the slots the worker runs with', () => {
+    expect(workerStartupFields(workerSettingsFromEnv({}), 4144 * 2 ** 20)).toEqual({
+      heapLimitMiB: 4144,
+      maxCachedWorkflows: 1000,
+      workflowTaskSlots: 200,
+    });
+  });
+
+  it('logs the slots lowered to the cache, as the core caps them (dev had 34 of each)', () => {
+    const settings = workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '34' });
+    expect(workerStartupFields(settings, 259 * 2 ** 20)).toEqual({
+      heapLimitMiB: 259,
+      maxCachedWorkflows: 34,
+      workflowTaskSlots: 34,
+    });
+  });
+
+  it('logs at least 2 slots, the core floor, with a cache of 1', () => {
+    const settings = workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '1' });
+    expect(workerStartupFields(settings, 259 * 2 ** 20).workflowTaskSlots).toBe(2);
   });
 });
