@@ -112,6 +112,13 @@ export interface ProvisioningTuning {
    * default); `off`: each worker paces alone on its own bucket (as before).
    */
   launchSharedPacing?: boolean;
+  /**
+   * With shared pacing, another worker's RunInstances of the same launch key
+   * (region, zone, spec) spaces this worker's next one of it by this long
+   * (activities/launch-batcher.ts `gate`): `PROVISIONER_LAUNCH_KEY_SPACING`,
+   * default the batch's max window (PROVISIONER_LAUNCH_BATCH_MAX); 0: off.
+   */
+  launchKeySpacingMs?: number;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
   /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
@@ -175,6 +182,11 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
       'PROVISIONER_LAUNCH_SHARED_PACING',
       optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
     ),
+    ...(env.PROVISIONER_LAUNCH_KEY_SPACING !== undefined
+      ? {
+          launchKeySpacingMs: zeroableDurationEnv('PROVISIONER_LAUNCH_KEY_SPACING', '0s', env),
+        }
+      : {}),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),
