@@ -147,6 +147,8 @@ export const OPERATIONS = {
       400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
       409: ['conflict'],
+      // a plan whose EC2 reads did not answer in time (service/plans.ts PlanReadsDeadlineError)
+      503: ['unavailable'],
     },
   },
   'GET /v1/models/{model}/applications/{app}': {
@@ -193,6 +195,8 @@ export const OPERATIONS = {
       400: ['bad-request', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
       409: ['conflict'],
+      // a plan whose EC2 reads did not answer in time (service/plans.ts PlanReadsDeadlineError)
+      503: ['unavailable'],
     },
   },
   'DELETE /v1/models/{model}/units/{app}/{n}': {
@@ -211,6 +215,8 @@ export const OPERATIONS = {
       400: ['bad-request', 'invalid-constraints', 'invalid-placement', 'base-mismatch'],
       404: ['not-found'],
       409: ['conflict'],
+      // a plan whose EC2 reads did not answer in time (service/plans.ts PlanReadsDeadlineError)
+      503: ['unavailable'],
     },
   },
   'GET /v1/models/{model}/machines/{id}': {

@@ -1,4 +1,4 @@
-import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InstanceOwners } from '../../activities/instance-owners';
-import { TAG_MODEL } from '../../ec2/tags';
 import { freePort } from '../../local/processes';
 import { startStack, type RunningStack } from '../../local/stack';
 import { apiClient, eventually, uniqueName } from '../integration/api-client';
+import { modelInstances } from '../integration/ec2-test-kit';
 
 /**
  * The fault suite (`npm run test:faults`): a private stack, machines launched
@@ -135,35 +135,13 @@ function owners(): InstanceOwners {
   return InstanceOwners.ofTable(ddb, stack.info.tableName);
 }
 
-async function liveInstancesOf(model: string): Promise<Instance[]> {
-  const out = await moto.send(
-    new DescribeInstancesCommand({
-      Filters: [
-        { Name: `tag:${TAG_MODEL}`, Values: [model] },
-        { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped'] },
-      ],
-      MaxResults: 1000,
-    }),
-  );
-  return (out.Reservations ?? []).flatMap((r) => r.Instances ?? []);
+function liveInstancesOf(model: string): Promise<Instance[]> {
+  return modelInstances(moto, model, ['pending', 'running', 'stopping', 'stopped']);
 }
 
 /** Every instance of the model, in any state (terminated ones too), from moto itself. */
-async function allInstancesOf(model: string): Promise<Instance[]> {
-  const all: Instance[] = [];
-  let token: string | undefined;
-  do {
-    const out = await moto.send(
-      new DescribeInstancesCommand({
-        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }],
-        MaxResults: 1000,
-        NextToken: token,
-      }),
-    );
-    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
-    token = out.NextToken;
-  } while (token);
-  return all;
+function allInstancesOf(model: string): Promise<Instance[]> {
+  return modelInstances(moto, model);
 }
 
 /** Whether the API still knows the model (a destroyed one is gone once its last machine is). */

@@ -1,4 +1,5 @@
 import type { EC2Client, Instance, RunInstancesCommandInput } from '@aws-sdk/client-ec2';
+import { TAG_MODEL } from '../../ec2/tags';
 import {
   EC2ServiceException,
   paginateDescribeInstances,
@@ -127,6 +128,32 @@ export class Ec2TestKit {
   private remember(instances: readonly Instance[]): void {
     for (const i of instances) if (i.InstanceId) this.launched.add(i.InstanceId);
   }
+}
+
+/**
+ * Every instance EC2 (moto, asked directly) holds tagged for `model`, in
+ * any state unless `states` narrows them (terminated ones too by default),
+ * over every page.
+ */
+export async function modelInstances(
+  ec2: EC2Client,
+  model: string,
+  states?: readonly string[],
+): Promise<Instance[]> {
+  const found: Instance[] = [];
+  const pages = paginateDescribeInstances(
+    { client: ec2, pageSize: 1000 },
+    {
+      Filters: [
+        { Name: `tag:${TAG_MODEL}`, Values: [model] },
+        ...(states ? [{ Name: 'instance-state-name', Values: [...states] }] : []),
+      ],
+    },
+  );
+  for await (const page of pages) {
+    for (const r of page.Reservations ?? []) found.push(...(r.Instances ?? []));
+  }
+  return found;
 }
 
 export function sleep(ms: number): Promise<void> {

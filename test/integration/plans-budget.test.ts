@@ -112,11 +112,22 @@ async function timedPlan(
   path: string,
   body: Record<string, unknown>,
 ): Promise<{ plan: any; askedAt: number; answeredAt: number }> {
-  const askedAt = Date.now();
-  const res = await client.post(path, { ...body, dryRun: true });
-  const answeredAt = Date.now();
-  expect(res.status).toBe(200);
-  return { plan: res.body.plan, askedAt, answeredAt };
+  // a plan whose EC2 reads do not answer within 20 s (a cold catalogue on a loaded machine)
+  // answers 503 `unavailable`, "try again shortly", and its reads go on filling the caches:
+  // asked again, as a client would, at most 3 times
+  for (let tries = 1; ; tries++) {
+    const askedAt = Date.now();
+    const res = await client.post(path, { ...body, dryRun: true });
+    const answeredAt = Date.now();
+    if (res.status === 503 && tries < 3) {
+      expect(res.body.error.code).toBe('unavailable');
+      expect(res.body.error.message).toMatch(/^EC2 did not answer within 20 s for this plan /);
+      process.stderr.write(`[plans-budget] plan refused, asked again: ${res.body.error.message}\n`);
+      continue;
+    }
+    expect(res.status).toBe(200);
+    return { plan: res.body.plan, askedAt, answeredAt };
+  }
 }
 
 /** The plan's launches as the worker batches them: machines per zone and type. */

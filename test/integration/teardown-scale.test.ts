@@ -1,9 +1,10 @@
-import { DescribeInstancesCommand, type Instance } from '@aws-sdk/client-ec2';
+import type { Instance } from '@aws-sdk/client-ec2';
 import { loadavg } from 'node:os';
-import { TAG_LAUNCH_BATCH, TAG_MACHINE, TAG_MODEL } from '../../ec2/tags';
+import { TAG_LAUNCH_BATCH, TAG_MACHINE } from '../../ec2/tags';
 import { EC2_REQUEST_LIMITS } from '../../bench/proxy-admin';
 import { Repository } from '../../state/repository';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { modelInstances } from './ec2-test-kit';
 import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 
 /**
@@ -77,21 +78,8 @@ async function admin<T>(method: string, path: string, body?: unknown): Promise<T
   return (await res.json()) as T;
 }
 
-async function instancesOf(model: string): Promise<Instance[]> {
-  const all: Instance[] = [];
-  let token: string | undefined;
-  do {
-    const out = await moto.send(
-      new DescribeInstancesCommand({
-        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }],
-        MaxResults: 1000,
-        NextToken: token,
-      }),
-    );
-    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
-    token = out.NextToken;
-  } while (token);
-  return all;
+function instancesOf(model: string): Promise<Instance[]> {
+  return modelInstances(moto, model);
 }
 
 beforeAll(async () => {

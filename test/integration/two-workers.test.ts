@@ -1,11 +1,10 @@
-import { DescribeInstancesCommand, EC2Client, type Instance } from '@aws-sdk/client-ec2';
+import { EC2Client } from '@aws-sdk/client-ec2';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InstanceOwners } from '../../activities/instance-owners';
-import { TAG_MODEL } from '../../ec2/tags';
 import { auditInstances } from '../../bench/audit';
 import { readStats, resetStats } from '../../bench/proxy-admin';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
@@ -17,6 +16,7 @@ import { ZoneCountStore } from '../../state/zone-counts';
 import type { MachineRecord } from '../../state/types';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
+import { modelInstances } from './ec2-test-kit';
 import { startPrivateWorker } from './private-worker';
 import { dynamoClientFor, loadTestStack } from './stack';
 
@@ -116,19 +116,7 @@ async function request(n: number): Promise<{ model: string; ids: string[] }> {
 
 /** Every instance moto holds tagged for the model (any state), each with the machine its batch launched it for. */
 async function instancesOf(model: string) {
-  const all: Instance[] = [];
-  let token: string | undefined;
-  do {
-    const out = await moto.send(
-      new DescribeInstancesCommand({
-        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }],
-        MaxResults: 1000,
-        NextToken: token,
-      }),
-    );
-    all.push(...(out.Reservations ?? []).flatMap((r) => r.Instances ?? []));
-    token = out.NextToken;
-  } while (token);
+  const all = await modelInstances(moto, model);
   const machineOf = await owners.of(model, all);
   return all.map((i) => ({
     instanceId: i.InstanceId!,

@@ -6,6 +6,7 @@ import { buildOpenApiDocument, openApiDocument } from '../../../functions/openap
 import { OPERATIONS } from '../../../functions/operations';
 import { ROUTES, keyOf, routeKey } from '../../../functions/routes';
 import { modelView } from '../../../service/models';
+import { PLAN_READS_DEADLINE_MS, PlanReadsDeadlineError } from '../../../service/plans';
 import { constraintsView } from '../../../service/constraints';
 import { machineView } from '../../../service/status';
 import type { MachineRecord, ModelRecord } from '../../../state/types';
@@ -313,6 +314,29 @@ describe('response check (the integration tests’ hook)', () => {
     ).toEqual(
       expect.arrayContaining([expect.stringMatching(/must have required property 'error'/)]),
     );
+  });
+
+  it('documents the 503 a plan answers when its EC2 reads do not answer in time, on every route that plans', () => {
+    const planning = ROUTES.filter((r) => 'plan' in OPERATIONS[keyOf(r)]);
+    expect(planning.map(keyOf).sort()).toEqual([
+      'POST /v1/models/{model}/applications',
+      'POST /v1/models/{model}/applications/{app}/units',
+      'POST /v1/models/{model}/machines',
+    ]);
+    const refused = new PlanReadsDeadlineError(PLAN_READS_DEADLINE_MS, [
+      'the zones offering t3a.small',
+    ]);
+    for (const route of planning) {
+      const path = route.path.replace('{model}', 'demo').replace('{app}', 'web');
+      expect(
+        check({
+          method: route.method,
+          path,
+          status: 503,
+          body: { error: { code: refused.code, message: refused.message } },
+        }),
+      ).toEqual([]);
+    }
   });
 
   it('catches a body where none is documented, and an unknown path answering success', () => {
