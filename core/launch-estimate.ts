@@ -190,8 +190,6 @@ export interface KeySpacing {
   spacingMs: number;
 }
 
-/** A key's bookings older than this are dropped at the next booking (the item stays small). */
-export const KEY_BOOKINGS_KEPT_MS = 60_000;
 /**
  * Another worker is launching a key while its last booking of it is at most
  * this many spacings old: then every call of the key is spaced, this
@@ -241,8 +239,11 @@ export function spacedUntil(
 
 /**
  * The key bookings with `spacing.worker`'s send of `spacing.key` at `atMs`,
- * and without those older than KEY_BOOKINGS_KEPT_MS at `nowMs` (bad entries
- * dropped too).
+ * and without those older than KEY_ACTIVE_SPACINGS spacings at `nowMs` (bad
+ * entries dropped too). Older ones can never change `spacedUntil` (it counts
+ * only bookings that recent, and the latest booking is among them whenever
+ * any is), so the item (rewritten whole by every reservation, read by every
+ * gate) keeps only what is read.
  */
 export function withKeyBooked(
   keys: KeyBookings | undefined,
@@ -250,7 +251,7 @@ export function withKeyBooked(
   atMs: number,
   nowMs: number,
 ): KeyBookings {
-  const keptSince = nowMs - KEY_BOOKINGS_KEPT_MS;
+  const keptSince = nowMs - KEY_ACTIVE_SPACINGS * spacing.spacingMs;
   const out: KeyBookings = {};
   for (const [key, bookings] of Object.entries(keys ?? {})) {
     if (typeof bookings !== 'object' || bookings === null) continue;

@@ -153,13 +153,32 @@ export class LaunchRecordStore {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? RECORD_REQUEST_TIMEOUT_MS;
   }
 
-  /** The record of a region; undefined when this deployment never launched there. */
-  async read(region: string): Promise<LaunchRecord | undefined> {
+  /**
+   * The record of a region, without its key bookings (plans and the
+   * workers' checks read the buckets only); undefined when this deployment
+   * never launched there.
+   */
+  read(region: string): Promise<LaunchRecord | undefined> {
+    return this.readItem(region, false);
+  }
+
+  /** The record as stored, with its key bookings when `withKeys` (a write rewrites the whole item). */
+  private async readItem(region: string, withKeys: boolean): Promise<LaunchRecord | undefined> {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
         ConsistentRead: true,
+        ...(withKeys
+          ? {}
+          : {
+              ProjectionExpression: '#requests, #instances, #version',
+              ExpressionAttributeNames: {
+                '#requests': 'requests',
+                '#instances': 'instances',
+                '#version': 'version',
+              },
+            }),
       }),
       { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
     );
@@ -387,7 +406,7 @@ export class LaunchRecordStore {
   ): Promise<void> {
     const read = () => {
       beforeRead();
-      return this.read(region);
+      return this.readItem(region, true);
     };
     let before = this.known.has(region) ? this.known.get(region) : await read();
     for (let attempt = 1; ; attempt++) {

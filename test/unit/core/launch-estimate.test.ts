@@ -4,7 +4,7 @@ import {
   EC2_REQUEST_BUCKET,
   estimateLaunch,
   fullAtAfter,
-  KEY_BOOKINGS_KEPT_MS,
+  KEY_ACTIVE_SPACINGS,
   MAX_INSTANCES_PER_CALL,
   recordSend,
   reserveSend,
@@ -329,14 +329,18 @@ describe("spacedUntil and withKeyBooked: workers' calls of one launch key spaced
     expect(spacedUntil(record, { ...mine, spacingMs: 0 }, NOW)).toBeUndefined();
   });
 
-  it('reserveSend books the key for its worker at its turn, drops bookings over a minute old, keeps the others', () => {
+  it('reserveSend books the key for its worker at its turn, drops bookings older than spacedUntil reads (3 spacings), keeps the others', () => {
+    const kept = NOW - KEY_ACTIVE_SPACINGS * S;
     const before = withKeys({
-      k1: { B: NOW - 2_000, C: NOW - KEY_BOOKINGS_KEPT_MS - 1 },
-      k2: { B: NOW - 10_000 },
-      old: { C: NOW - KEY_BOOKINGS_KEPT_MS - 1 },
+      k1: { B: NOW - 2_000, C: kept - 1 },
+      k2: { B: kept },
+      old: { C: kept - 1 },
     });
     const r = reserveSend(before, buckets, NOW, [], mine);
-    expect(r.next.keys).toEqual({ k1: { B: NOW - 2_000, A: r.sendAtMs }, k2: { B: NOW - 10_000 } });
+    expect(r.next.keys).toEqual({ k1: { B: NOW - 2_000, A: r.sendAtMs }, k2: { B: kept } });
+    // what was dropped could not space anyone: a booking 3 spacings old still counts, older not
+    expect(spacedUntil(withKeys({ k1: { B: kept } }), mine, NOW)).toBeDefined();
+    expect(spacedUntil(withKeys({ k1: { B: kept - 1 } }), mine, NOW)).toBeUndefined();
     // the turn is the bucket's own: the spacing is waited for before, at the gate
     expect(r.sendAtMs).toBe(reserveSend(before, buckets, NOW).sendAtMs);
   });

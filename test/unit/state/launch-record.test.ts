@@ -45,7 +45,21 @@ function store(opts: { item?: Record<string, unknown>; hold?: (put: number) => P
         item = s.input.Item as Record<string, unknown>;
         return { output: { $metadata: {} }, response: {} };
       }
-      return { output: { $metadata: {}, ...(item ? { Item: item } : {}) }, response: {} };
+      // a projection answers only the attributes it names, as DynamoDB does
+      const names = s.input.ExpressionAttributeNames as Record<string, string> | undefined;
+      const projected =
+        item && typeof s.input.ProjectionExpression === 'string'
+          ? Object.fromEntries(
+              s.input.ProjectionExpression.split(',')
+                .map((n) => names?.[n.trim()] ?? n.trim())
+                .filter((n) => n in item!)
+                .map((n) => [n, item![n]]),
+            )
+          : item;
+      return {
+        output: { $metadata: {}, ...(projected ? { Item: projected } : {}) },
+        response: {},
+      };
     },
     { step: 'initialize', name: 'answeredInProcess' },
   );
@@ -305,7 +319,29 @@ describe('LaunchRecordStore: key spacing between workers (the record keeps each 
     expect(p.spacedUntil).toBeUndefined();
     const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
     expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { A: at } });
-    // and read again with the field
-    expect((await s.records.read(REGION))!.keys).toEqual({ k1: { A: at } });
+    // and stored with the field (read() leaves it out: plans read the buckets only)
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { A: at } });
+  });
+
+  it('reserve keeps only the bookings spacedUntil can read (3 spacings), however many stale keys the item had', async () => {
+    const now = Date.now();
+    const stale: Record<string, Record<string, number>> = {};
+    for (let i = 0; i < 40; i++)
+      stale[`key${i}`] = { B: now - 3 * S - 2_000, C: now - 3 * S - 2_000 };
+    const s = store({ item: { ...queued(0), keys: { ...stale, k1: { B: now - 1_000 } } } });
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { B: now - 1_000, A: at } });
+  });
+
+  it('read() leaves the key bookings out; a write still reads and keeps the other workers’ bookings', async () => {
+    const now = Date.now();
+    const s = store({ item: { ...queued(0), keys: { k1: { B: now - 1_000 } } } });
+    const record = await s.records.read(REGION);
+    expect(record!.version).toBe(7);
+    expect(record!.keys).toBeUndefined();
+    expect(s.sent[0]!.input.ProjectionExpression).toBe('#requests, #instances, #version');
+    // the write (nothing known yet) reads the whole item, so B's booking is kept
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { B: now - 1_000, A: at } });
   });
 });
