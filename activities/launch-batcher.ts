@@ -6,7 +6,12 @@ import {
   type RunInstancesInput,
 } from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
-import { EC2_INSTANCE_BUCKET, type Bucket, type KeySpacing } from '../core/launch-estimate';
+import {
+  EC2_INSTANCE_BUCKET,
+  OWN_KEY_YIELD,
+  type Bucket,
+  type KeySpacing,
+} from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { ReservationRefused } from '../state/launch-record';
 import { FAILURE } from '../temporal/failures';
@@ -100,6 +105,8 @@ export const SEND_MARGIN_MS = 5_000;
 export const KEY_SPACING_MAX_WAITS = 2;
 /** Times a batch asks the record again after waiting for a spacing (another worker may have booked meanwhile). */
 export const KEY_SPACING_ROUNDS = 4;
+/** A worker yields its key this many times its own gate-to-booking time (see keySpacing). */
+export const BOOK_LAG_YIELD = 1.5;
 /** A launch key in the record: a short hash of the batch's key (region, zone, spec). */
 export function launchKey(batchKeyJson: string): string {
   return createHash('sha256').update(batchKeyJson).digest('base64url').slice(0, 10);
@@ -304,7 +311,25 @@ export class LaunchBatcher {
     const t = this.deps.tuning;
     const spacingMs = t.launchKeySpacingMs ?? t.launchBatchMaxMs;
     if (!(spacingMs > 0)) return undefined;
-    return { key: launchKey(key), worker: this.workerId, spacingMs };
+    // the other worker's batch released at the spacing books only after its marks and commit:
+    // yield at least as long as this worker's own take (half a spacing at least, one at most),
+    // or a re-read before that booking lands sees this worker's own as the latest and goes too
+    const ownYieldMs = Math.min(
+      spacingMs,
+      Math.max(OWN_KEY_YIELD * spacingMs, BOOK_LAG_YIELD * this.bookLagMs),
+    );
+    return { key: launchKey(key), worker: this.workerId, spacingMs, ownYieldMs };
+  }
+
+  /**
+   * How long this worker's batches take from the gate to their booking in the
+   * record (marks, commit, reservation): each take raises it at once, and it
+   * falls back a fifth of the way per faster take.
+   */
+  private bookLagMs = 0;
+
+  private noteBookLag(ms: number): void {
+    this.bookLagMs = Math.max(ms, 0.8 * this.bookLagMs + 0.2 * ms);
   }
 
   /** Batches that waited for another worker's call of their key (spacing), and how long in all (ms). */
@@ -418,11 +443,13 @@ export class LaunchBatcher {
   }
 
   /** Once: a batch that passed the gate has booked its turn (or will not book one). */
-  private bookedOnce(region: string): () => void {
+  private bookedOnce(region: string): (reserved?: boolean) => void {
     let done = false;
-    return () => {
+    const since = Date.now();
+    return (reserved = false) => {
       if (done) return;
       done = true;
+      if (reserved) this.noteBookLag(Date.now() - since);
       const left = (this.unbooked.get(region) ?? 1) - 1;
       if (left > 0) this.unbooked.set(region, left);
       else this.unbooked.delete(region);
@@ -465,7 +492,7 @@ export class LaunchBatcher {
    */
   private async pace(
     region: string,
-    booked: () => void = () => undefined,
+    booked: (reserved?: boolean) => void = () => undefined,
     sendBy = Infinity,
     spacing?: KeySpacing,
   ): Promise<Turn> {
@@ -493,7 +520,7 @@ export class LaunchBatcher {
         );
         // the record shows this turn from now on: a gate counting it as unbooked too would
         // wait a turn more
-        booked();
+        booked(true);
         const waitMs = sendAtMs - Date.now();
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
         // the worker's own bucket counts it too: a fallback later does not burst over it

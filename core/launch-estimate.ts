@@ -188,6 +188,13 @@ export interface KeySpacing {
   /** The booking worker (one id per launch batcher, random). */
   worker: string;
   spacingMs: number;
+  /**
+   * How long after a spacing this worker yields when the key's latest
+   * booking is its own (default OWN_KEY_YIELD spacings): long enough for the
+   * other worker's batch, released at the spacing, to pass its marks and
+   * commit and book, so this worker's re-read sees that booking.
+   */
+  ownYieldMs?: number;
 }
 
 /**
@@ -211,8 +218,8 @@ export const OWN_KEY_YIELD = 0.5;
  * wait so that the key's calls by several workers are spaced: undefined when
  * no other worker booked the key in the last KEY_ACTIVE_SPACINGS spacings
  * (one worker alone is never spaced after its own calls). Otherwise a
- * spacing after the key's latest booking, one and a half when that booking
- * is this worker's own (OWN_KEY_YIELD).
+ * spacing after the key's latest booking, and `ownYieldMs` more (default
+ * half a spacing, OWN_KEY_YIELD) when that booking is this worker's own.
  */
 export function spacedUntil(
   record: LaunchRecord | undefined,
@@ -234,7 +241,8 @@ export function spacedUntil(
     }
   }
   if (!otherActive) return undefined;
-  return latest + spacing.spacingMs * (latestOwn ? 1 + OWN_KEY_YIELD : 1);
+  const yieldMs = spacing.ownYieldMs ?? OWN_KEY_YIELD * spacing.spacingMs;
+  return latest + spacing.spacingMs + (latestOwn ? yieldMs : 0);
 }
 
 /**

@@ -13,6 +13,7 @@ import type { CapacityMemory } from '../../../activities/capacity-memory';
 import type { Ec2Instance } from '../../../ec2/instances';
 import type { LaunchBatchCall } from '../../../state/launch-batches';
 import { ReservationRefused, type ReserveOptions } from '../../../state/launch-record';
+import type { KeySpacing } from '../../../core/launch-estimate';
 
 interface Recorded {
   region: string;
@@ -725,13 +726,48 @@ describe("LaunchBatcher: a batch waits for another worker's call of its key (key
     // asked once more after the spacing (the other worker may have booked meanwhile)
     expect(predicted).toHaveLength(2);
     const spacing = predicted[0]!.spacing!;
-    expect(spacing).toEqual({ key: expect.any(String), worker: b.workerId, spacingMs: 1_000 });
+    expect(spacing).toEqual({
+      key: expect.any(String),
+      worker: b.workerId,
+      spacingMs: 1_000,
+      ownYieldMs: 500,
+    });
     expect(spacing.key).toHaveLength(10);
     // the booking carries the key, so the other worker's next batch is spaced after this one
     expect(reserved).toHaveLength(1);
     expect(reserved[0]!.spacing).toEqual(spacing);
     expect(b.spaced.batches).toBe(1);
     expect(b.localFallbacks).toBe(0);
+  });
+
+  it("yields its own key at least 1.5 × its gate-to-booking time: the other worker's batch, released at the spacing, books before this one's re-read", async () => {
+    const predicted: KeySpacing[] = [];
+    let slow = true;
+    const b = pacedBatcher({
+      // the first batch's marks and commit take 600 ms (a busy table), later ones none
+      mark: async () => {
+        if (slow) await new Promise((r) => setTimeout(r, 600));
+        return { marked: true };
+      },
+      tuning: { launchKeySpacingMs: 1_000 },
+      launchRecord: {
+        predictTurn: (_r: string, _b: unknown, opts: { spacing?: KeySpacing }) => {
+          predicted.push(opts.spacing!);
+          return Promise.resolve({ at: Date.now() });
+        },
+        reserve: () => Promise.resolve(Date.now()),
+      },
+    });
+    await launchOf(b)('1');
+    slow = false;
+    await launchOf(b)('2');
+    // before any booking, half a spacing (OWN_KEY_YIELD)
+    expect(predicted[0]!.ownYieldMs).toBe(500);
+    // after a 600 ms take: 900 ms at least (a spacing at most), not the 500 that a re-read
+    // at 1.5 spacings would pass before the other worker's batch, as slow, had booked
+    const after = predicted[predicted.length - 1]!.ownYieldMs!;
+    expect(after).toBeGreaterThanOrEqual(900);
+    expect(after).toBeLessThanOrEqual(1_000);
   });
 
   it(`waits for the spacing at most ${KEY_SPACING_MAX_WAITS} spacings, however far the record keeps moving it`, async () => {

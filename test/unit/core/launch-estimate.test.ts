@@ -324,6 +324,14 @@ describe("spacedUntil and withKeyBooked: workers' calls of one launch key spaced
     expect(spacedUntil(withKeys({ k1: { B: NOW - 3 * S - 1 } }), mine, NOW)).toBeUndefined();
   });
 
+  it("its own latest booking: yields ownYieldMs after the spacing when given (this worker's gate-to-booking take)", () => {
+    const record = withKeys({ k1: { A: NOW - 1_000, B: NOW - 6_000 } });
+    expect(spacedUntil(record, { ...mine, ownYieldMs: 4_000 }, NOW)).toBe(NOW - 1_000 + S + 4_000);
+    // another worker's latest: the spacing alone
+    const theirs = withKeys({ k1: { A: NOW - 6_000, B: NOW - 1_000 } });
+    expect(spacedUntil(theirs, { ...mine, ownYieldMs: 4_000 }, NOW)).toBe(NOW - 1_000 + S);
+  });
+
   it('off with a spacing of 0', () => {
     const record = withKeys({ k1: { B: NOW - 1_000 } });
     expect(spacedUntil(record, { ...mine, spacingMs: 0 }, NOW)).toBeUndefined();
