@@ -231,7 +231,7 @@ describe('RunInstances paced across workers in the launch record', () => {
       const { failed, instanceIds, perZone } = launched(results);
       const calls = stats.calls.RunInstances ?? 0;
       process.stderr.write(
-        `[shared pacing] ${N} machines, two workers: ${calls} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}, per zone ${JSON.stringify(perZone)}, lost races ${workers.map((w) => w.launchRecord.lostRaces).join('+')}, paced alone ${workers.map((w) => w.batcher.localFallbacks).join('+')}, repaced after a throttle ${workers.map((w) => w.batcher.throttledAttempts).join('+')}, turns booked again (late) ${workers.map((w) => w.batcher.staleTurns).join('+')}, late after the turn (max / mean ms) ${workers.map((w) => `${w.batcher.lateness.maxMs} / ${Math.round(w.batcher.lateness.totalMs / Math.max(1, w.batcher.lateness.calls))}`).join(', ')}\n`,
+        `[shared pacing] ${N} machines, two workers: ${calls} RunInstances in ${elapsedS.toFixed(1)} s, throttled ${stats.throttled}, per zone ${JSON.stringify(perZone)}, lost races ${workers.map((w) => w.launchRecord.lostRaces).join('+')}, paced alone ${workers.map((w) => w.batcher.localFallbacks).join('+')}, repaced after a throttle ${workers.map((w) => w.batcher.throttledAttempts).join('+')}, turns booked again (late) ${workers.map((w) => w.batcher.staleTurns).join('+')}, late after the turn (max / mean ms) ${workers.map((w) => `${w.batcher.lateness.maxMs} / ${Math.round(w.batcher.lateness.totalMs / Math.max(1, w.batcher.lateness.calls))}`).join(', ')}, spaced for another worker (batches / s) ${workers.map((w) => `${w.batcher.spaced.batches} / ${(w.batcher.spaced.totalMs / 1000).toFixed(1)}`).join(', ')}\n`,
       );
       expect(failed).toEqual([]);
       expect(new Set(instanceIds).size).toBe(N);
@@ -271,6 +271,7 @@ describe('RunInstances paced across workers in the launch record', () => {
           calls: out.stats.calls.RunInstances ?? 0,
           elapsedS: out.elapsedS,
           spaced: workers.map((w) => w.batcher.spaced.batches),
+          spacedS: workers.map((w) => w.batcher.spaced.totalMs / 1000),
           fallbacks: workers.map((w) => w.batcher.localFallbacks),
         };
       };
@@ -279,7 +280,7 @@ describe('RunInstances paced across workers in the launch record', () => {
       // table's marks and commits outlast): at most a call per zone per second while both launch
       const spaced = await run(1_000);
       process.stderr.write(
-        `[shared pacing] key spacing, ${N} machines, two workers: ${spaced.calls} RunInstances in ${spaced.elapsedS.toFixed(1)} s (batches spaced ${spaced.spaced.join('+')}), without it ${alone.calls} in ${alone.elapsedS.toFixed(1)} s\n`,
+        `[shared pacing] key spacing, ${N} machines, two workers: ${spaced.calls} RunInstances in ${spaced.elapsedS.toFixed(1)} s (batches spaced ${spaced.spaced.join('+')}, waiting ${spaced.spacedS.map((x) => x.toFixed(1)).join('+')} s), without it ${alone.calls} in ${alone.elapsedS.toFixed(1)} s\n`,
       );
       // both workers saw the other's calls of their keys and waited for them
       for (const n of spaced.spaced) expect(n).toBeGreaterThan(0);
