@@ -6,7 +6,12 @@ import {
   type RunInstancesInput,
 } from '../ec2/instances';
 import { createHash, randomUUID } from 'node:crypto';
-import { EC2_INSTANCE_BUCKET, type Bucket } from '../core/launch-estimate';
+import {
+  EC2_INSTANCE_BUCKET,
+  OWN_KEY_YIELD,
+  type Bucket,
+  type KeySpacing,
+} from '../core/launch-estimate';
 import type { LaunchBatchCall } from '../state/launch-batches';
 import { ReservationRefused } from '../state/launch-record';
 import { FAILURE } from '../temporal/failures';
@@ -89,6 +94,24 @@ export const THROTTLE_BACKOFF_MS = 500;
  * for a turn, so the wait after the commit never outlasts the activity.
  */
 export const SEND_MARGIN_MS = 5_000;
+/**
+ * Key spacing (two workers, one launch key): a batch waits for another
+ * worker's call of its key (core/launch-estimate.ts `spacedUntil`) at most
+ * this many spacings after its window closed, then goes on the bucket's turn
+ * alone. Without a bound, a worker whose own batches of the key are not
+ * spaced yet (the other has booked none of it lately) could hold the other's
+ * batch indefinitely.
+ */
+export const KEY_SPACING_MAX_WAITS = 2;
+/** Times a batch asks the record again after waiting for a spacing (another worker may have booked meanwhile). */
+export const KEY_SPACING_ROUNDS = 4;
+/** A worker yields its key this many times its own gate-to-booking time (see keySpacing). */
+export const BOOK_LAG_YIELD = 1.5;
+/** A launch key in the record: a short hash of the batch's key (region, zone, spec). */
+export function launchKey(batchKeyJson: string): string {
+  return createHash('sha256').update(batchKeyJson).digest('base64url').slice(0, 10);
+}
+
 /** After a failed predict or reservation, batches pace locally this long without asking the record. */
 export const RECORD_BREAKER_MS = 30_000;
 const THROTTLE_BACKOFF_MAX_FACTOR = 16;
@@ -269,11 +292,48 @@ export class LaunchBatcher {
     const { launchBatchIdleMs, launchBatchMaxMs } = deps.tuning;
     this.coalescer = new Coalescer<LaunchRequest, Launched, Gated>(
       { idleMs: launchBatchIdleMs, maxMs: launchBatchMaxMs, maxSize: MAX_BATCH },
-      (_key, requests, gated) => this.send(requests, gated ?? 'local'),
+      (key, requests, gated) => this.send(requests, gated ?? 'local', this.keySpacing(key)),
       // one RunInstances turn per batch: while it waits, the batch grows
-      (key) => this.gate((JSON.parse(key) as string[])[0]!),
+      (key) => this.gate((JSON.parse(key) as string[])[0]!, this.keySpacing(key)),
     );
   }
+
+  /** This batcher in the launch record's key bookings (one per worker process). */
+  readonly workerId = randomUUID().slice(0, 8);
+
+  /**
+   * The spacing of this batch key's calls from other workers' calls of it
+   * (PROVISIONER_LAUNCH_KEY_SPACING, default the batch's max window: two
+   * workers together then send a key's calls no more often than one worker
+   * whose batches run their whole window); undefined when off (0).
+   */
+  private keySpacing(key: string): KeySpacing | undefined {
+    const t = this.deps.tuning;
+    const spacingMs = t.launchKeySpacingMs ?? t.launchBatchMaxMs;
+    if (!(spacingMs > 0)) return undefined;
+    // the other worker's batch released at the spacing books only after its marks and commit:
+    // yield at least as long as this worker's own take (half a spacing at least, one at most),
+    // or a re-read before that booking lands sees this worker's own as the latest and goes too
+    const ownYieldMs = Math.min(
+      spacingMs,
+      Math.max(OWN_KEY_YIELD * spacingMs, BOOK_LAG_YIELD * this.bookLagMs),
+    );
+    return { key: launchKey(key), worker: this.workerId, spacingMs, ownYieldMs };
+  }
+
+  /**
+   * How long this worker's batches take from the gate to their booking in the
+   * record (marks, commit, reservation): each take raises it at once, and it
+   * falls back a fifth of the way per faster take.
+   */
+  private bookLagMs = 0;
+
+  private noteBookLag(ms: number): void {
+    this.bookLagMs = Math.max(ms, 0.8 * this.bookLagMs + 0.2 * ms);
+  }
+
+  /** Batches that waited for another worker's call of their key (spacing), and how long in all (ms). */
+  readonly spaced = { batches: 0, totalMs: 0 };
 
   /** RunInstances calls paced locally because the shared record could not be used. */
   localFallbacks = 0;
@@ -299,34 +359,57 @@ export class LaunchBatcher {
    * batch is recorded, `pace`). Alone, or when the read fails (and for
    * RECORD_BREAKER_MS after any failed read or reservation), a token of this
    * worker's bucket, so the batch grows while it waits as with local pacing.
+   *
+   * With `spacing`, when another worker launches the same key the batch
+   * also waits until a spacing after that key's last call (and asks again
+   * after, since the other worker may have booked meanwhile), at most
+   * KEY_SPACING_MAX_WAITS spacings: the two workers' batches of the key
+   * alternate, each growing while the other's goes out, instead of each
+   * worker sending its own batch per window.
    */
-  private async gate(region: string): Promise<Gated> {
+  private async gate(region: string, spacing?: KeySpacing): Promise<Gated> {
     const record = this.deps.launchRecord;
     if (!record || !this.sharedPacing) {
       await this.bucket(region).take();
       return 'local';
     }
     if (this.recordBroken()) return this.gateLocally(region);
-    let at: number;
     const buckets = this.sharedBuckets();
-    try {
-      const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
-      at = await withTimeout(
-        record.predictTurn(region, buckets),
-        timeoutMs,
-        'the launch record read',
-      );
-    } catch (err) {
-      // paced by this worker alone, with the token taken here: the batch grows while it waits,
-      // as with local pacing, instead of being fixed at once and then waiting for a reservation
-      this.recordFailed(region, err);
-      return this.gateLocally(region);
+    const started = Date.now();
+    const spacedBy = spacing ? started + KEY_SPACING_MAX_WAITS * spacing.spacingMs : 0;
+    let spacedMs = 0;
+    for (let round = 0; ; round += 1) {
+      let predicted: { at: number; spacedUntil?: number };
+      try {
+        const timeoutMs = this.deps.tuning.launchReserveTimeoutMs ?? RESERVE_TIMEOUT_MS;
+        predicted = await withTimeout(
+          record.predictTurn(region, buckets, spacing ? { spacing } : {}),
+          timeoutMs,
+          'the launch record read',
+        );
+      } catch (err) {
+        // paced by this worker alone, with the token taken here: the batch grows while it waits,
+        // as with local pacing, instead of being fixed at once and then waiting for a reservation
+        this.recordFailed(region, err);
+        return this.gateLocally(region);
+      }
+      // this worker's batches that passed the gate and have not booked yet take the turns
+      // before this one: the record does not show them
+      const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
+      const turn = predicted.at + ahead;
+      const spacedTo = Math.min(predicted.spacedUntil ?? 0, spacedBy);
+      const now = Date.now();
+      // waiting for another worker's call of the key, not for the bucket
+      const forSpacing = spacedTo > turn && spacedTo > now;
+      const waitMs = Math.min(Math.max(turn, spacedTo) - now, MAX_RESERVED_WAIT_MS);
+      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+      if (forSpacing) spacedMs += Date.now() - now;
+      if (!forSpacing || Date.now() >= spacedBy || round + 1 >= KEY_SPACING_ROUNDS) break;
     }
-    // this worker's batches that passed the gate and have not booked yet take the turns
-    // before this one: the record does not show them
-    const ahead = ((this.unbooked.get(region) ?? 0) * 1000) / buckets.requests.perSecond;
-    const waitMs = Math.min(at + ahead - Date.now(), MAX_RESERVED_WAIT_MS);
-    if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+    if (spacedMs > 0) {
+      this.spaced.batches += 1;
+      this.spaced.totalMs += spacedMs;
+    }
     this.unbooked.set(region, (this.unbooked.get(region) ?? 0) + 1);
     return 'predicted';
   }
@@ -360,11 +443,13 @@ export class LaunchBatcher {
   }
 
   /** Once: a batch that passed the gate has booked its turn (or will not book one). */
-  private bookedOnce(region: string): () => void {
+  private bookedOnce(region: string): (reserved?: boolean) => void {
     let done = false;
-    return () => {
+    const since = Date.now();
+    return (reserved = false) => {
       if (done) return;
       done = true;
+      if (reserved) this.noteBookLag(Date.now() - since);
       const left = (this.unbooked.get(region) ?? 1) - 1;
       if (left > 0) this.unbooked.set(region, left);
       else this.unbooked.delete(region);
@@ -407,8 +492,9 @@ export class LaunchBatcher {
    */
   private async pace(
     region: string,
-    booked: () => void = () => undefined,
+    booked: (reserved?: boolean) => void = () => undefined,
     sendBy = Infinity,
+    spacing?: KeySpacing,
   ): Promise<Turn> {
     const record = this.deps.launchRecord;
     if (Date.now() >= sendBy) return this.atDeadline(region, booked, sendBy);
@@ -426,13 +512,15 @@ export class LaunchBatcher {
           record.reserve(region, this.sharedBuckets(), {
             deadlineMs: Date.now() + timeoutMs,
             maxWaitMs: Math.min(MAX_RESERVED_WAIT_MS, byMs),
+            // the key's booking, for other workers' spacing of their batches of it
+            ...(spacing ? { spacing } : {}),
           }),
           timeoutMs,
           'the launch record reservation',
         );
         // the record shows this turn from now on: a gate counting it as unbooked too would
         // wait a turn more
-        booked();
+        booked(true);
         const waitMs = sendAtMs - Date.now();
         if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
         // the worker's own bucket counts it too: a fallback later does not burst over it
@@ -496,11 +584,12 @@ export class LaunchBatcher {
     first?: Turn,
     booked: () => void = () => undefined,
     sendBy = Infinity,
+    spacing?: KeySpacing,
   ): Promise<Instance[]> {
     const { ec2 } = this.deps.ec2ForRegion(region);
     let turn: Turn;
     try {
-      turn = first ?? (await this.pace(region, booked, sendBy));
+      turn = first ?? (await this.pace(region, booked, sendBy, spacing));
     } finally {
       booked();
     }
@@ -509,7 +598,7 @@ export class LaunchBatcher {
         // no rebooking past the members' deadline: the batch is committed, it goes now
         if (Date.now() - turn.at <= LATE_TURN_MS || Date.now() >= sendBy) break;
         this.staleTurns += 1;
-        turn = await this.pace(region, undefined, sendBy);
+        turn = await this.pace(region, undefined, sendBy, spacing);
       }
       const sentAt = Date.now();
       if (turn.how === 'shared') {
@@ -537,7 +626,7 @@ export class LaunchBatcher {
         // no paced repeat fits before the members' tries end: their retries replay the token
         if (Date.now() + backoffMs >= sendBy) throw err;
         await new Promise((r) => setTimeout(r, backoffMs));
-        turn = await this.pace(region, undefined, sendBy);
+        turn = await this.pace(region, undefined, sendBy, spacing);
       }
     }
   }
@@ -789,10 +878,14 @@ export class LaunchBatcher {
   }
 
   /** Records the batch, then makes its one RunInstances and answers each member. */
-  private async send(requests: LaunchRequest[], gated: Gated): Promise<Array<Settled<Launched>>> {
+  private async send(
+    requests: LaunchRequest[],
+    gated: Gated,
+    spacing?: KeySpacing,
+  ): Promise<Array<Settled<Launched>>> {
     const booked = this.bookedOnce(requests[0]!.plan.region);
     try {
-      return await this.sendBooked(requests, gated, booked);
+      return await this.sendBooked(requests, gated, booked, spacing);
     } finally {
       if (gated === 'predicted') booked();
     }
@@ -802,6 +895,7 @@ export class LaunchBatcher {
     requests: LaunchRequest[],
     gated: Gated,
     booked: () => void,
+    spacing?: KeySpacing,
   ): Promise<Array<Settled<Launched>>> {
     const first = requests[0]!;
     const { batches } = this.deps.store;
@@ -880,6 +974,7 @@ export class LaunchBatcher {
         gated === 'predicted' ? booked : undefined,
         // the wait after the commit ends before the first member's try does
         Math.min(...members.map((m) => m.liveUntil ?? Infinity)) - SEND_MARGIN_MS,
+        spacing,
       );
     } catch (err) {
       launchFailed(err, members.length);

@@ -47,6 +47,26 @@ function zeroableDurationEnv(name: string, fallback: string, env: NodeJS.Process
   return optionalEnv(name, fallback, env).trim() === '0' ? 0 : durationEnv(name, fallback, env);
 }
 
+/**
+ * The most PROVISIONER_LAUNCH_KEY_SPACING may be: a batch waits for spacing
+ * up to two spacings at the gate, which must end well inside a launch try
+ * (its members' liveUntil, 105 s of the 2-minute start-to-close).
+ */
+export const MAX_LAUNCH_KEY_SPACING_MS = 30_000;
+
+/** `launchKeySpacingMs` when PROVISIONER_LAUNCH_KEY_SPACING is set (empty is unset: the batch's max window). */
+function keySpacingEnv(env: NodeJS.ProcessEnv): { launchKeySpacingMs?: number } {
+  const name = 'PROVISIONER_LAUNCH_KEY_SPACING';
+  if (optionalEnv(name, '', env) === '') return {};
+  const ms = zeroableDurationEnv(name, '0s', env);
+  if (ms > MAX_LAUNCH_KEY_SPACING_MS) {
+    throw new ConfigError(
+      `environment variable ${name}: "${env[name]}" is over ${MAX_LAUNCH_KEY_SPACING_MS / 1000}s (a batch waits up to two spacings, inside a launch try)`,
+    );
+  }
+  return { launchKeySpacingMs: ms };
+}
+
 /** A number above 0 (`2`, `0.5`). */
 export function positiveNumberEnv(
   name: string,
@@ -112,6 +132,13 @@ export interface ProvisioningTuning {
    * default); `off`: each worker paces alone on its own bucket (as before).
    */
   launchSharedPacing?: boolean;
+  /**
+   * With shared pacing, another worker's RunInstances of the same launch key
+   * (region, zone, spec) spaces this worker's next one of it by this long
+   * (activities/launch-batcher.ts `gate`): `PROVISIONER_LAUNCH_KEY_SPACING`,
+   * default the batch's max window (PROVISIONER_LAUNCH_BATCH_MAX); 0: off.
+   */
+  launchKeySpacingMs?: number;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
   /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
@@ -175,6 +202,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
       'PROVISIONER_LAUNCH_SHARED_PACING',
       optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
     ),
+    ...keySpacingEnv(env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

@@ -166,6 +166,111 @@ export interface LaunchRecord {
   instances: RecordedBucket;
   /** Bumped on every write (optimistic concurrency between workers). */
   version: number;
+  /**
+   * Per launch key (a short hash of a batch's region, zone and spec): when
+   * each worker's last RunInstances of that key was booked (epoch ms), for
+   * the spacing between workers' batches of one key (`spacedUntil`). Absent
+   * in records written before it (or never booked with a key).
+   */
+  keys?: KeyBookings;
+}
+
+/** Launch key → worker id → its last booked send of that key (epoch ms). */
+export type KeyBookings = Record<string, Record<string, number>>;
+
+/**
+ * A RunInstances of one launch key by one worker, spaced from other
+ * workers' calls of the same key by `spacingMs` (state/launch-record.ts).
+ */
+export interface KeySpacing {
+  /** The launch key (a short hash of the batch's region, zone and spec). */
+  key: string;
+  /** The booking worker (one id per launch batcher, random). */
+  worker: string;
+  spacingMs: number;
+  /**
+   * How long after a spacing this worker yields when the key's latest
+   * booking is its own (default OWN_KEY_YIELD spacings): long enough for the
+   * other worker's batch, released at the spacing, to pass its marks and
+   * commit and book, so this worker's re-read sees that booking.
+   */
+  ownYieldMs?: number;
+}
+
+/**
+ * Another worker is launching a key while its last booking of it is at most
+ * this many spacings old: then every call of the key is spaced, this
+ * worker's own after its own too. Three: a worker whose batches alternate
+ * with another's books every two spacings, and one spacing more of margin.
+ */
+export const KEY_ACTIVE_SPACINGS = 3;
+/**
+ * When this worker made the key's last booking and another worker launches
+ * the key too, this worker's next turn of it is a spacing and this share of
+ * one more after it, so that the other worker's batch, waiting for a spacing
+ * only, books first and the two alternate (rather than both booking at the
+ * same moment once the spacing has passed).
+ */
+export const OWN_KEY_YIELD = 0.5;
+
+/**
+ * Until when (epoch ms) a call of `spacing.key` by `spacing.worker` should
+ * wait so that the key's calls by several workers are spaced: undefined when
+ * no other worker booked the key in the last KEY_ACTIVE_SPACINGS spacings
+ * (one worker alone is never spaced after its own calls). Otherwise a
+ * spacing after the key's latest booking, and `ownYieldMs` more (default
+ * half a spacing, OWN_KEY_YIELD) when that booking is this worker's own.
+ */
+export function spacedUntil(
+  record: LaunchRecord | undefined,
+  spacing: KeySpacing,
+  nowMs: number,
+): number | undefined {
+  const bookings = record?.keys?.[spacing.key];
+  if (!bookings || spacing.spacingMs <= 0) return undefined;
+  const activeSince = nowMs - KEY_ACTIVE_SPACINGS * spacing.spacingMs;
+  let otherActive = false;
+  let latest = Number.NEGATIVE_INFINITY;
+  let latestOwn = false;
+  for (const [worker, at] of Object.entries(bookings)) {
+    if (typeof at !== 'number') continue;
+    if (worker !== spacing.worker && at >= activeSince) otherActive = true;
+    if (at > latest) {
+      latest = at;
+      latestOwn = worker === spacing.worker;
+    }
+  }
+  if (!otherActive) return undefined;
+  const yieldMs = spacing.ownYieldMs ?? OWN_KEY_YIELD * spacing.spacingMs;
+  return latest + spacing.spacingMs + (latestOwn ? yieldMs : 0);
+}
+
+/**
+ * The key bookings with `spacing.worker`'s send of `spacing.key` at `atMs`,
+ * and without those older than KEY_ACTIVE_SPACINGS spacings at `nowMs` (bad
+ * entries dropped too). Older ones can never change `spacedUntil` (it counts
+ * only bookings that recent, and the latest booking is among them whenever
+ * any is), so the item (rewritten whole by every reservation, read by every
+ * gate) keeps only what is read.
+ */
+export function withKeyBooked(
+  keys: KeyBookings | undefined,
+  spacing: KeySpacing,
+  atMs: number,
+  nowMs: number,
+): KeyBookings {
+  const keptSince = nowMs - KEY_ACTIVE_SPACINGS * spacing.spacingMs;
+  const out: KeyBookings = {};
+  for (const [key, bookings] of Object.entries(keys ?? {})) {
+    if (typeof bookings !== 'object' || bookings === null) continue;
+    for (const [worker, at] of Object.entries(bookings)) {
+      if (typeof at !== 'number' || at < keptSince) continue;
+      (out[key] ??= {})[worker] = at;
+    }
+  }
+  const mine = (out[spacing.key] ??= {});
+  mine[spacing.worker] = Math.max(atMs, mine[spacing.worker] ?? atMs);
+  return out;
 }
 
 /** One RunInstances the worker sent: when, and how many instances EC2 launched for it. */
@@ -197,6 +302,7 @@ export function recordSend(
     requests: next(before?.requests, buckets.requests, send.calls),
     instances: next(before?.instances, buckets.instances, send.instances),
     version: (before?.version ?? 0) + 1,
+    ...(before?.keys ? { keys: before.keys } : {}),
   };
 }
 
@@ -236,13 +342,17 @@ export interface SendReservation {
  * interval after the later of its old full-again time and the send. Every
  * worker of a deployment reserves in the one record, so K workers together
  * spend one bucket. `uncounted` are this worker's earlier calls whose
- * instances the record does not hold yet: counted in the same write.
+ * instances the record does not hold yet: counted in the same write. With
+ * `spacing`, the booking of its key is kept in the record (`keys`), for
+ * other workers' spacing; the turn itself is the bucket's alone (a batch
+ * waits for the spacing before it is fixed, not after: `spacedUntil`).
  */
 export function reserveSend(
   before: LaunchRecord | undefined,
   buckets: { requests: Bucket; instances: Bucket },
   nowMs: number,
   uncounted: readonly UncountedLaunch[] = [],
+  spacing?: KeySpacing,
 ): SendReservation {
   let record = before;
   for (const u of uncounted) {
@@ -274,6 +384,11 @@ export function reserveSend(
       },
       instances,
       version: (before?.version ?? 0) + 1,
+      ...(spacing
+        ? { keys: withKeyBooked(record?.keys, spacing, sendAtMs, nowMs) }
+        : record?.keys
+          ? { keys: record.keys }
+          : {}),
     },
   };
 }

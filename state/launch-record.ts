@@ -3,6 +3,9 @@ import { GetCommand, PutCommand, type DynamoDBDocumentClient } from '@aws-sdk/li
 import {
   recordSend,
   reserveSend,
+  spacedUntil,
+  type KeyBookings,
+  type KeySpacing,
   type UncountedLaunch,
   type Bucket,
   type LaunchRecord,
@@ -56,6 +59,8 @@ export interface ReserveOptions {
   deadlineMs?: number;
   /** A turn further off than this is not booked: the reservation throws instead of writing. */
   maxWaitMs?: number;
+  /** The call's launch key and worker: its booking is kept in the record for other workers' spacing. */
+  spacing?: KeySpacing;
   now?: () => number;
 }
 
@@ -66,13 +71,33 @@ function isBucket(v: unknown): v is RecordedBucket {
   );
 }
 
-function parse(item: Record<string, unknown> | undefined): LaunchRecord | undefined {
+function isKeyBookings(v: unknown): v is KeyBookings {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The record as stored; `keys` only when the item has them (items before key spacing do not). */
+export function parseLaunchRecord(
+  item: Record<string, unknown> | undefined,
+): LaunchRecord | undefined {
   if (!item || !isBucket(item.requests) || !isBucket(item.instances)) return undefined;
   return {
     requests: item.requests,
     instances: item.instances,
     version: typeof item.version === 'number' ? item.version : 0,
+    ...(isKeyBookings(item.keys) ? { keys: item.keys } : {}),
   };
+}
+
+/** What a prediction found: the bucket's next turn, and the spacing of the key's calls, if any. */
+export interface PredictedTurn {
+  /** When a RunInstances reserved now would go out (epoch ms), by the request bucket. */
+  at: number;
+  /**
+   * Another worker launches the same key: its calls and this worker's are
+   * spaced, and this one should not go before then (core/launch-estimate.ts
+   * `spacedUntil`). Absent when the key is this worker's alone.
+   */
+  spacedUntil?: number;
 }
 
 /**
@@ -128,17 +153,36 @@ export class LaunchRecordStore {
     this.requestTimeoutMs = opts.requestTimeoutMs ?? RECORD_REQUEST_TIMEOUT_MS;
   }
 
-  /** The record of a region; undefined when this deployment never launched there. */
-  async read(region: string): Promise<LaunchRecord | undefined> {
+  /**
+   * The record of a region, without its key bookings (plans and the
+   * workers' checks read the buckets only); undefined when this deployment
+   * never launched there.
+   */
+  read(region: string): Promise<LaunchRecord | undefined> {
+    return this.readItem(region, false);
+  }
+
+  /** The record as stored, with its key bookings when `withKeys` (a write rewrites the whole item). */
+  private async readItem(region: string, withKeys: boolean): Promise<LaunchRecord | undefined> {
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
         ConsistentRead: true,
+        ...(withKeys
+          ? {}
+          : {
+              ProjectionExpression: '#requests, #instances, #version',
+              ExpressionAttributeNames: {
+                '#requests': 'requests',
+                '#instances': 'instances',
+                '#version': 'version',
+              },
+            }),
       }),
       { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
     );
-    return parse(out.Item);
+    return parseLaunchRecord(out.Item);
   }
 
   /**
@@ -194,7 +238,7 @@ export class LaunchRecordStore {
         const at = now();
         const taken = [...(this.uncounted.get(region) ?? [])];
         // booked as of when the call can leave: once this write is answered
-        const r = reserveSend(before, buckets, at + this.leadMs(), taken);
+        const r = reserveSend(before, buckets, at + this.leadMs(), taken, opts.spacing);
         if (opts.maxWaitMs !== undefined && r.sendAtMs - at > opts.maxWaitMs) {
           throw new ReservationRefused(
             `the launch record's next turn is ${Math.round((r.sendAtMs - at) / 1000)} s away`,
@@ -213,27 +257,35 @@ export class LaunchRecordStore {
    * without booking anything (one eventually consistent GetItem, 0.5 RCU): a
    * batch waits until then while it keeps growing, and books its turn
    * (`reserve`) only once its members are recorded, just before its call, so
-   * the call reaches EC2 at its turn and not seconds after it.
+   * the call reaches EC2 at its turn and not seconds after it. With
+   * `spacing`, also until when the call should wait for another worker's
+   * call of the same launch key (`spacedUntil`).
    */
   async predictTurn(
     region: string,
     buckets: { requests: Bucket; instances: Bucket },
-    now: () => number = Date.now,
-  ): Promise<number> {
+    opts: { now?: () => number; spacing?: KeySpacing } = {},
+  ): Promise<PredictedTurn> {
+    const now = opts.now ?? Date.now;
     const out = await this.doc.send(
       new GetCommand({
         TableName: this.tableName,
         Key: { pk: launchRecordPk(this.deployment), sk: launchRecordSk(region) },
-        ProjectionExpression: '#requests, #instances, #version',
+        ProjectionExpression: `#requests, #instances, #version${opts.spacing ? ', #keys' : ''}`,
         ExpressionAttributeNames: {
           '#requests': 'requests',
           '#instances': 'instances',
           '#version': 'version',
+          ...(opts.spacing ? { '#keys': 'keys' } : {}),
         },
       }),
       { abortSignal: AbortSignal.timeout(this.requestTimeoutMs) },
     );
-    return reserveSend(parse(out.Item), buckets, now()).sendAtMs;
+    const record = parseLaunchRecord(out.Item);
+    const at = now();
+    const turn: PredictedTurn = { at: reserveSend(record, buckets, at).sendAtMs };
+    const spaced = opts.spacing ? spacedUntil(record, opts.spacing, at) : undefined;
+    return spaced === undefined ? turn : { ...turn, spacedUntil: spaced };
   }
 
   /**
@@ -354,7 +406,7 @@ export class LaunchRecordStore {
   ): Promise<void> {
     const read = () => {
       beforeRead();
-      return this.read(region);
+      return this.readItem(region, true);
     };
     let before = this.known.has(region) ? this.known.get(region) : await read();
     for (let attempt = 1; ; attempt++) {
@@ -373,6 +425,7 @@ export class LaunchRecordStore {
               requests: next.requests,
               instances: next.instances,
               version: next.version,
+              ...(next.keys ? { keys: next.keys } : {}),
               updatedAt: new Date(atMs).toISOString(),
             },
             ConditionExpression: before ? '#version = :version' : 'attribute_not_exists(pk)',

@@ -1,5 +1,7 @@
 import {
   LaunchBatcher,
+  KEY_SPACING_MAX_WAITS,
+  KEY_SPACING_ROUNDS,
   MAX_REBOOKS,
   MAX_RESERVED_WAIT_MS,
   RESERVE_TIMEOUT_MS,
@@ -11,6 +13,7 @@ import type { CapacityMemory } from '../../../activities/capacity-memory';
 import type { Ec2Instance } from '../../../ec2/instances';
 import type { LaunchBatchCall } from '../../../state/launch-batches';
 import { ReservationRefused, type ReserveOptions } from '../../../state/launch-record';
+import type { KeySpacing } from '../../../core/launch-estimate';
 
 interface Recorded {
   region: string;
@@ -469,7 +472,7 @@ describe('LaunchBatcher: a batch books its shared turn once it is recorded, just
           buckets: { requests: { burst: number; perSecond: number } },
         ) => {
           events.push(`predict ${buckets.requests.burst}+${buckets.requests.perSecond}/s`);
-          return Promise.resolve(predictedAt);
+          return Promise.resolve({ at: predictedAt });
         },
         reserve: (_region: string, buckets: { requests: { burst: number; perSecond: number } }) => {
           events.push(`reserve ${buckets.requests.burst}+${buckets.requests.perSecond}/s`);
@@ -512,7 +515,7 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
       },
       launchRecord: {
         // the record shows a token free now: it does not know the first batch's coming turn
-        predictTurn: () => Promise.resolve(Date.now()),
+        predictTurn: () => Promise.resolve({ at: Date.now() }),
         reserve: () => Promise.resolve(Date.now()),
       },
     });
@@ -542,7 +545,7 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
       tuning: { launchRatePerSecond: 0.5 },
       launchRecord: {
         // once the first turn is booked the record shows it: the next turn is 200 ms after it
-        predictTurn: () => Promise.resolve(firstTurn === 0 ? Date.now() : firstTurn + 200),
+        predictTurn: () => Promise.resolve({ at: firstTurn === 0 ? Date.now() : firstTurn + 200 }),
         reserve: () => {
           reserves += 1;
           if (reserves === 1) firstTurn = Date.now() + 1500;
@@ -633,7 +636,7 @@ describe("LaunchBatcher: the wait after the commit ends before the members' trie
         return Promise.resolve({ Instances: [{ InstanceId: 'i-1', AmiLaunchIndex: 0 }] });
       },
       launchRecord: {
-        predictTurn: () => Promise.resolve(Date.now()),
+        predictTurn: () => Promise.resolve({ at: Date.now() }),
         // the record's next turn is 20 s away; as the store does, a turn past maxWaitMs is refused
         reserve: (_r: string, _b: unknown, opts: ReserveOptions) => {
           asked.push(opts);
@@ -661,4 +664,160 @@ describe("LaunchBatcher: the wait after the commit ends before the members' trie
     expect(b.localFallbacks).toBe(0);
     expect(recorded).toEqual([{ calls: 1, instances: 1 }]);
   }, 30_000);
+});
+
+describe("LaunchBatcher: a batch waits for another worker's call of its key (key spacing), growing meanwhile", () => {
+  /** A machine launching instances per MaxCount, with the sizes of its calls. */
+  function sized() {
+    const sizes: number[] = [];
+    const send = (cmd: { input: { MaxCount: number } }) => {
+      sizes.push(cmd.input.MaxCount);
+      return Promise.resolve({
+        Instances: Array.from({ length: cmd.input.MaxCount }, (_, i) => ({
+          InstanceId: `i-${sizes.length}-${i}`,
+          AmiLaunchIndex: i,
+        })),
+      });
+    };
+    return { sizes, send };
+  }
+
+  it('waits until the spacing the record predicts, asks again, and books its own key for the other worker', async () => {
+    const { sizes, send } = sized();
+    let spacedTo = 0;
+    const predicted: Array<{ spacing?: KeySpacing }> = [];
+    const reserved: Array<ReserveOptions> = [];
+    let markedAt = 0;
+    // the first prediction is answered only once the test releases it (all machines joined)
+    let asked!: () => void;
+    const firstAsked = new Promise<void>((r) => (asked = r));
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    const b = pacedBatcher({
+      send,
+      mark: () => {
+        markedAt ||= Date.now();
+        return Promise.resolve({ marked: true });
+      },
+      tuning: { launchKeySpacingMs: 1_000 },
+      launchRecord: {
+        predictTurn: async (_r: string, _b: unknown, opts: { spacing?: KeySpacing }) => {
+          predicted.push(opts);
+          if (predicted.length > 1) return { at: Date.now() };
+          asked();
+          await released;
+          // the other worker's call of the key spaces the first prediction only
+          spacedTo = Date.now() + 300;
+          return { at: Date.now(), spacedUntil: spacedTo };
+        },
+        reserve: (_r: string, _b: unknown, opts: ReserveOptions) => {
+          reserved.push(opts);
+          return Promise.resolve(Date.now());
+        },
+      },
+    });
+    const request = launchOf(b);
+    const launches = [request('1')];
+    await firstAsked;
+    // machines arriving while the batch waits at the gate join it
+    for (const id of ['2', '3', '4']) launches.push(request(id));
+    release();
+    await Promise.all(launches);
+    expect(sizes).toEqual([4]);
+    expect(markedAt).toBeGreaterThanOrEqual(spacedTo - 20);
+    // asked once more after the spacing (the other worker may have booked meanwhile)
+    expect(predicted).toHaveLength(2);
+    const spacing = predicted[0]!.spacing!;
+    expect(spacing).toEqual({
+      key: expect.any(String),
+      worker: b.workerId,
+      spacingMs: 1_000,
+      ownYieldMs: 500,
+    });
+    expect(spacing.key).toHaveLength(10);
+    // the booking carries the key, so the other worker's next batch is spaced after this one
+    expect(reserved).toHaveLength(1);
+    expect(reserved[0]!.spacing).toEqual(spacing);
+    expect(b.spaced.batches).toBe(1);
+    expect(b.localFallbacks).toBe(0);
+  });
+
+  it("yields its own key at least 1.5 × its gate-to-booking time: the other worker's batch, released at the spacing, books before this one's re-read", async () => {
+    const predicted: KeySpacing[] = [];
+    let slow = true;
+    const b = pacedBatcher({
+      // the first batch's marks and commit take 600 ms (a busy table), later ones none
+      mark: async () => {
+        if (slow) await new Promise((r) => setTimeout(r, 600));
+        return { marked: true };
+      },
+      tuning: { launchKeySpacingMs: 1_000 },
+      launchRecord: {
+        predictTurn: (_r: string, _b: unknown, opts: { spacing?: KeySpacing }) => {
+          predicted.push(opts.spacing!);
+          return Promise.resolve({ at: Date.now() });
+        },
+        reserve: () => Promise.resolve(Date.now()),
+      },
+    });
+    await launchOf(b)('1');
+    slow = false;
+    await launchOf(b)('2');
+    // before any booking, half a spacing (OWN_KEY_YIELD)
+    expect(predicted[0]!.ownYieldMs).toBe(500);
+    // after a 600 ms take: 900 ms at least (a spacing at most), not the 500 that a re-read
+    // at 1.5 spacings would pass before the other worker's batch, as slow, had booked
+    const after = predicted[predicted.length - 1]!.ownYieldMs!;
+    expect(after).toBeGreaterThanOrEqual(900);
+    expect(after).toBeLessThanOrEqual(1_000);
+  });
+
+  it(`waits for the spacing at most ${KEY_SPACING_MAX_WAITS} spacings, however far the record keeps moving it`, async () => {
+    const { sizes, send } = sized();
+    let predicts = 0;
+    const b = pacedBatcher({
+      send,
+      tuning: { launchKeySpacingMs: 300 },
+      launchRecord: {
+        // another worker keeps booking the key just ahead of this one
+        predictTurn: () => {
+          predicts += 1;
+          return Promise.resolve({ at: Date.now(), spacedUntil: Date.now() + 250 });
+        },
+        reserve: () => Promise.resolve(Date.now()),
+      },
+    });
+    const asked = Date.now();
+    await launchOf(b)('1');
+    const took = Date.now() - asked;
+    expect(sizes).toEqual([1]);
+    // two spacings (600 ms) after the window (10 ms idle), not 250 ms × KEY_SPACING_ROUNDS more
+    expect(took).toBeGreaterThanOrEqual(580);
+    // an upper bound for a busy machine: two spacings and 5 s of slack
+    expect(took).toBeLessThan(2 * 300 + 5_000);
+    expect(predicts).toBeGreaterThanOrEqual(2);
+    expect(predicts).toBeLessThanOrEqual(KEY_SPACING_ROUNDS);
+  });
+
+  it('with key spacing off (0), the prediction asks for no key and the booking carries none', async () => {
+    const predicted: unknown[] = [];
+    const reserved: ReserveOptions[] = [];
+    const b = pacedBatcher({
+      tuning: { launchKeySpacingMs: 0 },
+      launchRecord: {
+        predictTurn: (_r: string, _b: unknown, opts: unknown) => {
+          predicted.push(opts);
+          return Promise.resolve({ at: Date.now() });
+        },
+        reserve: (_r: string, _b: unknown, opts: ReserveOptions) => {
+          reserved.push(opts);
+          return Promise.resolve(Date.now());
+        },
+      },
+    });
+    await launchOf(b)('1');
+    expect(predicted).toEqual([{}]);
+    expect(reserved).toHaveLength(1);
+    expect(reserved[0]!.spacing).toBeUndefined();
+  });
 });

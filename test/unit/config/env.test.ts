@@ -152,6 +152,29 @@ describe('worker tuning', () => {
   });
 });
 
+describe('PROVISIONER_LAUNCH_KEY_SPACING', () => {
+  const spacing = (v?: string) =>
+    provisioningTuning(v === undefined ? {} : { PROVISIONER_LAUNCH_KEY_SPACING: v })
+      .launchKeySpacingMs;
+
+  it('unset or empty: no setting (the batch’s max window applies)', () => {
+    expect(spacing()).toBeUndefined();
+    expect(spacing('')).toBeUndefined();
+  });
+
+  it('0 turns key spacing off; a duration sets it', () => {
+    expect(spacing('0')).toBe(0);
+    expect(spacing('2s')).toBe(2_000);
+    expect(spacing('30s')).toBe(30_000);
+  });
+
+  it('refuses more than 30 s (a batch waits up to two spacings, inside a launch try) and a non-duration', () => {
+    expect(() => spacing('31s')).toThrow(ConfigError);
+    expect(() => spacing('1m')).toThrow(/over 30s/);
+    expect(() => spacing('soon')).toThrow(ConfigError);
+  });
+});
+
 describe('bearer auth', () => {
   it('extracts the token of a Bearer header only', () => {
     expect(bearerToken('Bearer abc')).toBe('abc');

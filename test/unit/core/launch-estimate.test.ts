@@ -4,12 +4,15 @@ import {
   EC2_REQUEST_BUCKET,
   estimateLaunch,
   fullAtAfter,
+  KEY_ACTIVE_SPACINGS,
   MAX_INSTANCES_PER_CALL,
   recordSend,
   reserveSend,
+  spacedUntil,
   tokenAvailableAt,
   tokensLeft,
   type LaunchBudget,
+  type KeySpacing,
   type LaunchRecord,
 } from '../../../core/launch-estimate';
 
@@ -283,5 +286,78 @@ describe('reserveSend: one RunInstances reserved in the shared record (GCRA)', (
     const r = reserveSend(drained, buckets, T0);
     expect(r.sendAtMs).toBe(T0 + 500);
     expect(r.next.requests).toEqual({ burst: 5, perSecond: 2, fullAt: T0 + 10_000 });
+  });
+});
+
+describe("spacedUntil and withKeyBooked: workers' calls of one launch key spaced", () => {
+  const NOW = 1_800_000_000_000;
+  const S = 5_000;
+  const mine: KeySpacing = { key: 'k1', worker: 'A', spacingMs: S };
+  const buckets = { requests: EC2_REQUEST_BUCKET, instances: EC2_INSTANCE_BUCKET };
+  const withKeys = (keys: LaunchRecord['keys']): LaunchRecord => ({
+    ...reserveSend(undefined, buckets, NOW - 60_000).next,
+    ...(keys ? { keys } : {}),
+  });
+
+  it("another worker's recent call of the key: this worker waits a spacing after it", () => {
+    expect(spacedUntil(withKeys({ k1: { B: NOW - 1_000 } }), mine, NOW)).toBe(NOW + 4_000);
+  });
+
+  it('its own calls alone are not spaced (one worker behaves as without spacing)', () => {
+    expect(spacedUntil(withKeys({ k1: { A: NOW - 1_000 } }), mine, NOW)).toBeUndefined();
+  });
+
+  it('another key, or no keys at all (a record written before spacing): not spaced', () => {
+    expect(spacedUntil(withKeys({ k2: { B: NOW - 1_000 } }), mine, NOW)).toBeUndefined();
+    expect(spacedUntil(withKeys(undefined), mine, NOW)).toBeUndefined();
+    expect(spacedUntil(undefined, mine, NOW)).toBeUndefined();
+  });
+
+  it('the other worker launched the key too, this one last: it yields half a spacing more', () => {
+    const record = withKeys({ k1: { B: NOW - 3_000, A: NOW - 1_000 } });
+    expect(spacedUntil(record, mine, NOW)).toBe(NOW - 1_000 + 1.5 * S);
+  });
+
+  it('another worker whose last call of the key is over three spacings old no longer counts', () => {
+    const record = withKeys({ k1: { B: NOW - 3 * S - 1, A: NOW - 1_000 } });
+    expect(spacedUntil(record, mine, NOW)).toBeUndefined();
+    expect(spacedUntil(withKeys({ k1: { B: NOW - 3 * S - 1 } }), mine, NOW)).toBeUndefined();
+  });
+
+  it("its own latest booking: yields ownYieldMs after the spacing when given (this worker's gate-to-booking take)", () => {
+    const record = withKeys({ k1: { A: NOW - 1_000, B: NOW - 6_000 } });
+    expect(spacedUntil(record, { ...mine, ownYieldMs: 4_000 }, NOW)).toBe(NOW - 1_000 + S + 4_000);
+    // another worker's latest: the spacing alone
+    const theirs = withKeys({ k1: { A: NOW - 6_000, B: NOW - 1_000 } });
+    expect(spacedUntil(theirs, { ...mine, ownYieldMs: 4_000 }, NOW)).toBe(NOW - 1_000 + S);
+  });
+
+  it('off with a spacing of 0', () => {
+    const record = withKeys({ k1: { B: NOW - 1_000 } });
+    expect(spacedUntil(record, { ...mine, spacingMs: 0 }, NOW)).toBeUndefined();
+  });
+
+  it('reserveSend books the key for its worker at its turn, drops bookings older than spacedUntil reads (3 spacings), keeps the others', () => {
+    const kept = NOW - KEY_ACTIVE_SPACINGS * S;
+    const before = withKeys({
+      k1: { B: NOW - 2_000, C: kept - 1 },
+      k2: { B: kept },
+      old: { C: kept - 1 },
+    });
+    const r = reserveSend(before, buckets, NOW, [], mine);
+    expect(r.next.keys).toEqual({ k1: { B: NOW - 2_000, A: r.sendAtMs }, k2: { B: kept } });
+    // what was dropped could not space anyone: a booking 3 spacings old still counts, older not
+    expect(spacedUntil(withKeys({ k1: { B: kept } }), mine, NOW)).toBeDefined();
+    expect(spacedUntil(withKeys({ k1: { B: kept - 1 } }), mine, NOW)).toBeUndefined();
+    // the turn is the bucket's own: the spacing is waited for before, at the gate
+    expect(r.sendAtMs).toBe(reserveSend(before, buckets, NOW).sendAtMs);
+  });
+
+  it('without spacing, reserveSend and recordSend carry the keys over unchanged', () => {
+    const before = withKeys({ k1: { B: NOW - 2_000 } });
+    expect(reserveSend(before, buckets, NOW).next.keys).toEqual({ k1: { B: NOW - 2_000 } });
+    expect(recordSend(before, buckets, { atMs: NOW, calls: 1, instances: 3 }).keys).toEqual({
+      k1: { B: NOW - 2_000 },
+    });
   });
 });

@@ -45,7 +45,21 @@ function store(opts: { item?: Record<string, unknown>; hold?: (put: number) => P
         item = s.input.Item as Record<string, unknown>;
         return { output: { $metadata: {} }, response: {} };
       }
-      return { output: { $metadata: {}, ...(item ? { Item: item } : {}) }, response: {} };
+      // a projection answers only the attributes it names, as DynamoDB does
+      const names = s.input.ExpressionAttributeNames as Record<string, string> | undefined;
+      const projected =
+        item && typeof s.input.ProjectionExpression === 'string'
+          ? Object.fromEntries(
+              s.input.ProjectionExpression.split(',')
+                .map((n) => names?.[n.trim()] ?? n.trim())
+                .filter((n) => n in item!)
+                .map((n) => [n, item![n]]),
+            )
+          : item;
+      return {
+        output: { $metadata: {}, ...(projected ? { Item: projected } : {}) },
+        response: {},
+      };
     },
     { step: 'initialize', name: 'answeredInProcess' },
   );
@@ -243,7 +257,8 @@ describe('LaunchRecordStore: a turn booked ahead by the time a write takes', () 
   it('predictTurn reads (eventually consistent) and writes nothing: the turn a reservation would get', async () => {
     const s = store({ item: queued(5_000) });
     const now = Date.now();
-    const at = await s.records.predictTurn(REGION, BUCKETS, () => now);
+    const { at, spacedUntil } = await s.records.predictTurn(REGION, BUCKETS, { now: () => now });
+    expect(spacedUntil).toBeUndefined();
     // 5 s owed at 2/s = 10 tokens; the 11th is 6 past a burst of 5: 3 s away (the record was
     // made a few ms before `now`)
     expect(at - now).toBeGreaterThan(2_950);
@@ -251,5 +266,82 @@ describe('LaunchRecordStore: a turn booked ahead by the time a write takes', () 
     expect(s.puts()).toHaveLength(0);
     expect(s.sent.map((x) => x.command)).toEqual(['GetItemCommand']);
     expect(s.sent[0]!.input.ConsistentRead).toBeUndefined();
+  });
+});
+
+describe('LaunchRecordStore: key spacing between workers (the record keeps each key’s last bookings)', () => {
+  const S = 5_000;
+  const spacingOf = (worker: string) => ({ key: 'k1', worker, spacingMs: S });
+
+  it("predictTurn: another worker's recent booking of the same key spaces this one; reads the keys only when asked", async () => {
+    const now = Date.now();
+    const s = store({ item: { ...queued(0), keys: { k1: { B: now - 1_000 } } } });
+    const spaced = await s.records.predictTurn(REGION, BUCKETS, {
+      now: () => now,
+      spacing: spacingOf('A'),
+    });
+    expect(spaced.spacedUntil).toBe(now + 4_000);
+    expect(spaced.at).toBe(now);
+    expect(s.sent[0]!.input.ProjectionExpression).toBe('#requests, #instances, #version, #keys');
+    // its own booking does not space it; neither does another key's, nor a prediction without a key
+    expect(
+      (await s.records.predictTurn(REGION, BUCKETS, { spacing: spacingOf('B') })).spacedUntil,
+    ).toBeUndefined();
+    const other = { key: 'k2', worker: 'A', spacingMs: S };
+    expect(
+      (await s.records.predictTurn(REGION, BUCKETS, { spacing: other })).spacedUntil,
+    ).toBeUndefined();
+    expect((await s.records.predictTurn(REGION, BUCKETS)).spacedUntil).toBeUndefined();
+    expect(s.sent[3]!.input.ProjectionExpression).toBe('#requests, #instances, #version');
+  });
+
+  it('reserve writes its key booking into the item (old bookings pruned), and the next worker is spaced by it', async () => {
+    const now = Date.now();
+    const s = store({ item: { ...queued(0), keys: { gone: { C: now - 120_000 } } } });
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    const item = s.item() as { keys?: Record<string, Record<string, number>>; version: number };
+    expect(item.keys).toEqual({ k1: { A: at } });
+    expect(item.version).toBe(8);
+    const b = await s.records.predictTurn(REGION, BUCKETS, { spacing: spacingOf('B') });
+    expect(b.spacedUntil).toBe(at + S);
+    // a later write without a key (a locally paced call's record) keeps the bookings
+    await s.records.record(REGION, BUCKETS, { atMs: Date.now(), calls: 1, instances: 1 });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { A: at } });
+  });
+
+  it('an item written before key spacing (no keys) reads, predicts and reserves as before', async () => {
+    const s = store({ item: queued(0) });
+    const record = await s.records.read(REGION);
+    expect(record).toBeDefined();
+    expect(record!.keys).toBeUndefined();
+    expect(record!.version).toBe(7);
+    const p = await s.records.predictTurn(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect(p.spacedUntil).toBeUndefined();
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { A: at } });
+    // and stored with the field (read() leaves it out: plans read the buckets only)
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { A: at } });
+  });
+
+  it('reserve keeps only the bookings spacedUntil can read (3 spacings), however many stale keys the item had', async () => {
+    const now = Date.now();
+    const stale: Record<string, Record<string, number>> = {};
+    for (let i = 0; i < 40; i++)
+      stale[`key${i}`] = { B: now - 3 * S - 2_000, C: now - 3 * S - 2_000 };
+    const s = store({ item: { ...queued(0), keys: { ...stale, k1: { B: now - 1_000 } } } });
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { B: now - 1_000, A: at } });
+  });
+
+  it('read() leaves the key bookings out; a write still reads and keeps the other workers’ bookings', async () => {
+    const now = Date.now();
+    const s = store({ item: { ...queued(0), keys: { k1: { B: now - 1_000 } } } });
+    const record = await s.records.read(REGION);
+    expect(record!.version).toBe(7);
+    expect(record!.keys).toBeUndefined();
+    expect(s.sent[0]!.input.ProjectionExpression).toBe('#requests, #instances, #version');
+    // the write (nothing known yet) reads the whole item, so B's booking is kept
+    const at = await s.records.reserve(REGION, BUCKETS, { spacing: spacingOf('A') });
+    expect((s.item() as { keys?: unknown }).keys).toEqual({ k1: { B: now - 1_000, A: at } });
   });
 });
