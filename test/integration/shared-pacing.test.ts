@@ -1,7 +1,6 @@
 import {
   DescribeAvailabilityZonesCommand,
   DescribeImagesCommand,
-  DescribeInstancesCommand,
   EC2Client,
 } from '@aws-sdk/client-ec2';
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -11,12 +10,12 @@ import { LaunchBatcher, type LaunchRequest } from '../../activities/launch-batch
 import type { StartedInstance } from '../../activities/types';
 import { readStats, resetStats } from '../../bench/proxy-admin';
 import { workerEc2Client } from '../../ec2/client';
-import { TAG_MODEL } from '../../ec2/tags';
 import { startEc2Proxy, type Ec2Proxy } from '../../local/ec2-proxy';
 import { LaunchBatchStore } from '../../state/launch-batches';
 import { LaunchRecordStore } from '../../state/launch-record';
 import { Repository } from '../../state/repository';
 import { uniqueName } from './api-client';
+import { modelInstances } from './ec2-test-kit';
 import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
 
@@ -192,21 +191,7 @@ async function launchTogether(workers: ReadonlyArray<{ batcher: LaunchBatcher }>
 
 /** Every instance moto holds for the model, live or not. */
 async function instancesOf(model: string): Promise<string[]> {
-  const ids: string[] = [];
-  let token: string | undefined;
-  do {
-    const out = await moto.send(
-      new DescribeInstancesCommand({
-        Filters: [{ Name: `tag:${TAG_MODEL}`, Values: [model] }],
-        MaxResults: 1000,
-        NextToken: token,
-      }),
-    );
-    for (const r of out.Reservations ?? [])
-      for (const i of r.Instances ?? []) if (i.InstanceId) ids.push(i.InstanceId);
-    token = out.NextToken;
-  } while (token);
-  return ids;
+  return (await modelInstances(moto, model)).flatMap((i) => (i.InstanceId ? [i.InstanceId] : []));
 }
 
 function launched(results: ReadonlyArray<PromiseSettledResult<StartedInstance>>) {
