@@ -7,6 +7,7 @@ import { Repository } from '../../state/repository';
 import { tokenEc2 } from '../support/token-ec2';
 import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack } from './stack';
+import { M5_LARGE_PLAN } from '../support/launch-plan';
 
 /**
  * A launch activity retried on a SECOND worker while its first try still
@@ -122,14 +123,7 @@ async function machine(): Promise<StartInstanceInput> {
     machineId: '0',
     zone: 'us-east-1a',
     tokenSeed: `machine:${model}:0/run-1/1/1/us-east-1a`,
-    plan: {
-      region: 'us-east-1',
-      instanceType: 'm5.large',
-      imageId: 'ami-1',
-      hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-      zonesConstraint: [],
-      applications: [],
-    },
+    plan: M5_LARGE_PLAN,
   };
 }
 

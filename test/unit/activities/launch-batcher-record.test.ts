@@ -14,6 +14,7 @@ import type { Ec2Instance } from '../../../ec2/instances';
 import type { LaunchBatchCall } from '../../../state/launch-batches';
 import { ReservationRefused, type ReserveOptions } from '../../../state/launch-record';
 import type { KeySpacing } from '../../../core/launch-estimate';
+import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 interface Recorded {
   region: string;
@@ -93,14 +94,7 @@ function launchOf(b: LaunchBatcher) {
       zone,
       tokenSeed: `seed-${machineId}`,
       ...(liveUntil !== undefined ? { liveUntil } : {}),
-      plan: {
-        region: 'us-east-1',
-        instanceType: 'm5.large',
-        imageId: 'ami-1',
-        hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-        zonesConstraint: [],
-        applications: [],
-      },
+      plan: M5_LARGE_PLAN,
     });
 }
 

@@ -7,6 +7,7 @@ import {
 import type { ActivityDeps } from '../../../activities/deps';
 import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
 import { LAUNCH_OPTIONS } from '../../../workflows/proxies';
+import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 /**
  * A launch that waits in the coalescer (behind the RunInstances bucket, on
@@ -23,14 +24,7 @@ const INPUT: StartInstanceInput = {
   machineId: '7',
   zone: 'us-east-1a',
   tokenSeed: 'machine:bench:7/run-1/1/1/us-east-1a',
-  plan: {
-    region: 'us-east-1',
-    instanceType: 'm5.large',
-    imageId: 'ami-1',
-    hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-    zonesConstraint: [],
-    applications: [],
-  },
+  plan: M5_LARGE_PLAN,
 };
 
 /** Batch records in memory; every mark waits for `release` when `held`. */

@@ -4,6 +4,7 @@ import type { ActivityDeps } from '../../../activities/deps';
 import type { StartedInstance } from '../../../activities/types';
 import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
 import { tokenEc2, type TokenEc2 } from '../../support/token-ec2';
+import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 /**
  * A launch activity retried while its first attempt still waits for its
@@ -90,14 +91,7 @@ const INPUT: StartInstanceInput = {
   machineId: '7',
   zone: 'us-east-1a',
   tokenSeed: 'machine:bench:7/run-1/1/1/us-east-1a',
-  plan: {
-    region: 'us-east-1',
-    instanceType: 'm5.large',
-    imageId: 'ami-1',
-    hardware: { arch: 'amd64', cores: 2, mem: 8192, rootDisk: 8192 },
-    zonesConstraint: [],
-    applications: [],
-  },
+  plan: M5_LARGE_PLAN,
 };
 
 function setup(
