@@ -1,0 +1,167 @@
+import {
+  gapMeaning,
+  machinePhases,
+  machineTrail,
+  slowestTrails,
+  trailLines,
+  type TimedEvent,
+} from '../../../bench/teardown-phases';
+
+const START_S = 1_000;
+
+/** An event `s` seconds after the DELETE, as a fetched history holds it (enums as numbers). */
+function at(s: number, eventId: number, attrs: Partial<TimedEvent>): TimedEvent {
+  const whole = Math.floor(START_S + s);
+  return {
+    eventId,
+    eventTime: { seconds: whole, nanos: Math.round((START_S + s - whole) * 1e9) },
+    ...attrs,
+  };
+}
+
+const STICKY = 2;
+const START_TO_CLOSE = 1;
+const SCHEDULE_TO_START = 2;
+
+/**
+ * The slow machine of a two-worker destroy (machine 550 of the 109 s run):
+ * its task after tearDownMachine was started for worker A and never
+ * completed; after the 60 s task timeout worker B ran it.
+ */
+const LOST_TASK: TimedEvent[] = [
+  at(-80, 1, { workflowExecutionStartedEventAttributes: {} } as Partial<TimedEvent>),
+  at(5.0, 13, { workflowExecutionSignaledEventAttributes: { signalName: 'destroy' } }),
+  at(5.0, 14, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: STICKY } } }),
+  at(15.4, 15, { workflowTaskStartedEventAttributes: { identity: 'A' } }),
+  at(15.9, 16, { workflowTaskCompletedEventAttributes: {} }),
+  at(15.9, 17, { markerRecordedEventAttributes: { markerName: 'core_local_activity' } }),
+  at(16.1, 21, {
+    activityTaskScheduledEventAttributes: { activityType: { name: 'tearDownMachine' } },
+  }),
+  at(16.1, 22, { activityTaskStartedEventAttributes: { scheduledEventId: 21 } }),
+  at(46.3, 23, { activityTaskCompletedEventAttributes: { scheduledEventId: 21 } }),
+  at(46.3, 24, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: STICKY } } }),
+  at(46.5, 25, { workflowTaskStartedEventAttributes: { identity: 'A' } }),
+  at(106.5, 26, { workflowTaskTimedOutEventAttributes: { timeoutType: START_TO_CLOSE } }),
+  at(106.5, 27, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: 1 } } }),
+  at(106.6, 28, { workflowTaskStartedEventAttributes: { identity: 'B' } }),
+  at(106.8, 29, { workflowTaskCompletedEventAttributes: {} }),
+  at(106.8, 30, { markerRecordedEventAttributes: { markerName: 'core_local_activity' } }),
+  at(106.8, 31, { workflowExecutionCompletedEventAttributes: {} }),
+];
+
+/** A machine torn down at once, whose sticky task waited out the sticky timeout. */
+const STICKY_TIMEOUT: TimedEvent[] = [
+  at(2.0, 10, { workflowExecutionSignaledEventAttributes: { signalName: 'destroy' } }),
+  at(2.0, 11, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: STICKY } } }),
+  at(32.0, 12, { workflowTaskTimedOutEventAttributes: { timeoutType: SCHEDULE_TO_START } }),
+  at(32.0, 13, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: 1 } } }),
+  at(33.0, 14, { workflowTaskStartedEventAttributes: { identity: 'B' } }),
+  at(33.5, 15, { workflowTaskCompletedEventAttributes: {} }),
+  at(33.5, 16, { workflowExecutionCompletedEventAttributes: {} }),
+];
+
+describe('machineTrail', () => {
+  it('names a started workflow task that never completed, and when', () => {
+    const trail = machineTrail('550', LOST_TASK, START_S)!;
+    expect(trail.machine).toBe('550');
+    expect(trail.closed).toBe(true);
+    expect(trail.lastS).toBeCloseTo(106.8, 1);
+    const longest = trail.gaps[0]!;
+    expect(longest.from).toBe('workflow task started by A');
+    expect(longest.to).toBe('workflow task timed out (start-to-close)');
+    expect(longest.seconds).toBeCloseTo(60, 1);
+    expect(longest.atS).toBeCloseTo(106.5, 1);
+    expect(gapMeaning(longest)).toMatch(/started but never completed/);
+    // the second longest: the activity's own wait for terminated
+    expect(trail.gaps[1]).toMatchObject({
+      from: 'tearDownMachine started',
+      to: 'tearDownMachine completed',
+    });
+    expect(trail.timeouts).toEqual([
+      'workflow task timed out (start-to-close) at 106.5 s after 60.0 s (workflow task started by A)',
+    ]);
+  });
+
+  it('names a sticky task no worker took within the sticky timeout', () => {
+    const trail = machineTrail('7', STICKY_TIMEOUT, START_S)!;
+    expect(trail.gaps[0]).toMatchObject({
+      from: 'workflow task scheduled (sticky queue)',
+      to: 'workflow task timed out (schedule-to-start)',
+    });
+    expect(gapMeaning(trail.gaps[0]!)).toMatch(/sticky schedule-to-start timeout/);
+  });
+
+  it('reads the enum names of a history in JSON as its numbers', () => {
+    const json = STICKY_TIMEOUT.map((e) =>
+      e.workflowTaskTimedOutEventAttributes
+        ? {
+            ...e,
+            workflowTaskTimedOutEventAttributes: { timeoutType: 'TIMEOUT_TYPE_SCHEDULE_TO_START' },
+          }
+        : e.workflowTaskScheduledEventAttributes?.taskQueue?.kind === STICKY
+          ? {
+              ...e,
+              workflowTaskScheduledEventAttributes: {
+                taskQueue: { kind: 'TASK_QUEUE_KIND_STICKY' },
+              },
+            }
+          : e,
+    );
+    expect(machineTrail('7', json, START_S)!.gaps[0]).toMatchObject({
+      from: 'workflow task scheduled (sticky queue)',
+      to: 'workflow task timed out (schedule-to-start)',
+    });
+  });
+
+  it('is undefined for a workflow that never heard a destroy', () => {
+    expect(
+      machineTrail(
+        '1',
+        LOST_TASK.filter((e) => e.eventId !== 13),
+        START_S,
+      ),
+    ).toBeUndefined();
+  });
+
+  it('keeps an open workflow as open at its last event', () => {
+    const trail = machineTrail('550', LOST_TASK.slice(0, 12), START_S)!;
+    expect(trail.closed).toBe(false);
+    expect(trail.lastS).toBeCloseTo(106.5, 1);
+  });
+});
+
+describe('slowestTrails and trailLines', () => {
+  it('puts the machine that ended last first and says where its time went', () => {
+    const trails = [
+      machineTrail('7', STICKY_TIMEOUT, START_S)!,
+      machineTrail('550', LOST_TASK, START_S)!,
+    ];
+    const [slowest, next] = slowestTrails(trails, 2);
+    expect(slowest!.machine).toBe('550');
+    expect(next!.machine).toBe('7');
+    expect(slowestTrails(trails, 1)).toHaveLength(1);
+    const lines = trailLines(slowest!, 1);
+    expect(lines[0]).toBe('machine 550: closed at 106.8 s');
+    expect(lines[1]).toBe(
+      '  60.0 s: workflow task started by A → workflow task timed out (start-to-close) (at 106.5 s): ' +
+        'a workflow task started but never completed: lost on its way to the worker, or hung there, until the task timeout',
+    );
+    expect(lines[2]).toMatch(
+      /^ {2}timeout: workflow task timed out \(start-to-close\) at 106\.5 s/,
+    );
+    expect(lines).toHaveLength(3);
+  });
+});
+
+describe('machinePhases', () => {
+  it('marks the teardown of the lost task machine', () => {
+    const phases = machinePhases(LOST_TASK, START_S);
+    expect(phases['destroy signal']).toBeCloseTo(5.0, 1);
+    expect(phases['first task started']).toBeCloseTo(15.4, 1);
+    expect(phases['tearDownMachine completed']).toBeCloseTo(46.3, 1);
+    expect(phases['local activity']).toBeCloseTo(106.8, 1);
+    expect(phases.closed).toBeCloseTo(106.8, 1);
+    expect(phases['workflow tasks']).toBe(3);
+  });
+});
