@@ -792,7 +792,7 @@ async function destroyModel(ctx: PhaseContext, workflowIds: string[]): Promise<T
   t.phases = summarizePhases([...phases, ...gone, removal]);
   for (const line of phaseLines(t.phases)) log(`N=${n}: teardown phases: ${line}`);
   const slowest = slowestTrails(trails, SLOWEST_SHOWN);
-  t.slowest = slowest.flatMap((trail) => trailLines(trail));
+  t.slowest = slowest.flatMap((trail) => trailLines(trail, 3));
   for (const line of t.slowest) log(`N=${n}: slowest teardown: ${line}`);
   const file = join(ctx.dir, 'teardown-slowest.txt');
   writeFileSync(file, slowestReport(join(ctx.dir, 'data', 'logs'), slowest));
@@ -816,7 +816,7 @@ function slowestReport(logDir: string, trails: readonly MachineTrail[]): string 
         .map((f) => ({ name: f, lines: readFileSync(join(logDir, f), 'utf8').split('\n') }))
     : [];
   for (const trail of trails) {
-    out.push(...trailLines(trail, Number.POSITIVE_INFINITY), '');
+    out.push(...trailLines(trail), '');
     const workflowId = machineWorkflowId(MODEL, trail.machine);
     const mentions = [`"${workflowId}"`, `wf-id=${workflowId} `, `"machineId":"${trail.machine}"`];
     for (const { name, lines } of logs) {

@@ -35,6 +35,9 @@ export interface TimedEvent {
   markerRecordedEventAttributes?: { markerName?: string | null } | null;
   workflowExecutionCompletedEventAttributes?: unknown;
   workflowExecutionContinuedAsNewEventAttributes?: unknown;
+  upsertWorkflowSearchAttributesEventAttributes?: unknown;
+  timerStartedEventAttributes?: unknown;
+  timerFiredEventAttributes?: unknown;
 }
 
 /** Seconds (epoch) of an event, or undefined. */
@@ -247,6 +250,9 @@ function eventLabel(e: TimedEvent, activityTypes: ReadonlyMap<string, string>): 
   }
   if (e.workflowExecutionCompletedEventAttributes) return 'closed';
   if (e.workflowExecutionContinuedAsNewEventAttributes) return 'continued as new';
+  if (e.upsertWorkflowSearchAttributesEventAttributes) return 'search attributes upserted';
+  if (e.timerStartedEventAttributes) return 'timer started';
+  if (e.timerFiredEventAttributes) return 'timer fired';
   return 'event';
 }
 
@@ -350,13 +356,21 @@ export function slowestTrails(trails: readonly MachineTrail[], k: number): Machi
   return [...trails].sort((a, b) => b.lastS - a.lastS).slice(0, k);
 }
 
-/** A trail as text: when it ended, its `top` longest gaps (with what each likely was), its timeouts. */
-export function trailLines(trail: MachineTrail, top = 3): string[] {
+/**
+ * A trail as text: when it ended, its `top` longest gaps (with what each
+ * likely was), its timeouts. `top` undefined: every gap of 0.1 s or more,
+ * in the order they happened.
+ */
+export function trailLines(trail: MachineTrail, top?: number): string[] {
   const f = (x: number) => x.toFixed(1);
   const lines = [
     `machine ${trail.machine}: ${trail.closed ? 'closed' : 'still open'} at ${f(trail.lastS)} s`,
   ];
-  for (const gap of trail.gaps.slice(0, top)) {
+  const gaps =
+    top === undefined
+      ? trail.gaps.filter((g) => g.seconds >= 0.1).sort((a, b) => a.atS - b.atS)
+      : trail.gaps.slice(0, top);
+  for (const gap of gaps) {
     const meaning = gapMeaning(gap);
     lines.push(
       `  ${f(gap.seconds)} s: ${gap.from} → ${gap.to} (at ${f(gap.atS)} s)${meaning ? `: ${meaning}` : ''}`,

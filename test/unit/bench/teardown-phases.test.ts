@@ -151,6 +151,14 @@ describe('slowestTrails and trailLines', () => {
       /^ {2}timeout: workflow task timed out \(start-to-close\) at 106\.5 s/,
     );
     expect(lines).toHaveLength(3);
+    // every gap of 0.1 s or more, as they happened
+    const all = trailLines(slowest!);
+    expect(all.slice(1, 4)).toEqual([
+      '  10.4 s: workflow task scheduled (sticky queue) → workflow task started by A (at 15.4 s): waiting in the task queue for a worker slot',
+      '  0.5 s: workflow task started by A → workflow task completed (at 15.9 s)',
+      '  0.2 s: local activity recorded → tearDownMachine scheduled (at 16.1 s)',
+    ]);
+    expect(all.filter((l) => l.includes('timed out (start-to-close) (at'))).toHaveLength(1);
   });
 });
 
