@@ -191,6 +191,10 @@ function harness(input: {
   refused?: string[];
   /** Ids TerminateInstances answers `shutting-down` (else `terminated`). */
   shuttingDown?: string[];
+  /** What each machine's removal fails with, by machine id. */
+  removeError?: Record<string, Error>;
+  /** The machine whose removal also removes the model. */
+  lastMachine?: string;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -257,6 +261,7 @@ function harness(input: {
   const machineReads: string[] = [];
   const statuses: Array<{ machineId: string; status: string; message: string }> = [];
   const released: string[] = [];
+  const removed: string[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2 }),
     deployment: 'test',
@@ -264,6 +269,12 @@ function harness(input: {
       releaseZoneClaim: (_model: string, machineId: string) => {
         released.push(machineId);
         return Promise.resolve();
+      },
+      removeMachine: (_model: string, machineId: string) => {
+        const err = input.removeError?.[machineId];
+        if (err) return Promise.reject(err);
+        removed.push(machineId);
+        return Promise.resolve({ modelRemoved: machineId === input.lastMachine });
       },
     },
     repo: {
@@ -296,6 +307,7 @@ function harness(input: {
     machineReads,
     statuses,
     released,
+    removed,
   };
 }
 
@@ -715,6 +727,57 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
     await expect(failing.activities.tearDownMachine(input('5', { known: [] }))).rejects.toThrow(
       'ProvisionedThroughputExceededException: slow down',
     );
+  });
+
+  it('removes the machine when asked, once every instance is seen terminated (REMOVED_IN_TEARDOWN)', async () => {
+    const instances = [launched('i-10', 'b0', 0), launched('i-20', 'b1', 0)];
+    const { activities, removed, statuses } = harness({
+      instances,
+      members: { b0: ['1'], b1: ['2'] },
+      lastMachine: '2',
+    });
+    const out = await Promise.all(
+      ['1', '2'].map((id) => activities.tearDownMachine(input(id, { remove: true }))),
+    );
+    expect(out).toEqual([
+      { instanceIds: ['i-10'], remaining: [], removed: { modelRemoved: false } },
+      { instanceIds: ['i-20'], remaining: [], removed: { modelRemoved: true } },
+    ]);
+    expect(removed.sort()).toEqual(['1', '2']);
+    // each wrote its status before it was removed
+    expect(statuses.map((s) => s.machineId).sort()).toEqual(['1', '2']);
+  });
+
+  it('removes a machine whose instances are kept (harvest mode) when asked; never unasked', async () => {
+    const asked = harness({ instances: [] });
+    await expect(
+      asked.activities.tearDownMachine(
+        input('3', { terminate: false, harvestMode: 'none', remove: true }),
+      ),
+    ).resolves.toEqual({ instanceIds: [], remaining: [], removed: { modelRemoved: false } });
+    expect(asked.removed).toEqual(['3']);
+    const unasked = harness({ instances: [launched('i-10', 'b0', 0)], members: { b0: ['1'] } });
+    await expect(unasked.activities.tearDownMachine(input('1'))).resolves.toEqual({
+      instanceIds: ['i-10'],
+      remaining: [],
+    });
+    expect(unasked.removed).toEqual([]);
+  });
+
+  it('leaves a machine whose instance is not terminated yet, and one whose removal failed, to its workflow', async () => {
+    const { activities, removed } = harness({
+      instances: [{ ...launched('i-10', 'b0', 0), State: { Name: 'shutting-down' } }],
+      members: { b0: ['1'] },
+      shuttingDown: ['i-10'],
+      removeError: { '2': new Error('ProvisionedThroughputExceededException: slow down') },
+    });
+    // no time to wait: what is not terminated goes back to the workflow, which removes it after
+    const out = await activities.tearDownMachine(input('1', { remove: true, waitMs: 0 }));
+    expect(out).toEqual({ instanceIds: ['i-10'], remaining: ['i-10'] });
+    // a removal that fails does not fail the teardown: the workflow's removal retries and says why
+    const failed = await activities.tearDownMachine(input('2', { known: [], remove: true }));
+    expect(failed).toEqual({ instanceIds: [], remaining: [] });
+    expect(removed).toEqual([]);
   });
 
   it('retries, never skips, a just-launched instance EC2 does not list yet', async () => {
