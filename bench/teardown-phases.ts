@@ -29,15 +29,56 @@ export interface TimedEvent {
   activityTaskCompletedEventAttributes?: {
     scheduledEventId?: number | string | { toString(): string } | null;
     identity?: string | null;
+    result?: { payloads?: Array<{ data?: Uint8Array | string | null }> | null } | null;
   } | null;
   activityTaskFailedEventAttributes?: unknown;
   activityTaskTimedOutEventAttributes?: unknown;
-  markerRecordedEventAttributes?: { markerName?: string | null } | null;
+  markerRecordedEventAttributes?: {
+    markerName?: string | null;
+    details?: Record<
+      string,
+      { payloads?: Array<{ data?: Uint8Array | string | null }> | null } | null
+    > | null;
+  } | null;
   workflowExecutionCompletedEventAttributes?: unknown;
   workflowExecutionContinuedAsNewEventAttributes?: unknown;
   upsertWorkflowSearchAttributesEventAttributes?: unknown;
   timerStartedEventAttributes?: unknown;
   timerFiredEventAttributes?: unknown;
+}
+
+/** A payload's JSON (a fetched history holds bytes, its JSON export base64), or undefined. */
+function payloadJson(
+  payloads: Array<{ data?: Uint8Array | string | null }> | null | undefined,
+): unknown {
+  const data = payloads?.[0]?.data;
+  if (data === undefined || data === null) return undefined;
+  try {
+    const text =
+      typeof data === 'string'
+        ? Buffer.from(data, 'base64').toString('utf8')
+        : Buffer.from(data).toString('utf8');
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the event is the machine's removal: the workflow's removeMachine
+ * (a local activity's marker, whose data names its type), or a one-step
+ * teardown whose answer says it removed the machine (REMOVED_IN_TEARDOWN).
+ */
+function removalOf(e: TimedEvent): boolean {
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName === 'core_local_activity') {
+    const data = payloadJson(marker.details?.data?.payloads) as { activity_type?: unknown };
+    return data?.activity_type === 'removeMachine';
+  }
+  const result = e.activityTaskCompletedEventAttributes?.result;
+  if (!result) return false;
+  const answer = payloadJson(result.payloads) as { removed?: unknown } | undefined;
+  return typeof answer === 'object' && answer !== null && answer.removed !== undefined;
 }
 
 /** Seconds (epoch) of an event, or undefined. */
@@ -54,7 +95,8 @@ export type MachinePhases = Record<string, number>;
  * The teardown's marks of one machine workflow's history: `destroy signal`,
  * `first task started` (after the signal), `<activity> scheduled/started/
  * completed` (first schedule, first start, last completion of each type after
- * the signal), `local activity`, `closed`, and `task queue wait` (the sum of
+ * the signal), `local activity` (the last), `machine removed` (by the
+ * workflow's removeMachine, or by the teardown's activity), `closed`, and `task queue wait` (the sum of
  * its workflow tasks' schedule-to-start after the signal) and `tasks` (their
  * count). `startS`: the DELETE's epoch seconds.
  */
@@ -100,6 +142,7 @@ export function machinePhases(events: readonly TimedEvent[], startS: number): Ma
     }
     if (e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) failures += 1;
     if (e.markerRecordedEventAttributes) at('local activity', t, true);
+    if (removalOf(e)) at('machine removed', t);
     if (
       e.workflowExecutionCompletedEventAttributes ||
       e.workflowExecutionContinuedAsNewEventAttributes

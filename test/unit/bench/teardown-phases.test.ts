@@ -19,6 +19,10 @@ function at(s: number, eventId: number, attrs: Partial<TimedEvent>): TimedEvent 
   };
 }
 
+function base64(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64');
+}
+
 const STICKY = 2;
 const START_TO_CLOSE = 1;
 const SCHEDULE_TO_START = 2;
@@ -46,7 +50,13 @@ const LOST_TASK: TimedEvent[] = [
   at(106.5, 27, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: 1 } } }),
   at(106.6, 28, { workflowTaskStartedEventAttributes: { identity: 'B' } }),
   at(106.8, 29, { workflowTaskCompletedEventAttributes: {} }),
-  at(106.8, 30, { markerRecordedEventAttributes: { markerName: 'core_local_activity' } }),
+  at(106.8, 30, {
+    markerRecordedEventAttributes: {
+      markerName: 'core_local_activity',
+      // as the JSON export holds it: base64
+      details: { data: { payloads: [{ data: base64({ activity_type: 'removeMachine' }) }] } },
+    },
+  }),
   at(106.8, 31, { workflowExecutionCompletedEventAttributes: {} }),
 ];
 
@@ -163,12 +173,64 @@ describe('slowestTrails and trailLines', () => {
 });
 
 describe('machinePhases', () => {
+  it('marks the removal by the teardown activity when its answer says so (REMOVED_IN_TEARDOWN)', () => {
+    const answer = (value: unknown) => ({
+      payloads: [{ data: new TextEncoder().encode(JSON.stringify(value)) }],
+    });
+    const events = [
+      at(1.0, 5, { workflowExecutionSignaledEventAttributes: { signalName: 'destroy' } }),
+      at(1.0, 6, { workflowTaskScheduledEventAttributes: { taskQueue: { kind: STICKY } } }),
+      at(2.0, 7, { workflowTaskStartedEventAttributes: { identity: 'A' } }),
+      at(2.1, 8, { workflowTaskCompletedEventAttributes: {} }),
+      at(2.1, 9, {
+        markerRecordedEventAttributes: {
+          markerName: 'core_local_activity',
+          details: {
+            data: {
+              payloads: [{ data: new TextEncoder().encode('{"activity_type":"loadMachine"}') }],
+            },
+          },
+        },
+      }),
+      at(2.1, 10, {
+        activityTaskScheduledEventAttributes: { activityType: { name: 'tearDownMachine' } },
+      }),
+      at(2.2, 11, { activityTaskStartedEventAttributes: { scheduledEventId: 10 } }),
+      at(30.0, 12, {
+        activityTaskCompletedEventAttributes: {
+          scheduledEventId: 10,
+          result: answer({ instanceIds: ['i-1'], remaining: [], removed: { modelRemoved: false } }),
+        },
+      }),
+      at(35.0, 13, { workflowExecutionCompletedEventAttributes: {} }),
+    ];
+    const phases = machinePhases(events, START_S);
+    expect(phases['machine removed']).toBeCloseTo(30.0, 1);
+    expect(phases['local activity']).toBeCloseTo(2.1, 1);
+    expect(phases.closed).toBeCloseTo(35.0, 1);
+    // an answer without `removed` (the workflow removes it after) is no removal
+    const unremoved = events.map((e) =>
+      e.eventId === 12
+        ? {
+            ...e,
+            activityTaskCompletedEventAttributes: {
+              scheduledEventId: 10,
+              result: answer({ instanceIds: ['i-1'], remaining: [] }),
+            },
+          }
+        : e,
+    );
+    expect(machinePhases(unremoved, START_S)['machine removed']).toBeUndefined();
+  });
+
   it('marks the teardown of the lost task machine', () => {
     const phases = machinePhases(LOST_TASK, START_S);
     expect(phases['destroy signal']).toBeCloseTo(5.0, 1);
     expect(phases['first task started']).toBeCloseTo(15.4, 1);
     expect(phases['tearDownMachine completed']).toBeCloseTo(46.3, 1);
     expect(phases['local activity']).toBeCloseTo(106.8, 1);
+    // the workflow's removeMachine (a local activity's marker), not the first task's read
+    expect(phases['machine removed']).toBeCloseTo(106.8, 1);
     expect(phases.closed).toBeCloseTo(106.8, 1);
     expect(phases['workflow tasks']).toBe(3);
   });
