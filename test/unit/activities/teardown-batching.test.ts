@@ -847,6 +847,36 @@ describe('tearDownMachine: a failed try, and its deadline', () => {
     expect(released).toEqual(['7']);
   });
 
+  it('removes nothing once cancelled, though its writes under way land and it has no instance to wait for', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { activities, removed, statuses } = harness({
+      instances: [],
+      statusGate: { '4': gate },
+    });
+    const env = new MockActivityEnvironment();
+    let outcome: string | undefined;
+    const done = env
+      .run(
+        activities.tearDownMachine,
+        input('4', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+      )
+      .then(
+        () => (outcome = 'resolved'),
+        (err: unknown) => (outcome = `rejected: ${(err as Error).name}`),
+      );
+    // cancelled while its status write is held: the try ends at once
+    env.cancel();
+    await done;
+    expect(outcome).toBe('rejected: CancelledFailure');
+    // the held write lands; nothing to wait for, so the try's own code reaches the removal
+    // at once: it must not remove the machine (README: a failed try starts no write)
+    open();
+    await until(() => statuses.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(removed).toEqual([]);
+  });
+
   it('returns what is not terminated, without waiting, when its deadline leaves no time (review finding 3)', async () => {
     const { activities, calls } = harness({ instances: [], shuttingDown: ['i-80'] });
     // 40 s start-to-close: less than the 45 s kept for the poller's round and the answer
