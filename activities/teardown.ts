@@ -620,7 +620,9 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
               : waitMs < TERMINATED_POLL_MS
                 ? instanceIds.filter((id) => !gone(region).has(id))
                 : await notTerminated(region, instanceIds, waitMs, false);
-          if (!input.remove || remaining.length > 0) return { instanceIds, remaining };
+          // a try that failed or was cancelled meanwhile starts no write, the removal neither
+          // (its answer is dropped: the workflow's retry or fallback removes the machine)
+          if (!input.remove || remaining.length > 0 || failed) return { instanceIds, remaining };
           const removed = await removeTornDown(model, machineId);
           return { instanceIds, remaining, ...(removed ? { removed } : {}) };
         }),

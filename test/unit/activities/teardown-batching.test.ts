@@ -869,7 +869,7 @@ describe('tearDownMachine: a failed try, and its deadline', () => {
     env.cancel();
     await done;
     expect(outcome).toBe('rejected: CancelledFailure');
-    // the held write lands; nothing to wait for, so the try's own code reaches the removal
+    // the held write lands; instances kept, so nothing to wait for: the try's own code reaches the removal
     // at once: it must not remove the machine (README: a failed try starts no write)
     open();
     await until(() => statuses.length === 1);
