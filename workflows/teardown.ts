@@ -370,9 +370,9 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
  * task that hears the activity answer, when the activity did not remove it
  * (an instance not terminated yet, an availability-set machine, a failed
  * removal, a run recorded before REMOVED_IN_TEARDOWN). Two workflow tasks
- * and one activity a machine where tearDownTogether took three to five and four: at N=300 on a busy
- * worker, its machines' tasks waited ~49 s in all in Temporal's queue (bench
- * teardown phases). False when the activity failed after its few tries:
+ * and one activity a machine where tearDownTogether took three to five and
+ * four: at N=300 on a busy worker, its machines' tasks waited ~49 s in all in
+ * Temporal's queue (bench teardown phases). False when the activity failed after its few tries:
  * tearDownTogether then does it step by step (every step idempotent), saying
  * what blocks each, with the guarantees it keeps.
  */
