@@ -18,6 +18,7 @@ import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 import { activityLog } from './log';
+import { machineRemoval } from './records';
 
 /**
  * One line per batched teardown call (issue 30, where a destroy's time goes):
@@ -332,6 +333,8 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const owners = (): InstanceOwners => given ?? (made ??= new InstanceOwners(deps.store.batches));
   const buckets = new Map<string, TokenBucket>();
   const knownGone = new Map<string, Set<string>>();
+  // the removal the workflow's `removeMachine` does: a placement group goes with its last machine
+  const removal = machineRemoval(deps);
   // test harnesses build deps without a tuning
   const tuning = deps.tuning as ProvisioningTuning | undefined;
   const pacing = teardownPacing(tuning);
@@ -707,7 +710,7 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
     machineId: string,
   ): Promise<{ modelRemoved: boolean } | undefined> {
     try {
-      return await deps.store.removeMachine(model, machineId);
+      return await removal.removeMachine({ model, machineId });
     } catch (err) {
       activityLog.warn('machine not removed by its teardown; its workflow removes it', {
         model,

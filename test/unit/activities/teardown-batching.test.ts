@@ -11,6 +11,7 @@ import {
   terminateEach,
 } from '../../../activities/teardown';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';
+import { placementGroupName } from '../../../core';
 import { EntityNotFoundError } from '../../../state/errors';
 import type { MachineRecord } from '../../../state/types';
 
@@ -195,6 +196,10 @@ function harness(input: {
   removeError?: Record<string, Error>;
   /** The machine whose removal also removes the model. */
   lastMachine?: string;
+  /** The model as `repo.getModel` reads it (availability-set mode, uid). */
+  model?: Record<string, unknown>;
+  /** Machines counted in a distribution group's zones, by application. */
+  groupCounts?: Record<string, Record<string, number>>;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -204,6 +209,10 @@ function harness(input: {
   ec2.middlewareStack.add(
     () => (args) => {
       const command = (args as unknown as { input: Record<string, unknown> }).input;
+      if (typeof command.GroupName === 'string') {
+        calls.push({ action: 'DeletePlacementGroup', ids: [command.GroupName] });
+        return Promise.resolve({ output: { $metadata: {} }, response: {} });
+      }
       if (Array.isArray(command.InstanceIds)) {
         const ids = command.InstanceIds as string[];
         calls.push({ action: 'TerminateInstances', ids });
@@ -276,6 +285,10 @@ function harness(input: {
         removed.push(machineId);
         return Promise.resolve({ modelRemoved: machineId === input.lastMachine });
       },
+      zones: {
+        counts: (_model: string, application: string) =>
+          Promise.resolve(input.groupCounts?.[application] ?? {}),
+      },
     },
     repo: {
       updateMachine: (
@@ -289,6 +302,8 @@ function harness(input: {
           statuses.push({ machineId, ...changes });
         });
       },
+      getModel: (name: string) =>
+        Promise.resolve({ name, region: 'us-east-1', harvestMode: 'destroyed', ...input.model }),
       getMachine: (model: string, id: string) => {
         machineReads.push(`${model}/${id}`);
         if (input.machineReadError) return Promise.reject(input.machineReadError);
@@ -778,6 +793,36 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
     const failed = await activities.tearDownMachine(input('2', { known: [], remove: true }));
     expect(failed).toEqual({ instanceIds: [], remaining: [] });
     expect(removed).toEqual([]);
+  });
+
+  it('deletes the placement group its removal empties, as the workflow’s removal does (review finding 2)', async () => {
+    // an availability-set machine asked to remove (a Dead snapshot recorded without the flag)
+    const { activities, removed, calls } = harness({
+      instances: [],
+      model: { availabilitySets: true, uid: 'u1' },
+      machines: { '5': { life: 'dead', applications: ['db'] } },
+      groupCounts: { db: {} },
+    });
+    const out = await activities.tearDownMachine(
+      input('5', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+    );
+    expect(out).toEqual({ instanceIds: [], remaining: [], removed: { modelRemoved: false } });
+    expect(removed).toEqual(['5']);
+    expect(calls).toEqual([
+      { action: 'DeletePlacementGroup', ids: [placementGroupName('u1', 'db')] },
+    ]);
+    // a group another machine is still counted in stays
+    const busy = harness({
+      instances: [],
+      model: { availabilitySets: true, uid: 'u1' },
+      machines: { '6': { life: 'dead', applications: ['web'] } },
+      groupCounts: { web: { 'us-east-1a': 1 } },
+    });
+    await busy.activities.tearDownMachine(
+      input('6', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+    );
+    expect(busy.removed).toEqual(['6']);
+    expect(busy.calls).toEqual([]);
   });
 
   it('retries, never skips, a just-launched instance EC2 does not list yet', async () => {
