@@ -171,11 +171,17 @@ export function launchesNow(machine: MachineRecord): boolean {
   );
 }
 
-/** DynamoDB reads and writes made on a machine workflow's behalf. */
-export function recordActivities(
+/**
+ * A Dead machine's removal, shared by the `removeMachine` activity and the
+ * one-step teardown's (activities/teardown.ts, REMOVED_IN_TEARDOWN): the
+ * machine (and its model, if dying and now empty) and, in availability-set
+ * mode, the placement group it was the last counted in. Whoever removes a
+ * machine cleans up its group, whatever the workflow's snapshot said of
+ * the mode.
+ */
+export function machineRemoval(
   deps: ActivityDeps,
   groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
-  prepare?: LaunchPreparer,
 ) {
   const { repo, store } = deps;
 
@@ -229,6 +235,45 @@ export function recordActivities(
       });
     }
   }
+
+  /**
+   * Removes the Dead machine (and its model, if dying and now empty). In
+   * availability-set mode, the placement group of a machine that was the
+   * last one counted in its distribution group goes with it.
+   */
+  async function removeMachine(ref: MachineRef): Promise<{ modelRemoved: boolean }> {
+    const group = await placementGroupOf(ref);
+    const removed = await store.removeMachine(ref.model, ref.machineId);
+    if (group) {
+      // The machine is gone now: a failure here must not fail the activity, whose
+      // retry would find no machine (and no group to name) and fail the teardown.
+      // The group is left for the next removal in it, as an in-use one is.
+      try {
+        await deleteGroupIfEmpty(ref.model, group);
+      } catch (err) {
+        activityLog.warn('placement group not deleted; left for a later removal', {
+          model: ref.model,
+          machineId: ref.machineId,
+          placementGroup: group.name,
+          code: ec2ErrorCode(err) ?? 'unknown',
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+    }
+    return removed;
+  }
+
+  return { removeMachine };
+}
+
+/** DynamoDB reads and writes made on a machine workflow's behalf. */
+export function recordActivities(
+  deps: ActivityDeps,
+  groups: PlacementGroups = new PlacementGroups(deps.ec2ForRegion),
+  prepare?: LaunchPreparer,
+) {
+  const { repo, store } = deps;
+  const removal = machineRemoval(deps, groups);
 
   /** Writes EC2's state of the machine's instance; a host's containers follow it down and back. */
   async function recordObservation(input: ObservedInstance) {
@@ -430,30 +475,9 @@ export function recordActivities(
     },
 
     /**
-     * Removes the Dead machine (and its model, if dying and now empty). In
-     * availability-set mode, the placement group of a machine that was the
-     * last one counted in its distribution group goes with it.
+     * Removes the Dead machine (and its model, if dying and now empty), with
+     * its placement group in availability-set mode (`machineRemoval`).
      */
-    async removeMachine(ref: MachineRef): Promise<{ modelRemoved: boolean }> {
-      const group = await placementGroupOf(ref);
-      const removed = await store.removeMachine(ref.model, ref.machineId);
-      if (group) {
-        // The machine is gone now: a failure here must not fail the activity, whose
-        // retry would find no machine (and no group to name) and fail the teardown.
-        // The group is left for the next removal in it, as an in-use one is.
-        try {
-          await deleteGroupIfEmpty(ref.model, group);
-        } catch (err) {
-          activityLog.warn('placement group not deleted; left for a later removal', {
-            model: ref.model,
-            machineId: ref.machineId,
-            placementGroup: group.name,
-            code: ec2ErrorCode(err) ?? 'unknown',
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
-      }
-      return removed;
-    },
+    removeMachine: removal.removeMachine,
   };
 }

@@ -18,6 +18,7 @@ import { teardownPacing, type TEARDOWN_PACING } from '../ec2/pacing';
 import type { MachineRecord } from '../state/types';
 import type { MachineRef } from './types';
 import { activityLog } from './log';
+import { machineRemoval } from './records';
 
 /**
  * One line per batched teardown call (issue 30, where a destroy's time goes):
@@ -97,12 +98,23 @@ export interface MachineTeardown extends MachineRef {
   harvestMode: string;
   /** How long to wait for EC2 to report them terminated. */
   waitMs: number;
+  /**
+   * Remove the machine (and its model, if dying and now empty) once every
+   * instance is seen terminated (REMOVED_IN_TEARDOWN). Not for a machine
+   * whose removal may delete a placement group: its workflow removes it.
+   */
+  remove?: boolean;
 }
 
 /** What `tearDownMachine` did: every instance it terminated, and those not terminated yet. */
 export interface MachineTornDown {
   instanceIds: string[];
   remaining: string[];
+  /**
+   * Present when this activity removed the machine (asked to, and nothing
+   * remained): whether its model went with it. Absent, the workflow removes it.
+   */
+  removed?: { modelRemoved: boolean };
 }
 
 /** A write about a machine that is gone (or no longer Dead-writable) is not needed. */
@@ -321,6 +333,8 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
   const owners = (): InstanceOwners => given ?? (made ??= new InstanceOwners(deps.store.batches));
   const buckets = new Map<string, TokenBucket>();
   const knownGone = new Map<string, Set<string>>();
+  // the removal the workflow's `removeMachine` does: a placement group goes with its last machine
+  const removal = machineRemoval(deps);
   // test harnesses build deps without a tuning
   const tuning = deps.tuning as ProvisioningTuning | undefined;
   const pacing = teardownPacing(tuning);
@@ -600,15 +614,20 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
             throw err;
           }
           const instanceIds = terminate ? [...known, ...found] : [];
-          if (instanceIds.length === 0) return { instanceIds, remaining: [] };
           // the wait ends well before this try's start-to-close timeout: what is left then
           // goes back to the workflow, which waits for it (never a timed-out, retried try)
           const waitMs = Math.min(input.waitMs, waitBudgetMs(startedAt));
           const remaining =
-            waitMs < TERMINATED_POLL_MS
-              ? instanceIds.filter((id) => !gone(region).has(id))
-              : await notTerminated(region, instanceIds, waitMs, false);
-          return { instanceIds, remaining };
+            instanceIds.length === 0
+              ? []
+              : waitMs < TERMINATED_POLL_MS
+                ? instanceIds.filter((id) => !gone(region).has(id))
+                : await notTerminated(region, instanceIds, waitMs, false);
+          // a try that failed or was cancelled meanwhile starts no write, the removal neither
+          // (its answer is dropped: the workflow's retry or fallback removes the machine)
+          if (!input.remove || remaining.length > 0 || failed) return { instanceIds, remaining };
+          const removed = await removeTornDown(model, machineId);
+          return { instanceIds, remaining, ...(removed ? { removed } : {}) };
         }),
       ).finally(() => signal?.removeEventListener('abort', onAbort));
     },
@@ -674,6 +693,33 @@ export function teardownActivities(deps: ActivityDeps, given?: InstanceOwners) {
       );
     },
   };
+
+  /**
+   * Removes a machine whose instances are all seen terminated, in the
+   * activity that saw them so (REMOVED_IN_TEARDOWN): its model's removal then
+   * waits on no further workflow task. Issue 26: at N=1,000 those tasks came
+   * all at once as one poll round answered every machine, queued 4-13 s for
+   * the worker's slots, and with two workers the server lost five of them on
+   * their way to a worker (its transfer queue's dispatch timed out), each
+   * taken up only by the machine workflow's 60 s task timeout: the model
+   * went 109 s after the DELETE instead of ~55. A removal that fails is left
+   * to the workflow (undefined), which retries it and says what blocks it.
+   */
+  async function removeTornDown(
+    model: string,
+    machineId: string,
+  ): Promise<{ modelRemoved: boolean } | undefined> {
+    try {
+      return await removal.removeMachine({ model, machineId });
+    } catch (err) {
+      activityLog.warn('machine not removed by its teardown; its workflow removes it', {
+        model,
+        machineId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return undefined;
+    }
+  }
 
   /**
    * Those of `instanceIds` not terminated after up to `waitMs`. `askNow`:

@@ -137,6 +137,8 @@ export interface TeardownResult {
   throttled: number;
   /** Where the time went, machine by machine, from the workflow histories (bench/teardown-phases.ts). */
   phases?: PhaseSummary[];
+  /** The slowest machines' teardowns, each with its longest gaps between events (teardown-phases.ts). */
+  slowest?: string[];
 }
 
 export interface SizeResult {

@@ -7,7 +7,7 @@ import {
 } from '../ec2/instances';
 import { lambdaEc2Client } from '../ec2/lambda-client';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InstanceOwners } from '../activities/instance-owners';
 import { TAG_MODEL } from '../core/tags';
@@ -23,7 +23,7 @@ import { startStack, workerName, type RunningStack } from '../local/stack';
 import type { StackInfo } from '../local/stack-info';
 import { Repository } from '../state/repository';
 import type { MachineRecord } from '../state/types';
-import { machineWorkflowId } from '../temporal/search-attributes';
+import { machineOfWorkflowId, machineWorkflowId } from '../temporal/search-attributes';
 import { auditInstances, type InstanceView } from './audit';
 import type {
   CapacityUse,
@@ -37,10 +37,14 @@ import { runRemoval } from './removal';
 import { removalWorkflowId } from '../temporal/removal';
 import {
   machinePhases,
+  machineTrail,
   phaseLines,
   removalMarks,
+  slowestTrails,
   summarizePhases,
+  trailLines,
   type MachinePhases,
+  type MachineTrail,
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker } from './figures';
@@ -107,6 +111,9 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     token: randomBytes(16).toString('hex'),
     dataDir: join(opts.dir, 'data'),
     workerEnv: {
+      // kept in the run's logs: a slow machine's teardown is read from what its workflow and
+      // activities said (a few lines a machine; the launch path logs nothing at info)
+      POWERTOOLS_LOG_LEVEL: 'INFO',
       [METRICS_FILE_ENV]: metrics.worker,
       ...(opts.ddbCallers ? { [METRICS_CALLERS_ENV]: '1' } : {}),
     },
@@ -775,7 +782,7 @@ async function destroyModel(ctx: PhaseContext, workflowIds: string[]): Promise<T
   const stats = await readStats(info.ec2Endpoint);
   t.ec2Calls = { ...stats.calls };
   t.throttled = stats.throttled;
-  const phases = await teardownPhases(ctx.temporal, workflowIds, wallStartS);
+  const { phases, trails } = await teardownPhases(ctx.temporal, workflowIds, wallStartS);
   const gone = [...goneAt.values()].map((ms) => ({ 'instance seen shutting down': ms / 1000 }));
   const removal = await ctx.temporal.workflow
     .getHandle(removalWorkflowId({ model: MODEL, modelUid }))
@@ -784,30 +791,67 @@ async function destroyModel(ctx: PhaseContext, workflowIds: string[]): Promise<T
     .catch(() => ({}));
   t.phases = summarizePhases([...phases, ...gone, removal]);
   for (const line of phaseLines(t.phases)) log(`N=${n}: teardown phases: ${line}`);
+  const slowest = slowestTrails(trails, SLOWEST_SHOWN);
+  t.slowest = slowest.flatMap((trail) => trailLines(trail, 3));
+  for (const line of t.slowest) log(`N=${n}: slowest teardown: ${line}`);
+  const file = join(ctx.dir, 'teardown-slowest.txt');
+  writeFileSync(file, slowestReport(join(ctx.dir, 'data', 'logs'), slowest));
+  log(`N=${n}: the slowest machines' histories and log lines: ${file}`);
   return t;
 }
 
-/** Each machine workflow's teardown marks (bench/teardown-phases.ts), read 8 at a time. */
+/** How many of the slowest machines' teardowns the bench shows, gap by gap. */
+const SLOWEST_SHOWN = 3;
+
+/**
+ * The slowest machines' trails with every line the stack's logs hold about
+ * them (the workers' at info, the Temporal server's warnings: a task the
+ * server failed to hand to a worker names the workflow there).
+ */
+function slowestReport(logDir: string, trails: readonly MachineTrail[]): string {
+  const out: string[] = [];
+  const logs = existsSync(logDir)
+    ? readdirSync(logDir)
+        .filter((f) => /^(worker(-\d+)?|temporal)\.log$/.test(f))
+        .map((f) => ({ name: f, lines: readFileSync(join(logDir, f), 'utf8').split('\n') }))
+    : [];
+  for (const trail of trails) {
+    out.push(...trailLines(trail), '');
+    const workflowId = machineWorkflowId(MODEL, trail.machine);
+    const mentions = [`"${workflowId}"`, `wf-id=${workflowId} `, `"machineId":"${trail.machine}"`];
+    for (const { name, lines } of logs) {
+      const hits = lines.filter((l) => mentions.some((m) => l.includes(m)));
+      if (hits.length === 0) continue;
+      out.push(`${name}:`, ...hits.slice(0, 200).map((l) => `  ${l}`), '');
+    }
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** Each machine workflow's teardown marks and trail (bench/teardown-phases.ts), read 8 at a time. */
 async function teardownPhases(
   client: Client,
   workflowIds: string[],
   startS: number,
-): Promise<MachinePhases[]> {
+): Promise<{ phases: MachinePhases[]; trails: MachineTrail[] }> {
   const queue = [...workflowIds];
-  const out: MachinePhases[] = [];
+  const phases: MachinePhases[] = [];
+  const trails: MachineTrail[] = [];
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
         try {
-          const history = await client.workflow.getHandle(id).fetchHistory();
-          out.push(machinePhases(history.events ?? [], startS));
+          const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+          phases.push(machinePhases(events, startS));
+          const trail = machineTrail(machineOfWorkflowId(id)?.machineId ?? id, events, startS);
+          if (trail) trails.push(trail);
         } catch {
           // a machine without a workflow has no marks
         }
       }
     }),
   );
-  return out;
+  return { phases, trails };
 }
 
 /**

@@ -176,3 +176,23 @@ export const LEAN_READ_CUT = 'lean-read-cut';
  * a continued run's launch).
  */
 export const ROUTINE_CLEARS_INSTANCE_STATUS = 'routine-clears-instance-status';
+
+/**
+ * Issue 26: a one-step teardown's activity (ONE_STEP_TEARDOWN) also removes
+ * the machine once it has seen every instance terminated, so the model's
+ * removal no longer waits on a workflow task after that wait: at N=1,000 a
+ * poll round answers hundreds of machines at once, their tasks queued 4-13 s
+ * for the worker, and with two workers the server lost some on their way
+ * to a worker, each taken up only by the 60 s task timeout (a 109 s destroy).
+ *
+ * Not asked with `patched()` (its marker and upsert would cost two actions
+ * where the change saves one, the removal's local activity): the workflow
+ * asks the activity to remove (`remove` in its input, which replay does not
+ * compare) and takes the change from the activity's answer, which carries
+ * `removed` only where the activity removed the machine. Histories recorded
+ * before the change hold no `removed` and replay on the old path (the
+ * removal's local activity after the answer); an activity of older code
+ * ignores `remove`, and its workflow then removes the machine as before.
+ * This id names the change in code and notes; it is never recorded.
+ */
+export const REMOVED_IN_TEARDOWN = 'removed-in-teardown';

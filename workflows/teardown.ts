@@ -365,11 +365,14 @@ async function tearDownTogether(ctx: MachineContext, machine: DeadMachineSnapsho
 /**
  * tearDown in one activity (ONE_STEP_TEARDOWN; activities/teardown.ts
  * `tearDownMachine`): the zone's release, the status, the tag search, every
- * termination and the wait for terminated, then the removal in the workflow
- * task that hears it answer. Two workflow tasks and one activity a machine
- * where tearDownTogether took three to five and four: at N=300 on a busy
- * worker, its machines' tasks waited ~49 s in all in Temporal's queue (bench
- * teardown phases). False when the activity failed after its few tries:
+ * termination and the wait for terminated, and the machine's removal
+ * (REMOVED_IN_TEARDOWN); the removal is the workflow's, in the workflow
+ * task that hears the activity answer, when the activity did not remove it
+ * (an instance not terminated yet, an availability-set machine, a failed
+ * removal, a run recorded before REMOVED_IN_TEARDOWN). Two workflow tasks
+ * and one activity a machine where tearDownTogether took three to five and
+ * four: at N=300 on a busy worker, its machines' tasks waited ~49 s in all in
+ * Temporal's queue (bench teardown phases). False when the activity failed after its few tries:
  * tearDownTogether then does it step by step (every step idempotent), saying
  * what blocks each, with the guarantees it keeps.
  */
@@ -403,10 +406,22 @@ async function tearDownInOneStep(
           terminate,
           harvestMode: machine.harvestMode,
           waitMs: TERMINATED_WAIT_MS,
+          // REMOVED_IN_TEARDOWN: removed by the activity that sees its instances terminated;
+          // in availability-set mode the removal may wait on EC2 for its placement group
+          ...(machine.availabilitySets === true ? {} : { remove: true }),
         },
       ],
     );
     remaining = done.remaining;
+    // the activity's answer says it removed the machine (never in a history before
+    // REMOVED_IN_TEARDOWN, whose runs go on below to remove it as they did)
+    if (done.removed) {
+      ctx.launched = [];
+      state.phase = 'removed';
+      state.instanceId = undefined;
+      log.info('machine removed', { model, machineId, modelRemoved: done.removed.modelRemoved });
+      return true;
+    }
   } catch (err) {
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
     log.warn('teardown in one step failed; going step by step', {

@@ -579,12 +579,99 @@ describe('machine workflow decisions', () => {
         terminate: true,
         harvestMode: 'destroyed',
         waitMs: 60_000,
+        remove: true,
       },
     ]);
     expect(stepByStep).toEqual([]);
     // what the activity left is waited for before the machine goes, and only that
     expect(waited).toEqual([['i-found']]);
     expect(removedLocally).toEqual([true]);
+    expect(world.removed).toBe(true);
+  });
+
+  it('ends when its one-step teardown removed the machine, with no removal of its own (REMOVED_IN_TEARDOWN)', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, { life: 'dead', status: 'running', instanceId: 'i-known' });
+    const asked: MachineTeardown[] = [];
+    const removedByWorkflow: boolean[] = [];
+    const model = uniqueName('wf');
+    let events: string[] = [];
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        await resultWithin(handle, 60_000);
+        events = ((await handle.fetchHistory()).events ?? []).flatMap((e) =>
+          e.activityTaskScheduledEventAttributes
+            ? [`activity ${e.activityTaskScheduledEventAttributes.activityType?.name ?? '?'}`]
+            : e.markerRecordedEventAttributes
+              ? [`marker ${e.markerRecordedEventAttributes.markerName ?? '?'}`]
+              : [],
+        );
+        await recordHistory(
+          stack,
+          handle.workflowId,
+          handle.firstExecutionRunId,
+          'machine-teardown-one-step-removed.json',
+        );
+      },
+      {
+        ...world.activities(),
+        // the activity saw its instance terminated and removed the machine (and the model)
+        tearDownMachine: (input: MachineTeardown) => {
+          asked.push(input);
+          world.terminated.push(...input.known);
+          world.removed = true;
+          return Promise.resolve({
+            instanceIds: input.known,
+            remaining: [],
+            removed: { modelRemoved: true },
+          });
+        },
+        removeMachine: () => {
+          removedByWorkflow.push(true);
+          return Promise.resolve({ modelRemoved: false });
+        },
+      },
+    );
+    expect(asked.map((a) => a.remove)).toEqual([true]);
+    expect(removedByWorkflow).toEqual([]);
+    expect(world.terminated).toEqual(['i-known']);
+    // after the one-step activity: no removal step, local or not (the model's removal waits on
+    // no workflow task after the wait for EC2)
+    const after = events.slice(events.indexOf('activity tearDownMachine') + 1);
+    expect(after).toEqual([]);
+  });
+
+  it('asks an availability-set machine’s one-step teardown not to remove it: its workflow does', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    Object.assign(world.machine, {
+      life: 'dead',
+      status: 'running',
+      instanceId: 'i-known',
+      availabilitySets: true,
+    });
+    const asked: MachineTeardown[] = [];
+    const removedLocally: boolean[] = [];
+    const model = uniqueName('wf');
+    await withWorker(
+      world,
+      async (taskQueue) => resultWithin(await start(taskQueue, model), 60_000),
+      {
+        ...world.activities(),
+        tearDownMachine: (input: MachineTeardown) => {
+          asked.push(input);
+          return Promise.resolve({ instanceIds: input.known, remaining: [] });
+        },
+        removeMachine: () => {
+          removedLocally.push(Context.current().info.isLocal);
+          world.removed = true;
+          return Promise.resolve({ modelRemoved: false });
+        },
+      },
+    );
+    expect(asked.map((a) => a.remove)).toEqual([undefined]);
+    expect(removedLocally).toEqual([false]);
     expect(world.removed).toBe(true);
   });
 

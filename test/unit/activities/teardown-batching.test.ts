@@ -11,6 +11,7 @@ import {
   terminateEach,
 } from '../../../activities/teardown';
 import { UNLISTED_GRACE_MS } from '../../../core/liveness';
+import { placementGroupName } from '../../../core';
 import { EntityNotFoundError } from '../../../state/errors';
 import type { MachineRecord } from '../../../state/types';
 
@@ -191,6 +192,14 @@ function harness(input: {
   refused?: string[];
   /** Ids TerminateInstances answers `shutting-down` (else `terminated`). */
   shuttingDown?: string[];
+  /** What each machine's removal fails with, by machine id. */
+  removeError?: Record<string, Error>;
+  /** The machine whose removal also removes the model. */
+  lastMachine?: string;
+  /** The model as `repo.getModel` reads it (availability-set mode, uid). */
+  model?: Record<string, unknown>;
+  /** Machines counted in a distribution group's zones, by application. */
+  groupCounts?: Record<string, Record<string, number>>;
 }) {
   const calls: Array<{ action: string; ids: string[] }> = [];
   const ec2 = new EC2Client({
@@ -200,6 +209,10 @@ function harness(input: {
   ec2.middlewareStack.add(
     () => (args) => {
       const command = (args as unknown as { input: Record<string, unknown> }).input;
+      if (typeof command.GroupName === 'string') {
+        calls.push({ action: 'DeletePlacementGroup', ids: [command.GroupName] });
+        return Promise.resolve({ output: { $metadata: {} }, response: {} });
+      }
       if (Array.isArray(command.InstanceIds)) {
         const ids = command.InstanceIds as string[];
         calls.push({ action: 'TerminateInstances', ids });
@@ -257,6 +270,7 @@ function harness(input: {
   const machineReads: string[] = [];
   const statuses: Array<{ machineId: string; status: string; message: string }> = [];
   const released: string[] = [];
+  const removed: string[] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2 }),
     deployment: 'test',
@@ -264,6 +278,16 @@ function harness(input: {
       releaseZoneClaim: (_model: string, machineId: string) => {
         released.push(machineId);
         return Promise.resolve();
+      },
+      removeMachine: (_model: string, machineId: string) => {
+        const err = input.removeError?.[machineId];
+        if (err) return Promise.reject(err);
+        removed.push(machineId);
+        return Promise.resolve({ modelRemoved: machineId === input.lastMachine });
+      },
+      zones: {
+        counts: (_model: string, application: string) =>
+          Promise.resolve(input.groupCounts?.[application] ?? {}),
       },
     },
     repo: {
@@ -278,6 +302,8 @@ function harness(input: {
           statuses.push({ machineId, ...changes });
         });
       },
+      getModel: (name: string) =>
+        Promise.resolve({ name, region: 'us-east-1', harvestMode: 'destroyed', ...input.model }),
       getMachine: (model: string, id: string) => {
         machineReads.push(`${model}/${id}`);
         if (input.machineReadError) return Promise.reject(input.machineReadError);
@@ -296,6 +322,7 @@ function harness(input: {
     machineReads,
     statuses,
     released,
+    removed,
   };
 }
 
@@ -717,6 +744,87 @@ describe('tearDownMachine: a Dead machine torn down in one activity', () => {
     );
   });
 
+  it('removes the machine when asked, once every instance is seen terminated (REMOVED_IN_TEARDOWN)', async () => {
+    const instances = [launched('i-10', 'b0', 0), launched('i-20', 'b1', 0)];
+    const { activities, removed, statuses } = harness({
+      instances,
+      members: { b0: ['1'], b1: ['2'] },
+      lastMachine: '2',
+    });
+    const out = await Promise.all(
+      ['1', '2'].map((id) => activities.tearDownMachine(input(id, { remove: true }))),
+    );
+    expect(out).toEqual([
+      { instanceIds: ['i-10'], remaining: [], removed: { modelRemoved: false } },
+      { instanceIds: ['i-20'], remaining: [], removed: { modelRemoved: true } },
+    ]);
+    expect(removed.sort()).toEqual(['1', '2']);
+    // each wrote its status before it was removed
+    expect(statuses.map((s) => s.machineId).sort()).toEqual(['1', '2']);
+  });
+
+  it('removes a machine whose instances are kept (harvest mode) when asked; never unasked', async () => {
+    const asked = harness({ instances: [] });
+    await expect(
+      asked.activities.tearDownMachine(
+        input('3', { terminate: false, harvestMode: 'none', remove: true }),
+      ),
+    ).resolves.toEqual({ instanceIds: [], remaining: [], removed: { modelRemoved: false } });
+    expect(asked.removed).toEqual(['3']);
+    const unasked = harness({ instances: [launched('i-10', 'b0', 0)], members: { b0: ['1'] } });
+    await expect(unasked.activities.tearDownMachine(input('1'))).resolves.toEqual({
+      instanceIds: ['i-10'],
+      remaining: [],
+    });
+    expect(unasked.removed).toEqual([]);
+  });
+
+  it('leaves a machine whose instance is not terminated yet, and one whose removal failed, to its workflow', async () => {
+    const { activities, removed } = harness({
+      instances: [{ ...launched('i-10', 'b0', 0), State: { Name: 'shutting-down' } }],
+      members: { b0: ['1'] },
+      shuttingDown: ['i-10'],
+      removeError: { '2': new Error('ProvisionedThroughputExceededException: slow down') },
+    });
+    // no time to wait: what is not terminated goes back to the workflow, which removes it after
+    const out = await activities.tearDownMachine(input('1', { remove: true, waitMs: 0 }));
+    expect(out).toEqual({ instanceIds: ['i-10'], remaining: ['i-10'] });
+    // a removal that fails does not fail the teardown: the workflow's removal retries and says why
+    const failed = await activities.tearDownMachine(input('2', { known: [], remove: true }));
+    expect(failed).toEqual({ instanceIds: [], remaining: [] });
+    expect(removed).toEqual([]);
+  });
+
+  it('deletes the placement group its removal empties, as the workflow’s removal does (review finding 2)', async () => {
+    // an availability-set machine asked to remove (a Dead snapshot recorded without the flag)
+    const { activities, removed, calls } = harness({
+      instances: [],
+      model: { availabilitySets: true, uid: 'u1' },
+      machines: { '5': { life: 'dead', applications: ['db'] } },
+      groupCounts: { db: {} },
+    });
+    const out = await activities.tearDownMachine(
+      input('5', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+    );
+    expect(out).toEqual({ instanceIds: [], remaining: [], removed: { modelRemoved: false } });
+    expect(removed).toEqual(['5']);
+    expect(calls).toEqual([
+      { action: 'DeletePlacementGroup', ids: [placementGroupName('u1', 'db')] },
+    ]);
+    // a group another machine is still counted in stays
+    const busy = harness({
+      instances: [],
+      model: { availabilitySets: true, uid: 'u1' },
+      machines: { '6': { life: 'dead', applications: ['web'] } },
+      groupCounts: { web: { 'us-east-1a': 1 } },
+    });
+    await busy.activities.tearDownMachine(
+      input('6', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+    );
+    expect(busy.removed).toEqual(['6']);
+    expect(busy.calls).toEqual([]);
+  });
+
   it('retries, never skips, a just-launched instance EC2 does not list yet', async () => {
     const { activities } = harness({ instances: [], unknown: ['i-f6'] });
     await expect(
@@ -782,6 +890,36 @@ describe('tearDownMachine: a failed try, and its deadline', () => {
       { machineId: '7', status: 'stopping', message: 'terminating instance i-70' },
     ]);
     expect(released).toEqual(['7']);
+  });
+
+  it('removes nothing once cancelled, though its writes under way land and it has no instance to wait for', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { activities, removed, statuses } = harness({
+      instances: [],
+      statusGate: { '4': gate },
+    });
+    const env = new MockActivityEnvironment();
+    let outcome: string | undefined;
+    const done = env
+      .run(
+        activities.tearDownMachine,
+        input('4', { known: [], terminate: false, harvestMode: 'none', remove: true }),
+      )
+      .then(
+        () => (outcome = 'resolved'),
+        (err: unknown) => (outcome = `rejected: ${(err as Error).name}`),
+      );
+    // cancelled while its status write is held: the try ends at once
+    env.cancel();
+    await done;
+    expect(outcome).toBe('rejected: CancelledFailure');
+    // the held write lands; instances kept, so nothing to wait for: the try's own code reaches the removal
+    // at once: it must not remove the machine (README: a failed try starts no write)
+    open();
+    await until(() => statuses.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(removed).toEqual([]);
   });
 
   it('returns what is not terminated, without waiting, when its deadline leaves no time (review finding 3)', async () => {

@@ -70,6 +70,11 @@ import { promisify } from 'node:util';
  *   tries each released, wrote the status and terminated the known instance,
  *   then failed; the step-by-step teardown took over (release, status,
  *   search, terminate, wait) and removed the machine.
+ *   `machine-teardown-one-step-removed` (issue 26, `removed-in-teardown`):
+ *   the one activity also removed the machine (its answer says `removed`),
+ *   and the run ended with no removal of its own. Recorded the same way. The
+ *   two histories above, without `removed` in the answer, still remove the
+ *   machine after it.
  * - `machine-failing-mid-pass-carried-label-run1`, `…-run3` (issue 29): a pass
  *   failing every zone, cut between attempts by `bounded-failing-history`
  *   (with `quiet-failover` failovers), the first run and a later one resuming
