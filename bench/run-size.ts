@@ -324,6 +324,35 @@ export function capacityNotes(n: number, use: CapacityUse): string[] {
   return notes;
 }
 
+/**
+ * Of `ids`, those DescribeInstances reports `running` through `client`, asked
+ * by id and state: the launch's polls ask only for instances not yet seen
+ * running, so EC2 (moto, behind the proxy) describes each instance a few
+ * times in a run instead of the whole model at every poll. A poll of the
+ * model cost moto ~2 CPU-seconds per 1,000 instances (moto's response
+ * serializer), CPU the stack's processes then lacked on this 2-core machine.
+ */
+async function runningAmong(
+  client: EC2Client,
+  ids: readonly string[],
+  onCall: () => void,
+): Promise<string[]> {
+  const running: string[] = [];
+  for (let i = 0; i < ids.length; i += 1000) {
+    onCall();
+    const out = await describeInstances(client, {
+      InstanceIds: ids.slice(i, i + 1000),
+      Filters: [{ Name: 'instance-state-name', Values: ['running'] }],
+    });
+    for (const instance of (out.Reservations ?? []).flatMap((r) => r.Instances ?? [])) {
+      if (instance.InstanceId && instance.State?.Name === 'running') {
+        running.push(instance.InstanceId);
+      }
+    }
+  }
+  return running;
+}
+
 /** Live instances tagged for the bench model, as DescribeInstances reports them through `client`. */
 async function describeModel(
   client: EC2Client,
@@ -498,6 +527,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
 
   const pollEvery = n >= 300 ? 2000 : 1000;
   let lastEc2 = 0;
+  const seenRunning = new Set<string>();
   let lastLog = 0;
   let pollErrors = 0;
   const pollFailed = (what: string, err: unknown) => {
@@ -534,11 +564,22 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     if (settled || Date.now() - lastEc2 > 5000) {
       lastEc2 = Date.now();
       try {
-        const instances = await describeModel(ctx.ec2, ctx.owners, () => (ownDescribes += 1));
-        const recorded = new Set(machines.flatMap((m) => (m.instanceId ? [m.instanceId] : [])));
-        p.running = instances.filter(
-          (i) => recorded.has(i.instanceId) && i.state === 'running',
-        ).length;
+        // only the recorded instances not yet seen running (a launch's instance stays so)
+        const recorded = machines.flatMap((m) => (m.instanceId ? [m.instanceId] : []));
+        const asked = recorded.filter((id) => !seenRunning.has(id));
+        if (asked.length > 0) {
+          let running: string[];
+          try {
+            running = await runningAmong(ctx.ec2, asked, () => (ownDescribes += 1));
+          } catch (err) {
+            // an id EC2 no longer knows refuses the whole call: the model's listing, as before
+            if ((err as { name?: string }).name !== 'InvalidInstanceID.NotFound') throw err;
+            const listed = await describeModel(ctx.ec2, ctx.owners, () => (ownDescribes += 1));
+            running = listed.filter((i) => i.state === 'running').map((i) => i.instanceId);
+          }
+          for (const id of running) seenRunning.add(id);
+        }
+        p.running = recorded.filter((id) => seenRunning.has(id)).length;
       } catch (err) {
         if ((err as { name?: string }).name === 'RequestLimitExceeded') ownThrottled += 1;
         else pollFailed('DescribeInstances', err);
