@@ -3,18 +3,14 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { Client, Connection } from '@temporalio/client';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  NativeConnection,
-  Runtime,
-  Worker,
-} from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { inLanes } from '../activities/lanes';
 import { freePort, spawnManaged, waitUntilHealthy } from '../local/processes';
 import { ensureToolchain } from '../local/toolchain';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../temporal/search-attributes';
 import { WORKER_SEMI_SPACE_MIB } from '../worker/heap';
+import { workerLogger } from '../worker/logging';
+import { installTelemetry, temporalMetricsFromEnv } from '../worker/telemetry';
 import { withLeanSandbox } from '../worker/sandbox';
 import { workerSettingsFromEnv } from '../worker/settings';
 import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
@@ -24,8 +20,11 @@ import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
  * provisioner's settings (worker/settings.ts, the lean sandbox, the heap of
  * worker/heap.ts) runs N machine-shaped workflows that do nothing of their
  * own (bench/sdk-floor-workflows.ts): no DynamoDB, no EC2, no batching, no
- * logging. What it spends per workflow is the floor the SDK puts under
- * `npm run bench`'s "worker CPU per machine" on this machine.
+ * logging of its own (the worker's Runtime is installed as the worker installs
+ * it: its logger, and the SDK's metrics drained as EMF unless
+ * `PROVISIONER_TEMPORAL_METRICS=off`). What it spends per workflow is the floor
+ * the SDK puts under `npm run bench`'s "worker CPU per machine" on this
+ * machine.
  *
  * `npm run bench:sdk-floor -- [N=1000] [runs=1]`: starts a Temporal dev server
  * (in memory, loopback, a free port), and for each shape and run starts N
@@ -108,7 +107,9 @@ async function measure(
 
 async function main(): Promise<void> {
   const { n, runs } = args();
-  Runtime.install({ logger: new DefaultLogger('WARN') });
+  // the worker's own Runtime: its logger and the SDK's metrics as PROVISIONER_TEMPORAL_METRICS says
+  // (`emf`, the default: drained every second and written as EMF lines on stdout, as the worker does)
+  const stopTelemetry = installTelemetry(workerLogger, temporalMetricsFromEnv());
   const tools = await ensureToolchain(log);
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'sdk-floor-'));
@@ -171,6 +172,7 @@ async function main(): Promise<void> {
     await connection.close();
     await clientConnection!.close();
   } finally {
+    stopTelemetry();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
