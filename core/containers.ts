@@ -90,7 +90,7 @@ export function deleteContainerScript(name: string): string[] {
 }
 
 /** Run Command's final invocation states (everything else is still on its way). */
-const FINAL_STATUSES = new Set([
+const FINAL_STATUSES: ReadonlySet<string> = new Set([
   'Success',
   'Failed',
   'Cancelled',

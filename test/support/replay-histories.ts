@@ -2,6 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { readHistoryFile } from '../../bench/history-json';
+import { workflowBundlerOptions } from '../../worker/preload';
 
 /**
  * Replays every recorded history in a folder against the current workflow
@@ -14,7 +15,12 @@ async function main(dir: string): Promise<void> {
     .filter((f) => f.endsWith('.json'))
     .sort();
   const results = Worker.runReplayHistories(
-    { workflowsPath: require.resolve('../../workflows'), replayName: 'machine-workflow-replay' },
+    {
+      workflowsPath: require.resolve('../../workflows'),
+      // as the worker bundles them: the runs replayed one after the other share the preloaded modules
+      bundlerOptions: workflowBundlerOptions(),
+      replayName: 'machine-workflow-replay',
+    },
     files.map((file) => ({
       workflowId: file,
       history: readHistoryFile(join(dir, file)),
