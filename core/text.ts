@@ -22,7 +22,7 @@ export function goTrimSpace(s: string): string {
 // Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and ASCII space.
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
 
-const SHORT_ESCAPES: Record<number, string> = {
+const SHORT_ESCAPES: Readonly<Record<number, string>> = {
   0x07: '\\a',
   0x08: '\\b',
   0x0c: '\\f',
