@@ -68,11 +68,12 @@ async function main(): Promise<void> {
   const workflowsPath = require.resolve(resolve(__dirname, workflows));
   const count = Number(countText);
   // bundled once, outside the measurement (a worker bundles at its start)
-  // with the worker's preloaded modules (PROVISIONER_WORKFLOW_PRELOAD=off: without)
+  // with the workflows measured preloaded, as the worker preloads its own
+  // (PROVISIONER_WORKFLOW_PRELOAD=off: without)
   const { code } = await bundleWorkflowCode({
     workflowsPath,
     logger: new DefaultLogger('ERROR'),
-    ...workflowBundlerOptions(),
+    ...workflowBundlerOptions(process.env, workflowsPath),
   });
   await replay(code, history, Number(warmText));
   const { cpuMs, failed } = await replay(code, history, count);

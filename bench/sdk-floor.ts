@@ -13,6 +13,7 @@ import { workerLogger } from '../worker/logging';
 import { installTelemetry, temporalMetricsFromEnv } from '../worker/telemetry';
 import { withLeanSandbox } from '../worker/sandbox';
 import { workerSettingsFromEnv } from '../worker/settings';
+import { workflowBundlerOptions } from '../worker/preload';
 import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
 
 /**
@@ -148,9 +149,12 @@ async function main(): Promise<void> {
     );
     const client = new Client({ connection: clientConnection! });
     const connection = await NativeConnection.connect({ address });
+    // preloaded as the worker preloads its workflows (PROVISIONER_WORKFLOW_PRELOAD=off: not)
+    const workflowsPath = require.resolve('./sdk-floor-workflows');
     const { code } = await bundleWorkflowCode({
-      workflowsPath: require.resolve('./sdk-floor-workflows'),
+      workflowsPath,
       logger: new DefaultLogger('WARN'),
+      ...workflowBundlerOptions(process.env, workflowsPath),
     });
     const semiSpace = `${WORKER_SEMI_SPACE_MIB} MiB semi-spaces asked`;
     log(

@@ -30,9 +30,14 @@ export const WORKFLOW_PRELOAD_MODULES: readonly string[] = ['workflows/index'];
 /**
  * The bundler options every worker of the machine workflows is made with (and
  * the replay test): `PROVISIONER_WORKFLOW_PRELOAD` `on` (default) or `off`
- * (every run evaluates every module, as before; for measuring).
+ * (every run evaluates every module, as before; for measuring). A bench that
+ * bundles workflows of its own passes their `workflowsPath` as the entry, so
+ * it preloads them as the worker preloads its own.
  */
-export function workflowBundlerOptions(env: NodeJS.ProcessEnv = process.env): {
+export function workflowBundlerOptions(
+  env: NodeJS.ProcessEnv = process.env,
+  workflowsPath?: string,
+): {
   preloadModules: string[];
 } {
   const text = optionalEnv('PROVISIONER_WORKFLOW_PRELOAD', 'on', env).trim();
@@ -41,8 +46,10 @@ export function workflowBundlerOptions(env: NodeJS.ProcessEnv = process.env): {
       `environment variable PROVISIONER_WORKFLOW_PRELOAD: "${text}" is not on or off`,
     );
   }
+  if (text === 'off') return { preloadModules: [] };
   return {
-    preloadModules:
-      text === 'off' ? [] : WORKFLOW_PRELOAD_MODULES.map((m) => require.resolve(`../${m}`)),
+    preloadModules: workflowsPath
+      ? [workflowsPath]
+      : WORKFLOW_PRELOAD_MODULES.map((m) => require.resolve(`../${m}`)),
   };
 }

@@ -417,6 +417,13 @@ describe('the workflow bundle, preloaded once per workflow thread (worker/preloa
     expect(workflowBundlerOptions({ PROVISIONER_WORKFLOW_PRELOAD: 'off' })).toEqual({
       preloadModules: [],
     });
+    // a bench's own workflows: that entry instead, and off still off
+    expect(workflowBundlerOptions({}, '/bench/floor.ts')).toEqual({
+      preloadModules: ['/bench/floor.ts'],
+    });
+    expect(
+      workflowBundlerOptions({ PROVISIONER_WORKFLOW_PRELOAD: 'off' }, '/bench/floor.ts'),
+    ).toEqual({ preloadModules: [] });
     expect(() => workflowBundlerOptions({ PROVISIONER_WORKFLOW_PRELOAD: 'yes' })).toThrow(
       new ConfigError('environment variable PROVISIONER_WORKFLOW_PRELOAD: "yes" is not on or off'),
     );
