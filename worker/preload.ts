@@ -11,16 +11,27 @@ import { ConfigError, optionalEnv } from '../config/env';
  * machine, an eighth of a launch's replay (`tsx bench/replay-cpu.ts`,
  * README "Worker tuning").
  *
- * Preloading the entry preloads everything it imports. That is safe only
- * because no module of the bundle keeps state of its own: a preloaded module
- * is shared by every run the thread hosts, and the SDK deep-freezes its
- * exports. Our modules hold constants, activity proxies and signal
- * definitions, which read the running workflow only when called; the
- * modules of `@temporalio/workflow` that the SDK does not already share (its
- * index, metrics, nexus, random streams, trigger, interceptors) do the same.
- * test/unit/worker/preload.test.ts holds both: no module-level `let`, `var`
- * or collection not typed read-only in any module the entry reaches, and the
- * SDK's list unchanged (an upgrade that changes it is audited again).
+ * Preloading the entry preloads everything it imports, and only with
+ * `PROVISIONER_REUSE_V8_CONTEXT=on` (the SDK runs the preload in its reusable
+ * context only). A preloaded module is shared by every run the thread hosts,
+ * and the SDK deep-freezes only its exports: not its module-local values, a
+ * Map's or Set's contents, nor a function's properties. So it is safe only
+ * while no module the entry reaches keeps state a run could change. Our
+ * modules hold constants (`as const` or typed read-only), activity proxies
+ * and signal definitions, which read the running workflow only when called;
+ * the modules of `@temporalio/workflow` that the SDK does not already share
+ * (its index, metrics, nexus, random streams, trigger, interceptors), read at
+ * 1.24.0, do the same. What test/unit/worker/preload.test.ts holds: no
+ * module the entry reaches has, at top level, a `let` or `var`, a class
+ * static, an IIFE, a `g`/`y` regular expression, or an object or array
+ * literal, `new` or call that is not `as const` or typed read-only all the
+ * way down (calls of the SDK's proxy and definition factories excepted, and
+ * one allow-listed value, with its reason); no package but the SDK's workflow and
+ * common libraries; `@temporalio/workflow` is 1.24.0 and the six modules
+ * above are the ones it shares (an upgrade fails the test and is audited
+ * again). A syntactic scan: it does not see state reached through a
+ * read-only type's functions. The replay test replays every recorded history
+ * twice in one worker, so a leak that changes a later run's commands fails it.
  * Paths from the repository's root, without extension: resolved at run time,
  * so the same list serves the sources (tsx) and the shipped build
  * (scripts/build-worker.sh keeps the tree's shape).
