@@ -7,6 +7,7 @@ import {
   type ReplayWorkerOptions,
 } from '@temporalio/worker';
 import { readHistoryFile } from './history-json';
+import { workflowBundlerOptions } from '../worker/preload';
 import { withLeanSandbox } from '../worker/sandbox';
 
 /**
@@ -17,7 +18,8 @@ import { withLeanSandbox } from '../worker/sandbox';
  * is built once, outside the measurement), and prints
  * the process's CPU per replay. `tsx bench/replay-cpu.ts <history.json>
  * [count] [warm] [workflowsPath]`; the worker's settings
- * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are.
+ * (`PROVISIONER_REUSE_V8_CONTEXT`...) are not applied, the SDK's defaults are,
+ * except the preloaded modules (worker/preload.ts, `PROVISIONER_WORKFLOW_PRELOAD`).
  */
 
 /**
@@ -66,7 +68,13 @@ async function main(): Promise<void> {
   const workflowsPath = require.resolve(resolve(__dirname, workflows));
   const count = Number(countText);
   // bundled once, outside the measurement (a worker bundles at its start)
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('ERROR') });
+  // with the workflows measured preloaded, as the worker preloads its own
+  // (PROVISIONER_WORKFLOW_PRELOAD=off: without)
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    logger: new DefaultLogger('ERROR'),
+    ...workflowBundlerOptions(process.env, workflowsPath),
+  });
   await replay(code, history, Number(warmText));
   const { cpuMs, failed } = await replay(code, history, count);
   process.stdout.write(

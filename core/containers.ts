@@ -63,7 +63,7 @@ export function shellQuote(word: string): string {
  * on an initialised host would fail). Ubuntu images ship LXD (a snap, or the
  * installer that fetches it on first use).
  */
-const INIT_LXD = [
+const INIT_LXD: readonly string[] = [
   'set -eu',
   'command -v lxc >/dev/null 2>&1 || snap install lxd',
   'flock /run/provisioner-lxd-init.lock sh -c \'[ -n "$(lxc storage list --format csv 2>/dev/null)" ] || lxd init --auto\'',
@@ -90,7 +90,7 @@ export function deleteContainerScript(name: string): string[] {
 }
 
 /** Run Command's final invocation states (everything else is still on its way). */
-const FINAL_STATUSES = new Set([
+const FINAL_STATUSES: ReadonlySet<string> = new Set([
   'Success',
   'Failed',
   'Cancelled',

@@ -5,7 +5,7 @@
  */
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Parses `500ms`, `10s`, `1m`, `2h` (one amount, one unit) into milliseconds; undefined otherwise. */
 export function parseDuration(text: string): number | undefined {

@@ -5,7 +5,7 @@
  */
 
 // Go's unicode.IsSpace: the Latin-1 spaces plus Unicode's White_Space property.
-const GO_SPACE = new Set<number>([
+const GO_SPACE: ReadonlySet<number> = new Set<number>([
   0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004,
   0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000,
 ]);
@@ -22,7 +22,7 @@ export function goTrimSpace(s: string): string {
 // Go's unicode.IsPrint: letters, marks, numbers, punctuation, symbols and ASCII space.
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
 
-const SHORT_ESCAPES: Record<number, string> = {
+const SHORT_ESCAPES: Readonly<Record<number, string>> = {
   0x07: '\\a',
   0x08: '\\b',
   0x0c: '\\f',

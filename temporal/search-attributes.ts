@@ -19,11 +19,13 @@ export const SEARCH_ATTRIBUTES = {
 } as const;
 
 /** Names and types as the Temporal CLI spells them (`--search-attribute Name=Type`). */
-export const SEARCH_ATTRIBUTE_REGISTRATIONS: ReadonlyArray<{ name: string; cliType: string }> =
-  Object.values(SEARCH_ATTRIBUTES).map((key) => ({
-    name: key.name,
-    cliType: key.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword',
-  }));
+export const SEARCH_ATTRIBUTE_REGISTRATIONS: ReadonlyArray<{
+  readonly name: string;
+  readonly cliType: string;
+}> = Object.values(SEARCH_ATTRIBUTES).map((key) => ({
+  name: key.name,
+  cliType: key.type === 'KEYWORD_LIST' ? 'KeywordList' : 'Keyword',
+}));
 
 export const TASK_QUEUE = 'provisioner';
 

@@ -17,6 +17,7 @@ import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
+import { workflowBundlerOptions } from './preload';
 import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
 import { workerSettingsFromEnv, workerStartupFields } from './settings';
 
@@ -111,6 +112,8 @@ async function main(): Promise<void> {
       namespace: endpoints.temporalNamespace,
       taskQueue,
       workflowsPath: require.resolve('../workflows'),
+      // stateless modules evaluated once per workflow thread, not once per run (worker/preload.ts)
+      bundlerOptions: workflowBundlerOptions(),
       activities: createActivities({
         repo,
         store,

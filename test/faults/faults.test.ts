@@ -12,6 +12,7 @@ import { freePort } from '../../local/processes';
 import { startStack, type RunningStack } from '../../local/stack';
 import { apiClient, eventually, uniqueName } from '../integration/api-client';
 import { modelInstances } from '../integration/ec2-test-kit';
+import { workflowBundlerOptions } from '../../worker/preload';
 
 /**
  * The fault suite (`npm run test:faults`): a private stack, machines launched
@@ -462,7 +463,10 @@ describe('fault suite', () => {
       let replayed = 0;
       const failures: string[] = [];
       for await (const result of Worker.runReplayHistories(
-        { workflowsPath: require.resolve('../../workflows') },
+        {
+          workflowsPath: require.resolve('../../workflows'),
+          bundlerOptions: workflowBundlerOptions(),
+        },
         histories,
       )) {
         replayed += 1;

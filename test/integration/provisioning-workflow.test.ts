@@ -23,6 +23,7 @@ import { uniqueName } from './api-client';
 import { recordHistory } from './histories';
 import type { MachineTeardown, MachineTornDown } from '../../activities/teardown';
 import { loadTestStack } from './stack';
+import { workflowBundlerOptions } from '../../worker/preload';
 
 /**
  * The machine workflow's decisions on the stack's real Temporal server, with
@@ -201,6 +202,8 @@ async function withWorker<T>(
     namespace: stack.temporalNamespace,
     taskQueue,
     workflowsPath: require.resolve('../../workflows'),
+    // as the worker bundles them (worker/main.ts): the modules preloaded and shared by the runs
+    bundlerOptions: workflowBundlerOptions(),
     activities,
   });
   return worker.runUntil(body(taskQueue));

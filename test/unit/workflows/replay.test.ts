@@ -123,7 +123,7 @@ test('there are recorded histories of both machine workflow types', () => {
   expect(histories.some((f) => f.startsWith('machine-'))).toBe(true);
 });
 
-test('every recorded machine workflow history replays against the current code', async () => {
+test('every recorded machine workflow history replays against the current code, twice over in one worker', async () => {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     ['--import', 'tsx', join(ROOT, 'test', 'support', 'replay-histories.ts'), DIR],
@@ -132,7 +132,10 @@ test('every recorded machine workflow history replays against the current code',
   const results = stdout
     .split('\n')
     .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as { file: string; error?: string });
-  expect(results.map((r) => r.file)).toEqual(histories);
+    .map((line) => JSON.parse(line) as { file: string; pass: number; error?: string });
+  // the second pass runs on the modules the first pass's runs shared (worker/preload.ts)
+  expect(results.map(({ file, pass }) => ({ file, pass }))).toEqual(
+    [1, 2].flatMap((pass) => histories.map((file) => ({ file, pass }))),
+  );
   expect(results.filter((r) => r.error !== undefined)).toEqual([]);
-}, 180_000);
+}, 300_000);
