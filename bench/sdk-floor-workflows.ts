@@ -34,6 +34,7 @@ export interface FloorInput {
 
 const { launch } = proxyActivities<FloorActivities>({ startToCloseTimeout: '5 minutes' });
 const { prepare } = proxyLocalActivities<FloorActivities>({ startToCloseTimeout: '1 minute' });
+const local = proxyLocalActivities<FloorActivities>({ startToCloseTimeout: '5 minutes' });
 
 const wake = defineSignal('wake');
 
@@ -62,5 +63,15 @@ export async function floorBare(input: FloorInput): Promise<void> {
 export async function floorShaped(input: FloorInput): Promise<void> {
   const { zone } = await prepare(input);
   await launch(input);
+  await publishAndWait(input, zone);
+}
+
+/**
+ * A machine whose launch is a local activity too: start, both steps in the
+ * first workflow task, then the update: 1 workflow task, no activity task.
+ */
+export async function floorLocal(input: FloorInput): Promise<void> {
+  const { zone } = await prepare(input);
+  await local.launch(input);
   await publishAndWait(input, zone);
 }

@@ -5,6 +5,7 @@ import { getHeapStatistics } from 'node:v8';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { inLanes } from '../activities/lanes';
+import { groupCpuSeconds } from './cpu';
 import { freePort, spawnManaged, waitUntilHealthy } from '../local/processes';
 import { ensureToolchain } from '../local/toolchain';
 import { SEARCH_ATTRIBUTE_REGISTRATIONS } from '../temporal/search-attributes';
@@ -28,13 +29,15 @@ import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
  * machine.
  *
  * `npm run bench:sdk-floor -- [N=1000] [runs=1]`: starts a Temporal dev server
- * (in memory, loopback, a free port), and for each shape and run starts N
- * workflows on a fresh task queue, then a worker, and measures the worker
- * process's CPU (every thread: the workflow thread, the SDK's core, GC) from
- * the worker's start until every workflow has published its status.
+ * (the local stack's SQLite settings, loopback, a free port), and for each
+ * shape and run starts N workflows on a fresh task queue, then a worker, and
+ * measures the worker process's CPU (every thread: the workflow thread, the
+ * SDK's core, GC) from the worker's start until every workflow has published
+ * its status, and the server's CPU over the starts and over the run: the
+ * floor under the bench's "CPU temporal" for the same shape.
  */
 
-const SHAPES = ['floorBare', 'floorShaped'] as const;
+const SHAPES = ['floorBare', 'floorShaped', 'floorLocal'] as const;
 type Shape = (typeof SHAPES)[number];
 
 /** About the size of a machine's start input (its `created` hint and ids), in JSON. */
@@ -65,17 +68,28 @@ function activities(): FloorActivities {
   };
 }
 
+interface Measured {
+  /** The worker's CPU, ms, from its start until every workflow published. */
+  cpuMs: number;
+  seconds: number;
+  /** The Temporal server's CPU, ms, over the N starts, and over the worker's run. */
+  serverStartMs: number | undefined;
+  serverRunMs: number | undefined;
+}
+
 async function measure(
   client: Client,
   connection: NativeConnection,
   code: string,
   shape: Shape,
   n: number,
-): Promise<{ cpuMs: number; seconds: number }> {
+  serverPid: number | undefined,
+): Promise<Measured> {
   const stamp = `${shape}-${Date.now()}`;
   const taskQueue = `sdk-floor-${stamp}`;
   const label = `floor-${stamp}`;
   const ids = Array.from({ length: n }, (_, i) => String(i));
+  const serverBeforeStarts = groupCpuSeconds(serverPid);
   await inLanes(ids, 50, async (id) => {
     const input: FloorInput = { id, label, waitMs: 1000, padding: PADDING };
     await client.workflow.start(shape, { taskQueue, workflowId: `${stamp}-${id}`, args: [input] });
@@ -89,6 +103,7 @@ async function measure(
       ...workerSettingsFromEnv(),
     }),
   );
+  const serverBeforeRun = groupCpuSeconds(serverPid);
   const cpu = process.cpuUsage();
   const started = performance.now();
   const running = worker.run();
@@ -101,9 +116,17 @@ async function measure(
   }
   const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - started) / 1000;
+  const serverAfterRun = groupCpuSeconds(serverPid);
+  const ms = (from: number | undefined, to: number | undefined) =>
+    from !== undefined && to !== undefined ? (to - from) * 1000 : undefined;
   worker.shutdown();
   await running;
-  return { cpuMs: (used.user + used.system) / 1000, seconds };
+  return {
+    cpuMs: (used.user + used.system) / 1000,
+    seconds,
+    serverStartMs: ms(serverBeforeStarts, serverBeforeRun),
+    serverRunMs: ms(serverBeforeRun, serverAfterRun),
+  };
 }
 
 async function main(): Promise<void> {
@@ -125,6 +148,13 @@ async function main(): Promise<void> {
       '--port',
       String(port),
       '--headless',
+      // the local stack's database settings (local/stack.ts), so the server's CPU compares
+      '--db-filename',
+      join(dir, 'temporal.sqlite'),
+      '--sqlite-pragma',
+      'journal_mode=wal',
+      '--sqlite-pragma',
+      'synchronous=off',
       '--log-level',
       'warn',
       ...SEARCH_ATTRIBUTE_REGISTRATIONS.flatMap((sa) => [
@@ -163,14 +193,19 @@ async function main(): Promise<void> {
     const rows: string[] = [];
     for (let run = 1; run <= runs; run += 1) {
       for (const shape of SHAPES) {
-        const { cpuMs, seconds } = await measure(client, connection, code, shape, n);
-        const line = `${shape.padEnd(12)} run ${run}: ${(cpuMs / n).toFixed(1)} ms of worker CPU per workflow (${(cpuMs / 1000).toFixed(1)} s over ${seconds.toFixed(1)} s; load ${loadAverage()})`;
+        const m = await measure(client, connection, code, shape, n, server.child.pid);
+        const perWorkflow = (v: number | undefined) => (v === undefined ? '?' : (v / n).toFixed(1));
+        const line =
+          `${shape.padEnd(12)} run ${run}: ${perWorkflow(m.cpuMs)} ms of worker CPU per workflow ` +
+          `(${(m.cpuMs / 1000).toFixed(1)} s over ${m.seconds.toFixed(1)} s); Temporal server ` +
+          `${perWorkflow(m.serverStartMs)} ms per start + ${perWorkflow(m.serverRunMs)} ms per run ` +
+          `(load ${loadAverage()})`;
         log(line);
         rows.push(line);
       }
     }
     console.log(
-      `\nSDK floor, N=${n} (floorBare: start, 1 activity, 1 update; floorShaped: a local activity first, as a machine)`,
+      `\nSDK floor, N=${n} (floorBare: start, 1 activity, 1 update; floorShaped: a local activity first, as a machine; floorLocal: both local, one workflow task)`,
     );
     for (const row of rows) console.log(row);
     await connection.close();
