@@ -305,6 +305,11 @@ export function launchActivities(
    * too often) throws like the read path's: the step's retry tries the
    * creation's word again, and finds it stale by itself if the first claim
    * landed (the machine is then `allocating`).
+   *
+   * With `held` (a zone this very run claimed and marked a launch in, in a
+   * workflow task that was lost: records.ts `zoneMarkedByThisRun`), the
+   * zone is that one and nothing is claimed: the launch that follows is the
+   * lost task's own (same token seed), which finds its batch.
    */
   async function prepareLaunch(
     ref: MachineRef,
@@ -312,6 +317,7 @@ export function launchActivities(
     view: MachineView,
     tuning: WorkflowTuning,
     created?: CreatedPreparation,
+    held?: string,
   ): Promise<PreparedLaunch | 'stale'> {
     let plan: LaunchPlan;
     try {
@@ -323,12 +329,13 @@ export function launchActivities(
       if (failed) return created ? 'stale' : { planFailure: failed };
       throw err;
     }
+    if (held !== undefined) return { plan, zone: held, launchInTask: true };
     try {
       const zone = await claim(
         { ...ref, plan, exclude: [], attempt: 1, maxAttempts: tuning.startAttempts },
         { view, ...(created ? { strict: true } : {}) },
       );
-      return { plan, zone };
+      return { plan, zone, launchInTask: true };
     } catch (err) {
       // the machine is not as its creation wrote it: nothing claimed, read it
       if (created && err instanceof StaleViewError) return 'stale';
@@ -346,7 +353,8 @@ export function launchActivities(
       view: MachineView,
       tuning: WorkflowTuning,
       created?: CreatedPreparation,
-    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning, created)),
+      held?: string,
+    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning, created, held)),
 
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {
@@ -464,6 +472,8 @@ export async function heartbeating<T>(
   } catch {
     return work();
   }
+  // a local activity cannot heartbeat: its workflow task is what Temporal watches
+  if (context.info.isLocal) return work();
   const active = context;
   const timer = setInterval(() => active.heartbeat(), everyMs);
   try {

@@ -3,6 +3,8 @@ import { EntityNotFoundError } from '../state/errors';
 import { toMachine } from '../state/items';
 import type { Life, MachineRecord } from '../state/types';
 import type { CreatedMachine } from '../temporal/created-machine';
+import { Context } from '@temporalio/activity';
+import { parseRunSeed } from '../temporal/launch-token';
 import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
@@ -102,7 +104,39 @@ export type LaunchPreparer = (
   view: MachineView,
   tuning: WorkflowTuning,
   created?: CreatedPreparation,
+  held?: string,
 ) => Promise<PreparedLaunch | 'stale'>;
+
+/**
+ * The zone this very run (`run`: its workflow id and run id) claimed and
+ * marked a launch in for attempt 1 of a pass, as the machine's item says:
+ * found only by a first read run again because the workflow task that
+ * held the launch (LAUNCH_IN_TASK) was lost. The first read then answers
+ * that zone instead of claiming again, so the launch run again is the lost
+ * one (same token seed) and finds its batch: a fresh claim might choose
+ * another zone, whose launch would be a second instance. Undefined when the
+ * marker is another run's (or none), or the machine's claim moved on.
+ */
+export function zoneMarkedByThisRun(
+  item: Record<string, unknown>,
+  run: { workflowId: string; runId: string } | undefined,
+): string | undefined {
+  if (!run) return undefined;
+  const marker = item.launchBatch as { tokenSeed?: unknown } | undefined;
+  if (typeof marker?.tokenSeed !== 'string') return undefined;
+  const seed = parseRunSeed(marker.tokenSeed, run);
+  if (!seed || seed.attempt !== 1) return undefined;
+  return item.zoneClaim === seed.zone ? seed.zone : undefined;
+}
+
+/** The run a step runs for (a local activity's workflow), if any. */
+function currentRun(): { workflowId: string; runId: string } | undefined {
+  try {
+    return Context.current().info.workflowExecution;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The machine and its model as the creating request wrote them
@@ -389,6 +423,8 @@ export function recordActivities(
             machine,
             read.view,
             fields.tuning,
+            undefined,
+            zoneMarkedByThisRun(read.item, currentRun()),
           );
           if (prepared === 'stale') throw new Error('a launch prepared from a read was stale');
           return { ...fields, life: machine.life as 'alive' | 'dying', prepared };

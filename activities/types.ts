@@ -87,6 +87,13 @@ export interface PreparedLaunch {
    * model: says so in the run's history; the workflow does not branch on it.
    */
   fromCreation?: true;
+  /**
+   * The launch after this claim runs as a local activity in the same
+   * workflow task (workflows/patches.ts LAUNCH_IN_TASK). Set by every
+   * answer with a zone from code that knows the change; histories recorded
+   * before it lack it and replay with the launch as an activity.
+   */
+  launchInTask?: true;
 }
 
 /**

@@ -31,13 +31,22 @@ function onOff(name: string, text: string): boolean {
 
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
   const activities = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_ACTIVITIES', 1000, env);
-  const workflowTasks = positiveIntEnv('PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS', 200, env);
   // Not the SDK's default, which it derives from the heap limit: ~2,300 runs on the bench machine
   // but 34 in dev's 1 GiB task (60 with worker/heap.ts's semi-spaces), and a cache below the
   // workflow-task slots lowers the slots to it. A 1,000-machine burst then replayed most runs
   // at their second task (README, "Worker tuning": 38.4 ms of worker CPU per machine with dev's
   // heap, 23.1 ms with this cache, 624 MiB peak RSS in dev's heap limits).
   const maxCachedWorkflows = positiveIntEnv('PROVISIONER_MAX_CACHED_WORKFLOWS', 1000, env);
+  // As many workflow-task slots as cached runs (the core allows no more): a machine's first task
+  // holds its slot while its launch runs in it (workflows/patches.ts LAUNCH_IN_TASK), seconds
+  // each. With 200, a 1,000-machine burst reached the batcher 200 at a time: all launched in
+  // 45.5 s, 37 RunInstances; with 1,000, 26.6 s and 15 (npm run bench, README).
+  const workflowTasks = positiveIntEnv(
+    'PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS',
+    // the core's floor with a cache: 2
+    Math.max(2, maxCachedWorkflows),
+    env,
+  );
   // threads: a positive integer when set; unset leaves the SDK's default
   const workflowThreadPoolSize = optionalEnv('PROVISIONER_WORKFLOW_THREADS', '', env)
     ? positiveIntEnv('PROVISIONER_WORKFLOW_THREADS', 1, env)

@@ -24,6 +24,7 @@ import {
   uses,
 } from './patches';
 import { FAILURE } from '../temporal/failures';
+import { launchTokenSeed } from '../temporal/launch-token';
 import {
   attemptFailedMessage,
   recordFailedMessage,
@@ -39,6 +40,8 @@ import {
   failureType,
   LAUNCH_OPTIONS,
   launching,
+  LOCAL_LAUNCH_OPTIONS,
+  localLaunching,
   localPlanning,
   localRecording,
   localRecords,
@@ -257,21 +260,27 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
           zone,
           plan,
           // one token per machine, pass, attempt and zone: stable across worker restarts and replays
-          tokenSeed: `${workflowInfo().workflowId}/${workflowInfo().runId}/${state.pass}/${attempt}/${zone}`,
+          tokenSeed: launchTokenSeed(workflowInfo(), state.pass, attempt, zone),
           ...(mayHaveLaunched ? { mayHaveLaunched } : {}),
           // the launch records the instance itself (LEAN_LAUNCH), only in a run whose own first
           // read answered `prepared`; its answer says whether it did
           ...(ctx.lean && ctx.recordsLaunch && batched ? { record: true } : {}),
         };
-        started = batched
-          ? await launching.startInstance.executeWithOptions(
-              {
-                ...LAUNCH_OPTIONS,
-                summary: `RunInstances in ${zone}, attempt ${attempt} of ${tuning.startAttempts}`,
-              },
-              [input],
-            )
-          : await ec2.startInstance(input);
+        // the launch that follows the first read's claim runs in the same workflow task when that
+        // read said so (LAUNCH_IN_TASK): no activity task, no second workflow task
+        const options = {
+          summary: `RunInstances in ${zone}, attempt ${attempt} of ${tuning.startAttempts}`,
+        };
+        started = !batched
+          ? await ec2.startInstance(input)
+          : claimed?.launchInTask === true
+            ? await localLaunching.startInstance.executeWithOptions(
+                { ...LOCAL_LAUNCH_OPTIONS, ...options },
+                [input],
+              )
+            : await launching.startInstance.executeWithOptions({ ...LAUNCH_OPTIONS, ...options }, [
+                input,
+              ]);
         mayHaveLaunched = false;
         state.mayHaveLaunched = undefined;
       } catch (err) {

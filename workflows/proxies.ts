@@ -69,6 +69,20 @@ export const LAUNCH_OPTIONS = {
   retry: { ...RETRY, maximumAttempts: 8 },
 } as const;
 export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
+/**
+ * The same launch as a local activity (patches.ts LAUNCH_IN_TASK): run by
+ * the worker within the first workflow task, after the first read's claim.
+ * Same timeout and attempts. A local activity cannot heartbeat: a dead
+ * worker's launch is taken up when its workflow task times out
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute, as the heartbeat timeout
+ * above), and run again there with the same token seed (the first read
+ * finds the zone the lost task launched in).
+ */
+export const LOCAL_LAUNCH_OPTIONS = {
+  startToCloseTimeout: '2 minutes',
+  retry: { ...RETRY, maximumAttempts: 8 },
+} as const;
+export const localLaunching = proxyLocalActivities<Activities>(LOCAL_LAUNCH_OPTIONS);
 
 /**
  * Listings that may be slow where EC2 holds many instances (the emulator

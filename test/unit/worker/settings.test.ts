@@ -9,7 +9,8 @@ describe('workerSettingsFromEnv', () => {
       maxCachedWorkflows: 1000,
       maxConcurrentActivityTaskExecutions: 1000,
       maxConcurrentLocalActivityExecutions: 1000,
-      maxConcurrentWorkflowTaskExecutions: 200,
+      // as many as the cache: a first task holds its slot while its launch runs in it
+      maxConcurrentWorkflowTaskExecutions: 1000,
       stickyQueueScheduleToStartTimeout: '30 seconds',
     });
   });
@@ -62,8 +63,15 @@ describe('workerStartupFields', () => {
     expect(workerStartupFields(workerSettingsFromEnv({}), 4144 * 2 ** 20)).toEqual({
       heapLimitMiB: 4144,
       maxCachedWorkflows: 1000,
-      workflowTaskSlots: 200,
+      workflowTaskSlots: 1000,
     });
+  });
+
+  it('follows a smaller cache with its slots when they are not set', () => {
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '300' })
+        .maxConcurrentWorkflowTaskExecutions,
+    ).toBe(300);
   });
 
   it('logs the slots lowered to the cache, as the core caps them (dev had 34 of each)', () => {
