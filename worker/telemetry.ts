@@ -55,6 +55,27 @@ export function addSdkUpdates(
 }
 
 /**
+ * The SDK's core warns of every workflow task that took longer than this
+ * (`[TMPRL1104] … Workflow task duration exceeded 5 seconds`, read once
+ * from TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS). A machine's first task
+ * runs its launch (workflows/patches.ts LAUNCH_IN_TASK): it waits for its
+ * batch (up to PROVISIONER_LAUNCH_BATCH_MAX, 5 s), its RunInstances turn and
+ * EC2's answer, so at the SDK's 5 s a 1,000-machine burst logged 999 such
+ * warnings. Half the task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute)
+ * still names a task that is truly stuck. A value set in the environment wins.
+ */
+export const WORKFLOW_TASK_DURATION_WARN_SECONDS = 30;
+export const WORKFLOW_TASK_DURATION_WARN_ENV = 'TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS';
+
+/** Sets the core's long-task warning threshold unless the environment has one; answers it. */
+export function longTaskWarningThreshold(env: NodeJS.ProcessEnv = process.env): string {
+  const set = env[WORKFLOW_TASK_DURATION_WARN_ENV];
+  if (set !== undefined && set.trim() !== '') return set;
+  env[WORKFLOW_TASK_DURATION_WARN_ENV] = String(WORKFLOW_TASK_DURATION_WARN_SECONDS);
+  return env[WORKFLOW_TASK_DURATION_WARN_ENV];
+}
+
+/**
  * Installs the SDK's Runtime with the worker's logger and the chosen metrics
  * exporter, and starts the worker's periodic EMF flush. Must run before the
  * first connection is made.
@@ -62,6 +83,8 @@ export function addSdkUpdates(
 export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): () => void {
   let buffer: MetricsBuffer | undefined;
   if (mode.kind === 'emf') buffer = new MetricsBuffer({ maxBufferSize: 100_000 });
+  // before the core's first workflow task reads it (it reads the process environment once)
+  longTaskWarningThreshold();
   Runtime.install({
     logger,
     telemetryOptions: {
