@@ -26,7 +26,8 @@ import type {
   WorkflowTuning,
 } from './types';
 import type { MachineView } from '../state/zone-counts';
-import { recordLaunched } from './records';
+import { currentRun, recordLaunched } from './records';
+import { claimantOf } from '../temporal/launch-token';
 import { activityLog } from './log';
 import { refusedOr } from '../ec2/errors';
 
@@ -220,6 +221,24 @@ export function launchActivities(
    * are made together (state/zone-counts.ts). Writes status `allocating`
    * with the zone and attempt in the same update.
    */
+  /**
+   * The zone this run already claimed for this attempt and still holds, not
+   * failed in (the claim's `claimedBy`): a claim step run again because the
+   * workflow task that made it (and maybe launched there, LAUNCH_IN_TASK) was
+   * lost keeps it, so the launch that follows has the lost one's token seed
+   * and finds what it launched (a claim made again might move the machine to
+   * another zone and launch it twice). Only for a step of a machine run, with
+   * an attempt; one strongly consistent read.
+   */
+  async function heldClaim(input: ClaimZoneInput): Promise<string | undefined> {
+    const run = currentRun();
+    if (!run || input.attempt === undefined) return undefined;
+    const held = await store.claimHolder(input.model, input.machineId);
+    if (!held?.zoneClaim || held.life === 'dead') return undefined;
+    if (held.claimedBy !== claimantOf(run, input.attempt)) return undefined;
+    return input.exclude.includes(held.zoneClaim) ? undefined : held.zoneClaim;
+  }
+
   async function claim(input: ClaimZoneInput, options: ClaimOptions = {}): Promise<string> {
     const { plan } = input;
     const regional = deps.ec2ForRegion(plan.region);
@@ -249,6 +268,8 @@ export function launchActivities(
       });
     const attempt = input.attempt;
     const maxAttempts = input.maxAttempts;
+    const run = currentRun();
+    const claimedBy = run && attempt !== undefined ? claimantOf(run, attempt) : undefined;
     try {
       return await orMachineGone(
         claims.submit(input.model, {
@@ -257,6 +278,7 @@ export function launchActivities(
           ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
           ...(options.view ? { view: options.view } : {}),
           ...(options.strict ? { strict: true } : {}),
+          ...(claimedBy !== undefined ? { claimedBy } : {}),
           order: (population) => {
             if (short.length === 0) return choice(population, []);
             try {
@@ -367,8 +389,8 @@ export function launchActivities(
      * (`claim` below). Writes status `allocating` with the zone and attempt
      * in the same update.
      */
-    claimZone(input: ClaimZoneInput): Promise<string> {
-      return claim(input);
+    async claimZone(input: ClaimZoneInput): Promise<string> {
+      return (await heldClaim(input)) ?? claim(input);
     },
 
     /**
@@ -522,8 +544,12 @@ function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
   }
   const { startToCloseTimeoutMs, currentAttemptScheduledTimestampMs: scheduled } = context.info;
   // counted from when Temporal scheduled this try (a lower bound on its start), not from when
-  // this code runs: on a starved worker the task may have waited long before it got here
-  const startedAt = scheduled > 0 ? Math.min(scheduled, Date.now()) : Date.now();
+  // this code runs: on a starved worker the task may have waited long before it got here. Not
+  // for a local activity: the SDK's core gives each of its retries the first try's schedule
+  // time, so a retry after a slow first try would count as over on arrival; its worker runs
+  // it at once, so its start is now.
+  const startedAt =
+    scheduled > 0 && !context.info.isLocal ? Math.min(scheduled, Date.now()) : Date.now();
   return {
     signal: context.cancellationSignal,
     ...(startToCloseTimeoutMs > 0

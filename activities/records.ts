@@ -4,7 +4,7 @@ import { toMachine } from '../state/items';
 import type { Life, MachineRecord } from '../state/types';
 import type { CreatedMachine } from '../temporal/created-machine';
 import { Context } from '@temporalio/activity';
-import { parseRunSeed } from '../temporal/launch-token';
+import { claimantOf, parseRunSeed } from '../temporal/launch-token';
 import { runningCatchUpOf } from './running-catch-up';
 import { orMachineGone } from './failures';
 import type { ActivityDeps } from './deps';
@@ -129,8 +129,28 @@ export function zoneMarkedByThisRun(
   return item.zoneClaim === seed.zone ? seed.zone : undefined;
 }
 
-/** The run a step runs for (a local activity's workflow), if any. */
-function currentRun(): { workflowId: string; runId: string } | undefined {
+/**
+ * The zone this very run claimed for attempt 1 and still holds (the claim's
+ * `claimedBy`, state/zone-claim.ts), or, from items written before claims
+ * said who made them, the zone it marked a launch in (`zoneMarkedByThisRun`).
+ * A first read that finds one was run again because the workflow task that
+ * claimed (and maybe launched) was lost: the claim may already be in a batch
+ * waiting to go out, unmarked, so the mark alone cannot tell.
+ */
+export function zoneHeldByThisRun(
+  item: Record<string, unknown>,
+  run: { workflowId: string; runId: string } | undefined,
+): string | undefined {
+  if (!run) return undefined;
+  const claim = item.zoneClaim;
+  if (typeof claim === 'string' && claim !== '' && item.claimedBy === claimantOf(run, 1)) {
+    return claim;
+  }
+  return zoneMarkedByThisRun(item, run);
+}
+
+/** The run a step runs for (an activity's or local activity's workflow), if any. */
+export function currentRun(): { workflowId: string; runId: string } | undefined {
   try {
     return Context.current().info.workflowExecution;
   } catch {
@@ -424,7 +444,7 @@ export function recordActivities(
             read.view,
             fields.tuning,
             undefined,
-            zoneMarkedByThisRun(read.item, currentRun()),
+            zoneHeldByThisRun(read.item, currentRun()),
           );
           if (prepared === 'stale') throw new Error('a launch prepared from a read was stale');
           return { ...fields, life: machine.life as 'alive' | 'dying', prepared };

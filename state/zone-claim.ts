@@ -47,6 +47,14 @@ export interface ClaimRequest extends ZoneAsk {
   /** Written with the claim in the same update (status `allocating`, its message). */
   status?: { status: string; message: (zone: string) => string };
   /**
+   * The machine run and attempt that claims (`<workflow id>/<run id>/<attempt>`,
+   * activities/launch.ts `claimant`), written as the item's `claimedBy` with
+   * the zone (removed by a claim without one): a step of that run run again
+   * after its workflow task was lost keeps the zone it claimed instead of
+   * claiming again (activities/records.ts `zoneHeldByThisRun`).
+   */
+  claimedBy?: string;
+  /**
    * Availability-set mode: the group's placement group has this many
    * partitions, and the claim also assigns the machine the least populous
    * of them in the chosen zone (counted in the same counter items).
@@ -229,6 +237,7 @@ async function claimOnce(
         partition,
         groups: [...mine],
         ...(request.status ? { status: request.status } : {}),
+        ...(request.claimedBy !== undefined ? { claimedBy: request.claimedBy } : {}),
         now,
       }),
     );

@@ -88,6 +88,8 @@ export function machineClaimItem(
     partition: number | undefined;
     groups: string[];
     status?: { status: string; message: (zone: string) => string };
+    /** Who claims (ClaimRequest.claimedBy): written with the zone, or removed. */
+    claimedBy?: string;
     now: string;
   },
 ): TransactItem {
@@ -113,6 +115,13 @@ export function machineClaimItem(
     set += ', #countedPartition = :partition';
   } else {
     remove = ' REMOVE #countedPartition';
+  }
+  names['#claimedBy'] = 'claimedBy';
+  if (claim.claimedBy !== undefined) {
+    values[':claimedBy'] = claim.claimedBy;
+    set += ', #claimedBy = :claimedBy';
+  } else {
+    remove = remove ? `${remove}, #claimedBy` : ' REMOVE #claimedBy';
   }
   if (claim.status) {
     names['#status'] = 'status';

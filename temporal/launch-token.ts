@@ -34,3 +34,13 @@ export function parseRunSeed(
   if (!/^\d+$/.test(pass) || !/^\d+$/.test(attempt) || zone === '') return undefined;
   return { pass: Number(pass), attempt: Number(attempt), zone };
 }
+
+/**
+ * Who makes a zone claim, written with it (`claimedBy`): the machine run and
+ * the attempt it claims for. A step of that run run again after its
+ * workflow task was lost, for the same attempt, keeps the zone instead of
+ * claiming again, so its launch has the lost one's token seed.
+ */
+export function claimantOf(run: { workflowId: string; runId: string }, attempt: number): string {
+  return `${run.workflowId}/${run.runId}/${attempt}`;
+}

@@ -57,22 +57,35 @@ export function addSdkUpdates(
 /**
  * The SDK's core warns of every workflow task that took longer than this
  * (`[TMPRL1104] … Workflow task duration exceeded 5 seconds`, read once
- * from TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS). A machine's first task
- * runs its launch (workflows/patches.ts LAUNCH_IN_TASK): it waits for its
- * batch (up to PROVISIONER_LAUNCH_BATCH_MAX, 5 s), its RunInstances turn and
- * EC2's answer, so at the SDK's 5 s a 1,000-machine burst logged 999 such
- * warnings. Half the task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute)
- * still names a task that is truly stuck. A value set in the environment wins.
+ * from TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS, whole seconds). A
+ * machine's first task runs its launch (workflows/patches.ts
+ * LAUNCH_IN_TASK): it waits for its batch (up to PROVISIONER_LAUNCH_BATCH_MAX,
+ * 5 s), its RunInstances turn and EC2's answer, so at the SDK's 5 s a
+ * 1,000-machine burst logged 999 such warnings. The core completes a task
+ * whose local activities still run at 80 % of the task timeout
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute: 48 s) and goes on in the next:
+ * a task longer than 50 s is one that is truly stuck.
  */
-export const WORKFLOW_TASK_DURATION_WARN_SECONDS = 30;
+export const WORKFLOW_TASK_DURATION_WARN_SECONDS = 50;
 export const WORKFLOW_TASK_DURATION_WARN_ENV = 'TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS';
 
-/** Sets the core's long-task warning threshold unless the environment has one; answers it. */
+/**
+ * Sets the core's long-task warning threshold unless the environment has
+ * one, and answers it. A value the core would not read (not whole seconds:
+ * it would fall back to 5 s without a word) is refused.
+ */
 export function longTaskWarningThreshold(env: NodeJS.ProcessEnv = process.env): string {
-  const set = env[WORKFLOW_TASK_DURATION_WARN_ENV];
-  if (set !== undefined && set.trim() !== '') return set;
-  env[WORKFLOW_TASK_DURATION_WARN_ENV] = String(WORKFLOW_TASK_DURATION_WARN_SECONDS);
-  return env[WORKFLOW_TASK_DURATION_WARN_ENV];
+  const set = env[WORKFLOW_TASK_DURATION_WARN_ENV]?.trim();
+  if (set === undefined || set === '') {
+    env[WORKFLOW_TASK_DURATION_WARN_ENV] = String(WORKFLOW_TASK_DURATION_WARN_SECONDS);
+    return env[WORKFLOW_TASK_DURATION_WARN_ENV];
+  }
+  if (!/^\d+$/.test(set)) {
+    throw new ConfigError(
+      `environment variable ${WORKFLOW_TASK_DURATION_WARN_ENV}: "${set}" is not a whole number of seconds`,
+    );
+  }
+  return set;
 }
 
 /**

@@ -211,11 +211,14 @@ export const REMOVED_IN_TEARDOWN = 'removed-in-teardown';
  * carries `launchInTask` only from code that knows the change. Histories
  * recorded before hold none and replay with the launch as an activity.
  *
- * A workflow task that is lost (its worker died) takes its local
- * activities' answers with it: the task is run again, read, claim and
- * launch. The launch must then be the same one (same token seed: same
- * batch, same reservation), so a first read that finds the machine marked
- * for a launch by this very run answers the zone it was marked in, without
- * claiming again (records.ts `zoneMarkedByThisRun`).
+ * A workflow task that is lost (its worker died, or it timed out) takes its
+ * local activities' answers with it: what the history does not hold is run
+ * again (read, claim and launch; only the launch after a task heartbeat
+ * recorded the read). The launch must then be the same one (same token
+ * seed: same batch, same reservation), so a zone claim records the run and
+ * attempt that made it (`claimedBy`), and a first read or claim step of that
+ * run, run again for the same attempt, keeps that zone instead of claiming
+ * again (records.ts `zoneHeldByThisRun`, launch.ts `heldClaim`), whether
+ * the lost launch went out, is still waiting in its batch, or never began.
  */
 export const LAUNCH_IN_TASK = 'launch-in-task';

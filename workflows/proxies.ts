@@ -75,8 +75,10 @@ export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
  * Same timeout and attempts. A local activity cannot heartbeat: a dead
  * worker's launch is taken up when its workflow task times out
  * (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute, as the heartbeat timeout
- * above), and run again there with the same token seed (the first read
- * finds the zone the lost task launched in).
+ * above), and run again there with the same token seed (a zone claim
+ * records the run and attempt that made it, and a step of that run run again
+ * for the same attempt keeps the zone: activities/records.ts
+ * `zoneHeldByThisRun`).
  */
 export const LOCAL_LAUNCH_OPTIONS = {
   startToCloseTimeout: '2 minutes',

@@ -1,3 +1,4 @@
+import { ConfigError } from '../../../config/env';
 import {
   longTaskWarningThreshold,
   WORKFLOW_TASK_DURATION_WARN_ENV,
@@ -5,11 +6,11 @@ import {
 } from '../../../worker/telemetry';
 
 describe('longTaskWarningThreshold', () => {
-  it('sets half the task timeout when the environment says nothing (a launch task is seconds long)', () => {
+  it('sets 50 s when the environment says nothing (past the core’s 48 s task heartbeat)', () => {
     const env: NodeJS.ProcessEnv = {};
-    expect(longTaskWarningThreshold(env)).toBe('30');
-    expect(env[WORKFLOW_TASK_DURATION_WARN_ENV]).toBe('30');
-    expect(WORKFLOW_TASK_DURATION_WARN_SECONDS).toBe(30);
+    expect(longTaskWarningThreshold(env)).toBe('50');
+    expect(env[WORKFLOW_TASK_DURATION_WARN_ENV]).toBe('50');
+    expect(WORKFLOW_TASK_DURATION_WARN_SECONDS).toBe(50);
   });
 
   it('keeps a threshold the environment sets', () => {
@@ -20,6 +21,14 @@ describe('longTaskWarningThreshold', () => {
 
   it('treats a blank value as unset', () => {
     const env: NodeJS.ProcessEnv = { [WORKFLOW_TASK_DURATION_WARN_ENV]: ' ' };
-    expect(longTaskWarningThreshold(env)).toBe('30');
+    expect(longTaskWarningThreshold(env)).toBe('50');
+  });
+
+  it.each(['5s', '1.5', '-5'])('refuses %j, which the core would read as its 5 s', (value) => {
+    expect(() => longTaskWarningThreshold({ [WORKFLOW_TASK_DURATION_WARN_ENV]: value })).toThrow(
+      new ConfigError(
+        `environment variable TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS: "${value}" is not a whole number of seconds`,
+      ),
+    );
   });
 });
