@@ -9,9 +9,12 @@ import { dynamoClientFor, loadTestStack } from './stack';
 /**
  * add-machine on the local stack (issue 26): the machine's workflow is
  * started with what the request wrote (`created`), its first step plans and
- * claims from that, and the machine runs. With
+ * claims from that, and the machine runs, its launch a local activity in
+ * the same first workflow task (LAUNCH_IN_TASK, workflows/patches.ts). With
  * PROVISIONER_RECORD_HISTORIES=<dir> the run's history is written there as
- * `machine-created-launch.json` (the replay test's folder).
+ * `machine-launch-in-task.json` (the replay test's folder); its namesake
+ * before that change, `machine-created-launch.json` (the launch an activity
+ * of its own, in a second workflow task), is kept as it was recorded.
  */
 const stack = loadTestStack();
 const api = apiClient(stack);
@@ -33,6 +36,21 @@ async function temporalClient(): Promise<Client> {
 
 type History = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>;
 
+/**
+ * The machine's history once its first workflow task completed. The launch
+ * records the machine `running` from within that task (LAUNCH_IN_TASK, the
+ * launch a local activity that records its instance), so the API may say
+ * `running` a moment before the task's events are in the history.
+ */
+async function historyOnceLaunched(workflowId: string): Promise<History> {
+  const handle = (await temporalClient()).workflow.getHandle(workflowId);
+  return eventually(
+    () => handle.fetchHistory(),
+    (h) => (h.events ?? []).some((e) => e.workflowTaskCompletedEventAttributes),
+    60_000,
+  );
+}
+
 /** The machine workflow's start input, as the history recorded it. */
 function startInput(history: History): { created?: Record<string, unknown> } {
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
@@ -53,6 +71,60 @@ function firstStep(history: History): { prepared?: { fromCreation?: boolean; zon
   ) as { prepared?: { fromCreation?: boolean; zone?: string } };
 }
 
+/** What a local activity's marker says of it: its type, and the workflow task that ran it. */
+function localActivities(history: History): Array<{ type: string; task: number }> {
+  return (history.events ?? [])
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+    .map((e) => {
+      const attributes = e.markerRecordedEventAttributes!;
+      const data = JSON.parse(
+        Buffer.from(attributes.details?.data?.payloads?.[0]?.data ?? new Uint8Array()).toString(
+          'utf8',
+        ),
+      ) as { activity_type?: string };
+      return {
+        type: data.activity_type ?? '',
+        task: Number(attributes.workflowTaskCompletedEventId),
+      };
+    });
+}
+
+/** The event ids of the run's completed workflow tasks, in order. */
+function completedTasks(history: History): number[] {
+  return (history.events ?? [])
+    .filter((e) => e.workflowTaskCompletedEventAttributes)
+    .map((e) => Number(e.eventId));
+}
+
+/**
+ * The launch ran in the run's first workflow task (LAUNCH_IN_TASK): the
+ * first read and the launch are local activities of that task, no activity
+ * task was ever scheduled for the launch, and the machine's `running` was
+ * published by that same task (one upsert).
+ */
+function expectLaunchedInFirstTask(history: History): void {
+  const [first] = completedTasks(history);
+  expect(localActivities(history).slice(0, 2)).toEqual([
+    { type: 'loadMachine', task: first },
+    { type: 'startInstance', task: first },
+  ]);
+  const scheduled = (history.events ?? []).flatMap((e) => {
+    const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
+    return name ? [name] : [];
+  });
+  expect(scheduled).not.toContain('startInstance');
+  const upserts = (history.events ?? []).filter(
+    (e) => e.upsertWorkflowSearchAttributesEventAttributes,
+  );
+  expect(upserts.length).toBeGreaterThanOrEqual(1);
+  expect(
+    Number(upserts[0]!.upsertWorkflowSearchAttributesEventAttributes!.workflowTaskCompletedEventId),
+  ).toBe(first);
+  expect(
+    (firstStep(history) as { prepared?: { launchInTask?: boolean } }).prepared?.launchInTask,
+  ).toBe(true);
+}
+
 it('starts the workflow with what add-machine wrote and runs the machine from it', async () => {
   const model = uniqueName('created');
   const made = await api.post('/v1/models', { name: model });
@@ -68,7 +140,7 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
 
   const workflowId = machineWorkflowId(model, '0');
   const handle = (await temporalClient()).workflow.getHandle(workflowId);
-  const history = await handle.fetchHistory();
+  const history = await historyOnceLaunched(workflowId);
   const input = startInput(history);
   expect(input.created).toMatchObject({
     region: stack.region,
@@ -87,8 +159,10 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
   const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
+  // and launched in the same workflow task: one task until the machine ran, not two
+  expectLaunchedInFirstTask(history);
   const { runId } = await handle.describe();
-  await recordHistory(stack, workflowId, runId, 'machine-created-launch.json');
+  await recordHistory(stack, workflowId, runId, 'machine-launch-in-task.json');
 });
 
 it('hands a machine the sweep finds without a workflow its creation too', async () => {
@@ -107,11 +181,7 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
     (res) => res.body?.status === 'running',
     180_000,
   );
-  const history = await (
-    await temporalClient()
-  ).workflow
-    .getHandle(machineWorkflowId(model, id!))
-    .fetchHistory();
+  const history = await historyOnceLaunched(machineWorkflowId(model, id!));
   expect(startInput(history).created).toEqual({
     modelUid: uid,
     region: stack.region,
@@ -125,6 +195,7 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
   const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
+  expectLaunchedInFirstTask(history);
 });
 
 it('hands deploy and add-unit machines their creation: the application is their group', async () => {
@@ -154,11 +225,7 @@ it('hands deploy and add-unit machines their creation: the application is their 
       (res) => res.body?.status === 'running',
       180_000,
     );
-    const history = await (
-      await temporalClient()
-    ).workflow
-      .getHandle(machineWorkflowId(model, id))
-      .fetchHistory();
+    const history = await historyOnceLaunched(machineWorkflowId(model, id));
     expect([id, startInput(history).created]).toEqual([
       id,
       {
@@ -176,6 +243,7 @@ it('hands deploy and add-unit machines their creation: the application is their 
     expect([id, firstStep(history).prepared?.fromCreation]).toEqual([id, true]);
     expect([id, (await repo.getMachine(model, id)).requestedBy]).toEqual([id, 'admin']);
     expect(running.body.zone).toBe(firstStep(history).prepared?.zone);
+    expectLaunchedInFirstTask(history);
   }
   // spread over the stack's zones as before (least populous first within the application)
   const zones = new Map<string, number>();

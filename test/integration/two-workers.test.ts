@@ -27,9 +27,13 @@ import { dynamoClientFor, loadTestStack } from './stack';
  * must be exact across them is: a machine claimed once, the zone counters in
  * DynamoDB equal to the machines' zones (spread ±1), both workers launching,
  * no instance launched twice, nothing left unowned; and, with a worker killed
- * while startInstance activities of its own are running (RunInstances answers
- * held, so launches that happened are answered late), that the survivor
- * retries those activities and no machine gets a second instance.
+ * while launches of its own are running (RunInstances answers held, so
+ * launches that happened are answered late), that the survivor takes them up
+ * and no machine gets a second instance. A machine's first launch is a local
+ * activity of its first workflow task (LAUNCH_IN_TASK): a worker killed
+ * while it runs loses the task, which the survivor runs again from scratch
+ * once it times out, first read and launch included (the read answers the
+ * zone the lost launch was marked in, and the launch finds its batch).
  *
  * Capacity memory is on (the deployed default) but no capacity faults are
  * injected, so it is present, not exercised; the "≤ 1.5 × one worker's
@@ -155,10 +159,31 @@ function pidOf(identity: string): number {
 interface WorkByWorker {
   /** pid → workflow tasks it took. */
   workflowTasks: Map<number, number>;
-  /** pid → startInstance activities it ran (the attempt recorded: the last one). */
+  /**
+   * pid → launches it ran: startInstance activities (the attempt recorded: the last one) and
+   * startInstance local activities of the workflow tasks it completed (LAUNCH_IN_TASK).
+   */
   launches: Map<number, number>;
-  /** machine id → the attempt of its recorded startInstance, when it was not the first. */
+  /** machine id → the attempt of its recorded startInstance activity, when it was not the first. */
   launchRetries: Map<string, number>;
+  /** machine id → the pid whose workflow task ran its first launch as a local activity. */
+  launchedInTaskBy: Map<string, number>;
+  /** Machines whose first workflow task timed out or failed (lost) before one completed. */
+  lostFirstTask: Set<string>;
+}
+
+/** The activity type a local activity's marker names, if the event is one. */
+function localActivityType(e: { markerRecordedEventAttributes?: unknown }): string | undefined {
+  const marker = e.markerRecordedEventAttributes as
+    | {
+        markerName?: string | null;
+        details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null;
+      }
+    | undefined;
+  const data = marker?.details?.data?.payloads?.[0]?.data;
+  if (marker?.markerName !== 'core_local_activity' || !data) return undefined;
+  return (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type?: string })
+    .activity_type;
 }
 
 async function workByWorker(model: string, ids: readonly string[]): Promise<WorkByWorker> {
@@ -166,20 +191,40 @@ async function workByWorker(model: string, ids: readonly string[]): Promise<Work
     workflowTasks: new Map(),
     launches: new Map(),
     launchRetries: new Map(),
+    launchedInTaskBy: new Map(),
+    lostFirstTask: new Set(),
   };
   const add = (m: Map<number, number>, pid: number) => m.set(pid, (m.get(pid) ?? 0) + 1);
   for (const id of ids) {
     const history = await temporal.workflow.getHandle(machineWorkflowId(model, id)).fetchHistory();
     const typeOf = new Map<string, string>();
+    const completedBy = new Map<string, number>();
     for (const e of history.events ?? []) {
       const scheduled = e.activityTaskScheduledEventAttributes?.activityType?.name;
       if (scheduled) typeOf.set(String(e.eventId), scheduled);
       const task = e.workflowTaskStartedEventAttributes?.identity;
       if (task) add(out.workflowTasks, pidOf(task));
+      const completed = e.workflowTaskCompletedEventAttributes?.identity;
+      if (completed) completedBy.set(String(e.eventId), pidOf(completed));
+      if (
+        completedBy.size === 0 &&
+        (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes)
+      ) {
+        out.lostFirstTask.add(id);
+      }
       const started = e.activityTaskStartedEventAttributes;
       if (started && typeOf.get(String(started.scheduledEventId)) === 'startInstance') {
         add(out.launches, pidOf(started.identity ?? ''));
         if ((started.attempt ?? 1) > 1) out.launchRetries.set(id, started.attempt!);
+      }
+      if (localActivityType(e) === 'startInstance') {
+        const by = completedBy.get(
+          String(e.markerRecordedEventAttributes!.workflowTaskCompletedEventId),
+        );
+        if (by !== undefined) {
+          add(out.launches, by);
+          if (!out.launchedInTaskBy.has(id)) out.launchedInTaskBy.set(id, by);
+        }
       }
     }
   }
@@ -193,33 +238,41 @@ async function zoneCounters(model: string): Promise<Record<string, number>> {
 }
 
 /**
- * The machines whose startInstance is running on the worker `pid` now (its
- * pending activity started there), read from their workflows' descriptions.
+ * The machines whose launch may be running on the worker `pid` now: their
+ * first workflow task (read, claim and launch: LAUNCH_IN_TASK) started there
+ * and has not completed, or a startInstance activity of theirs started there
+ * is pending. Read from their workflows' histories and descriptions.
  */
 async function launchingOn(pid: number, model: string, ids: readonly string[]): Promise<string[]> {
   const found: string[] = [];
+  const notFound = (err: unknown) => {
+    // the bulk starter may not have started this one yet
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  };
   for (let i = 0; i < ids.length; i += 20) {
     const slice = ids.slice(i, i + 20);
-    const described = await Promise.all(
-      slice.map((id) =>
-        temporal.workflow
-          .getHandle(machineWorkflowId(model, id))
-          .describe()
-          // the bulk starter may not have started this one yet
-          .catch((err: unknown) => {
-            if (err instanceof WorkflowNotFoundError) return undefined;
-            throw err;
-          }),
-      ),
+    const read = await Promise.all(
+      slice.map(async (id) => {
+        const handle = temporal.workflow.getHandle(machineWorkflowId(model, id));
+        return Promise.all([
+          handle.describe().catch(notFound),
+          handle.fetchHistory().catch(notFound),
+        ]);
+      }),
     );
-    described.forEach((d, j) => {
-      const running = (d?.raw.pendingActivities ?? []).some(
+    read.forEach(([d, history], j) => {
+      const activity = (d?.raw.pendingActivities ?? []).some(
         (a) =>
           a.activityType?.name === 'startInstance' &&
           Number(a.state) === 2 && // PENDING_ACTIVITY_STATE_STARTED
           pidOf(a.lastWorkerIdentity ?? '') === pid,
       );
-      if (running) found.push(slice[j]!);
+      const events = history?.events ?? [];
+      const firstTask =
+        !events.some((e) => e.workflowTaskCompletedEventAttributes) &&
+        pidOf(events.at(-1)?.workflowTaskStartedEventAttributes?.identity ?? '') === pid;
+      if (activity || firstTask) found.push(slice[j]!);
     });
   }
   return found;
@@ -275,31 +328,42 @@ describe('two workers on one task queue', () => {
       );
       // batches from both workers: far fewer calls than machines
       expect(stats.calls.RunInstances ?? 0).toBeLessThan(150);
+      // each machine's first launch ran in its first workflow task (LAUNCH_IN_TASK)
+      expect(work.launchedInTaskBy.size).toBe(300);
     },
     15 * 60_000,
   );
 
   it(
-    'a worker killed with launches of its own running: the other retries them, and nothing is launched twice',
+    'a worker killed with launches of its own running: the other takes them up, and nothing is launched twice',
     async () => {
       const n = 120;
       // RunInstances answers are held after the launch: a batch is in flight for seconds
       await setProxyLatency({ runInstancesAnswer: 8_000 });
+      await resetStats(proxy.url);
       const victim = workers[0]!;
       const victimPid = victim.child.pid!;
       let killedWith: string[] = [];
+      let killedAt = 0;
       let model = '';
       try {
         const req = await request(n);
         model = req.model;
-        // kill the victim once startInstance activities of its own are running
+        // kill the victim once launches of its own are running and RunInstances calls went out
+        // (answered 8 s later: batches in flight)
         killedWith = await eventually(
-          () => launchingOn(victimPid, req.model, req.ids),
+          async () =>
+            ((await readStats(proxy.url)).calls.RunInstances ?? 0) > 0
+              ? launchingOn(victimPid, req.model, req.ids)
+              : [],
           (ids) => ids.length > 0,
           5 * 60_000,
           250,
         );
+        // the victim's batches go out too (their answers held 8 s: its tasks stay open)
+        await new Promise((r) => setTimeout(r, 2_000));
         workers.shift();
+        killedAt = Date.now();
         await victim.kill('SIGKILL');
       } finally {
         await setProxyLatency({});
@@ -321,17 +385,32 @@ describe('two workers on one task queue', () => {
       const zones = Object.values(spread(machines));
       expect(Math.max(...zones) - Math.min(...zones)).toBeLessThanOrEqual(1);
       expect(await zoneCounters(model)).toEqual(spread(machines));
-      // the launches the victim had running were retried: at least one of them (an activity
-      // may have finished between the look and the kill) was recorded at a later attempt
+      // the launches the victim had running were taken up by the survivor: at least one of them
+      // (a task may have completed between the look and the kill) retried as an activity, or
+      // its first workflow task lost and run again there, the launch in it
       const work = await workByWorker(
         model,
         machines.map((m) => m.id),
       );
+      const survivorPid = workers[0]!.child.pid!;
       const retried = killedWith.filter((id) => work.launchRetries.has(id));
-      process.stderr.write(
-        `[two workers] killed pid ${victimPid} with startInstance running for ${killedWith.length} machines; retried: ${retried.length}; startInstance by pid ${JSON.stringify([...work.launches])}\n`,
+      const rerun = killedWith.filter(
+        (id) => work.lostFirstTask.has(id) && work.launchedInTaskBy.get(id) === survivorPid,
       );
-      expect(retried.length).toBeGreaterThan(0);
+      // …and of those, launches that went out before the kill: the run-again task's launch found
+      // the lost one's batch and answered its instance (the audit above: no second instance)
+      const launchedAt = new Map(
+        (await modelInstances(moto, model)).map((i) => [i.InstanceId, i.LaunchTime?.getTime()]),
+      );
+      const recovered = rerun.filter((id) => {
+        const at = launchedAt.get(machines.find((m) => m.id === id)?.instanceId);
+        return at !== undefined && at <= killedAt;
+      });
+      process.stderr.write(
+        `[two workers] killed pid ${victimPid} with launches running for ${killedWith.length} machines; retried as activities: ${retried.length}; first task run again: ${rerun.length}, of which launched before the kill: ${recovered.length}; launches by pid ${JSON.stringify([...work.launches])}\n`,
+      );
+      expect(retried.length + rerun.length).toBeGreaterThan(0);
+      expect(recovered.length).toBeGreaterThan(0);
       // a worker again, for afterAll's sake and the next file's
       workers.push(await startWorker());
     },

@@ -1,5 +1,6 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import {
+  heartbeating,
   LAUNCH_HEARTBEAT_EVERY_MS,
   launchActivities,
   type StartInstanceInput,
@@ -27,8 +28,11 @@ const INPUT: StartInstanceInput = {
   plan: M5_LARGE_PLAN,
 };
 
-/** Batch records in memory; every mark waits for `release` when `held`. */
-function setup(held: boolean) {
+/**
+ * Batch records in memory; every mark waits for `release` when `held`. The
+ * launch runs as an activity, or as a local activity (`local`: LAUNCH_IN_TASK).
+ */
+function setup(held: boolean, local = false) {
   let release!: () => void;
   const released = held ? new Promise<void>((r) => (release = r)) : Promise.resolve();
   let marked = 0;
@@ -72,7 +76,8 @@ function setup(held: boolean) {
     deployment: 'test',
   } as unknown as ActivityDeps;
   const env = new MockActivityEnvironment({
-    heartbeatTimeoutMs: 60_000,
+    isLocal: local,
+    heartbeatTimeoutMs: local ? 0 : 60_000,
     startToCloseTimeoutMs: 120_000,
     // scheduled now (the mock's default is the epoch: the try would be long over)
     currentAttemptScheduledTimestampMs: Date.now(),
@@ -124,6 +129,44 @@ describe('startInstance heartbeats while its launch waits in the coalescer', () 
     await jest.advanceTimersByTimeAsync(200);
     await expect(running).resolves.toMatchObject({ instanceId: 'i-1' });
     await jest.advanceTimersByTimeAsync(60_000);
+    expect(t.beats).toEqual([]);
+  });
+});
+
+/**
+ * A local activity cannot heartbeat (LAUNCH_IN_TASK: the first launch runs in
+ * its workflow task, which is what Temporal watches): its waits send none.
+ */
+describe('heartbeating in a local activity', () => {
+  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
+  afterEach(() => jest.useRealTimers());
+
+  /** Work that answers after `ms`, run in an activity context (local or not); the heartbeats it sent. */
+  async function beatsOf(local: boolean, ms: number): Promise<{ answer: string; beats: number }> {
+    const env = new MockActivityEnvironment({ isLocal: local });
+    let beats = 0;
+    env.on('heartbeat', () => (beats += 1));
+    const work = () =>
+      heartbeating(() => new Promise<string>((r) => setTimeout(() => r('done'), ms)), 1_000);
+    const running = env.run<[], Awaited<ReturnType<typeof work>>, typeof work>(work);
+    await jest.advanceTimersByTimeAsync(ms + 1);
+    return { answer: await running, beats };
+  }
+
+  test('a local activity that waits 10 s sends no heartbeat; an activity sends one a second', async () => {
+    expect(await beatsOf(true, 10_000)).toEqual({ answer: 'done', beats: 0 });
+    expect(await beatsOf(false, 10_000)).toEqual({ answer: 'done', beats: 10 });
+  });
+
+  test('a launch held 65 s in its batch as a local activity sends no heartbeat, and answers', async () => {
+    const t = setup(true, true);
+    const running = t.run();
+    await jest.advanceTimersByTimeAsync(100);
+    expect(t.marks()).toBe(1);
+    await jest.advanceTimersByTimeAsync(65_000);
+    t.release();
+    await jest.advanceTimersByTimeAsync(100);
+    await expect(running).resolves.toMatchObject({ instanceId: 'i-1', adopted: false });
     expect(t.beats).toEqual([]);
   });
 });

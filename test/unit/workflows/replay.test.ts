@@ -36,7 +36,14 @@ import { promisify } from 'node:util';
  * - `machine-created-launch` (issue 26): a machine added by add-machine, its
  *   workflow started with what the request wrote (`created`), its first step
  *   planning and claiming from that without a read, then launched and
- *   recorded. Recorded by test/integration/created-launch-workflow.test.ts.
+ *   recorded. Recorded by test/integration/created-launch-workflow.test.ts
+ *   before LAUNCH_IN_TASK: the launch an activity, in a second workflow task.
+ * - `machine-launch-in-task` (issue 26, LAUNCH_IN_TASK): the same story,
+ *   its first read answering `launchInTask`, the launch a local activity of
+ *   the first workflow task (no activity task), the instance published by
+ *   that task's one upsert. Recorded by the same test. The histories before
+ *   it, without `launchInTask` in their first read's answer, replay with the
+ *   launch as an activity.
  * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
  *   signal sent to it by code that had no handler (it stayed asleep), then
  *   news of its instance; made from `machine-observed-without-read` and

@@ -1,0 +1,353 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ActivityDeps } from '../../../activities/deps';
+import { launchActivities } from '../../../activities/launch';
+import { recordActivities, zoneMarkedByThisRun } from '../../../activities/records';
+import type { CreatedMachine } from '../../../temporal/created-machine';
+import { PlacementGroups } from '../../../ec2/placement-groups';
+import type { RegionalEc2 } from '../../../ec2/regional';
+import { NoSuitableZoneError, type InstanceTypeInfo } from '../../../core';
+import { FAILURE } from '../../../temporal/failures';
+import { launchTokenSeed } from '../../../temporal/launch-token';
+import { machineSk, modelPk } from '../../../state/keys';
+import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
+import { StaleViewError } from '../../../state/zone-claim';
+import { machineView } from '../../../state/zone-count-reads';
+import type { MachineRecord, ModelRecord } from '../../../state/types';
+
+/**
+ * Issue 26, LAUNCH_IN_TASK (workflows/patches.ts): a machine's first read
+ * plans and claims, and says the launch runs in the same workflow task
+ * (`launchInTask`). If that task is lost (its worker died while the launch
+ * ran), the first read runs again: when it finds the launch marker this
+ * very run made for attempt 1, with the machine still claimed in that zone,
+ * it answers that zone and claims nothing, so the launch run again has the
+ * same token seed and finds its batch.
+ */
+
+const RUN = { workflowId: 'machine:m:0', runId: '5d2a6c1e-8a7b-4c1f-9e0b-3f6f4c9d2a10' };
+const OTHER_RUN = { ...RUN, runId: '9b1e7f3a-0c2d-4e5f-8a9b-0c1d2e3f4a5b' };
+
+/** A machine's item as the table holds it, with the launch marker and claim given. */
+function itemOf(
+  fields: Partial<MachineRecord> & { zoneClaim?: string; launchBatch?: unknown } = {},
+): Record<string, unknown> {
+  return {
+    pk: modelPk('m'),
+    sk: machineSk('0'),
+    type: 'machine',
+    model: 'm',
+    id: '0',
+    base: 'ubuntu@24.04',
+    constraints: '',
+    applications: [],
+    principals: [],
+    containers: [],
+    life: 'alive',
+    status: 'pending',
+    message: '',
+    modelUid: 'uid-1',
+    createdAt: '2026-11-27T00:00:00.000Z',
+    updatedAt: '2026-11-27T00:00:00.000Z',
+    ...fields,
+  };
+}
+
+/** The marker a launch batch leaves on its member (state/launch-batches.ts). */
+const markerOf = (run: typeof RUN, pass: number, attempt: number, zone: string) => ({
+  batchId: 'b-1',
+  tokenSeed: launchTokenSeed(run, pass, attempt, zone),
+});
+
+describe('zoneMarkedByThisRun', () => {
+  it.each([
+    [
+      "this run's attempt-1 marker, the machine still claimed in its zone",
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: markerOf(RUN, 1, 1, 'us-east-1b') }),
+      RUN,
+      'us-east-1b',
+    ],
+    [
+      "this run's attempt-1 marker of a later pass (one carried by continue-as-new)",
+      itemOf({ zoneClaim: 'us-east-1c', launchBatch: markerOf(RUN, 4, 1, 'us-east-1c') }),
+      RUN,
+      'us-east-1c',
+    ],
+    [
+      "another run's marker (the run before this one continued as new)",
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: markerOf(OTHER_RUN, 1, 1, 'us-east-1b') }),
+      RUN,
+      undefined,
+    ],
+    [
+      "this run's marker of attempt 2",
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: markerOf(RUN, 1, 2, 'us-east-1b') }),
+      RUN,
+      undefined,
+    ],
+    [
+      "this run's marker, the claim moved to another zone since (a failover)",
+      itemOf({ zoneClaim: 'us-east-1c', launchBatch: markerOf(RUN, 1, 1, 'us-east-1b') }),
+      RUN,
+      undefined,
+    ],
+    [
+      "this run's marker, the claim released since",
+      itemOf({ launchBatch: markerOf(RUN, 1, 1, 'us-east-1b') }),
+      RUN,
+      undefined,
+    ],
+    ['no marker', itemOf({ zoneClaim: 'us-east-1b' }), RUN, undefined],
+    [
+      'a marker without a token seed',
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: { batchId: 'b-1' } }),
+      RUN,
+      undefined,
+    ],
+    [
+      'a marker whose seed is no seed of this run',
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: { batchId: 'b-1', tokenSeed: 'us-east-1b' } }),
+      RUN,
+      undefined,
+    ],
+    [
+      'no run (not called for a workflow)',
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: markerOf(RUN, 1, 1, 'us-east-1b') }),
+      undefined,
+      undefined,
+    ],
+  ])('%s', (_what, item, run, zone) => {
+    expect(zoneMarkedByThisRun(item, run)).toBe(zone);
+  });
+});
+
+const catalogue: InstanceTypeInfo[] = [
+  { name: 't3.small', arches: ['amd64'], cores: 2, mem: 2048 },
+  { name: 't3.xlarge', arches: ['amd64'], cores: 4, mem: 16384 },
+];
+const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+
+/**
+ * A machine's first read and preparation over fakes: the table holds `item`
+ * (undefined: no machine), each zone claim is answered by `answers` in turn
+ * (or the claim's own first choice), and every claim asked is kept.
+ */
+function setup(item: Record<string, unknown> | undefined) {
+  const claims: ClaimRequest[] = [];
+  const answers: ClaimResult[] = [];
+  const regional = {
+    region: 'us-east-1',
+    ec2: {},
+    catalogue: {
+      all: () => Promise.resolve(catalogue),
+      zonesOffering: (_type: string, zones: readonly string[]) => Promise.resolve([...zones]),
+    },
+    images: { find: () => Promise.resolve('ami-1') },
+    zones: {
+      zones: () => Promise.resolve(ZONES.map((name) => ({ name, state: 'available' }))),
+    },
+  } as unknown as RegionalEc2;
+  const deps = {
+    repo: {
+      getModel: (name: string) =>
+        Promise.resolve({ name, region: 'us-east-1', uid: 'uid-1' } as unknown as ModelRecord),
+    },
+    store: {
+      machineWithView: () => Promise.resolve(item ? { item, view: machineView(item) } : undefined),
+      claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
+        claims.push(...requests);
+        return Promise.resolve(
+          requests.map((r): ClaimResult => answers.shift() ?? { ok: true, zone: r.order({})[0]! }),
+        );
+      },
+    },
+    ec2ForRegion: () => regional,
+    defaultRegion: 'us-east-1',
+    tuning: {
+      startAttempts: 10,
+      retryDelayMs: 10_000,
+      capacityMemoryMs: 0,
+      launchBatchIdleMs: 10,
+      launchBatchMaxMs: 10,
+    },
+    deployment: 'test',
+    taskQueue: 'q',
+  } as unknown as ActivityDeps;
+  const groups = new PlacementGroups(() => regional);
+  const { prepareLaunch } = launchActivities(deps, groups);
+  const records = recordActivities(deps, groups, prepareLaunch);
+  /** The first read with `prepare`, as a local activity of `run` runs it (or outside any). */
+  const firstRead = (run?: typeof RUN, created?: CreatedMachine) => {
+    const read = () =>
+      records.loadMachine({
+        model: 'm',
+        machineId: '0',
+        prepare: true,
+        ...(created ? { created } : {}),
+      });
+    if (!run) return read();
+    const env = new MockActivityEnvironment({
+      isLocal: true,
+      workflowExecution: run,
+      startToCloseTimeoutMs: 60_000,
+    });
+    return env.run<[], Awaited<ReturnType<typeof read>>, typeof read>(read);
+  };
+  return { claims, answers, prepareLaunch, firstRead };
+}
+
+const TUNING = { startAttempts: 10, retryDelayMs: 10_000 };
+const REF = { model: 'm', machineId: '0' };
+const machineOf = (item: Record<string, unknown>) => item as unknown as MachineRecord;
+
+/** What add-machine wrote (MachineWorkflowInput.created). */
+const CREATED: CreatedMachine = {
+  modelUid: 'uid-1',
+  region: 'us-east-1',
+  availabilitySets: false,
+  base: 'ubuntu@24.04',
+  constraints: '',
+  applications: [],
+};
+
+describe('prepareLaunch', () => {
+  it('answers the held zone with launchInTask, and claims nothing', async () => {
+    const item = itemOf({ status: 'allocating', zoneClaim: 'us-east-1c' });
+    const t = setup(item);
+    const answer = await t.prepareLaunch(
+      REF,
+      machineOf(item),
+      machineView(item),
+      TUNING,
+      undefined,
+      'us-east-1c',
+    );
+    expect(answer).toEqual({
+      plan: expect.objectContaining({ instanceType: 't3.small', imageId: 'ami-1' }),
+      zone: 'us-east-1c',
+      launchInTask: true,
+    });
+    expect(t.claims).toEqual([]);
+  });
+
+  it('claims from a read and answers the zone with launchInTask', async () => {
+    const item = itemOf();
+    const t = setup(item);
+    const answer = await t.prepareLaunch(REF, machineOf(item), machineView(item), TUNING);
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]).toMatchObject({ machineId: '0', groups: [] });
+    expect(t.claims[0]!.strict).toBeUndefined();
+    expect(answer).toEqual({
+      plan: expect.objectContaining({ instanceType: 't3.small' }),
+      zone: 'us-east-1a',
+      launchInTask: true,
+    });
+  });
+
+  it("claims from a creation's word (strictly) and answers the zone with launchInTask", async () => {
+    const item = itemOf();
+    const t = setup(item);
+    t.answers.push({ ok: true, zone: 'us-east-1b' });
+    const answer = await t.prepareLaunch(REF, machineOf(item), machineView(item), TUNING, {
+      model: { name: 'm', uid: 'uid-1', region: 'us-east-1', availabilitySets: false },
+    });
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]!.strict).toBe(true);
+    expect(answer).toEqual({
+      plan: expect.objectContaining({ instanceType: 't3.small' }),
+      zone: 'us-east-1b',
+      launchInTask: true,
+    });
+  });
+
+  it("answers 'stale' alone when the creation's claim found the machine changed", async () => {
+    const item = itemOf();
+    const t = setup(item);
+    t.answers.push({ ok: false, error: new StaleViewError('machine 0 is not as created') });
+    const answer = await t.prepareLaunch(REF, machineOf(item), machineView(item), TUNING, {
+      model: { name: 'm', uid: 'uid-1', region: 'us-east-1', availabilitySets: false },
+    });
+    expect(answer).toBe('stale');
+  });
+
+  it('answers a failed claim or plan without launchInTask (the launch is not next)', async () => {
+    const item = itemOf();
+    const t = setup(item);
+    t.answers.push({ ok: false, error: new NoSuitableZoneError('no zone offers t3.small') });
+    const failedClaim = await t.prepareLaunch(REF, machineOf(item), machineView(item), TUNING);
+    expect(failedClaim).toEqual({
+      plan: expect.objectContaining({ instanceType: 't3.small' }),
+      claimFailure: { type: FAILURE.noSuitableZone, message: 'no zone offers t3.small' },
+    });
+    const huge = itemOf({ constraints: 'mem=1024G' });
+    const failedPlan = await t.prepareLaunch(REF, machineOf(huge), machineView(huge), TUNING);
+    expect(failedPlan).toEqual({
+      planFailure: { type: FAILURE.planFailed, message: expect.any(String) },
+    });
+    // a held zone does not hide a plan that fails
+    const held = await t.prepareLaunch(
+      REF,
+      machineOf(huge),
+      machineView(huge),
+      TUNING,
+      undefined,
+      'us-east-1a',
+    );
+    expect(held).toEqual(failedPlan);
+  });
+});
+
+describe("a machine's first read, run again after its workflow task was lost", () => {
+  it('answers the zone its own run marked a launch in, and claims nothing', async () => {
+    const item = itemOf({
+      status: 'allocating',
+      zoneClaim: 'us-east-1b',
+      launchBatch: markerOf(RUN, 1, 1, 'us-east-1b'),
+    });
+    const t = setup(item);
+    const answer = await t.firstRead(RUN);
+    expect(answer).toMatchObject({
+      life: 'alive',
+      prepared: { zone: 'us-east-1b', launchInTask: true, plan: { instanceType: 't3.small' } },
+    });
+    expect(t.claims).toEqual([]);
+  });
+
+  it("claims afresh when the marker is another run's, or there is no run", async () => {
+    const item = itemOf({
+      status: 'allocating',
+      zoneClaim: 'us-east-1b',
+      launchBatch: markerOf(OTHER_RUN, 1, 1, 'us-east-1b'),
+    });
+    const t = setup(item);
+    t.answers.push({ ok: true, zone: 'us-east-1a' }, { ok: true, zone: 'us-east-1c' });
+    expect((await t.firstRead(RUN))?.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launchInTask: true,
+    });
+    expect(t.claims).toHaveLength(1);
+    // called outside any activity (no run to compare): a claim as before
+    const mine = setup(
+      itemOf({ zoneClaim: 'us-east-1b', launchBatch: markerOf(RUN, 1, 1, 'us-east-1b') }),
+    );
+    mine.answers.push({ ok: true, zone: 'us-east-1c' });
+    expect((await mine.firstRead())?.prepared).toMatchObject({ zone: 'us-east-1c' });
+    expect(mine.claims).toHaveLength(1);
+  });
+
+  it("falls back from a creation's word (the machine is claimed now) to the read, and answers the marked zone", async () => {
+    const item = itemOf({
+      status: 'allocating',
+      zoneClaim: 'us-east-1c',
+      launchBatch: markerOf(RUN, 1, 1, 'us-east-1c'),
+    });
+    const t = setup(item);
+    // the strict claim from the creation: refused, the machine is allocating
+    t.answers.push({ ok: false, error: new StaleViewError('machine 0 is not as created') });
+    const answer = await t.firstRead(RUN, CREATED);
+    expect(answer?.prepared).toMatchObject({ zone: 'us-east-1c', launchInTask: true });
+    expect(answer?.prepared?.fromCreation).toBeUndefined();
+    // the strict claim only: no second claim from the read
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]!.strict).toBe(true);
+  });
+});
