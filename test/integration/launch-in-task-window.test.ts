@@ -15,26 +15,22 @@ import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './stack';
 
 /**
- * THE WINDOW (a review finding of LAUNCH_IN_TASK, not a regression test yet):
- * a first workflow task lost while its worker is alive (the server lost it,
+ * The window (a review finding of LAUNCH_IN_TASK, now a regression test): a
+ * first workflow task lost while its worker is alive (the server lost it,
  * or the worker could not reach it) is run again on another worker while the
  * lost task's launch still waits in its batch, before the batch marks the
- * machine. The first read run again finds no marker, claims afresh, and may
- * choose another zone: its launch has another token seed, so the two
- * launches' marks do not refuse each other, and two instances go out.
+ * machine. There is no launch marker to find yet; the claim itself says who
+ * made it (`claimedBy`: the run and attempt), so the first read run again
+ * keeps the zone this run claimed instead of claiming afresh (which, after
+ * a burst moved the counts, would choose another zone). Both launches then
+ * have the same token seed: whichever marks first holds the machine, the
+ * other takes what that batch launched, and one instance goes out.
  *
- * A machine's first launch runs as a local activity in its first workflow
- * task (issue 26, LAUNCH_IN_TASK). If the worker dies while that task runs,
- * nothing of it is in the history: the task is run again from scratch on
- * another worker, first read and launch included. The first read then finds
- * the launch marker this very run left (same workflow and run, attempt 1)
- * with the machine still claimed in its zone, and answers that zone without
- * claiming again, so the launch run again has the same token seed, finds
- * the batch the lost task sent, and answers its instance: one instance in
- * EC2 for the machine. On the stack's DynamoDB Local (a table of its own:
- * the sweeper must not launch these machines) and its EC2 endpoint
- * (idempotent by ClientToken, as EC2 is); each "worker" is its own
- * createActivities (its own batcher, claims and caches).
+ * On the stack's DynamoDB Local (a table of its own: the sweeper must not
+ * launch these machines) and its EC2 endpoint (idempotent by ClientToken, as
+ * EC2 is); each "worker" is its own createActivities (its own batcher,
+ * claims and caches). Without `claimedBy` this test saw two live instances
+ * (zone A us-east-1a, zone B us-east-1b).
  */
 const stack = loadTestStack();
 const ddb = dynamoClientFor(stack);
@@ -144,7 +140,7 @@ const runOf = (model: string, id: string) => ({
 
 const live = (model: string) => liveInstancesTagged(ec2, { deployment: DEPLOYMENT, model });
 
-it('a task lost while its launch waits unmarked: the task run again on another worker launches a second instance', async () => {
+it('a task lost while its launch waits unmarked: run again on another worker, it keeps the zone and both answer one instance', async () => {
   const machine = await created();
   const { model, id, hint } = machine;
   const run = runOf(model, id);
@@ -185,6 +181,9 @@ it('a task lost while its launch waits unmarked: the task run again on another w
   process.stderr.write(
     `[window] zone A ${zone}, zone B ${zoneB}; instance A ${startedA.instanceId}, B ${again.started!.instanceId}; live ${instances.join(',')}\n`,
   );
-  // one instance for the machine is what must hold
-  expect(instances).toHaveLength(1);
+  // the run's claim held: the same zone, the same token seed, the same instance
+  expect(zoneB).toBe(zone);
+  expect(again.input!.tokenSeed).toBe(inputA.tokenSeed);
+  expect(again.started!.instanceId).toBe(startedA.instanceId);
+  expect(instances).toEqual([startedA.instanceId]);
 }, 120_000);
