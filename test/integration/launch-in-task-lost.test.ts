@@ -20,11 +20,11 @@ import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './st
  * task (issue 26, LAUNCH_IN_TASK). If the worker dies while that task runs,
  * nothing of it is in the history: the task is run again from scratch on
  * another worker, first read and launch included. The first read then finds
- * the launch marker this very run left (same workflow and run, attempt 1)
- * with the machine still claimed in its zone, and answers that zone without
- * claiming again, so the launch run again has the same token seed, finds
- * the batch the lost task sent, and answers its instance: one instance in
- * EC2 for the machine. On the stack's DynamoDB Local (a table of its own:
+ * the machine still claimed by this very run for attempt 1 (`claimedBy`, or
+ * on items from before, the launch marker it left), and answers that zone
+ * without claiming again, so the launch run again has the same token seed,
+ * finds the batch the lost task sent (or joins the one it waits in), and
+ * answers its instance: one instance in EC2 for the machine. On the stack's DynamoDB Local (a table of its own:
  * the sweeper must not launch these machines) and its EC2 endpoint
  * (idempotent by ClientToken, as EC2 is); each "worker" is its own
  * createActivities (its own batcher, claims and caches).
@@ -37,17 +37,29 @@ const repo = new Repository(ddb, table.tableName);
 const store = new ProvisioningStore(ddb, table.tableName);
 const DEPLOYMENT = `launch-in-task-${randomUUID().slice(0, 8)}`;
 
-/** A worker process: the activities over the stack's clients, with nothing shared in memory. */
-const worker = () =>
-  createActivities({
+/**
+ * A worker process: the activities over the stack's clients, with nothing
+ * shared in memory; its first launch-batch mark waits at `hold` when given.
+ */
+const worker = (hold?: Promise<void>) => {
+  const own = new ProvisioningStore(ddb, table.tableName);
+  if (hold) {
+    const mark = own.batches.mark.bind(own.batches);
+    own.batches.mark = async (...args) => {
+      await hold;
+      return mark(...args);
+    };
+  }
+  return createActivities({
     repo: new Repository(ddb, table.tableName),
-    store: new ProvisioningStore(ddb, table.tableName),
+    store: own,
     ec2ForRegion: regionalEc2(() => ec2, 0),
     defaultRegion: stack.region,
     tuning: provisioningTuning({}),
     deployment: DEPLOYMENT,
     taskQueue: 'unused',
   });
+};
 type Worker = ReturnType<typeof worker>;
 
 beforeAll(() => table.create());
@@ -207,4 +219,67 @@ it("a run's first read never takes another run's marker for its own: the next ru
   const counts = await store.zones.counts(model, '');
   expect(counts[zone]).toBe(2);
   expect(counts[read!.prepared!.zone!]).toBe(1);
+}, 120_000);
+
+/**
+ * The window (a review finding of LAUNCH_IN_TASK, now a regression test): a
+ * first workflow task lost while its worker is alive (the server lost it,
+ * or the worker could not reach it) is run again on another worker while the
+ * lost task's launch still waits in its batch, before the batch marks the
+ * machine. There is no launch marker to find yet; the claim itself says who
+ * made it (`claimedBy`: the run and attempt), so the first read run again
+ * keeps the zone this run claimed instead of claiming afresh (which, after
+ * a burst moved the counts, would choose another zone). Both launches then
+ * have the same token seed: whichever marks first holds the machine, the
+ * other takes what that batch launched, and one instance goes out.
+ *
+ * Without `claimedBy` this test saw two live instances (zone A us-east-1a,
+ * zone B us-east-1b).
+ */
+it('a task lost while its launch waits unmarked: run again on another worker, it keeps the zone and both answer one instance', async () => {
+  const machine = await created();
+  const { model, id, hint } = machine;
+  const run = runOf(model, id);
+  let open!: () => void;
+  const hold = new Promise<void>((r) => (open = r));
+
+  // worker A: the first task reads and claims, and its launch waits in its batch, unmarked
+  const a = worker(hold);
+  const first = await inTaskOf(run, () =>
+    a.loadMachine({ model, machineId: id, prepare: true, created: hint }),
+  );
+  const zone = first!.prepared!.zone!;
+  const inputA: StartInstanceInput = {
+    model,
+    machineId: id,
+    zone,
+    plan: first!.prepared!.plan!,
+    tokenSeed: launchTokenSeed(run, 1, 1, zone),
+  };
+  const launchA = inTaskOf(run, () => a.startInstance(inputA));
+
+  // meanwhile (a burst) two more bare machines are claimed in that zone
+  const more = await repo.allocateMachineIds(model, 2);
+  const { uid } = await repo.getModel(model);
+  await repo.putNewMachines(more.map((m) => pendingMachine(model, m, { modelUid: uid })));
+  await store.claimZones(
+    model,
+    more.map((m) => ({ machineId: m, groups: [], order: () => [zone] })),
+  );
+
+  // the task is lost (the server lost it; worker A lives on): worker B runs it again
+  const again = await firstTask(worker(), run, machine);
+  const zoneB = again.input!.zone;
+  // worker A's launch goes on
+  open();
+  const startedA = await launchA;
+  const instances = (await live(model)).map((i) => i.InstanceId);
+  process.stderr.write(
+    `[window] zone A ${zone}, zone B ${zoneB}; instance A ${startedA.instanceId}, B ${again.started!.instanceId}; live ${instances.join(',')}\n`,
+  );
+  // the run's claim held: the same zone, the same token seed, the same instance
+  expect(zoneB).toBe(zone);
+  expect(again.input!.tokenSeed).toBe(inputA.tokenSeed);
+  expect(again.started!.instanceId).toBe(startedA.instanceId);
+  expect(instances).toEqual([startedA.instanceId]);
 }, 120_000);
