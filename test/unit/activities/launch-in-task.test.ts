@@ -1,13 +1,19 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
-import { launchActivities } from '../../../activities/launch';
-import { recordActivities, zoneMarkedByThisRun } from '../../../activities/records';
+import { launchActivities, type ClaimZoneInput } from '../../../activities/launch';
+import {
+  recordActivities,
+  zoneHeldByThisRun,
+  zoneMarkedByThisRun,
+} from '../../../activities/records';
+import type { LaunchPlan } from '../../../activities/types';
+import { machineClaimItem } from '../../../state/zone-count-items';
 import type { CreatedMachine } from '../../../temporal/created-machine';
 import { PlacementGroups } from '../../../ec2/placement-groups';
 import type { RegionalEc2 } from '../../../ec2/regional';
 import { NoSuitableZoneError, type InstanceTypeInfo } from '../../../core';
 import { FAILURE } from '../../../temporal/failures';
-import { launchTokenSeed } from '../../../temporal/launch-token';
+import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
 import { machineSk, modelPk } from '../../../state/keys';
 import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
 import { StaleViewError } from '../../../state/zone-claim';
@@ -29,7 +35,11 @@ const OTHER_RUN = { ...RUN, runId: '9b1e7f3a-0c2d-4e5f-8a9b-0c1d2e3f4a5b' };
 
 /** A machine's item as the table holds it, with the launch marker and claim given. */
 function itemOf(
-  fields: Partial<MachineRecord> & { zoneClaim?: string; launchBatch?: unknown } = {},
+  fields: Partial<MachineRecord> & {
+    zoneClaim?: string;
+    claimedBy?: string;
+    launchBatch?: unknown;
+  } = {},
 ): Record<string, unknown> {
   return {
     pk: modelPk('m'),
@@ -125,6 +135,14 @@ const catalogue: InstanceTypeInfo[] = [
   { name: 't3.xlarge', arches: ['amd64'], cores: 4, mem: 16384 },
 ];
 const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+/** A plan, for the claim step (it plans nothing itself). */
+const PLAN = {
+  region: 'us-east-1',
+  instanceType: 't3.small',
+  imageId: 'ami-1',
+  applications: [],
+  zonesConstraint: [],
+} as unknown as LaunchPlan;
 
 /**
  * A machine's first read and preparation over fakes: the table holds `item`
@@ -133,6 +151,8 @@ const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
  */
 function setup(item: Record<string, unknown> | undefined) {
   const claims: ClaimRequest[] = [];
+  /** Machines whose claim was read (`claimHolder`: the claim step's look for its own claim). */
+  const reads: string[] = [];
   const answers: ClaimResult[] = [];
   const regional = {
     region: 'us-east-1',
@@ -153,6 +173,16 @@ function setup(item: Record<string, unknown> | undefined) {
     },
     store: {
       machineWithView: () => Promise.resolve(item ? { item, view: machineView(item) } : undefined),
+      claimHolder: (_model: string, machineId: string) => {
+        reads.push(machineId);
+        if (!item) return Promise.resolve(undefined);
+        const { zoneClaim, claimedBy, life } = item as Record<string, string | undefined>;
+        return Promise.resolve({
+          ...(zoneClaim ? { zoneClaim } : {}),
+          ...(claimedBy ? { claimedBy } : {}),
+          ...(life ? { life } : {}),
+        });
+      },
       claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
         claims.push(...requests);
         return Promise.resolve(
@@ -173,8 +203,27 @@ function setup(item: Record<string, unknown> | undefined) {
     taskQueue: 'q',
   } as unknown as ActivityDeps;
   const groups = new PlacementGroups(() => regional);
-  const { prepareLaunch } = launchActivities(deps, groups);
+  const { prepareLaunch, claimZone } = launchActivities(deps, groups);
   const records = recordActivities(deps, groups, prepareLaunch);
+  /** The claim step for attempt 1 (or as `input` says), as a local activity of `run` runs it. */
+  const claimStep = (input: Partial<ClaimZoneInput>, run?: typeof RUN) => {
+    const full: ClaimZoneInput = {
+      model: 'm',
+      machineId: '0',
+      plan: PLAN,
+      exclude: [],
+      attempt: 1,
+      maxAttempts: 10,
+      ...input,
+    };
+    if (!run) return claimZone(full);
+    const env = new MockActivityEnvironment({
+      isLocal: true,
+      workflowExecution: run,
+      startToCloseTimeoutMs: 30_000,
+    });
+    return env.run(claimZone, full);
+  };
   /** The first read with `prepare`, as a local activity of `run` runs it (or outside any). */
   const firstRead = (run?: typeof RUN, created?: CreatedMachine) => {
     const read = () =>
@@ -192,7 +241,7 @@ function setup(item: Record<string, unknown> | undefined) {
     });
     return env.run<[], Awaited<ReturnType<typeof read>>, typeof read>(read);
   };
-  return { claims, answers, prepareLaunch, firstRead };
+  return { claims, answers, reads, prepareLaunch, firstRead, claimStep };
 }
 
 const TUNING = { startAttempts: 10, retryDelayMs: 10_000 };
@@ -349,5 +398,147 @@ describe("a machine's first read, run again after its workflow task was lost", (
     // the strict claim only: no second claim from the read
     expect(t.claims).toHaveLength(1);
     expect(t.claims[0]!.strict).toBe(true);
+  });
+});
+
+/**
+ * The review's findings 1 and 2: a zone claim records the run and attempt
+ * that made it (`claimedBy`), and a first read or claim step of that run,
+ * run again for the same attempt (its workflow task was lost: the launch it
+ * ran may be out, or still waiting unmarked in its batch), keeps that zone
+ * instead of claiming again, so its launch has the lost one's token seed.
+ */
+describe('claimantOf', () => {
+  it('names the run and the attempt', () => {
+    expect(claimantOf(RUN, 3)).toBe(`machine:m:0/${RUN.runId}/3`);
+  });
+});
+
+describe('a claim written with who made it', () => {
+  const claim = (claimedBy?: string) =>
+    machineClaimItem('t', 'm', '0', {
+      m: { applications: [] },
+      zone: 'z1',
+      partition: undefined,
+      groups: [],
+      ...(claimedBy !== undefined ? { claimedBy } : {}),
+      now: 'now',
+    }).Update!;
+
+  it('sets claimedBy with the zone', () => {
+    const update = claim(claimantOf(RUN, 1));
+    expect(update.UpdateExpression).toContain('#zoneClaim = :zone');
+    expect(update.UpdateExpression).toContain('#claimedBy = :claimedBy');
+    expect(update.UpdateExpression).toBe(
+      'SET #zoneClaim = :zone, #countedZone = :zone, #countedGroups = :groups, ' +
+        '#updatedAt = :now, #claimedBy = :claimedBy REMOVE #countedPartition',
+    );
+    expect(update.ExpressionAttributeNames).toMatchObject({ '#claimedBy': 'claimedBy' });
+    expect(update.ExpressionAttributeValues).toMatchObject({ ':claimedBy': claimantOf(RUN, 1) });
+  });
+
+  it('removes an earlier claimant when the claim names none (a step outside a run)', () => {
+    const update = claim();
+    expect(update.UpdateExpression).toBe(
+      'SET #zoneClaim = :zone, #countedZone = :zone, #countedGroups = :groups, ' +
+        '#updatedAt = :now REMOVE #countedPartition, #claimedBy',
+    );
+    expect(update.ExpressionAttributeValues).not.toHaveProperty(':claimedBy');
+  });
+});
+
+describe('zoneHeldByThisRun', () => {
+  const item = (fields: Record<string, unknown>) => ({ life: 'alive', ...fields });
+  it.each([
+    [
+      "this run's attempt-1 claim, no launch marked yet (waiting in its batch)",
+      item({ zoneClaim: 'us-east-1b', claimedBy: claimantOf(RUN, 1) }),
+      RUN,
+      'us-east-1b',
+    ],
+    [
+      "another run's claim",
+      item({ zoneClaim: 'us-east-1b', claimedBy: claimantOf(OTHER_RUN, 1) }),
+      RUN,
+      undefined,
+    ],
+    [
+      "this run's claim for attempt 2 (not what a first read makes)",
+      item({ zoneClaim: 'us-east-1b', claimedBy: claimantOf(RUN, 2) }),
+      RUN,
+      undefined,
+    ],
+    [
+      'a claimant without a claim (released, or made the zone by a recorded launch)',
+      item({ claimedBy: claimantOf(RUN, 1) }),
+      RUN,
+      undefined,
+    ],
+    [
+      'a claim written before claims named their claimant, with this run’s launch marker',
+      item({
+        zoneClaim: 'us-east-1c',
+        launchBatch: { batchId: 'b', tokenSeed: launchTokenSeed(RUN, 1, 1, 'us-east-1c') },
+      }),
+      RUN,
+      'us-east-1c',
+    ],
+    [
+      'no run to compare',
+      item({ zoneClaim: 'us-east-1b', claimedBy: claimantOf(RUN, 1) }),
+      undefined,
+      undefined,
+    ],
+  ])('%s', (_what, it, run, zone) => {
+    expect(zoneHeldByThisRun(it, run)).toBe(zone);
+  });
+});
+
+describe('the claim step (claimZone)', () => {
+  it('keeps the zone its own run claimed for this attempt, and claims nothing', async () => {
+    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
+    await expect(t.claimStep({}, RUN)).resolves.toBe('us-east-1c');
+    expect(t.claims).toEqual([]);
+    expect(t.reads).toEqual(['0']);
+  });
+
+  it.each([
+    [
+      'another run claimed it',
+      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(OTHER_RUN, 1) },
+      {},
+    ],
+    [
+      'it was claimed for another attempt',
+      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) },
+      { attempt: 2 },
+    ],
+    [
+      'its zone failed in this attempt',
+      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) },
+      { exclude: ['us-east-1c'] },
+    ],
+    ['the machine holds no claim', { claimedBy: claimantOf(RUN, 1) }, {}],
+    [
+      'the machine is Dead',
+      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1), life: 'dead' },
+      {},
+    ],
+  ])('claims afresh when %s, naming this run and attempt', async (_what, held, input) => {
+    const t = setup(itemOf(held as Parameters<typeof itemOf>[0]));
+    // the fakes answer a fresh claim with the first zone in order
+    await expect(t.claimStep(input, RUN)).resolves.toBe('us-east-1a');
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]!.claimedBy).toBe(
+      claimantOf(RUN, (input as { attempt?: number }).attempt ?? 1),
+    );
+  });
+
+  it('outside a run (no workflow to compare) claims without reading or naming a claimant', async () => {
+    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
+    await expect(t.claimStep({})).resolves.toBe('us-east-1a');
+    expect(t.reads).toEqual([]);
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]!.claimedBy).toBeUndefined();
   });
 });
