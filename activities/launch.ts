@@ -214,14 +214,6 @@ export function launchActivities(
   }
 
   /**
-   * Claims the zone to try next, against the machine's distribution group:
-   * healthy zones that the plan allows and that offer its type, minus the
-   * zones this machine already failed in, least populous first; zones where
-   * the type lately lacked capacity come last. Claims arriving together
-   * are made together (state/zone-counts.ts). Writes status `allocating`
-   * with the zone and attempt in the same update.
-   */
-  /**
    * The zone this run already claimed for this attempt and still holds, not
    * failed in (the claim's `claimedBy`): a claim step run again because the
    * workflow task that made it (and maybe launched there, LAUNCH_IN_TASK) was
@@ -239,6 +231,14 @@ export function launchActivities(
     return input.exclude.includes(held.zoneClaim) ? undefined : held.zoneClaim;
   }
 
+  /**
+   * Claims the zone to try next, against the machine's distribution group:
+   * healthy zones that the plan allows and that offer its type, minus the
+   * zones this machine already failed in, least populous first; zones where
+   * the type lately lacked capacity come last. Claims arriving together
+   * are made together (state/zone-counts.ts). Writes status `allocating`
+   * with the zone and attempt in the same update.
+   */
   async function claim(input: ClaimZoneInput, options: ClaimOptions = {}): Promise<string> {
     const { plan } = input;
     const regional = deps.ec2ForRegion(plan.region);
@@ -535,7 +535,7 @@ const TRY_DEADLINE_SHARE = 7 / 8;
  * start-to-close deadline. A batch leaves out a try that is over, so a try
  * Temporal already retried (on this worker or another) never launches late.
  */
-function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
+export function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
   let context: Context;
   try {
     context = Context.current();

@@ -143,8 +143,12 @@ export function zoneHeldByThisRun(
 ): string | undefined {
   if (!run) return undefined;
   const claim = item.zoneClaim;
-  if (typeof claim === 'string' && claim !== '' && item.claimedBy === claimantOf(run, 1)) {
-    return claim;
+  if (typeof item.claimedBy === 'string') {
+    // a claim that says who made it: that alone decides (a marker left beside another
+    // claimant's claim is a launch of a claim since moved on)
+    return typeof claim === 'string' && claim !== '' && item.claimedBy === claimantOf(run, 1)
+      ? claim
+      : undefined;
   }
   return zoneMarkedByThisRun(item, run);
 }

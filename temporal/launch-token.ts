@@ -39,7 +39,11 @@ export function parseRunSeed(
  * Who makes a zone claim, written with it (`claimedBy`): the machine run and
  * the attempt it claims for. A step of that run run again after its
  * workflow task was lost, for the same attempt, keeps the zone instead of
- * claiming again, so its launch has the lost one's token seed.
+ * claiming again, so its launch has the lost one's token seed. The pass is
+ * not named (the activities are not told it): a claimant is read only with
+ * the claim it made (`zoneClaim`), and every pass ends with that claim gone
+ * (a recorded launch makes it the zone, an error or a reprovision releases
+ * it), so a later pass's attempt 1 never finds an earlier pass's claim.
  */
 export function claimantOf(run: { workflowId: string; runId: string }, attempt: number): string {
   return `${run.workflowId}/${run.runId}/${attempt}`;

@@ -80,11 +80,13 @@ export function longTaskWarningThreshold(env: NodeJS.ProcessEnv = process.env): 
     env[WORKFLOW_TASK_DURATION_WARN_ENV] = String(WORKFLOW_TASK_DURATION_WARN_SECONDS);
     return env[WORKFLOW_TASK_DURATION_WARN_ENV];
   }
-  if (!/^\d+$/.test(set)) {
+  // the core parses the raw value as whole seconds (u64); anything else it reads as its 5 s
+  if (!/^[1-9]\d{0,8}$/.test(set)) {
     throw new ConfigError(
-      `environment variable ${WORKFLOW_TASK_DURATION_WARN_ENV}: "${set}" is not a whole number of seconds`,
+      `environment variable ${WORKFLOW_TASK_DURATION_WARN_ENV}: "${set}" is not a whole number of seconds (1 or more)`,
     );
   }
+  env[WORKFLOW_TASK_DURATION_WARN_ENV] = set;
   return set;
 }
 

@@ -3,6 +3,7 @@ import {
   heartbeating,
   LAUNCH_HEARTBEAT_EVERY_MS,
   launchActivities,
+  thisTry,
   type StartInstanceInput,
 } from '../../../activities/launch';
 import type { ActivityDeps } from '../../../activities/deps';
@@ -168,5 +169,42 @@ describe('heartbeating in a local activity', () => {
     await jest.advanceTimersByTimeAsync(100);
     await expect(running).resolves.toMatchObject({ instanceId: 'i-1', adopted: false });
     expect(t.beats).toEqual([]);
+  });
+});
+
+/**
+ * A try's end, for its batch (`thisTry`): counted from when Temporal
+ * scheduled an activity's try, but from now for a local activity, whose
+ * retries the SDK's core gives the first try's schedule time (a retry after
+ * a slow first try would otherwise count as over on arrival, leave its
+ * batch, and every retry after it too).
+ */
+describe('thisTry', () => {
+  const FIRST_SCHEDULED_AGO_MS = 110_000;
+  const run = (isLocal: boolean) => {
+    const scheduled = Date.now() - FIRST_SCHEDULED_AGO_MS;
+    const env = new MockActivityEnvironment({
+      isLocal,
+      attempt: 2,
+      startToCloseTimeoutMs: 120_000,
+      currentAttemptScheduledTimestampMs: scheduled,
+    });
+    const before = Date.now();
+    const measure = () => Promise.resolve({ before, scheduled, tried: thisTry() });
+    return env.run<[], Awaited<ReturnType<typeof measure>>, typeof measure>(measure);
+  };
+
+  it("a local activity's retry lives its start-to-close from now (7/8 of it)", async () => {
+    const { before, tried } = await run(true);
+    expect(tried.signal).toBeDefined();
+    expect(tried.liveUntil).toBeGreaterThanOrEqual(before + 105_000);
+    expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() + 105_000);
+  });
+
+  it("an activity's try lives from when Temporal scheduled it", async () => {
+    const { scheduled, tried } = await run(false);
+    expect(tried.liveUntil).toBe(scheduled + 105_000);
+    // 110 s after its schedule: already over (its retry is Temporal's to make)
+    expect(tried.liveUntil!).toBeLessThan(Date.now());
   });
 });

@@ -484,6 +484,16 @@ describe('zoneHeldByThisRun', () => {
       'us-east-1c',
     ],
     [
+      "another claimant's claim, beside this run's launch marker (the claim moved on since)",
+      item({
+        zoneClaim: 'us-east-1c',
+        claimedBy: claimantOf(OTHER_RUN, 1),
+        launchBatch: { batchId: 'b', tokenSeed: launchTokenSeed(RUN, 1, 1, 'us-east-1c') },
+      }),
+      RUN,
+      undefined,
+    ],
+    [
       'no run to compare',
       item({ zoneClaim: 'us-east-1b', claimedBy: claimantOf(RUN, 1) }),
       undefined,

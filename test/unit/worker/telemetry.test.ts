@@ -24,10 +24,16 @@ describe('longTaskWarningThreshold', () => {
     expect(longTaskWarningThreshold(env)).toBe('50');
   });
 
-  it.each(['5s', '1.5', '-5'])('refuses %j, which the core would read as its 5 s', (value) => {
+  it('writes a value back trimmed, as the core reads it', () => {
+    const env: NodeJS.ProcessEnv = { [WORKFLOW_TASK_DURATION_WARN_ENV]: ' 40 ' };
+    expect(longTaskWarningThreshold(env)).toBe('40');
+    expect(env[WORKFLOW_TASK_DURATION_WARN_ENV]).toBe('40');
+  });
+
+  it.each(['5s', '1.5', '-5', '0', '1234567890'])('refuses %j', (value) => {
     expect(() => longTaskWarningThreshold({ [WORKFLOW_TASK_DURATION_WARN_ENV]: value })).toThrow(
       new ConfigError(
-        `environment variable TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS: "${value}" is not a whole number of seconds`,
+        `environment variable TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS: "${value}" is not a whole number of seconds (1 or more)`,
       ),
     );
   });
