@@ -551,4 +551,15 @@ describe('the claim step (claimZone)', () => {
     expect(t.claims).toHaveLength(1);
     expect(t.claims[0]!.claimedBy).toBeUndefined();
   });
+
+  it('in a run without an attempt (a machineWorkflow run, unbatched) claims without reading or naming a claimant', async () => {
+    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
+    await expect(t.claimStep({ attempt: undefined, maxAttempts: undefined }, RUN)).resolves.toBe(
+      'us-east-1a',
+    );
+    expect(t.reads).toEqual([]);
+    expect(t.claims).toHaveLength(1);
+    expect(t.claims[0]!.claimedBy).toBeUndefined();
+    expect(t.claims[0]!.status).toBeUndefined();
+  });
 });
