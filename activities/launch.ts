@@ -214,24 +214,6 @@ export function launchActivities(
   }
 
   /**
-   * The zone this run already claimed for this attempt and still holds, not
-   * failed in (the claim's `claimedBy`): a claim step run again because the
-   * workflow task that made it (and maybe launched there, LAUNCH_IN_TASK) was
-   * lost keeps it, so the launch that follows has the lost one's token seed
-   * and finds what it launched (a claim made again might move the machine to
-   * another zone and launch it twice). Only for a step of a machine run, with
-   * an attempt; one strongly consistent read.
-   */
-  async function heldClaim(input: ClaimZoneInput): Promise<string | undefined> {
-    const run = currentRun();
-    if (!run || input.attempt === undefined) return undefined;
-    const held = await store.claimHolder(input.model, input.machineId);
-    if (!held?.zoneClaim || held.life === 'dead') return undefined;
-    if (held.claimedBy !== claimantOf(run, input.attempt)) return undefined;
-    return input.exclude.includes(held.zoneClaim) ? undefined : held.zoneClaim;
-  }
-
-  /**
    * Claims the zone to try next, against the machine's distribution group:
    * healthy zones that the plan allows and that offer its type, minus the
    * zones this machine already failed in, least populous first; zones where
@@ -278,7 +260,7 @@ export function launchActivities(
           ...(plan.placementGroup !== undefined ? { partitions: PARTITION_COUNT } : {}),
           ...(options.view ? { view: options.view } : {}),
           ...(options.strict ? { strict: true } : {}),
-          ...(claimedBy !== undefined ? { claimedBy } : {}),
+          ...(claimedBy !== undefined ? { claimedBy, exclude: input.exclude } : {}),
           order: (population) => {
             if (short.length === 0) return choice(population, []);
             try {
@@ -389,8 +371,8 @@ export function launchActivities(
      * (`claim` below). Writes status `allocating` with the zone and attempt
      * in the same update.
      */
-    async claimZone(input: ClaimZoneInput): Promise<string> {
-      return (await heldClaim(input)) ?? claim(input);
+    claimZone(input: ClaimZoneInput): Promise<string> {
+      return claim(input);
     },
 
     /**

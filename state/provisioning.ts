@@ -169,36 +169,6 @@ export class ProvisioningStore {
     return typeof claim === 'string' ? claim : undefined;
   }
 
-  /**
-   * The machine's zone claim and who made it (`claimedBy`, state/zone-claim.ts),
-   * strongly consistent; undefined when there is no such machine.
-   */
-  async claimHolder(
-    model: string,
-    machineId: string,
-  ): Promise<{ zoneClaim?: string; claimedBy?: string; life?: string } | undefined> {
-    const out = await this.doc.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: modelPk(model), sk: machineSk(machineId) },
-        ProjectionExpression: '#zoneClaim, #claimedBy, #life',
-        ExpressionAttributeNames: {
-          '#zoneClaim': 'zoneClaim',
-          '#claimedBy': 'claimedBy',
-          '#life': 'life',
-        },
-        ConsistentRead: true,
-      }),
-    );
-    if (!out.Item) return undefined;
-    const { zoneClaim, claimedBy, life } = out.Item;
-    return {
-      ...(typeof zoneClaim === 'string' ? { zoneClaim } : {}),
-      ...(typeof claimedBy === 'string' ? { claimedBy } : {}),
-      ...(typeof life === 'string' ? { life } : {}),
-    };
-  }
-
   /** The zone and partition the machine is counted in (availability-set mode), if any. */
   async countedPlacement(
     model: string,

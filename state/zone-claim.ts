@@ -55,6 +55,11 @@ export interface ClaimRequest extends ZoneAsk {
    */
   claimedBy?: string;
   /**
+   * Zones the machine failed in during this attempt: a claim its claimant
+   * (`claimedBy`) already holds is kept unless its zone is among them.
+   */
+  exclude?: readonly string[];
+  /**
    * Availability-set mode: the group's placement group has this many
    * partitions, and the claim also assigns the machine the least populous
    * of them in the chosen zone (counted in the same counter items).
@@ -217,6 +222,17 @@ async function claimOnce(
       };
       return;
     }
+    // its own claimant's claim (a step run again after its workflow task was lost): kept as
+    // it is, nothing written, so the launch that follows is the lost one's (same token seed)
+    const held = heldZone(request, m);
+    if (held !== undefined) {
+      outcomes[k] = {
+        ok: true,
+        zone: held,
+        ...(m.countedPartition !== undefined ? { partition: m.countedPartition } : {}),
+      };
+      return;
+    }
     const assigned = assignZone(working, request, m);
     if (!assigned.ok) {
       outcomes[k] = { ok: false, error: assigned.error };
@@ -262,6 +278,21 @@ async function claimOnce(
     }
   }
   return outcomes;
+}
+
+/**
+ * The zone the request's own claimant (`claimedBy`: run and attempt) already
+ * claimed and holds, counted there, not among the zones it failed in; else
+ * undefined. Read in the claim's own round: a claim of the same claimant
+ * that lands between this round's read and its write fails the write's
+ * condition (the machine is counted elsewhere now), and the next round
+ * reads it and keeps it.
+ */
+export function heldZone(request: ClaimRequest, m: MachineView): string | undefined {
+  if (request.claimedBy === undefined || m.claimedBy !== request.claimedBy) return undefined;
+  const zone = m.zoneClaim;
+  if (zone === undefined || zone === '' || m.countedZone !== zone) return undefined;
+  return request.exclude?.includes(zone) ? undefined : zone;
 }
 
 /** Freezes a chunk: its machine updates, then a Put of each touched counter as it stands now. */

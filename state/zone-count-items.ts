@@ -325,8 +325,11 @@ export function regroupUncountedCondition(): {
 /** The attributes of a machine a zone claim relies on (read into a MachineView). */
 export const MACHINE_VIEW_PROJECTION = {
   projection:
-    'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition, #modelUid',
+    'sk, #life, #applications, #countedZone, #countedGroups, #countedPartition, #modelUid, ' +
+    '#zoneClaim, #claimedBy',
   names: {
+    '#zoneClaim': 'zoneClaim',
+    '#claimedBy': 'claimedBy',
     '#modelUid': 'modelUid',
     '#life': 'life',
     '#applications': 'applications',

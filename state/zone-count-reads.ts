@@ -33,6 +33,9 @@ export interface MachineView {
   countedGroups?: string[];
   /** Availability-set mode: the partition the machine is counted in, within `countedZone`. */
   countedPartition?: number;
+  /** The zone its workflow holds a claim on, and who made that claim (state/zone-claim.ts). */
+  zoneClaim?: string;
+  claimedBy?: string;
   /**
    * The uid of the model the machine was created in (MachineRecord.modelUid),
    * when its item records one: a claim made from this view is conditional on it.
@@ -64,6 +67,8 @@ export function machineView(item: Item): MachineView {
       ? { countedPartition: item.countedPartition }
       : {}),
     ...(typeof item.modelUid === 'string' ? { modelUid: item.modelUid } : {}),
+    ...(typeof item.zoneClaim === 'string' ? { zoneClaim: item.zoneClaim } : {}),
+    ...(typeof item.claimedBy === 'string' ? { claimedBy: item.claimedBy } : {}),
   };
 }
 

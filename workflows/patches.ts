@@ -218,7 +218,7 @@ export const REMOVED_IN_TEARDOWN = 'removed-in-teardown';
  * seed: same batch, same reservation), so a zone claim records the run and
  * attempt that made it (`claimedBy`), and a first read or claim step of that
  * run, run again for the same attempt, keeps that zone instead of claiming
- * again (records.ts `zoneHeldByThisRun`, launch.ts `heldClaim`), whether
+ * again (records.ts `zoneHeldByThisRun`, state/zone-claim.ts `heldZone`), whether
  * the lost launch went out, is still waiting in its batch, or never began.
  */
 export const LAUNCH_IN_TASK = 'launch-in-task';

@@ -154,6 +154,57 @@ describe('zone claims', () => {
     });
   });
 
+  it("keeps a claim its own claimant (run and attempt) already made: nothing written, even when that claim landed after the caller's read", async () => {
+    const model = await newModel();
+    const [m, x, y] = await addMachines(model, [['db'], ['db'], ['db']]);
+    const mine = 'machine:store:1/run-1/1';
+    const claim = async (fields: Partial<ClaimRequest>) => {
+      const [result] = await store.claimZones(model, [{ ...request(m!, ['db']), ...fields }]);
+      if (!result!.ok) throw result!.error;
+      return result!.zone;
+    };
+    // the machine as the caller read it before any claim: alive, counted nowhere
+    const before = (
+      await doc.send(
+        new GetCommand({ TableName: TABLE, Key: { pk: modelPk(model), sk: machineSk(m!) } }),
+      )
+    ).Item!;
+    expect(await claim({ claimedBy: mine, exclude: [] })).toBe('us-east-1a');
+    // two more of the group land in us-east-1a: a fresh claim of m would now move it
+    await store.claimZones(model, [
+      { machineId: x!, groups: ['db'], order: () => ['us-east-1a'] },
+      { machineId: y!, groups: ['db'], order: () => ['us-east-1a'] },
+    ]);
+    const counts = { 'us-east-1a': 3 };
+    expect(await store.zones.counts(model, 'db')).toEqual(counts);
+    // the same claimant again (a step run again after its task was lost): kept
+    expect(await claim({ claimedBy: mine, exclude: [] })).toBe('us-east-1a');
+    // from the read made before its own claim landed: the write's condition fails, the next
+    // round reads the machine and keeps the claim
+    const { machineView } = await import('../../state/zone-count-reads');
+    expect(await claim({ claimedBy: mine, exclude: [], view: machineView(before) })).toBe(
+      'us-east-1a',
+    );
+    expect(await store.zones.counts(model, 'db')).toEqual(counts);
+    const item = (
+      await doc.send(
+        new GetCommand({ TableName: TABLE, Key: { pk: modelPk(model), sk: machineSk(m!) } }),
+      )
+    ).Item!;
+    expect(item).toMatchObject({ zoneClaim: 'us-east-1a', claimedBy: mine });
+    // a zone it failed in, or another claimant (attempt 2): claimed afresh, moved
+    expect(await claim({ claimedBy: mine, exclude: ['us-east-1a'] })).toBe('us-east-1b');
+    // (claimed again, not kept: its own count left out, us-east-1b and -1c tie, b first)
+    expect(await claim({ claimedBy: 'machine:store:1/run-1/2', exclude: [] })).toBe('us-east-1b');
+    expect(await store.zones.counts(model, 'db')).toEqual({ 'us-east-1a': 2, 'us-east-1b': 1 });
+    const moved = (
+      await doc.send(
+        new GetCommand({ TableName: TABLE, Key: { pk: modelPk(model), sk: machineSk(m!) } }),
+      )
+    ).Item!;
+    expect(moved).toMatchObject({ zoneClaim: 'us-east-1b', claimedBy: 'machine:store:1/run-1/2' });
+  });
+
   it('availability sets: claims made together assign partitions least populous first within each zone, and releases give them back', async () => {
     const model = await newModel();
     const ids = await addMachines(

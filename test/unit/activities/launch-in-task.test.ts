@@ -16,8 +16,8 @@ import { FAILURE } from '../../../temporal/failures';
 import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
 import { machineSk, modelPk } from '../../../state/keys';
 import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
-import { StaleViewError } from '../../../state/zone-claim';
-import { machineView } from '../../../state/zone-count-reads';
+import { heldZone, StaleViewError } from '../../../state/zone-claim';
+import { machineView, type MachineView } from '../../../state/zone-count-reads';
 import type { MachineRecord, ModelRecord } from '../../../state/types';
 
 /**
@@ -151,8 +151,6 @@ const PLAN = {
  */
 function setup(item: Record<string, unknown> | undefined) {
   const claims: ClaimRequest[] = [];
-  /** Machines whose claim was read (`claimHolder`: the claim step's look for its own claim). */
-  const reads: string[] = [];
   const answers: ClaimResult[] = [];
   const regional = {
     region: 'us-east-1',
@@ -173,16 +171,6 @@ function setup(item: Record<string, unknown> | undefined) {
     },
     store: {
       machineWithView: () => Promise.resolve(item ? { item, view: machineView(item) } : undefined),
-      claimHolder: (_model: string, machineId: string) => {
-        reads.push(machineId);
-        if (!item) return Promise.resolve(undefined);
-        const { zoneClaim, claimedBy, life } = item as Record<string, string | undefined>;
-        return Promise.resolve({
-          ...(zoneClaim ? { zoneClaim } : {}),
-          ...(claimedBy ? { claimedBy } : {}),
-          ...(life ? { life } : {}),
-        });
-      },
       claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
         claims.push(...requests);
         return Promise.resolve(
@@ -241,7 +229,7 @@ function setup(item: Record<string, unknown> | undefined) {
     });
     return env.run<[], Awaited<ReturnType<typeof read>>, typeof read>(read);
   };
-  return { claims, answers, reads, prepareLaunch, firstRead, claimStep };
+  return { claims, answers, prepareLaunch, firstRead, claimStep };
 }
 
 const TUNING = { startAttempts: 10, retryDelayMs: 10_000 };
@@ -505,61 +493,72 @@ describe('zoneHeldByThisRun', () => {
 });
 
 describe('the claim step (claimZone)', () => {
-  it('keeps the zone its own run claimed for this attempt, and claims nothing', async () => {
-    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
-    await expect(t.claimStep({}, RUN)).resolves.toBe('us-east-1c');
-    expect(t.claims).toEqual([]);
-    expect(t.reads).toEqual(['0']);
-  });
-
   it.each([
+    ['attempt 1', {}, 1, []],
     [
-      'another run claimed it',
-      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(OTHER_RUN, 1) },
-      {},
+      'attempt 2, after failing in a zone',
+      { attempt: 2, exclude: ['us-east-1c'] },
+      2,
+      ['us-east-1c'],
     ],
-    [
-      'it was claimed for another attempt',
-      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) },
-      { attempt: 2 },
-    ],
-    [
-      'its zone failed in this attempt',
-      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) },
-      { exclude: ['us-east-1c'] },
-    ],
-    ['the machine holds no claim', { claimedBy: claimantOf(RUN, 1) }, {}],
-    [
-      'the machine is Dead',
-      { zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1), life: 'dead' },
-      {},
-    ],
-  ])('claims afresh when %s, naming this run and attempt', async (_what, held, input) => {
-    const t = setup(itemOf(held as Parameters<typeof itemOf>[0]));
-    // the fakes answer a fresh claim with the first zone in order
-    await expect(t.claimStep(input, RUN)).resolves.toBe('us-east-1a');
-    expect(t.claims).toHaveLength(1);
-    expect(t.claims[0]!.claimedBy).toBe(
-      claimantOf(RUN, (input as { attempt?: number }).attempt ?? 1),
-    );
-  });
+  ])(
+    'asks the claim as this run and attempt, with the zones it failed in (%s)',
+    async (_what, input, attempt, exclude) => {
+      const t = setup(itemOf());
+      await expect(t.claimStep(input, RUN)).resolves.toBe('us-east-1a');
+      expect(t.claims).toHaveLength(1);
+      expect(t.claims[0]!.claimedBy).toBe(claimantOf(RUN, attempt));
+      expect(t.claims[0]!.exclude).toEqual(exclude);
+    },
+  );
 
-  it('outside a run (no workflow to compare) claims without reading or naming a claimant', async () => {
-    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
+  it('outside a run (no workflow to compare) names no claimant', async () => {
+    const t = setup(itemOf());
     await expect(t.claimStep({})).resolves.toBe('us-east-1a');
-    expect(t.reads).toEqual([]);
     expect(t.claims).toHaveLength(1);
     expect(t.claims[0]!.claimedBy).toBeUndefined();
+    expect(t.claims[0]!.exclude).toBeUndefined();
   });
 
-  it('in a run without an attempt (a machineWorkflow run, unbatched) claims without reading or naming a claimant', async () => {
-    const t = setup(itemOf({ zoneClaim: 'us-east-1c', claimedBy: claimantOf(RUN, 1) }));
+  it('in a run without an attempt (a machineWorkflow run, unbatched) names no claimant', async () => {
+    const t = setup(itemOf());
     await expect(t.claimStep({ attempt: undefined, maxAttempts: undefined }, RUN)).resolves.toBe(
       'us-east-1a',
     );
-    expect(t.reads).toEqual([]);
     expect(t.claims).toHaveLength(1);
     expect(t.claims[0]!.claimedBy).toBeUndefined();
     expect(t.claims[0]!.status).toBeUndefined();
+  });
+});
+
+describe("heldZone (the claim keeps its own claimant's zone)", () => {
+  const mine = claimantOf(RUN, 1);
+  const request = (fields: Partial<ClaimRequest> = {}): ClaimRequest => ({
+    machineId: '0',
+    groups: [],
+    order: () => ZONES,
+    claimedBy: mine,
+    exclude: [],
+    ...fields,
+  });
+  const view = (fields: Partial<MachineView> = {}): MachineView => ({
+    exists: true,
+    life: 'alive',
+    zoneClaim: 'us-east-1c',
+    countedZone: 'us-east-1c',
+    claimedBy: mine,
+    ...fields,
+  });
+  it.each([
+    ['its own claim, counted there', request(), view(), 'us-east-1c'],
+    ["another run's claim", request(), view({ claimedBy: claimantOf(OTHER_RUN, 1) }), undefined],
+    ['a claim for another attempt', request({ claimedBy: claimantOf(RUN, 2) }), view(), undefined],
+    ['its zone failed in this attempt', request({ exclude: ['us-east-1c'] }), view(), undefined],
+    ['no claim held', request(), view({ zoneClaim: undefined }), undefined],
+    ['a claim not counted in its zone', request(), view({ countedZone: 'us-east-1a' }), undefined],
+    ['a request naming no claimant', request({ claimedBy: undefined }), view(), undefined],
+    ['a claim that names no claimant', request(), view({ claimedBy: undefined }), undefined],
+  ])('%s', (_what, req, m, zone) => {
+    expect(heldZone(req, m)).toBe(zone);
   });
 });
