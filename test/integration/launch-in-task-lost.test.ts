@@ -4,6 +4,7 @@ import { createActivities } from '../../activities';
 import type { MachineSnapshot, StartedInstance } from '../../activities/types';
 import type { StartInstanceInput } from '../../activities/launch';
 import { provisioningTuning } from '../../config/env';
+import { workerEc2Client } from '../../ec2/client';
 import { regionalEc2 } from '../../ec2/regional';
 import { liveInstancesTagged } from '../../ec2/tags';
 import { LaunchBatchStore } from '../../state/launch-batches';
@@ -13,7 +14,13 @@ import type { CreatedMachine } from '../../temporal/created-machine';
 import { launchTokenSeed } from '../../temporal/launch-token';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { pendingMachine, seedModel } from './fixtures';
-import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './stack';
+import {
+  dynamoClientFor,
+  ec2ClientFor,
+  loadTestStack,
+  privateTable,
+  TEST_CREDENTIALS,
+} from './stack';
 
 /**
  * A machine's first launch runs as a local activity in its first workflow
@@ -53,7 +60,17 @@ const worker = (hold?: Promise<void>) => {
   return createActivities({
     repo: new Repository(ddb, table.tableName),
     store: own,
-    ec2ForRegion: regionalEc2(() => ec2, 0),
+    // the worker's own EC2 client (retries included): the stack's moto, on a busy machine,
+    // resets a connection now and then, which the worker rides out
+    ec2ForRegion: regionalEc2(
+      () =>
+        workerEc2Client({
+          region: stack.region,
+          endpoint: stack.ec2Endpoint,
+          credentials: TEST_CREDENTIALS,
+        }),
+      0,
+    ),
     defaultRegion: stack.region,
     tuning: provisioningTuning({}),
     deployment: DEPLOYMENT,

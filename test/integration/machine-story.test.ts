@@ -35,12 +35,28 @@ function summary(e: HistoryEvent): string | undefined {
   return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
 }
 
-/** Activity type and summary of every activity the workflow scheduled, in order. */
+/** A local activity's type, from its marker (the SDK's `core_local_activity` details). */
+function localActivityType(e: HistoryEvent): string | undefined {
+  const marker = e.markerRecordedEventAttributes;
+  if (marker?.markerName !== 'core_local_activity') return undefined;
+  const payload = marker.details?.data?.payloads?.[0];
+  if (!payload) return '';
+  const data = defaultPayloadConverter.fromPayload<{ activity_type?: string }>(payload);
+  return data.activity_type ?? '';
+}
+
+/**
+ * Activity type and summary of every activity the workflow scheduled, and
+ * of every local activity it recorded (a machine's launch runs as one in its
+ * first workflow task: LAUNCH_IN_TASK), in order.
+ */
 async function activitySummaries(workflowId: string): Promise<Array<[string, string?]>> {
   const history = await client.workflow.getHandle(workflowId).fetchHistory();
   return (history.events ?? []).flatMap((e): Array<[string, string?]> => {
     const scheduled = e.activityTaskScheduledEventAttributes;
-    return scheduled ? [[scheduled.activityType?.name ?? '', summary(e)]] : [];
+    if (scheduled) return [[scheduled.activityType?.name ?? '', summary(e)]];
+    const local = localActivityType(e);
+    return local !== undefined ? [[local, summary(e)]] : [];
   });
 }
 

@@ -15,7 +15,7 @@ export function loadTestStack(): StackInfo {
   return JSON.parse(readFileSync(file, 'utf8')) as StackInfo;
 }
 
-const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 
 /**
  * An EC2 client for the stack's endpoint (or another, e.g. a private proxy),
