@@ -75,3 +75,12 @@ export async function floorLocal(input: FloorInput): Promise<void> {
   await local.launch(input);
   await publishAndWait(input, zone);
 }
+
+/**
+ * Both steps in one local activity (plan, claim and launch in one call):
+ * 1 workflow task, 2 activations, no activity task.
+ */
+export async function floorOneLocal(input: FloorInput): Promise<void> {
+  await local.launch(input);
+  await publishAndWait(input, 'a');
+}

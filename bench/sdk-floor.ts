@@ -37,7 +37,7 @@ import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
  * floor under the bench's "CPU temporal" for the same shape.
  */
 
-const SHAPES = ['floorBare', 'floorShaped', 'floorLocal'] as const;
+const SHAPES = ['floorBare', 'floorShaped', 'floorLocal', 'floorOneLocal'] as const;
 type Shape = (typeof SHAPES)[number];
 
 /** About the size of a machine's start input (its `created` hint and ids), in JSON. */
@@ -205,7 +205,7 @@ async function main(): Promise<void> {
       }
     }
     console.log(
-      `\nSDK floor, N=${n} (floorBare: start, 1 activity, 1 update; floorShaped: a local activity first, as a machine; floorLocal: both local, one workflow task)`,
+      `\nSDK floor, N=${n} (floorBare: start, 1 activity, 1 update; floorShaped: a local activity first, as a machine; floorLocal: both local, one workflow task; floorOneLocal: one local activity)`,
     );
     for (const row of rows) console.log(row);
     await connection.close();
