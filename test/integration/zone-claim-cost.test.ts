@@ -218,6 +218,42 @@ describe('zone claims under contention', () => {
     }
   });
 
+  it("a round written in two transactions whose second loses to another writer: the first's counter holds only its own machines (the counts stay exact, the spread ±1)", async () => {
+    // 150 claims of one group in one call: one round, two transactions (at most 100 items
+    // each, the counter one of them); another writer moves the counter between the two
+    const [model, ...ids] = await modelWithMachines(150, ['web']);
+    const { store, ledger, done } = meteredStore({
+      noPause: true,
+      interfere: (n) => (n === 2 ? moveCounter(model!, 'web') : Promise.resolve()),
+    });
+    try {
+      const results = await store.claim(
+        model!,
+        ids.map((id) => request(id, ['web'])),
+      );
+      expect(ledger.cancelled).toBe(1);
+      const claimed = zonesOf(results);
+      expect(claimed).toEqual({ 'us-east-1a': 50, 'us-east-1b': 50, 'us-east-1c': 50 });
+      // where each machine records it is counted: what the counter must say
+      const recorded: Record<string, number> = {};
+      for (const id of ids) {
+        const out = await doc.send(
+          new GetCommand({
+            TableName: TABLE,
+            Key: { pk: modelPk(model!), sk: machineSk(id) },
+            ConsistentRead: true,
+          }),
+        );
+        const zone = String(out.Item?.countedZone);
+        recorded[zone] = (recorded[zone] ?? 0) + 1;
+      }
+      expect(recorded).toEqual(claimed);
+      expect(await store.counts(model!, 'web')).toEqual(claimed);
+    } finally {
+      done();
+    }
+  });
+
   it("1,000 claims of one model arriving over a second, through the worker's claim coalescer: each machine read once, 334/333/333", async () => {
     const [model, ...ids] = await modelWithMachines(1000, ['web']);
     const { client, ledger, done } = meteredStore();
