@@ -291,6 +291,40 @@ describe('zone claims under contention', () => {
     }
   });
 
+  it("1,000 claims of one model through two workers' claim coalescers at once: the counter says what the machines record, and the spread is ±1", async () => {
+    const [model, ...ids] = await modelWithMachines(1000, ['web']);
+    const workers = [meteredStore(), meteredStore()].map((m) => ({
+      ...m,
+      claims: claimCoalescer(new ProvisioningStore(m.client, TABLE)),
+    }));
+    try {
+      const zones = await Promise.all(
+        // all at once: each worker's batches fill (500), so its rounds go out in several
+        // transactions, racing the other worker's on the counter
+        ids.map((id, i) => workers[i % 2]!.claims.submit(model!, request(id, ['web']))),
+      );
+      const spread: Record<string, number> = {};
+      for (const z of zones) spread[z] = (spread[z] ?? 0) + 1;
+      expect(spread).toEqual({ 'us-east-1a': 334, 'us-east-1b': 333, 'us-east-1c': 333 });
+      const recorded: Record<string, number> = {};
+      for (const id of ids) {
+        const out = await doc.send(
+          new GetCommand({
+            TableName: TABLE,
+            Key: { pk: modelPk(model!), sk: machineSk(id) },
+            ConsistentRead: true,
+          }),
+        );
+        const zone = String(out.Item?.countedZone);
+        recorded[zone] = (recorded[zone] ?? 0) + 1;
+      }
+      expect(recorded).toEqual(spread);
+      expect(await workers[0]!.store.counts(model!, 'web')).toEqual(spread);
+    } finally {
+      for (const w of workers) w.done();
+    }
+  });
+
   it('reads again only the machine whose own condition failed: one went Dead before the write, the other 29 are claimed', async () => {
     const [model, ...ids] = await modelWithMachines(30, []);
     const dying = ids[4]!;
