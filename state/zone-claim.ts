@@ -233,17 +233,21 @@ async function claimOnce(
       };
       return;
     }
+    // the chunk is closed before this machine is counted: a closed chunk's counters hold its
+    // own machines only (were this one counted in them and its own chunk's write lost, the
+    // counter would keep a machine no item records, and later claims would avoid its zone)
+    const touches = new Set([...claimGroups(request, m), ...(m.countedGroups ?? [])]);
+    const wouldTouch = new Set([...chunk.touched, ...touches]);
+    if (chunk.items.length > 0 && chunk.items.length + 1 + wouldTouch.size > TRANSACTION_LIMIT) {
+      chunks.push(closeChunk(t.tableName, model, chunk, working));
+      chunk = { indexes: [], items: [], touched: new Set() };
+    }
     const assigned = assignZone(working, request, m);
     if (!assigned.ok) {
       outcomes[k] = { ok: false, error: assigned.error };
       return;
     }
     const { zone, partition, groups: mine, touched } = assigned;
-    const wouldTouch = new Set([...chunk.touched, ...touched]);
-    if (chunk.items.length > 0 && chunk.items.length + 1 + wouldTouch.size > TRANSACTION_LIMIT) {
-      chunks.push(closeChunk(t.tableName, model, chunk, working));
-      chunk = { indexes: [], items: [], touched: new Set() };
-    }
     for (const g of touched) chunk.touched.add(g);
     chunk.indexes.push(k);
     chunk.items.push(

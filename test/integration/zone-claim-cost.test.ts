@@ -218,6 +218,42 @@ describe('zone claims under contention', () => {
     }
   });
 
+  it("a round written in two transactions whose second loses to another writer: the first's counter holds only its own machines (the counts stay exact, the spread ±1)", async () => {
+    // 150 claims of one group in one call: one round, two transactions (at most 100 items
+    // each, the counter one of them); another writer moves the counter between the two
+    const [model, ...ids] = await modelWithMachines(150, ['web']);
+    const { store, ledger, done } = meteredStore({
+      noPause: true,
+      interfere: (n) => (n === 2 ? moveCounter(model!, 'web') : Promise.resolve()),
+    });
+    try {
+      const results = await store.claim(
+        model!,
+        ids.map((id) => request(id, ['web'])),
+      );
+      expect(ledger.cancelled).toBe(1);
+      const claimed = zonesOf(results);
+      expect(claimed).toEqual({ 'us-east-1a': 50, 'us-east-1b': 50, 'us-east-1c': 50 });
+      // where each machine records it is counted: what the counter must say
+      const recorded: Record<string, number> = {};
+      for (const id of ids) {
+        const out = await doc.send(
+          new GetCommand({
+            TableName: TABLE,
+            Key: { pk: modelPk(model!), sk: machineSk(id) },
+            ConsistentRead: true,
+          }),
+        );
+        const zone = String(out.Item?.countedZone);
+        recorded[zone] = (recorded[zone] ?? 0) + 1;
+      }
+      expect(recorded).toEqual(claimed);
+      expect(await store.counts(model!, 'web')).toEqual(claimed);
+    } finally {
+      done();
+    }
+  });
+
   it("1,000 claims of one model arriving over a second, through the worker's claim coalescer: each machine read once, 334/333/333", async () => {
     const [model, ...ids] = await modelWithMachines(1000, ['web']);
     const { client, ledger, done } = meteredStore();
@@ -252,6 +288,40 @@ describe('zone claims under contention', () => {
       expect(ledger.cancelled).toBeLessThanOrEqual(2);
     } finally {
       done();
+    }
+  });
+
+  it("1,000 claims of one model through two workers' claim coalescers at once: the counter says what the machines record, and the spread is ±1", async () => {
+    const [model, ...ids] = await modelWithMachines(1000, ['web']);
+    const workers = [meteredStore(), meteredStore()].map((m) => ({
+      ...m,
+      claims: claimCoalescer(new ProvisioningStore(m.client, TABLE)),
+    }));
+    try {
+      const zones = await Promise.all(
+        // all at once: each worker's batches fill (500), so its rounds go out in several
+        // transactions, racing the other worker's on the counter
+        ids.map((id, i) => workers[i % 2]!.claims.submit(model!, request(id, ['web']))),
+      );
+      const spread: Record<string, number> = {};
+      for (const z of zones) spread[z] = (spread[z] ?? 0) + 1;
+      expect(spread).toEqual({ 'us-east-1a': 334, 'us-east-1b': 333, 'us-east-1c': 333 });
+      const recorded: Record<string, number> = {};
+      for (const id of ids) {
+        const out = await doc.send(
+          new GetCommand({
+            TableName: TABLE,
+            Key: { pk: modelPk(model!), sk: machineSk(id) },
+            ConsistentRead: true,
+          }),
+        );
+        const zone = String(out.Item?.countedZone);
+        recorded[zone] = (recorded[zone] ?? 0) + 1;
+      }
+      expect(recorded).toEqual(spread);
+      expect(await workers[0]!.store.counts(model!, 'web')).toEqual(spread);
+    } finally {
+      for (const w of workers) w.done();
     }
   });
 
