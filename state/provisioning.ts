@@ -30,6 +30,7 @@ import {
   sendStatements,
   StatementBatcher,
   type StatementBatching,
+  type StatementOutcome,
   type WriteStatement,
 } from './statement-batch';
 import type { Hardware, HostContainers, Life, MachineRecord } from './types';
@@ -81,7 +82,7 @@ export interface ProvisioningStoreOptions {
   random?: () => number;
   /**
    * Single-item writes of the launch path (`recordRunning`, the launch
-   * batches' `mark`) made close together go out as one
+   * batches' `mark`, the catch-up's `recordRoutineRunningAll`) made close together go out as one
    * BatchExecuteStatement (state/statement-batch.ts): on, with its window,
    * unless `false` (PROVISIONER_DDB_WRITE_BATCHING=off).
    */
@@ -110,6 +111,8 @@ export class ProvisioningStore {
   readonly batches: LaunchBatchStore;
   /** Records of launched instances made close together, sent together; none when off. */
   private readonly runningRecords: StatementBatcher | undefined;
+  /** Routine `running` writes of a catch-up window, sent together; none when off. */
+  private readonly routineRunning: StatementBatcher | undefined;
 
   constructor(
     client: DynamoDBClient,
@@ -124,6 +127,13 @@ export class ProvisioningStore {
           (statements) => this.recordRunningTogether(statements),
           batching.windowMs,
           { name: 'provisioning:recordRunning' },
+        )
+      : undefined;
+    this.routineRunning = batching
+      ? new StatementBatcher(
+          (statements) => this.recordRoutineRunningTogether(statements),
+          batching.windowMs,
+          { name: 'provisioning:recordRoutineRunning' },
         )
       : undefined;
     this.zones = new ZoneCountStore(client, tableName, {
@@ -586,6 +596,58 @@ export class ProvisioningStore {
   }
 
   /**
+   * The routine `running` of many instances at once (the launch's catch-up:
+   * activities/running-catch-up.ts), each the very write
+   * `recordRoutineInstanceState(…, 'running', addresses)` makes, with its
+   * condition (routineRunningStatement): sent as BatchExecuteStatement calls
+   * of up to 25 (state/statement-batch.ts), each statement with its own
+   * outcome. Answers each write's outcome, in order: `written`; `refused`
+   * by its condition (the machine is not alive and running with that
+   * instance starting or running: destroyed, down, stopped, reprovisioned,
+   * gone), as the single write's `false`; or `failed` with the error. A
+   * statement refused for another reason (throttled, a conflict) is written
+   * alone, as before, the SDK's bounded retries with it; a call that fails
+   * as a whole (after the SDK's retries) fails each of its writes. With
+   * batching off, each is written alone, ROUTINE_ALONE_AT_ONCE at a time.
+   */
+  async recordRoutineRunningAll(writes: readonly RoutineRunning[]): Promise<RoutineOutcome[]> {
+    const alone = (w: RoutineRunning): Promise<RoutineOutcome> =>
+      this.recordRoutineInstanceState(w.model, w.machineId, w.instanceId, 'running', w.addresses)
+        .then((applied): RoutineOutcome => (applied === true ? WRITTEN : REFUSED))
+        .catch((error: unknown): RoutineOutcome => ({ outcome: 'failed', error }));
+    const batcher = this.routineRunning;
+    if (!batcher) {
+      const outcomes: RoutineOutcome[] = [];
+      for (let i = 0; i < writes.length; i += ROUTINE_ALONE_AT_ONCE) {
+        outcomes.push(
+          ...(await Promise.all(writes.slice(i, i + ROUTINE_ALONE_AT_ONCE).map(alone))),
+        );
+      }
+      return outcomes;
+    }
+    const now = new Date();
+    return Promise.all(
+      writes.map(async (w): Promise<RoutineOutcome> => {
+        let outcome: StatementOutcome;
+        try {
+          outcome = await batcher.submit(routineRunningStatement(this.tableName, w, now));
+        } catch (error) {
+          return { outcome: 'failed', error };
+        }
+        if (outcome.ok) return WRITTEN;
+        if (outcome.code === CONDITION_FAILED) return REFUSED;
+        // refused for another reason (the batcher told it once per call): alone, as before
+        return alone(w);
+      }),
+    );
+  }
+
+  /** One call of routine `running` writes (the call site the capacity meter names). */
+  private async recordRoutineRunningTogether(statements: readonly WriteStatement[]) {
+    return await sendStatements(this.doc, statements);
+  }
+
+  /**
    * Records a Dead machine's news of its instance (deadInstanceWrite): true
    * when written, false when the machine is not Dead, records another
    * instance or is gone (its workflow is told instead).
@@ -914,6 +976,77 @@ export function routineInstanceWrite(
     ...(state === 'pending' && (options.readBack ?? true)
       ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }
       : {}),
+  };
+}
+
+/** One routine `running` write of recordRoutineRunningAll: the machine, its instance, what EC2 listed of its addresses. */
+export interface RoutineRunning {
+  model: string;
+  machineId: string;
+  instanceId: string;
+  /** As recordRoutineInstanceState's: each one given set, each one absent removed; none given, none touched. */
+  addresses?: { privateAddress?: string; publicAddress?: string };
+}
+
+/** A routine write's outcome: written, refused by its condition (the single write's `false`), or failed. */
+export type RoutineOutcome =
+  { outcome: 'written' } | { outcome: 'refused' } | { outcome: 'failed'; error: unknown };
+
+const WRITTEN: RoutineOutcome = { outcome: 'written' };
+const REFUSED: RoutineOutcome = { outcome: 'refused' };
+
+/** Routine writes made alone at once by recordRoutineRunningAll when batching is off. */
+export const ROUTINE_ALONE_AT_ONCE = 8;
+
+/**
+ * routineInstanceWrite's `running` as a PartiQL statement: the same SET and
+ * REMOVE (the state, its time, `updatedAt`; each address given set, each
+ * absent removed, none touched without `addresses`) and the same condition
+ * (the machine records that instance, is alive and `running`, and its
+ * instance is in no state yet, `pending` or `running`). A machine that is
+ * gone fails the condition too, as the UpdateItem's does.
+ */
+export function routineRunningStatement(
+  tableName: string,
+  write: RoutineRunning,
+  now = new Date(),
+): WriteStatement {
+  const at = now.toISOString();
+  const set: Array<[string, unknown]> = [
+    ['instanceStatus', 'running'],
+    ['instanceStatusAt', at],
+    ['updatedAt', at],
+  ];
+  const remove: string[] = [];
+  if (write.addresses) {
+    for (const field of ['privateAddress', 'publicAddress'] as const) {
+      const value = write.addresses[field];
+      if (value === undefined) remove.push(field);
+      else set.push([field, value]);
+    }
+  }
+  const pk = modelPk(write.model);
+  const sk = machineSk(write.machineId);
+  const status = quoted('instanceStatus');
+  return {
+    item: `${pk}\n${sk}`,
+    statement:
+      `UPDATE ${quoted(tableName)} ` +
+      set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
+      remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+      `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('instanceId')} = ? ` +
+      `AND ${quoted('life')} = ? AND ${quoted('status')} = ? ` +
+      `AND (${status} IS MISSING OR ${status} = ? OR ${status} = ?)`,
+    parameters: [
+      ...set.map(([, value]) => value),
+      pk,
+      sk,
+      write.instanceId,
+      'alive',
+      'running',
+      'pending',
+      'running',
+    ],
   };
 }
 
