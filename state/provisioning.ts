@@ -28,6 +28,7 @@ import {
   DEFAULT_STATEMENT_BATCHING,
   quoted,
   sendStatements,
+  STATEMENT_BATCH_LIMIT,
   StatementBatcher,
   type StatementBatching,
   type StatementOutcome,
@@ -53,6 +54,8 @@ export type ZoneChooser = (machines: readonly PlacementMachine[]) => string;
 
 export { MachineDeadError, ZoneClaimContendedError } from './zone-counts';
 import { LaunchBatchStore } from './launch-batches';
+import { throttledPause, type BackoffOptions } from './backoff';
+import { inLanes } from '../core/lanes';
 import {
   machineView,
   ZoneCountStore,
@@ -113,6 +116,8 @@ export class ProvisioningStore {
   private readonly runningRecords: StatementBatcher | undefined;
   /** Routine `running` writes of a catch-up window, sent together; none when off. */
   private readonly routineRunning: StatementBatcher | undefined;
+  /** How the routine writes refused for throughput wait before they are written alone. */
+  private readonly backoff: BackoffOptions;
 
   constructor(
     client: DynamoDBClient,
@@ -136,6 +141,10 @@ export class ProvisioningStore {
           { name: 'provisioning:recordRoutineRunning' },
         )
       : undefined;
+    this.backoff = {
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    };
     this.zones = new ZoneCountStore(client, tableName, {
       ...(options.maxClaimTries !== undefined ? { maxTries: options.maxClaimTries } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
@@ -608,38 +617,57 @@ export class ProvisioningStore {
    * statement refused for another reason (throttled, a conflict) is written
    * alone, as before, the SDK's bounded retries with it; a call that fails
    * as a whole (after the SDK's retries) fails each of its writes. With
-   * batching off, each is written alone, ROUTINE_ALONE_AT_ONCE at a time.
+   * batching off, each is written alone.
+   *
+   * Bounded, since every machine of a model is one partition and a window
+   * holds up to 1,000 launches: at most ROUTINE_BATCHED_AT_ONCE statements
+   * (4 calls of 25) are in flight at once, and the writes made alone go
+   * ROUTINE_ALONE_AT_ONCE at a time, after the batched ones have answered.
+   * When any statement was refused for throughput (THROTTLE_CODES, which
+   * the SDK does not retry inside a call that succeeded), they wait a
+   * jittered 250-500 ms first (throttledPause).
    */
   async recordRoutineRunningAll(writes: readonly RoutineRunning[]): Promise<RoutineOutcome[]> {
-    const alone = (w: RoutineRunning): Promise<RoutineOutcome> =>
-      this.recordRoutineInstanceState(w.model, w.machineId, w.instanceId, 'running', w.addresses)
-        .then((applied): RoutineOutcome => (applied === true ? WRITTEN : REFUSED))
-        .catch((error: unknown): RoutineOutcome => ({ outcome: 'failed', error }));
+    const outcomes: RoutineOutcome[] = new Array<RoutineOutcome>(writes.length);
+    const indices = [...writes.keys()];
     const batcher = this.routineRunning;
-    if (!batcher) {
-      const outcomes: RoutineOutcome[] = [];
-      for (let i = 0; i < writes.length; i += ROUTINE_ALONE_AT_ONCE) {
-        outcomes.push(
-          ...(await Promise.all(writes.slice(i, i + ROUTINE_ALONE_AT_ONCE).map(alone))),
-        );
-      }
-      return outcomes;
-    }
-    const now = new Date();
-    return Promise.all(
-      writes.map(async (w): Promise<RoutineOutcome> => {
+    let again = indices;
+    let throttled = false;
+    if (batcher) {
+      again = [];
+      const now = new Date();
+      await inLanes(indices, ROUTINE_BATCHED_AT_ONCE, async (i) => {
         let outcome: StatementOutcome;
         try {
-          outcome = await batcher.submit(routineRunningStatement(this.tableName, w, now));
+          outcome = await batcher.submit(routineRunningStatement(this.tableName, writes[i]!, now));
         } catch (error) {
-          return { outcome: 'failed', error };
+          outcomes[i] = { outcome: 'failed', error };
+          return;
         }
-        if (outcome.ok) return WRITTEN;
-        if (outcome.code === CONDITION_FAILED) return REFUSED;
-        // refused for another reason (the batcher told it once per call): alone, as before
-        return alone(w);
-      }),
-    );
+        if (outcome.ok) outcomes[i] = WRITTEN;
+        else if (outcome.code === CONDITION_FAILED) outcomes[i] = REFUSED;
+        else {
+          // refused for another reason (the batcher told it once per call): alone, as before
+          throttled ||= THROTTLE_CODES.has(outcome.code);
+          again.push(i);
+        }
+      });
+      again.sort((a, b) => a - b);
+    }
+    if (throttled) await throttledPause(this.backoff);
+    await inLanes(again, ROUTINE_ALONE_AT_ONCE, async (i) => {
+      const w = writes[i]!;
+      outcomes[i] = await this.recordRoutineInstanceState(
+        w.model,
+        w.machineId,
+        w.instanceId,
+        'running',
+        w.addresses,
+      )
+        .then((applied): RoutineOutcome => (applied === true ? WRITTEN : REFUSED))
+        .catch((error: unknown): RoutineOutcome => ({ outcome: 'failed', error }));
+    });
+    return outcomes;
   }
 
   /** One call of routine `running` writes (the call site the capacity meter names). */
@@ -995,8 +1023,23 @@ export type RoutineOutcome =
 const WRITTEN: RoutineOutcome = { outcome: 'written' };
 const REFUSED: RoutineOutcome = { outcome: 'refused' };
 
-/** Routine writes made alone at once by recordRoutineRunningAll when batching is off. */
+/** Routine writes made alone at once by recordRoutineRunningAll (the fallback, or batching off). */
 export const ROUTINE_ALONE_AT_ONCE = 8;
+
+/** Routine statements recordRoutineRunningAll has in flight at once: 4 calls of 25. */
+export const ROUTINE_BATCHED_AT_ONCE = 4 * STATEMENT_BATCH_LIMIT;
+
+/**
+ * Codes of a statement DynamoDB refused for throughput inside a
+ * BatchExecuteStatement that succeeded (the SDK retries none of them).
+ */
+const THROTTLE_CODES: ReadonlySet<string> = new Set([
+  'ThrottlingError',
+  'ThrottlingException',
+  'ProvisionedThroughputExceeded',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+]);
 
 /**
  * routineInstanceWrite's `running` as a PartiQL statement: the same SET and

@@ -6,10 +6,12 @@ import {
 import {
   ProvisioningStore,
   ROUTINE_ALONE_AT_ONCE,
+  ROUTINE_BATCHED_AT_ONCE,
   routineRunningStatement,
   type RoutineOutcome,
   type RoutineRunning,
 } from '../../../state/provisioning';
+import { THROTTLED_PAUSE_MS } from '../../../state/backoff';
 import { STATEMENT_BATCH_LIMIT } from '../../../state/statement-batch';
 
 /**
@@ -127,7 +129,14 @@ describe('routine running writes sent together', () => {
       }
       return alone[(input.Key as { sk: string }).sk]!();
     });
-    const store = new ProvisioningStore(client, 't');
+    const pauses: number[] = [];
+    const store = new ProvisioningStore(client, 't', {
+      sleep: (ms) => {
+        pauses.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.5,
+    });
     const warned: unknown[] = [];
     const spy = jest.spyOn(console, 'warn').mockImplementation((line) => void warned.push(line));
     const writes = ['0', '1', '2', '3', '4', '5'].map((id) =>
@@ -172,6 +181,8 @@ describe('routine running writes sent together', () => {
         ':privateAddress': '10.0.0.3',
       }) as unknown,
     });
+    // two were throttled: one jittered pause before the three alone writes
+    expect(pauses).toEqual([THROTTLED_PAUSE_MS * 1.5]);
     // told once for the call, by code and count
     expect(warned.map((l) => JSON.parse(l as string) as unknown)).toEqual([
       expect.objectContaining({
@@ -181,6 +192,105 @@ describe('routine running writes sent together', () => {
         codes: { ThrottlingError: 2, TransactionConflict: 1 },
       }),
     ]);
+  });
+
+  it('bounds a burst refused for throughput: calls 4 at a time, one jittered pause, then alone 8 at a time, each outcome right', async () => {
+    let calls = 0;
+    let callsInFlight = 0;
+    let mostCalls = 0;
+    let alone = 0;
+    let mostAlone = 0;
+    const events: string[] = [];
+    const { client, sent } = answeredClient(async ({ command, input }) => {
+      if (command === 'BatchExecuteStatementCommand') {
+        calls++;
+        callsInFlight++;
+        mostCalls = Math.max(mostCalls, callsInFlight);
+        await new Promise((r) => setTimeout(r, 10));
+        callsInFlight--;
+        events.push('call');
+        return {
+          Responses: (input.Statements as unknown[]).map(() => ({
+            Error: { Code: 'ThrottlingError', Message: 'Throughput exceeds the limit' },
+          })),
+        };
+      }
+      alone++;
+      mostAlone = Math.max(mostAlone, alone);
+      events.push('alone');
+      await new Promise((r) => setTimeout(r, 5));
+      alone--;
+      const sk = (input.Key as { sk: string }).sk;
+      // alone: one refused by its condition, one throttled past the SDK's retries, the rest written
+      if (sk === 'MACHINE#7') {
+        throw new ConditionalCheckFailedException({ message: 'no', $metadata: {} });
+      }
+      if (sk === 'MACHINE#8') throw new ThrottlingException({ message: 'slow', $metadata: {} });
+      return {};
+    });
+    const pauses: number[] = [];
+    const store = new ProvisioningStore(client, 't', {
+      sleep: (ms) => {
+        pauses.push(ms);
+        events.push('pause');
+        return Promise.resolve();
+      },
+      random: () => 0.999,
+    });
+    const spy = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const writes = Array.from({ length: 250 }, (_, i) => write(String(i)));
+    const outcomes = await store.recordRoutineRunningAll(writes).finally(() => spy.mockRestore());
+
+    expect(outcomeNames(outcomes)).toEqual(
+      writes.map((w) =>
+        w.machineId === '7' ? 'refused' : w.machineId === '8' ? 'failed' : 'written',
+      ),
+    );
+    // every statement went in a call of 25, no more than 4 calls at once
+    expect(calls).toBe(10);
+    expect(ROUTINE_BATCHED_AT_ONCE).toBe(4 * STATEMENT_BATCH_LIMIT);
+    expect(mostCalls).toBeLessThanOrEqual(ROUTINE_BATCHED_AT_ONCE / STATEMENT_BATCH_LIMIT);
+    // each then alone, never more than 8 at once, each once, in order, after one pause
+    const updates = sent.filter((s) => s.command === 'UpdateItemCommand');
+    expect(updates.map((s) => (s.input.Key as { sk: string }).sk)).toEqual(
+      writes.map((w) => `MACHINE#${w.machineId}`),
+    );
+    expect(mostAlone).toBe(ROUTINE_ALONE_AT_ONCE);
+    expect(pauses).toEqual([THROTTLED_PAUSE_MS * 2 - 1]);
+    expect(events.indexOf('pause')).toBe(events.lastIndexOf('call') + 1);
+    expect(events.indexOf('alone')).toBe(events.indexOf('pause') + 1);
+  });
+
+  it('writes alone at once, with no pause, statements refused for another reason than throughput', async () => {
+    const { client, sent } = answeredClient(({ command, input }) =>
+      Promise.resolve(
+        command === 'BatchExecuteStatementCommand'
+          ? {
+              Responses: (input.Statements as unknown[]).map(() => ({
+                Error: { Code: 'TransactionConflict', Message: 'in a transaction' },
+              })),
+            }
+          : {},
+      ),
+    );
+    const pauses: number[] = [];
+    const store = new ProvisioningStore(client, 't', {
+      sleep: (ms) => {
+        pauses.push(ms);
+        return Promise.resolve();
+      },
+    });
+    const spy = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const outcomes = await store
+      .recordRoutineRunningAll([write('0'), write('1')])
+      .finally(() => spy.mockRestore());
+    expect(outcomeNames(outcomes)).toEqual(['written', 'written']);
+    expect(sent.map((s) => s.command)).toEqual([
+      'BatchExecuteStatementCommand',
+      'UpdateItemCommand',
+      'UpdateItemCommand',
+    ]);
+    expect(pauses).toEqual([]);
   });
 
   it('fails the writes of a call that fails as a whole, and only those: nothing is sent alone', async () => {
