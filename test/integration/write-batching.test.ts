@@ -425,15 +425,17 @@ const ROUTINE_CASES: Array<{
     expected: 'refused',
   },
   {
+    // lost, then its instance starting again (workflows/machine.ts): only `status` refuses it
     name: 'down',
-    fields: { status: 'down', instanceStatus: 'terminated' },
+    fields: { status: 'down' },
     addresses: { privateAddress: '10.0.0.5' },
     expected: 'refused',
   },
   { name: 'stopped', fields: { instanceStatus: 'stopped' }, expected: 'refused' },
   { name: 'dying', fields: { life: 'dying' }, addresses: {}, expected: 'refused' },
   { name: 'dead', fields: { life: 'dead' }, expected: 'refused' },
-  { name: 'in error', fields: { status: 'error', instanceId: undefined }, expected: 'refused' },
+  // its instance still recorded: only `status` refuses it
+  { name: 'in error', fields: { status: 'error' }, expected: 'refused' },
   { name: 'gone', fields: {}, gone: true, expected: 'refused' },
 ];
 
@@ -571,7 +573,7 @@ describe('routine running writes sent together (the running catch-up)', () => {
     expect(responses[0]!.Error).toBeUndefined();
     expect(responses[1]!.Error).toMatchObject({
       Code: 'ConditionalCheckFailed',
-      Item: expect.objectContaining({ status: 'down', instanceStatus: 'terminated' }) as unknown,
+      Item: expect.objectContaining({ status: 'down', instanceStatus: 'pending' }) as unknown,
     });
     expect(responses[2]!.Error?.Code).toBe('ConditionalCheckFailed');
     expect(responses[2]!.Error?.Item).toBeUndefined();
