@@ -419,6 +419,13 @@ const ROUTINE_CASES: Array<{
   },
   { name: 'no addresses given', fields: {}, expected: 'written' },
   {
+    // what a launch's record leaves (no address), in a private subnet: one SET, one REMOVE
+    name: 'launched, no address recorded, EC2 lists only a private one',
+    fields: { privateAddress: undefined, publicAddress: undefined },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'written',
+  },
+  {
     name: 'another instance',
     fields: { instanceId: 'i-other' },
     addresses: { privateAddress: '10.0.0.5' },
@@ -500,7 +507,7 @@ describe('routine running writes sent together (the running catch-up)', () => {
 
     const expected = ROUTINE_CASES.flatMap((c) => Array<string>(3).fill(c.expected));
     expect(outcomes).toEqual(expected.map((outcome) => ({ outcome })));
-    // 33 statements: two calls; every refusal by its condition (none written again alone)
+    // 36 statements: two calls; every refusal by its condition (none written again alone)
     expect(since(calls, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 2 });
     const refusals = expected.filter((e) => e === 'refused').length;
     expect(since(failed, { ...together.totals.failed })).toEqual({
@@ -538,7 +545,7 @@ describe('routine running writes sent together (the running catch-up)', () => {
     expect(writeUnitsOf(alone.totals) - aloneUnits).toBe(written / 3);
 
     // what each case left: running with the addresses given; a refused machine untouched
-    const [launched, moved, , untouched] = [0, 3, 6, 9].map((k) => writes[k]!);
+    const [launched, moved, , untouched, privateOnly] = [0, 3, 6, 9, 12].map((k) => writes[k]!);
     expect(await item(model, launched!.machineId)).toMatchObject({
       status: 'running',
       instanceStatus: 'running',
@@ -548,6 +555,9 @@ describe('routine running writes sent together (the running catch-up)', () => {
     const after = (await item(model, launched!.machineId))!;
     expect(String(after.instanceStatusAt) >= started).toBe(true);
     expect(await item(model, moved!.machineId)).not.toHaveProperty('publicAddress');
+    const privately = await item(model, privateOnly!.machineId);
+    expect(privately).toMatchObject({ instanceStatus: 'running', privateAddress: '10.0.0.5' });
+    expect(privately).not.toHaveProperty('publicAddress');
     expect(await item(model, untouched!.machineId)).toMatchObject({
       instanceStatus: 'running',
       privateAddress: '10.0.0.9',
