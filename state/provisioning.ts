@@ -955,7 +955,17 @@ export function deadInstanceWrite(
   };
 }
 
-/** The routine write (ProvisioningStore.recordRoutineInstanceState) as an UpdateItem's input. */
+/**
+ * The routine write (ProvisioningStore.recordRoutineInstanceState) as an
+ * UpdateItem's input.
+ *
+ * Its `running` is also written as PartiQL (routineRunningStatement, the
+ * catch-up's batched form): a change to this condition, its SET list or its
+ * addresses (addressUpdate) must be made there too, in the same commit.
+ * test/integration/write-batching.test.ts compares the two forms on
+ * DynamoDB Local, one case per clause of the condition; add a case for a
+ * new clause.
+ */
 export function routineInstanceWrite(
   tableName: string,
   news: { model: string; machineId: string; instanceId: string; state: InstanceState },
@@ -1048,6 +1058,12 @@ const THROTTLE_CODES: ReadonlySet<string> = new Set([
  * (the machine records that instance, is alive and `running`, and its
  * instance is in no state yet, `pending` or `running`). A machine that is
  * gone fails the condition too, as the UpdateItem's does.
+ *
+ * The two forms must change together: a change to routineInstanceWrite's
+ * condition, its SET list or its addresses (addressUpdate) must be made
+ * here too, in the same commit, and the other way round.
+ * test/integration/write-batching.test.ts compares them on DynamoDB Local,
+ * one case per clause of the condition; add a case for a new clause.
  */
 export function routineRunningStatement(
   tableName: string,
