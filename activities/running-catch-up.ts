@@ -1,11 +1,11 @@
 import type { InstanceState } from '../core/liveness';
+import type { RoutineOutcome } from '../state/provisioning';
 import { ec2Addresses } from '../ec2/addresses';
 import { asCaller } from '../ec2/caller';
 import { instanceStates } from '../ec2/tags';
 import { TokenBucket } from '../ec2/token-bucket';
 import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
-import { inLanes } from './lanes';
 import { activityLog } from './log';
 
 /**
@@ -23,7 +23,9 @@ import { activityLog } from './log';
  * DescribeInstances (an `instance-id` filter, 200 ids a call) for the
  * launches recorded in a short window in a region, across batches, and each
  * instance EC2 says runs is written `running` with the routine write the
- * handler and the sweep use (ProvisioningStore.recordRoutineInstanceState).
+ * handler and the sweep use (ProvisioningStore.recordRoutineInstanceState),
+ * the window's writes sent together (recordRoutineRunningAll: up to 25 a
+ * call, each with its own condition and outcome).
  * An instance still `pending` at that describe changes after its launch was
  * recorded, so its own event finds the machine: between the two every
  * launch hears its `running` within seconds. A failed describe or write is
@@ -39,9 +41,6 @@ export const CATCH_UP_WINDOWS: CoalescerWindows = { idleMs: 1_000, maxMs: 3_000,
  * about a minute, some 20 calls beside the 40-odd RunInstances.
  */
 export const CATCH_UP_PACE = { burst: 1, perSecond: 1 / 3 };
-
-/** Routine writes made at once after a describe. */
-const WRITE_LANES = 8;
 
 /** A launch just recorded on its machine (instanceStatus `pending`). */
 export interface RecordedLaunch {
@@ -75,11 +74,19 @@ export interface CatchUpPorts {
     instanceIds: readonly string[],
   ): Promise<Map<string, InstanceState | ListedInstance>>;
   /**
-   * The routine `running` write, with the addresses this window's describe
-   * listed: false when the table refused it (the machine no longer records
-   * that instance alive and running, e.g. destroyed meanwhile).
+   * The routine `running` write of each launch, with the addresses this
+   * window's describe listed, all at once: each launch's outcome, in order,
+   * `refused` when the table refused it (the machine no longer records that
+   * instance alive and running, e.g. destroyed meanwhile), `failed` with the
+   * error when it could not be written.
    */
-  recordRunning(launch: RecordedLaunch, addresses?: ListedAddresses): Promise<unknown>;
+  recordRunningAll(writes: readonly RunningWrite[]): Promise<RoutineOutcome[]>;
+}
+
+/** A launch EC2 says runs, and the addresses its describe listed. */
+export interface RunningWrite {
+  launch: RecordedLaunch;
+  addresses?: ListedAddresses;
 }
 
 export interface CatchUpStats {
@@ -145,30 +152,48 @@ export class RunningCatchUp {
       const found = states.get(l.instanceId);
       return typeof found === 'string' ? { state: found } : found;
     };
-    const running = launches.filter((l) => listed(l)?.state === 'running');
+    const running: RunningWrite[] = launches.flatMap((launch) => {
+      const found = listed(launch);
+      return found?.state === 'running' ? [{ launch, addresses: found.addresses }] : [];
+    });
+    if (running.length === 0) return done;
+    let outcomes: readonly RoutineOutcome[];
+    try {
+      outcomes = await this.ports.recordRunningAll(running);
+      if (outcomes.length !== running.length) {
+        throw new Error(`${outcomes.length} outcomes for ${running.length} writes`);
+      }
+    } catch (error) {
+      outcomes = running.map((): RoutineOutcome => ({ outcome: 'failed', error }));
+    }
     const refused: string[] = [];
-    await inLanes(running, WRITE_LANES, async (l) => {
-      try {
-        const answer = await this.ports.recordRunning(l, listed(l)?.addresses);
-        if (answer === false || answer === 'stale') refused.push(`${l.model}/${l.machineId}`);
-        else this.stats.written++;
-      } catch (err) {
-        this.stats.failed++;
-        activityLog.warn('instance running not recorded; the sweep tells it', {
-          model: l.model,
-          machineId: l.machineId,
-          instanceId: l.instanceId,
-          error: errorText(err),
-        });
+    const failed: string[] = [];
+    let firstError: unknown;
+    outcomes.forEach((o, i) => {
+      const { model, machineId } = running[i]!.launch;
+      if (o.outcome === 'written') this.stats.written++;
+      else if (o.outcome === 'refused') refused.push(`${model}/${machineId}`);
+      else {
+        if (failed.length === 0) firstError = o.error;
+        failed.push(`${model}/${machineId}`);
       }
     });
+    // one line a window, not a machine: a refusal is normal when the machine moved on
     if (refused.length > 0) {
-      // one line a window, not a machine: a refusal is normal when the machine moved on
       this.stats.refused += refused.length;
       activityLog.info('running not written: the machine no longer records that instance alive', {
         region,
         machines: refused.slice(0, 20),
         refused: refused.length,
+      });
+    }
+    if (failed.length > 0) {
+      this.stats.failed += failed.length;
+      activityLog.warn('instances running not recorded; the sweep tells them', {
+        region,
+        machines: failed.slice(0, 20),
+        failed: failed.length,
+        error: errorText(firstError),
       });
     }
     return done;
@@ -217,13 +242,14 @@ export function catchUpPortsOf(deps: Pick<ActivityDeps, 'ec2ForRegion' | 'store'
       );
       return listed;
     },
-    recordRunning: (l, addresses) =>
-      deps.store.recordRoutineInstanceState(
-        l.model,
-        l.machineId,
-        l.instanceId,
-        'running',
-        addresses,
+    recordRunningAll: (writes) =>
+      deps.store.recordRoutineRunningAll(
+        writes.map(({ launch, addresses }) => ({
+          model: launch.model,
+          machineId: launch.machineId,
+          instanceId: launch.instanceId,
+          ...(addresses ? { addresses } : {}),
+        })),
       ),
   };
 }

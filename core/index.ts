@@ -9,5 +9,6 @@ export * from './instance-types';
 export * from './zones';
 export * from './partitions';
 export * from './liveness';
+export * from './lanes';
 export * from './containers';
 export * from './access';

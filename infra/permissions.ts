@@ -12,7 +12,9 @@ export const DEPLOYMENT_TAG = 'provisioner:deployment';
  * counters with it, state/zone-counts.ts), not covered by GetItem.
  * `PartiQLUpdate`: the worker's BatchExecuteStatement of UPDATE statements
  * (state/statement-batch.ts: a launch batch's marks, the records of launched
- * instances) is authorized per statement as PartiQLUpdate on the table.
+ * instances, the running catch-up's routine `running` writes,
+ * state/provisioning.ts recordRoutineRunningAll) is authorized per
+ * statement as PartiQLUpdate on the table.
  */
 export const TABLE_ACTIONS = [
   'dynamodb:GetItem',

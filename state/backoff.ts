@@ -20,3 +20,18 @@ export async function jitteredPause(attempt: number, options: BackoffOptions = {
 export async function doublingPause(attempt: number): Promise<void> {
   await realSleep(Math.min(1000, 50 * 2 ** (attempt - 1)));
 }
+
+/**
+ * Before writes DynamoDB refused for throughput (a statement of a
+ * BatchExecuteStatement, which the SDK does not retry) are tried again:
+ * 250 ms plus up to 250 ms of jitter, so the partition gets a moment and
+ * the writers of one burst do not come back in step.
+ */
+export async function throttledPause(options: BackoffOptions = {}): Promise<void> {
+  const sleep = options.sleep ?? realSleep;
+  const random = options.random ?? Math.random;
+  await sleep(THROTTLED_PAUSE_MS + Math.floor(random() * THROTTLED_PAUSE_MS));
+}
+
+/** The least pause of throttledPause (and its most jitter). */
+export const THROTTLED_PAUSE_MS = 250;

@@ -28,8 +28,10 @@ import {
   DEFAULT_STATEMENT_BATCHING,
   quoted,
   sendStatements,
+  STATEMENT_BATCH_LIMIT,
   StatementBatcher,
   type StatementBatching,
+  type StatementOutcome,
   type WriteStatement,
 } from './statement-batch';
 import type { Hardware, HostContainers, Life, MachineRecord } from './types';
@@ -52,6 +54,8 @@ export type ZoneChooser = (machines: readonly PlacementMachine[]) => string;
 
 export { MachineDeadError, ZoneClaimContendedError } from './zone-counts';
 import { LaunchBatchStore } from './launch-batches';
+import { throttledPause, type BackoffOptions } from './backoff';
+import { inLanes } from '../core/lanes';
 import {
   machineView,
   ZoneCountStore,
@@ -81,7 +85,7 @@ export interface ProvisioningStoreOptions {
   random?: () => number;
   /**
    * Single-item writes of the launch path (`recordRunning`, the launch
-   * batches' `mark`) made close together go out as one
+   * batches' `mark`, the catch-up's `recordRoutineRunningAll`) made close together go out as one
    * BatchExecuteStatement (state/statement-batch.ts): on, with its window,
    * unless `false` (PROVISIONER_DDB_WRITE_BATCHING=off).
    */
@@ -110,6 +114,10 @@ export class ProvisioningStore {
   readonly batches: LaunchBatchStore;
   /** Records of launched instances made close together, sent together; none when off. */
   private readonly runningRecords: StatementBatcher | undefined;
+  /** Routine `running` writes of a catch-up window, sent together; none when off. */
+  private readonly routineRunning: StatementBatcher | undefined;
+  /** How the routine writes refused for throughput wait before they are written alone. */
+  private readonly backoff: BackoffOptions;
 
   constructor(
     client: DynamoDBClient,
@@ -126,6 +134,17 @@ export class ProvisioningStore {
           { name: 'provisioning:recordRunning' },
         )
       : undefined;
+    this.routineRunning = batching
+      ? new StatementBatcher(
+          (statements) => this.recordRoutineRunningTogether(statements),
+          batching.windowMs,
+          { name: 'provisioning:recordRoutineRunning' },
+        )
+      : undefined;
+    this.backoff = {
+      ...(options.sleep ? { sleep: options.sleep } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    };
     this.zones = new ZoneCountStore(client, tableName, {
       ...(options.maxClaimTries !== undefined ? { maxTries: options.maxClaimTries } : {}),
       ...(options.sleep ? { sleep: options.sleep } : {}),
@@ -586,6 +605,77 @@ export class ProvisioningStore {
   }
 
   /**
+   * The routine `running` of many instances at once (the launch's catch-up:
+   * activities/running-catch-up.ts), each the very write
+   * `recordRoutineInstanceState(…, 'running', addresses)` makes, with its
+   * condition (routineRunningStatement): sent as BatchExecuteStatement calls
+   * of up to 25 (state/statement-batch.ts), each statement with its own
+   * outcome. Answers each write's outcome, in order: `written`; `refused`
+   * by its condition (the machine is not alive and running with that
+   * instance starting or running: destroyed, down, stopped, reprovisioned,
+   * gone), as the single write's `false`; or `failed` with the error. A
+   * statement refused for another reason (throttled, a conflict) is written
+   * alone, as before, the SDK's bounded retries with it; a call that fails
+   * as a whole (after the SDK's retries) fails each of its writes. With
+   * batching off, each is written alone.
+   *
+   * Bounded, since every machine of a model is one partition and a window
+   * holds up to 1,000 launches: at most ROUTINE_BATCHED_AT_ONCE statements
+   * (4 calls of 25) are in flight at once, and the writes made alone go
+   * ROUTINE_ALONE_AT_ONCE at a time, after the batched ones have answered.
+   * When any statement was refused for throughput (THROTTLE_CODES, which
+   * the SDK does not retry inside a call that succeeded), they wait a
+   * jittered 250-500 ms first (throttledPause).
+   */
+  async recordRoutineRunningAll(writes: readonly RoutineRunning[]): Promise<RoutineOutcome[]> {
+    const outcomes: RoutineOutcome[] = new Array<RoutineOutcome>(writes.length);
+    const indices = [...writes.keys()];
+    const batcher = this.routineRunning;
+    let again = indices;
+    let throttled = false;
+    if (batcher) {
+      again = [];
+      const now = new Date();
+      await inLanes(indices, ROUTINE_BATCHED_AT_ONCE, async (i) => {
+        let outcome: StatementOutcome;
+        try {
+          outcome = await batcher.submit(routineRunningStatement(this.tableName, writes[i]!, now));
+        } catch (error) {
+          outcomes[i] = { outcome: 'failed', error };
+          return;
+        }
+        if (outcome.ok) outcomes[i] = WRITTEN;
+        else if (outcome.code === CONDITION_FAILED) outcomes[i] = REFUSED;
+        else {
+          // refused for another reason (the batcher told it once per call): alone, as before
+          throttled ||= THROTTLE_CODES.has(outcome.code);
+          again.push(i);
+        }
+      });
+      again.sort((a, b) => a - b);
+    }
+    if (throttled) await throttledPause(this.backoff);
+    await inLanes(again, ROUTINE_ALONE_AT_ONCE, async (i) => {
+      const w = writes[i]!;
+      outcomes[i] = await this.recordRoutineInstanceState(
+        w.model,
+        w.machineId,
+        w.instanceId,
+        'running',
+        w.addresses,
+      )
+        .then((applied): RoutineOutcome => (applied === true ? WRITTEN : REFUSED))
+        .catch((error: unknown): RoutineOutcome => ({ outcome: 'failed', error }));
+    });
+    return outcomes;
+  }
+
+  /** One call of routine `running` writes (the call site the capacity meter names). */
+  private async recordRoutineRunningTogether(statements: readonly WriteStatement[]) {
+    return await sendStatements(this.doc, statements);
+  }
+
+  /**
    * Records a Dead machine's news of its instance (deadInstanceWrite): true
    * when written, false when the machine is not Dead, records another
    * instance or is gone (its workflow is told instead).
@@ -865,7 +955,17 @@ export function deadInstanceWrite(
   };
 }
 
-/** The routine write (ProvisioningStore.recordRoutineInstanceState) as an UpdateItem's input. */
+/**
+ * The routine write (ProvisioningStore.recordRoutineInstanceState) as an
+ * UpdateItem's input.
+ *
+ * Its `running` is also written as PartiQL (routineRunningStatement, the
+ * catch-up's batched form): a change to this condition, its SET list or its
+ * addresses (addressUpdate) must be made there too, in the same commit.
+ * test/integration/write-batching.test.ts compares the two forms on
+ * DynamoDB Local, one case per clause of the condition; add a case for a
+ * new clause.
+ */
 export function routineInstanceWrite(
   tableName: string,
   news: { model: string; machineId: string; instanceId: string; state: InstanceState },
@@ -914,6 +1014,98 @@ export function routineInstanceWrite(
     ...(state === 'pending' && (options.readBack ?? true)
       ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const }
       : {}),
+  };
+}
+
+/** One routine `running` write of recordRoutineRunningAll: the machine, its instance, what EC2 listed of its addresses. */
+export interface RoutineRunning {
+  model: string;
+  machineId: string;
+  instanceId: string;
+  /** As recordRoutineInstanceState's: each one given set, each one absent removed; none given, none touched. */
+  addresses?: { privateAddress?: string; publicAddress?: string };
+}
+
+/** A routine write's outcome: written, refused by its condition (the single write's `false`), or failed. */
+export type RoutineOutcome =
+  { outcome: 'written' } | { outcome: 'refused' } | { outcome: 'failed'; error: unknown };
+
+const WRITTEN: RoutineOutcome = { outcome: 'written' };
+const REFUSED: RoutineOutcome = { outcome: 'refused' };
+
+/** Routine writes made alone at once by recordRoutineRunningAll (the fallback, or batching off). */
+export const ROUTINE_ALONE_AT_ONCE = 8;
+
+/** Routine statements recordRoutineRunningAll has in flight at once: 4 calls of 25. */
+export const ROUTINE_BATCHED_AT_ONCE = 4 * STATEMENT_BATCH_LIMIT;
+
+/**
+ * Codes of a statement DynamoDB refused for throughput inside a
+ * BatchExecuteStatement that succeeded (the SDK retries none of them).
+ */
+const THROTTLE_CODES: ReadonlySet<string> = new Set([
+  'ThrottlingError',
+  'ThrottlingException',
+  'ProvisionedThroughputExceeded',
+  'ProvisionedThroughputExceededException',
+  'RequestLimitExceeded',
+]);
+
+/**
+ * routineInstanceWrite's `running` as a PartiQL statement: the same SET and
+ * REMOVE (the state, its time, `updatedAt`; each address given set, each
+ * absent removed, none touched without `addresses`) and the same condition
+ * (the machine records that instance, is alive and `running`, and its
+ * instance is in no state yet, `pending` or `running`). A machine that is
+ * gone fails the condition too, as the UpdateItem's does.
+ *
+ * The two forms must change together: a change to routineInstanceWrite's
+ * condition, its SET list or its addresses (addressUpdate) must be made
+ * here too, in the same commit, and the other way round.
+ * test/integration/write-batching.test.ts compares them on DynamoDB Local,
+ * one case per clause of the condition; add a case for a new clause.
+ */
+export function routineRunningStatement(
+  tableName: string,
+  write: RoutineRunning,
+  now = new Date(),
+): WriteStatement {
+  const at = now.toISOString();
+  const set: Array<[string, unknown]> = [
+    ['instanceStatus', 'running'],
+    ['instanceStatusAt', at],
+    ['updatedAt', at],
+  ];
+  const remove: string[] = [];
+  if (write.addresses) {
+    for (const field of ['privateAddress', 'publicAddress'] as const) {
+      const value = write.addresses[field];
+      if (value === undefined) remove.push(field);
+      else set.push([field, value]);
+    }
+  }
+  const pk = modelPk(write.model);
+  const sk = machineSk(write.machineId);
+  const status = quoted('instanceStatus');
+  return {
+    item: `${pk}\n${sk}`,
+    statement:
+      `UPDATE ${quoted(tableName)} ` +
+      set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
+      remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+      `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('instanceId')} = ? ` +
+      `AND ${quoted('life')} = ? AND ${quoted('status')} = ? ` +
+      `AND (${status} IS MISSING OR ${status} = ? OR ${status} = ?)`,
+    parameters: [
+      ...set.map(([, value]) => value),
+      pk,
+      sk,
+      write.instanceId,
+      'alive',
+      'running',
+      'pending',
+      'running',
+    ],
   };
 }
 

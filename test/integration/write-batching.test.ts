@@ -15,7 +15,13 @@ import {
 import { EntityNotFoundError } from '../../state/errors';
 import { machineSk, modelPk } from '../../state/keys';
 import type { LaunchMarker, MarkOutcome } from '../../state/launch-batches';
-import { ProvisioningStore, type RunningRecord } from '../../state/provisioning';
+import {
+  ProvisioningStore,
+  routineRunningStatement,
+  type RoutineRunning,
+  type RunningRecord,
+} from '../../state/provisioning';
+import { sendStatements } from '../../state/statement-batch';
 import { Repository } from '../../state/repository';
 import { pendingMachine, seedModel } from './fixtures';
 import { dynamoClientFor, loadTestStack, privateTable } from './stack';
@@ -368,6 +374,219 @@ describe('records of launched instances sent together', () => {
     for (const i of [2, 3]) {
       expect(await item(model, ids[i]!)).toMatchObject({ instanceId: `i-${i}`, status: 'running' });
     }
+  });
+});
+
+/**
+ * A machine as a launch left it (its instance recorded, EC2's `pending`, an
+ * old instance's addresses), then moved on as each case says: the states
+ * the routine `running` write meets, its outcome, and the addresses it is
+ * given.
+ */
+const RECORDED = {
+  status: 'running',
+  message: '',
+  instanceId: 'i-routine',
+  instanceStatus: 'pending',
+  instanceStatusAt: '2026-11-27T00:00:00.000Z',
+  privateAddress: '10.0.0.9',
+  publicAddress: '54.0.0.9',
+};
+const ROUTINE_CASES: Array<{
+  name: string;
+  fields: Record<string, unknown>;
+  gone?: true;
+  addresses?: RoutineRunning['addresses'];
+  expected: 'written' | 'refused';
+}> = [
+  {
+    name: 'launched, pending',
+    fields: {},
+    addresses: { privateAddress: '10.0.0.5', publicAddress: '54.0.0.5' },
+    expected: 'written',
+  },
+  {
+    name: 'running already, its public address gone',
+    fields: { instanceStatus: 'running' },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'written',
+  },
+  {
+    name: 'in no state yet',
+    fields: { instanceStatus: undefined },
+    addresses: {},
+    expected: 'written',
+  },
+  { name: 'no addresses given', fields: {}, expected: 'written' },
+  {
+    // what a launch's record leaves (no address), in a private subnet: one SET, one REMOVE
+    name: 'launched, no address recorded, EC2 lists only a private one',
+    fields: { privateAddress: undefined, publicAddress: undefined },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'written',
+  },
+  {
+    name: 'another instance',
+    fields: { instanceId: 'i-other' },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'refused',
+  },
+  {
+    // lost, then its instance starting again (workflows/machine.ts): only `status` refuses it
+    name: 'down',
+    fields: { status: 'down' },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'refused',
+  },
+  { name: 'stopped', fields: { instanceStatus: 'stopped' }, expected: 'refused' },
+  { name: 'dying', fields: { life: 'dying' }, addresses: {}, expected: 'refused' },
+  { name: 'dead', fields: { life: 'dead' }, expected: 'refused' },
+  // its instance still recorded: only `status` refuses it
+  { name: 'in error', fields: { status: 'error' }, expected: 'refused' },
+  { name: 'gone', fields: {}, gone: true, expected: 'refused' },
+];
+
+/** A machine per case (`copies` of each), set as the case says; its write's arguments. */
+async function routineScenario(model: string, copies: number): Promise<RoutineRunning[]> {
+  const cases = ROUTINE_CASES.flatMap((c) => Array<typeof c>(copies).fill(c));
+  const ids = await addMachines(model, cases.length);
+  const writes: RoutineRunning[] = [];
+  for (const [i, c] of cases.entries()) {
+    const id = ids[i]!;
+    const fields: Record<string, unknown> = { ...RECORDED, ...c.fields };
+    const absent = Object.keys(fields).filter((k) => fields[k] === undefined);
+    await setFields(
+      model,
+      id,
+      Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)),
+    );
+    for (const name of absent) {
+      await doc.send(
+        new UpdateCommand({
+          TableName: TABLE,
+          Key: { pk: modelPk(model), sk: machineSk(id) },
+          UpdateExpression: 'REMOVE #n',
+          ExpressionAttributeNames: { '#n': name },
+        }),
+      );
+    }
+    if (c.gone) await remove(model, id);
+    writes.push({
+      model,
+      machineId: id,
+      instanceId: 'i-routine',
+      ...(c.addresses ? { addresses: c.addresses } : {}),
+    });
+  }
+  return writes;
+}
+
+/** A machine's item without what differs between two machines and two moments. */
+function routineComparable(i: Record<string, unknown> | undefined) {
+  if (!i) return undefined;
+  const { sk: _sk, id: _id, createdAt: _c, updatedAt: _u, instanceStatusAt: _s, ...rest } = i;
+  return rest;
+}
+
+describe('routine running writes sent together (the running catch-up)', () => {
+  it('answers and writes each machine exactly as the single routine write does, in calls of 25', async () => {
+    const model = await newModel();
+    const writes = await routineScenario(model, 3);
+    const aloneWrites = await routineScenario(model, 1);
+    const before = new Map(
+      await Promise.all(
+        writes.map(async (w) => [w.machineId, await item(model, w.machineId)] as const),
+      ),
+    );
+    const calls = callsOf(together.totals);
+    const failed = { ...together.totals.failed };
+    const units = writeUnitsOf(together.totals);
+    const started = new Date().toISOString();
+
+    const outcomes = await together.store.recordRoutineRunningAll(writes);
+
+    const expected = ROUTINE_CASES.flatMap((c) => Array<string>(3).fill(c.expected));
+    expect(outcomes).toEqual(expected.map((outcome) => ({ outcome })));
+    // 36 statements: two calls; every refusal by its condition (none written again alone)
+    expect(since(calls, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 2 });
+    const refusals = expected.filter((e) => e === 'refused').length;
+    expect(since(failed, { ...together.totals.failed })).toEqual({
+      'BatchExecuteStatement:statement': refusals,
+    });
+    expect(fallbacksOf(together.totals)).toBe(0);
+
+    // the single write on a machine of each case: the same answer, the same item after it
+    const aloneUnits = writeUnitsOf(alone.totals);
+    for (const [n, c] of ROUTINE_CASES.entries()) {
+      const w = aloneWrites[n]!;
+      await expect(
+        alone.store.recordRoutineInstanceState(
+          w.model,
+          w.machineId,
+          w.instanceId,
+          'running',
+          w.addresses,
+        ),
+      ).resolves.toBe(c.expected === 'written');
+      for (const copy of writes.slice(3 * n, 3 * n + 3)) {
+        expect({
+          case: c.name,
+          item: routineComparable(await item(model, copy.machineId)),
+        }).toEqual({
+          case: c.name,
+          item: routineComparable(await item(model, w.machineId)),
+        });
+      }
+    }
+    // the meter's estimate for the written statements is what DynamoDB Local reports for the
+    // same writes as UpdateItem: 1 each (the instance index is untouched)
+    const written = expected.length - refusals;
+    expect(writeUnitsOf(together.totals) - units).toBe(written);
+    expect(writeUnitsOf(alone.totals) - aloneUnits).toBe(written / 3);
+
+    // what each case left: running with the addresses given; a refused machine untouched
+    const [launched, moved, , untouched, privateOnly] = [0, 3, 6, 9, 12].map((k) => writes[k]!);
+    expect(await item(model, launched!.machineId)).toMatchObject({
+      status: 'running',
+      instanceStatus: 'running',
+      privateAddress: '10.0.0.5',
+      publicAddress: '54.0.0.5',
+    });
+    const after = (await item(model, launched!.machineId))!;
+    expect(String(after.instanceStatusAt) >= started).toBe(true);
+    expect(await item(model, moved!.machineId)).not.toHaveProperty('publicAddress');
+    const privately = await item(model, privateOnly!.machineId);
+    expect(privately).toMatchObject({ instanceStatus: 'running', privateAddress: '10.0.0.5' });
+    expect(privately).not.toHaveProperty('publicAddress');
+    expect(await item(model, untouched!.machineId)).toMatchObject({
+      instanceStatus: 'running',
+      privateAddress: '10.0.0.9',
+      publicAddress: '54.0.0.9',
+    });
+    for (const [k, w] of writes.entries()) {
+      if (expected[k] === 'refused') {
+        expect(await item(model, w.machineId)).toEqual(before.get(w.machineId));
+      }
+    }
+  });
+
+  it('is refused by DynamoDB Local with ConditionalCheckFailed, the item as it was when there is one', async () => {
+    const model = await newModel();
+    const writes = await routineScenario(model, 1);
+    const pick = (name: string) => writes[ROUTINE_CASES.findIndex((c) => c.name === name)]!;
+    const responses = await sendStatements(
+      doc,
+      [pick('launched, pending'), pick('down'), pick('gone')].map((w) =>
+        routineRunningStatement(TABLE, w),
+      ),
+    );
+    expect(responses[0]!.Error).toBeUndefined();
+    expect(responses[1]!.Error).toMatchObject({
+      Code: 'ConditionalCheckFailed',
+      Item: expect.objectContaining({ status: 'down', instanceStatus: 'pending' }) as unknown,
+    });
+    expect(responses[2]!.Error?.Code).toBe('ConditionalCheckFailed');
+    expect(responses[2]!.Error?.Item).toBeUndefined();
   });
 });
 

@@ -5,6 +5,7 @@ import {
   runningCatchUpOf,
   type RecordedLaunch,
 } from '../../../activities/running-catch-up';
+import type { RoutineRunning } from '../../../state/provisioning';
 
 /** An EC2 client whose DescribeInstances answers from a fixed listing, recording the filters asked. */
 function listingEc2(instances: ReadonlyArray<Record<string, unknown>>) {
@@ -127,7 +128,7 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
     const ports = catchUpPortsOf(deps);
     await expect(ports.statesOf('us-east-1', [launch.instanceId])).rejects.toThrow('Rate exceeded');
     expect(pagesAsked).toEqual([undefined, 'page-2']);
-    expect(Object.keys(ports)).toEqual(['statesOf', 'recordRunning']);
+    expect(Object.keys(ports)).toEqual(['statesOf', 'recordRunningAll']);
 
     // through the catch-up: the failing window is counted failed and writes nothing
     pagesAsked.length = 0;
@@ -147,15 +148,24 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
   }, 30_000);
 });
 
-/** Activity deps over `client` whose store records each routine write it is asked for. */
+/** Activity deps over `client` whose store records each routine `running` write it is asked for. */
 function recordingDeps(client: EC2Client): { deps: ActivityDeps; writes: unknown[][] } {
   const writes: unknown[][] = [];
   const deps = {
     ec2ForRegion: () => ({ ec2: client }),
     store: {
-      recordRoutineInstanceState: (...args: unknown[]) => {
-        writes.push(args);
-        return Promise.resolve(true);
+      // each write as the single routine write's arguments would name it
+      recordRoutineRunningAll: (all: readonly RoutineRunning[]) => {
+        for (const w of all) {
+          writes.push([
+            w.model,
+            w.machineId,
+            w.instanceId,
+            'running',
+            ...(w.addresses ? [w.addresses] : []),
+          ]);
+        }
+        return Promise.resolve(all.map(() => ({ outcome: 'written' })));
       },
     },
   } as unknown as ActivityDeps;
