@@ -36,7 +36,14 @@ import {
   ROUTINE_CLEARS_INSTANCE_STATUS,
   uses,
 } from './patches';
-import { failureMessage, localPreparing, localRecords, records, tearing } from './proxies';
+import {
+  failureMessage,
+  LOCAL_PREPARE_OPTIONS,
+  localPreparing,
+  localRecords,
+  records,
+  tearing,
+} from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -364,14 +371,19 @@ async function loadPrepared(
   const scope = new CancellationScope();
   // what its creating request wrote, when it said: the step then reads nothing unless that is stale
   const loading = scope.run(() =>
-    localPreparing.loadMachine({
-      model,
-      machineId,
-      prepare: true,
-      ...(created ? { created } : {}),
-      // the launch the pass makes first (launch.ts runPass): the pass it begins, attempt 1
-      launch: { pass: state.pass + 1, attempt: 1 },
-    }),
+    localPreparing.loadMachine.executeWithOptions(
+      { ...LOCAL_PREPARE_OPTIONS, summary: FIRST_READ_SUMMARY },
+      [
+        {
+          model,
+          machineId,
+          prepare: true,
+          ...(created ? { created } : {}),
+          // the launch the pass makes first (launch.ts runPass): the pass it begins, attempt 1
+          launch: { pass: state.pass + 1, attempt: 1 },
+        },
+      ],
+    ),
   );
   let settled = false;
   loading.then(
@@ -404,6 +416,9 @@ async function loadPrepared(
     return 'interrupted';
   }
 }
+
+/** The first read's line in the run's history (the Temporal UI): it may launch (LAUNCH_IN_READ). */
+export const FIRST_READ_SUMMARY = 'read the machine; plan, claim a zone and launch';
 
 /** Whether the loop will provision this machine now (the last branch below). */
 function provisionable(machine: MachineSnapshot, retryRequested: boolean): boolean {

@@ -193,9 +193,10 @@ export const localPlanning = proxyLocalActivities<Activities>({
  * with TRY_CANCEL (localPlanning) is the same: on the replay path the SDK's
  * core handles both kinds of cancellation alike (the marker decides).
  */
-export const localPreparing = proxyLocalActivities<Activities>({
+export const LOCAL_PREPARE_OPTIONS = {
   startToCloseTimeout: LOCAL_LAUNCH_OPTIONS.startToCloseTimeout,
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
-});
+} as const;
+export const localPreparing = proxyLocalActivities<Activities>(LOCAL_PREPARE_OPTIONS);
