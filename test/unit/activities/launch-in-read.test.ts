@@ -130,7 +130,7 @@ function setup(
   options: {
     batches?: ReturnType<typeof fakeBatches>;
     ec2?: ReturnType<typeof tokenEc2>;
-    fail?: unknown;
+    fail?: Error;
     read?: Promise<void>;
   } = {},
 ) {
