@@ -367,9 +367,12 @@ export function launchActivities(
    *
    * A failure the launch step would not retry (a non-retryable type) is
    * answered as data (`launchFailure`), handled by the workflow as that
-   * step's failure; any other answers without `launched`, and the workflow
-   * launches in a step of its own (same token seed: the batch marks and EC2's
-   * idempotency find an instance this try may have launched).
+   * step's failure. Any other first asks `recover` once (this attempt's
+   * batch, same seed): a batch that went out but whose answer was lost gives
+   * its instance, answered `launched` and recorded, so a destroy that cancels
+   * the step still finds it. Else the answer has no `launched`, and the
+   * workflow launches in a step of its own (same token seed: the batch marks
+   * and EC2's idempotency find an instance this try may have launched).
    */
   async function launchPrepared(
     ref: MachineRef,
@@ -398,6 +401,16 @@ export function launchActivities(
     } catch (err) {
       const failed = notRetried(refusedOr(err));
       if (failed) return { ...prepared, launchFailure: failed };
+      // a failure the launch step would retry: this try's batch may have gone out and only its
+      // answer was lost. Asked once here (the batch's call repeated with its token: no new
+      // instance), so the instance is answered and recorded even when a destroy cancelled the
+      // step (the workflow then keeps only an answer that carries it) and no launch step follows
+      const found = await recoverOnce(input);
+      if (found !== undefined) {
+        return 'instanceId' in found
+          ? { ...prepared, launched: await recorded(input, found) }
+          : { ...prepared, launchFailure: found };
+      }
       activityLog.warn('launch with the first read failed; the workflow launches on its own', {
         model: ref.model,
         machineId: ref.machineId,
@@ -457,6 +470,23 @@ export function launchActivities(
       return input.record ? recorded(input, started) : started;
     },
   };
+
+  /**
+   * What a first read's failed launch try left: the instance its batch
+   * launched for the machine (same token seed: `recover`, this attempt's
+   * batch only), a failure the launch step would not retry (e.g. EC2 left the
+   * member unserved), or undefined (nothing went out, or the repeat failed
+   * retryably too: the workflow's launch step, same seed, looks again).
+   */
+  async function recoverOnce(
+    input: StartInstanceInput,
+  ): Promise<StartedInstance | StepFailure | undefined> {
+    try {
+      return (await launches.recover(input, { sameAttemptOnly: true })).started;
+    } catch (err) {
+      return notRetried(refusedOr(err));
+    }
+  }
 
   /**
    * The launch answered, recorded on its machine when the workflow asked

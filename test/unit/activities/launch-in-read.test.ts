@@ -2,7 +2,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
 import { launchActivities } from '../../../activities/launch';
 import { recordActivities } from '../../../activities/records';
-import type { FirstLaunch, MachineSnapshot } from '../../../activities/types';
+import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
 import { PlacementGroups } from '../../../ec2/placement-groups';
 import type { RegionalEc2 } from '../../../ec2/regional';
 import type { InstanceTypeInfo } from '../../../core';
@@ -131,6 +131,8 @@ function setup(
     batches?: ReturnType<typeof fakeBatches>;
     ec2?: ReturnType<typeof tokenEc2>;
     fail?: Error;
+    /** Thrown by RunInstances after EC2 made the launch (its answer lost), once each, in order. */
+    lost?: Error[];
     read?: Promise<void>;
   } = {},
 ) {
@@ -139,6 +141,7 @@ function setup(
   const claims: ClaimRequest[] = [];
   const recorded: Array<{ machineId: string; instanceId: string }> = [];
   let fail = options.fail;
+  const lost = [...(options.lost ?? [])];
   const regional = {
     region: 'us-east-1',
     ec2: {
@@ -149,7 +152,9 @@ function setup(
           ec2.calls.push(cmd.input.ClientToken ?? '');
           return Promise.reject(err);
         }
-        return ec2.send(cmd);
+        const answer = ec2.send(cmd);
+        const gone = lost.shift();
+        return gone === undefined ? answer : answer.then(() => Promise.reject(gone));
       },
     },
     catalogue: {
@@ -198,7 +203,7 @@ function setup(
     taskQueue: 'q',
   } as unknown as ActivityDeps;
   const groups = new PlacementGroups(() => regional);
-  const { prepareLaunch } = launchActivities(deps, groups);
+  const { prepareLaunch, startInstance } = launchActivities(deps, groups);
   const records = recordActivities(deps, groups, prepareLaunch);
   /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
   const firstRead = (launch: FirstLaunch | undefined = FIRST) => {
@@ -217,7 +222,21 @@ function setup(
     const answer = env.run<[], MachineSnapshot | null, typeof read>(read);
     return { env, answer };
   };
-  return { ec2, batches, claims, recorded, firstRead, records };
+  /** The workflow's own launch step (local), for attempt 1 of pass 1 in `zone`. */
+  const launchStep = (zone: string, plan: LaunchPlan) =>
+    new MockActivityEnvironment({
+      isLocal: true,
+      workflowExecution: RUN,
+      startToCloseTimeoutMs: 120_000,
+    }).run(startInstance, {
+      model: 'm',
+      machineId: '0',
+      zone,
+      plan,
+      tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
+      record: true,
+    });
+  return { ec2, batches, claims, recorded, firstRead, records, launchStep };
 }
 
 describe("a machine's first read told its launch (LAUNCH_IN_READ)", () => {
@@ -303,13 +322,52 @@ describe("a machine's first read told its launch (LAUNCH_IN_READ)", () => {
     expect(t.recorded).toEqual([]);
   });
 
-  it('leaves a failure the launch would retry to the launch step (no launched, no launchFailure)', async () => {
+  it('repeats the batch once after a failure the launch would retry (recover, same token): the launch EC2 never got is made then', async () => {
     const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     const t = setup(itemOf(), { fail: reset });
     const answer = await t.firstRead().answer;
-    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: true });
-    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(answer!.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
     expect(answer!.prepared!.launchFailure).toBeUndefined();
+    // the repeat is the batch's own call (its token), not a new batch: one instance
+    expect(t.ec2.calls).toHaveLength(2);
+    expect(t.ec2.calls[1]).toBe(t.ec2.calls[0]);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+});
+
+describe("a first read's launch whose batch went out but whose answer was lost", () => {
+  const reset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+  it('asks recover once: the instance is answered and recorded, one instance in all', async () => {
+    const t = setup(itemOf(), { lost: [reset()] });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    // the batch's call repeated with its token: EC2 answered the same reservation
+    expect(t.ec2.calls).toHaveLength(2);
+    expect(t.ec2.calls[1]).toBe(t.ec2.calls[0]);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('cancelled by a destroy meanwhile: still answers the instance, so the workflow keeps it', async () => {
+    const batches = fakeBatches({ commit: true });
+    const t = setup(itemOf(), { batches, lost: [reset()] });
+    const { env, answer } = t.firstRead();
+    await batches.held;
+    env.cancel();
+    batches.release();
+    const read = await answer;
+    expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
   });
 });
 
