@@ -361,9 +361,11 @@ export function launchActivities(
    *
    * A cancellation (a destroy, workflows/machine.ts loadPrepared) that comes
    * before the launch began answers at once, nothing launched; once begun,
-   * the launch is not raced: its batch leaves it out if the batch has not
-   * gone out yet (the try's signal), else the step answers the instance and
-   * the workflow, which waits for that answer, tears it down.
+   * the launch is not raced: while its batch still gathers it is withdrawn
+   * and answered cancelled at once (the batch leaves it out: the try's
+   * signal); once the batch is being marked, the step waits for it, and
+   * answers cancelled if the batch left it out, else the instance, which the
+   * workflow, waiting for that answer, tears down.
    *
    * A failure the launch step would not retry (a non-retryable type) is
    * answered as data (`launchFailure`), handled by the workflow as that
@@ -411,6 +413,10 @@ export function launchActivities(
           ? { ...prepared, launched: await recorded(input, found) }
           : { ...prepared, launchFailure: found };
       }
+      // a destroy cancelled the step and nothing of this try went out (its batch left it out,
+      // answered at once if the batch was still gathering): answered as cancelled, as before
+      // the launch; the workflow launches nothing after a destroy
+      if (context.cancellationSignal.aborted) await context.cancelled;
       activityLog.warn('launch with the first read failed; the workflow launches on its own', {
         model: ref.model,
         machineId: ref.machineId,

@@ -1,6 +1,8 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { ActivityDeps } from '../../../activities/deps';
+import { Coalescer } from '../../../activities/coalescer';
 import { launchActivities } from '../../../activities/launch';
+import { activityLog } from '../../../activities/log';
 import { recordActivities } from '../../../activities/records';
 import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
 import { PlacementGroups } from '../../../ec2/placement-groups';
@@ -134,6 +136,8 @@ function setup(
     /** Thrown by RunInstances after EC2 made the launch (its answer lost), once each, in order. */
     lost?: Error[];
     read?: Promise<void>;
+    /** The launch batch window (idle and max), ms. */
+    window?: number;
   } = {},
 ) {
   const ec2 = options.ec2 ?? tokenEc2();
@@ -196,8 +200,8 @@ function setup(
       capacityMemoryMs: 0,
       launchBurst: 100,
       launchRatePerSecond: 100,
-      launchBatchIdleMs: 5,
-      launchBatchMaxMs: 20,
+      launchBatchIdleMs: options.window ?? 5,
+      launchBatchMaxMs: options.window ?? 20,
     },
     deployment: 'test',
     taskQueue: 'q',
@@ -385,17 +389,50 @@ describe('a destroy cancels the first read that launches', () => {
     expect(t.ec2.calls).toEqual([]);
   });
 
-  it('while its launch waits for its batch: the batch leaves it out, the answer has no instance', async () => {
+  it('while its launch waits in its batch: withdrawn and answered cancelled at once, no warning, the batch leaves it out', async () => {
+    // a batch window of 20 s: the answer must not wait for it
+    const t = setup(itemOf(), { window: 20_000 });
+    const warn = jest.spyOn(activityLog, 'warn');
+    let submitted!: () => void;
+    const inBatch = new Promise<void>((r) => (submitted = r));
+    const original = Coalescer.prototype.submit;
+    const submit = jest.spyOn(Coalescer.prototype, 'submit');
+    submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
+      if ((args[1] as { tokenSeed?: unknown }).tokenSeed !== undefined) submitted();
+      return original.apply(this, args);
+    });
+    try {
+      const { env, answer } = t.firstRead();
+      await inBatch;
+      env.cancel();
+      await expect(answer).rejects.toThrow();
+    } finally {
+      submit.mockRestore();
+    }
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(t.recorded).toEqual([]);
+    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
+      'launch with the first read failed; the workflow launches on its own',
+    );
+    warn.mockRestore();
+  });
+
+  it('while its batch is being marked: the batch leaves it out, answered cancelled, no warning', async () => {
     const batches = fakeBatches({ mark: true });
     const t = setup(itemOf(), { batches });
+    const warn = jest.spyOn(activityLog, 'warn');
     const { env, answer } = t.firstRead();
     await batches.held;
     env.cancel();
     batches.release();
-    const read = await answer;
-    expect(read!.prepared?.zone).toBe('us-east-1a');
-    expect(read!.prepared?.launched).toBeUndefined();
+    await expect(answer).rejects.toThrow();
     expect(t.ec2.calls).toEqual([]);
+    expect(t.recorded).toEqual([]);
+    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
+      'launch with the first read failed; the workflow launches on its own',
+    );
+    warn.mockRestore();
   });
 
   it('once its batch went out: not given up, the answer carries the instance, recorded', async () => {
