@@ -373,6 +373,23 @@ describe("a first read's launch whose batch went out but whose answer was lost",
     expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
   });
+
+  it("the repeat's answer lost too: no launched; the workflow's launch step (same seed) takes the same instance", async () => {
+    const t = setup(itemOf(), { lost: [reset(), reset()] });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    const { zone, plan } = answer!.prepared!;
+    const started = await t.launchStep(zone!, plan!);
+    // its mark is refused (same seed, another batch): it waits for that batch and repeats its
+    // call with the batch's token, and EC2 answers the same reservation
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(new Set(t.ec2.calls).size).toBe(1);
+    expect(t.ec2.calls).toHaveLength(3);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect([...t.batches.batches.values()].filter((b) => b.state === 'sent')).toHaveLength(1);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
 });
 
 describe('a destroy cancels the first read that launches', () => {
