@@ -53,6 +53,9 @@ import { promisify } from 'node:util';
  *   launch was out (the read cancelled and waited for: its answer kept, the
  *   instance recorded on the Dead machine and terminated by the teardown).
  *   Recorded by failure-semantics.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ *   A replay-compatibility sample only, not a guard that the answer is kept:
+ *   it replays on code that drops the answer too (the read again finds the
+ *   machine Dead, the same commands); failure-semantics checks the keeping.
  * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
  *   signal sent to it by code that had no handler (it stayed asleep), then
  *   news of its instance; made from `machine-observed-without-read` and
