@@ -11,9 +11,25 @@ export interface CoalescerWindows {
 /** One request's outcome in a batch: its value, or the error it alone failed with. */
 export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 
+/**
+ * A request withdrawn (its `signal` aborted) before its batch went out: the
+ * caller is answered at once; the batch, when it goes, still holds the
+ * request, and `send` sees its signal aborted (e.g. leaves it out).
+ */
+export class Withdrawn extends Error {
+  constructor() {
+    super('the request was withdrawn (aborted) before its batch went out');
+    this.name = 'Withdrawn';
+  }
+}
+
 interface Pending<Req, Res> {
   /** Its window closed and it waits for the gate: still open to requests until then. */
   closing?: boolean;
+  /** Handed to `send`: a request withdrawn from now on is the batch's to answer. */
+  dispatched?: boolean;
+  /** How many of its requests were withdrawn. */
+  withdrawn?: number;
   requests: Req[];
   settle: Array<{ resolve: (v: Res) => void; reject: (e: unknown) => void }>;
   idleTimer?: NodeJS.Timeout;
@@ -55,14 +71,50 @@ export class Coalescer<Req, Res, G = void> {
     private readonly options: { oneAtATime?: { maxWaitMs: number } } = {},
   ) {}
 
-  submit(key: string, request: Req): Promise<Res> {
-    return new Promise<Res>((resolve, reject) => {
+  /**
+   * `signal`: aborted while the request's batch has not gone out yet, the
+   * request is answered at once (Withdrawn); `send` still gets it, and must
+   * look at the signal itself (it is aborted by then) to leave it out.
+   */
+  submit(key: string, request: Req, signal?: AbortSignal): Promise<Res> {
+    return new Promise<Res>((resolveOnce, rejectOnce) => {
+      if (signal?.aborted) {
+        rejectOnce(new Withdrawn());
+        return;
+      }
       let batch = this.pending.get(key);
       if (!batch) {
         batch = { requests: [], settle: [] };
         this.pending.set(key, batch);
         const started = batch;
         started.maxTimer = setTimeout(() => this.flush(key, started), this.windows.maxMs);
+      }
+      let resolve = resolveOnce;
+      let reject = rejectOnce;
+      if (signal) {
+        const joined = batch;
+        const withdraw = () => {
+          if (joined.dispatched) return;
+          rejectOnce(new Withdrawn());
+          joined.withdrawn = (joined.withdrawn ?? 0) + 1;
+          // every request withdrawn before its window closed: the batch is dropped, not sent
+          if (!joined.closing && joined.withdrawn === joined.requests.length) {
+            clearTimeout(joined.idleTimer);
+            clearTimeout(joined.maxTimer);
+            if (this.pending.get(key) === joined) this.pending.delete(key);
+          }
+        };
+        signal.addEventListener('abort', withdraw, { once: true });
+        resolve = (v) => {
+          signal.removeEventListener('abort', withdraw);
+          resolveOnce(v);
+        };
+        reject = (e) => {
+          signal.removeEventListener('abort', withdraw);
+          // the batch's own error (whatever `send` failed with), passed on as it is
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          rejectOnce(e);
+        };
       }
       batch.requests.push(request);
       batch.settle.push({ resolve, reject });
@@ -131,6 +183,7 @@ export class Coalescer<Req, Res, G = void> {
     settled: () => void,
     gated: G | undefined,
   ): void {
+    batch.dispatched = true;
     this.send(key, batch.requests, gated).then(
       (results) => {
         settled();

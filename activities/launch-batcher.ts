@@ -733,7 +733,12 @@ export class LaunchBatcher {
     let current = request;
     for (let round = 0; ; round += 1) {
       try {
-        return this.finish(await this.coalescer.submit(batchKey(current), current), false);
+        return this.finish(
+          // a try cancelled while its batch has not gone out is answered at once (the batch
+          // leaves it out: sendBooked's isOver)
+          await this.coalescer.submit(batchKey(current), current, current.signal),
+          false,
+        );
       } catch (err) {
         if (round >= MAX_ROUNDS - 1) throw err;
         // a try that is over (its retry may be under way) launches nothing more, and abandons

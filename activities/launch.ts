@@ -1,7 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
 import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
-import { FAILURE } from '../temporal/failures';
+import { FAILURE, NON_RETRYABLE_FAILURES } from '../temporal/failures';
+import { ApplicationFailure } from '@temporalio/common';
 import { startingMessage } from '../temporal/messages';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
@@ -17,6 +18,7 @@ import type { MachineRecord, ModelRecord } from '../state/types';
 import { buildLaunchPlan, LaunchPlanError, type PlanInputs } from './plan';
 import type {
   CreatedPreparation,
+  FirstLaunch,
   LaunchPlan,
   MachineRef,
   PlanModel,
@@ -27,7 +29,7 @@ import type {
 } from './types';
 import type { MachineView } from '../state/zone-counts';
 import { currentRun, recordLaunched } from './records';
-import { claimantOf } from '../temporal/launch-token';
+import { claimantOf, launchTokenSeed } from '../temporal/launch-token';
 import { activityLog } from './log';
 import { refusedOr } from '../ec2/errors';
 
@@ -349,16 +351,103 @@ export function launchActivities(
     }
   }
 
+  /**
+   * The launch that follows a first read's claim, made in the same step when
+   * the workflow asked for it (`first`: LAUNCH_IN_READ, workflows/patches.ts):
+   * the token seed is the one the workflow would make (its run, the pass and
+   * attempt it passed, the zone claimed or held), so a first read run again
+   * (its workflow task lost) makes the same launch, which finds the lost one's
+   * batch; the instance is recorded on the machine (`record`, LEAN_LAUNCH).
+   *
+   * A cancellation (a destroy, workflows/machine.ts loadPrepared) that comes
+   * before the launch began answers at once, nothing launched; once begun,
+   * the launch is not raced: while its batch still gathers it is withdrawn
+   * and answered cancelled at once (the batch leaves it out: the try's
+   * signal); once the batch is being marked, the step waits for it, and
+   * answers cancelled if the batch left it out, else the instance, which the
+   * workflow, waiting for that answer, tears down.
+   *
+   * A failure the launch step would not retry (a non-retryable type) is
+   * answered as data (`launchFailure`), handled by the workflow as that
+   * step's failure. Any other first asks `recover` once (this attempt's
+   * batch, same seed): a batch that went out but whose answer was lost gives
+   * its instance, answered `launched` and recorded, so a destroy that cancels
+   * the step still finds it. Else the answer has no `launched`, and the
+   * workflow launches in a step of its own (same token seed: the batch marks
+   * and EC2's idempotency find an instance this try may have launched).
+   */
+  async function launchPrepared(
+    ref: MachineRef,
+    prepared: PreparedLaunch,
+    first: FirstLaunch,
+    startedAt: number,
+  ): Promise<PreparedLaunch> {
+    const run = currentRun();
+    const { zone, plan } = prepared;
+    if (!run || zone === undefined || plan === undefined || !prepared.launchInTask) {
+      return prepared;
+    }
+    const context = Context.current();
+    // cancelled before the launch: answered as cancelled, nothing launched
+    if (context.cancellationSignal.aborted) await context.cancelled;
+    const input: StartInstanceInput = {
+      ...ref,
+      zone,
+      plan,
+      tokenSeed: launchTokenSeed(run, first.pass, first.attempt, zone),
+      record: true,
+    };
+    try {
+      const started = await launch(input, startedAt);
+      return { ...prepared, launched: await recorded(input, started) };
+    } catch (err) {
+      const failed = notRetried(refusedOr(err));
+      if (failed) return { ...prepared, launchFailure: failed };
+      // a failure the launch step would retry: this try's batch may have gone out and only its
+      // answer was lost. Asked once here (the batch's call repeated with its token: no new
+      // instance), so the instance is answered and recorded even when a destroy cancelled the
+      // step (the workflow then keeps only an answer that carries it) and no launch step follows
+      const found = await recoverOnce(input);
+      if (found !== undefined) {
+        return 'instanceId' in found
+          ? { ...prepared, launched: await recorded(input, found) }
+          : { ...prepared, launchFailure: found };
+      }
+      // a destroy cancelled the step and nothing of this try went out (its batch left it out,
+      // answered at once if the batch was still gathering): answered as cancelled, as before
+      // the launch; the workflow launches nothing after a destroy
+      if (context.cancellationSignal.aborted) await context.cancelled;
+      activityLog.warn('launch with the first read failed; the workflow launches on its own', {
+        model: ref.model,
+        machineId: ref.machineId,
+        zone,
+        error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+      });
+      return prepared;
+    }
+  }
+
   return {
-    /** Not an activity: the step `loadMachine` runs with `prepare` (activities/index.ts). */
-    prepareLaunch: (
+    /**
+     * Not an activity: the step `loadMachine` runs with `prepare` (activities/index.ts):
+     * plans and claims (answering a cancellation at once), then, asked `first`, launches.
+     */
+    prepareLaunch: async (
       ref: MachineRef,
       machine: MachineRecord,
       view: MachineView,
       tuning: WorkflowTuning,
       created?: CreatedPreparation,
       held?: string,
-    ) => untilCancelled(() => prepareLaunch(ref, machine, view, tuning, created, held)),
+      first?: FirstLaunch,
+    ): Promise<PreparedLaunch | 'stale'> => {
+      const startedAt = Date.now();
+      const prepared = await untilCancelled(() =>
+        prepareLaunch(ref, machine, view, tuning, created, held),
+      );
+      if (prepared === 'stale' || first === undefined) return prepared;
+      return launchPrepared(ref, prepared, first, startedAt);
+    },
 
     /** Resolves instance type, hardware, image and allowed zones from the machine's current record. */
     async planLaunch(ref: MachineRef): Promise<LaunchPlan> {
@@ -389,6 +478,23 @@ export function launchActivities(
   };
 
   /**
+   * What a first read's failed launch try left: the instance its batch
+   * launched for the machine (same token seed: `recover`, this attempt's
+   * batch only), a failure the launch step would not retry (e.g. EC2 left the
+   * member unserved), or undefined (nothing went out, or the repeat failed
+   * retryably too: the workflow's launch step, same seed, looks again).
+   */
+  async function recoverOnce(
+    input: StartInstanceInput,
+  ): Promise<StartedInstance | StepFailure | undefined> {
+    try {
+      return (await launches.recover(input, { sameAttemptOnly: true })).started;
+    } catch (err) {
+      return notRetried(refusedOr(err));
+    }
+  }
+
+  /**
    * The launch answered, recorded on its machine when the workflow asked
    * for that (`record`). A record that fails is not the launch's failure (a
    * retry of the activity would only find the same instance): the answer
@@ -413,10 +519,13 @@ export function launchActivities(
     }
   }
 
-  /** One launch: found again if an earlier try (or attempt) may have made it, else batched. */
-  async function launch(input: StartInstanceInput): Promise<StartedInstance> {
+  /**
+   * One launch: found again if an earlier try (or attempt) may have made it, else batched.
+   * `startedAt`: when this try began, if before this call (a launch made by a first read).
+   */
+  async function launch(input: StartInstanceInput, startedAt?: number): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
-    const tryState = thisTry();
+    const tryState = thisTry(startedAt);
     let replaces: string | undefined;
     if (retried || input.mayHaveLaunched) {
       const found = await launches.recover(input, {
@@ -517,7 +626,7 @@ const TRY_DEADLINE_SHARE = 7 / 8;
  * start-to-close deadline. A batch leaves out a try that is over, so a try
  * Temporal already retried (on this worker or another) never launches late.
  */
-export function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
+export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?: number } {
   let context: Context;
   try {
     context = Context.current();
@@ -530,12 +639,15 @@ export function thisTry(): { signal?: AbortSignal; liveUntil?: number } {
   // for a local activity: the SDK's core gives each of its retries the first try's schedule
   // time, so a retry after a slow first try would count as over on arrival; its worker runs
   // it at once, so its start is now.
-  const startedAt =
-    scheduled > 0 && !context.info.isLocal ? Math.min(scheduled, Date.now()) : Date.now();
+  // (`startedAt`, given: the step began before the launch, a first read that launches)
+  const start =
+    scheduled > 0 && !context.info.isLocal
+      ? Math.min(scheduled, Date.now())
+      : Math.min(startedAt ?? Date.now(), Date.now());
   return {
     signal: context.cancellationSignal,
     ...(startToCloseTimeoutMs > 0
-      ? { liveUntil: startedAt + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
+      ? { liveUntil: start + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
       : {}),
   };
 }
@@ -587,6 +699,17 @@ function stepFailure(err: unknown, branched: readonly string[]): StepFailure | u
     return { type, message: classified.message };
   }
   return undefined;
+}
+
+/**
+ * A launch failure the launch step's retry policy would not retry
+ * (workflows/proxies.ts: a non-retryable failure, or one of the types the
+ * workflow branches on), as data; undefined for the rest.
+ */
+function notRetried(err: unknown): StepFailure | undefined {
+  if (!(err instanceof ApplicationFailure) || typeof err.type !== 'string') return undefined;
+  if (!err.nonRetryable && !NON_RETRYABLE_FAILURES.includes(err.type)) return undefined;
+  return { type: err.type, message: err.message };
 }
 
 /** What the workflow does something particular for after planning (workflows/launch.ts runPass)… */

@@ -16,6 +16,7 @@ import { asCaller } from '../ec2/caller';
 import type { MachineView } from '../state/zone-counts';
 import type {
   CreatedPreparation,
+  FirstLaunch,
   LaunchPlan,
   MachineRef,
   MachineSnapshot,
@@ -96,7 +97,8 @@ export async function recordLaunched(
 
 /**
  * Plans and claims the zone of a machine just read (activities/launch.ts
- * `prepareLaunch`), for `loadMachine` asked to prepare its launch.
+ * `prepareLaunch`), for `loadMachine` asked to prepare its launch; with
+ * `first`, launches too (LAUNCH_IN_READ).
  */
 export type LaunchPreparer = (
   ref: MachineRef,
@@ -105,6 +107,7 @@ export type LaunchPreparer = (
   tuning: WorkflowTuning,
   created?: CreatedPreparation,
   held?: string,
+  first?: FirstLaunch,
 ) => Promise<PreparedLaunch | 'stale'>;
 
 /**
@@ -415,10 +418,13 @@ export function recordActivities(
      * a machine its workflow is about to provision also has its launch
      * planned and its zone claimed in this same step (`prepared`): one read
      * of the machine serves all three, and the workflow's first task runs
-     * one local activity instead of three.
+     * one local activity instead of three. With `launch` too (the pass and
+     * attempt the workflow launches for: LAUNCH_IN_READ, workflows/patches.ts),
+     * the prepared launch is made in this step as well, and its instance
+     * recorded (`prepared.launched`).
      */
     async loadMachine(
-      ref: MachineRef & { prepare?: boolean; created?: CreatedMachine },
+      ref: MachineRef & { prepare?: boolean; created?: CreatedMachine; launch?: FirstLaunch },
     ): Promise<MachineSnapshot | null> {
       if (ref.prepare && prepare && ref.created && !isContainerMachineId(ref.machineId)) {
         // what the creating request wrote: planned and claimed without a read, kept only
@@ -431,6 +437,8 @@ export function recordActivities(
           given.view,
           fields.tuning,
           { model: given.model },
+          undefined,
+          ref.launch,
         );
         if (prepared !== 'stale') {
           return { ...fields, life: 'alive', prepared: { ...prepared, fromCreation: true } };
@@ -449,6 +457,7 @@ export function recordActivities(
             fields.tuning,
             undefined,
             zoneHeldByThisRun(read.item, currentRun()),
+            ref.launch,
           );
           if (prepared === 'stale') throw new Error('a launch prepared from a read was stale');
           return { ...fields, life: machine.life as 'alive' | 'dying', prepared };

@@ -94,6 +94,28 @@ export interface PreparedLaunch {
    * before it lack it and replay with the launch as an activity.
    */
   launchInTask?: true;
+  /**
+   * The launch itself, made in the same step when the workflow passed its
+   * pass and attempt (`launch`, workflows/patches.ts LAUNCH_IN_READ): the
+   * instance, recorded on the machine by the launch (`recorded`, as a launch
+   * asked to `record`). Absent where the step made no launch (histories
+   * before the change, a launch whose failure the launch would retry): the
+   * workflow then launches in a step of its own, with the same token seed.
+   */
+  launched?: StartedInstance;
+  /**
+   * The launch made in this step failed in a way a launch step would not
+   * retry (a non-retryable failure type): the workflow handles it exactly
+   * as that step's thrown failure.
+   */
+  launchFailure?: StepFailure;
+}
+
+/** The first launch a first read makes with its claim (workflows/patches.ts LAUNCH_IN_READ). */
+export interface FirstLaunch {
+  /** The pass and attempt the workflow launches for: with the run and zone, the token seed. */
+  pass: number;
+  attempt: number;
 }
 
 /**

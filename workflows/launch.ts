@@ -203,7 +203,9 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
     state.attempt = attempt;
     state.failedZones = [];
     for (;;) {
-      if (signals.destroy) await stopIfDead(ctx);
+      // a launch the first read made (LAUNCH_IN_READ) is recorded first: a Dead machine's
+      // teardown then terminates it
+      if (signals.destroy && preparedClaim?.launched === undefined) await stopIfDead(ctx);
       state.phase = 'starting';
       let zone: string;
       const claimed = preparedClaim;
@@ -271,16 +273,24 @@ async function runPass(ctx: MachineContext): Promise<ProvisionOutcome> {
         const options = {
           summary: `RunInstances in ${zone}, attempt ${attempt} of ${tuning.startAttempts}`,
         };
-        started = !batched
-          ? await ec2.startInstance(input)
-          : claimed?.launchInTask === true
-            ? await localLaunching.startInstance.executeWithOptions(
-                { ...LOCAL_LAUNCH_OPTIONS, ...options },
-                [input],
-              )
-            : await launching.startInstance.executeWithOptions({ ...LAUNCH_OPTIONS, ...options }, [
-                input,
-              ]);
+        // the first read launched too (LAUNCH_IN_READ): its answer is the launch's, taken from
+        // the history (no marker); a failure there the launch would not retry is thrown as its
+        // own failure would be; without either (histories before, a failure it would retry),
+        // the launch runs as below, with the same token seed
+        if (claimed?.launchFailure) throw launchFailed(claimed.launchFailure);
+        started = claimed?.launched
+          ? claimed.launched
+          : !batched
+            ? await ec2.startInstance(input)
+            : claimed?.launchInTask === true
+              ? await localLaunching.startInstance.executeWithOptions(
+                  { ...LOCAL_LAUNCH_OPTIONS, ...options },
+                  [input],
+                )
+              : await launching.startInstance.executeWithOptions(
+                  { ...LAUNCH_OPTIONS, ...options },
+                  [input],
+                );
         mayHaveLaunched = false;
         state.mayHaveLaunched = undefined;
       } catch (err) {
@@ -575,6 +585,19 @@ function fromPrepared(failed: StepFailure | undefined): never {
   throw ApplicationFailure.create({
     type: failed?.type ?? FAILURE.startFailed,
     message: failed?.message ?? 'the prepared step answered nothing',
+    nonRetryable: true,
+  });
+}
+
+/**
+ * A launch the first read made failed (LAUNCH_IN_READ) in a way the launch
+ * step would not retry: the failure that step would have thrown, for the
+ * pass's decision (failover.ts afterLaunchFailure) by its type.
+ */
+function launchFailed(failed: StepFailure): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: failed.type,
+    message: failed.message,
     nonRetryable: true,
   });
 }

@@ -36,7 +36,14 @@ import {
   ROUTINE_CLEARS_INSTANCE_STATUS,
   uses,
 } from './patches';
-import { failureMessage, localPlanning, localRecords, records, tearing } from './proxies';
+import {
+  failureMessage,
+  LOCAL_PREPARE_OPTIONS,
+  localPreparing,
+  localRecords,
+  records,
+  tearing,
+} from './proxies';
 import { SEARCH_ATTRIBUTES } from '../temporal/search-attributes';
 import { showDetails } from './summaries';
 import { tearDown } from './teardown';
@@ -346,6 +353,13 @@ async function reprovision(
  * With `created` (the start input), the step plans and claims from what the
  * creating request wrote and reads nothing unless that no longer holds: the
  * same one local activity, so replay is unchanged (only its input grows).
+ *
+ * The step also launches (LAUNCH_IN_READ): it is told the pass and attempt
+ * the launch is for (the first of each), and answers the launch with its
+ * plan and claim (`prepared.launched`). A destroy meanwhile cancels the step
+ * and waits for its answer (proxies.ts localPreparing): an answer with an
+ * instance is kept (the pass records it, sees the machine Dead and the
+ * teardown terminates it), any other is dropped as before ('interrupted').
  */
 async function loadPrepared(
   ctx: MachineContext,
@@ -357,7 +371,19 @@ async function loadPrepared(
   const scope = new CancellationScope();
   // what its creating request wrote, when it said: the step then reads nothing unless that is stale
   const loading = scope.run(() =>
-    localPlanning.loadMachine({ model, machineId, prepare: true, ...(created ? { created } : {}) }),
+    localPreparing.loadMachine.executeWithOptions(
+      { ...LOCAL_PREPARE_OPTIONS, summary: FIRST_READ_SUMMARY },
+      [
+        {
+          model,
+          machineId,
+          prepare: true,
+          ...(created ? { created } : {}),
+          // the launch the pass makes first (launch.ts runPass): the pass it begins, attempt 1
+          launch: { pass: state.pass + 1, attempt: 1 },
+        },
+      ],
+    ),
   );
   let settled = false;
   loading.then(
@@ -369,7 +395,9 @@ async function loadPrepared(
   // (its history then holds the read's answer, and the destroy is taken by the planning).
   if (!settled && patched(LEAN_READ_CUT)) {
     scope.cancel();
-    await loading.catch(() => undefined);
+    // a launch that went out is never dropped: its answer goes on to the pass, which records it
+    const answer = await loading.catch(() => undefined);
+    if (answer?.prepared?.launched !== undefined) return answer;
     state.phase = 'loading';
     return 'interrupted';
   }
@@ -388,6 +416,9 @@ async function loadPrepared(
     return 'interrupted';
   }
 }
+
+/** The first read's line in the run's history (the Temporal UI): it may launch (LAUNCH_IN_READ). */
+export const FIRST_READ_SUMMARY = 'read the machine; plan, claim a zone and launch';
 
 /** Whether the loop will provision this machine now (the last branch below). */
 function provisionable(machine: MachineSnapshot, retryRequested: boolean): boolean {

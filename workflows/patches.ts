@@ -222,3 +222,46 @@ export const REMOVED_IN_TEARDOWN = 'removed-in-teardown';
  * the lost launch went out, is still waiting in its batch, or never began.
  */
 export const LAUNCH_IN_TASK = 'launch-in-task';
+
+/**
+ * Issue 26: the first read that plans and claims (LEAN_LAUNCH) also makes
+ * the launch LAUNCH_IN_TASK ran as a second local activity: the workflow
+ * tells it the pass and attempt (records.ts loadMachine `launch`), the
+ * activity makes the token seed the workflow would (its run from its
+ * context: temporal/launch-token.ts) and answers the instance with its plan
+ * and claim (`prepared.launched`, recorded on the machine as LEAN_LAUNCH's
+ * launches are). One local activity in the first workflow task instead of
+ * two: one sandbox activation and core round trip less per machine
+ * (bench/sdk-floor.ts `floorOneLocal`: 1.2-1.8 ms of worker CPU).
+ *
+ * Not asked with `patched()`, as LAUNCH_IN_TASK was not: the SDK matches a
+ * local activity's marker by its sequence number, id and type, never its
+ * input (the core's local_activity_state_machine.rs
+ * `verify_marker_data_matches`, @temporalio 1.24), so the read's grown input
+ * replays against every history; the change is taken from the read's
+ * answer, which carries `launched` only from code that knows it. Histories
+ * recorded before (no `launched`) replay with the launch as the local
+ * activity (or the activity) they ran. A worker of older code cannot replay a
+ * history that holds one local activity where it would schedule two: deploy
+ * this as LEAN_LAUNCH (no overlap of old and new workers, no rollback).
+ *
+ * A failure of the launch the launch step would not retry (a non-retryable
+ * type) is answered as data (`launchFailure`) and goes through the same
+ * decision as that step's thrown failure (failover.ts afterLaunchFailure):
+ * next zone, error, an attempt spent. Any other failure answers without
+ * `launched`, and the workflow runs the launch step as LAUNCH_IN_TASK did,
+ * with the same token seed: the batch marks and EC2's idempotency find an
+ * instance the failed try may have launched (one more RunInstances, with the
+ * batch's token, on that failure path only).
+ *
+ * A destroy cancels the step and waits for its answer
+ * (proxies.ts localPreparing, WAIT_CANCELLATION_COMPLETED; on the replay
+ * path the SDK's core treats it as the TRY_CANCEL histories were recorded
+ * with): the step answers the cancellation at once while it reads, plans or
+ * claims; a launch waiting in its batch is left out of it; a launch whose
+ * batch went out is answered, and the workflow keeps that answer (machine.ts
+ * loadPrepared): the pass records the instance first, sees the machine
+ * Dead, and the teardown terminates it. This id names the change in code and
+ * notes; it is never recorded.
+ */
+export const LAUNCH_IN_READ = 'launch-in-read';

@@ -181,3 +181,22 @@ export const localPlanning = proxyLocalActivities<Activities>({
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
+/**
+ * A `machine` run's first read, which plans, claims and launches
+ * (patches.ts LAUNCH_IN_READ): the launch's start-to-close (LOCAL_LAUNCH_OPTIONS),
+ * the read's retries (the step never fails once it launched: a launch's
+ * failure is in its answer, or left to a launch step of its own). A destroy
+ * cancels it and waits for its answer (WAIT_CANCELLATION_COMPLETED): the step
+ * answers the cancellation at once while it plans or claims, but a launch
+ * under way is not given up, and its instance is in the answer the workflow
+ * waits for (workflows/machine.ts loadPrepared). Replaying a history recorded
+ * with TRY_CANCEL (localPlanning) is the same: on the replay path the SDK's
+ * core handles both kinds of cancellation alike (the marker decides).
+ */
+export const LOCAL_PREPARE_OPTIONS = {
+  startToCloseTimeout: LOCAL_LAUNCH_OPTIONS.startToCloseTimeout,
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+  scheduleToCloseTimeout: STEP_DEADLINE,
+  retry: RETRY,
+} as const;
+export const localPreparing = proxyLocalActivities<Activities>(LOCAL_PREPARE_OPTIONS);

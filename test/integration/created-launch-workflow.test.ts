@@ -9,12 +9,13 @@ import { dynamoClientFor, loadTestStack } from './stack';
 /**
  * add-machine on the local stack (issue 26): the machine's workflow is
  * started with what the request wrote (`created`), its first step plans and
- * claims from that, and the machine runs, its launch a local activity in
- * the same first workflow task (LAUNCH_IN_TASK, workflows/patches.ts). With
+ * claims from that and launches, and the machine runs: one local activity in
+ * the run's first workflow task (LAUNCH_IN_READ, workflows/patches.ts). With
  * PROVISIONER_RECORD_HISTORIES=<dir> the run's history is written there as
- * `machine-launch-in-task.json` (the replay test's folder); its namesake
- * before that change, `machine-created-launch.json` (the launch an activity
- * of its own, in a second workflow task), is kept as it was recorded.
+ * `machine-launch-in-read.json` (the replay test's folder); its namesakes
+ * before, `machine-created-launch.json` (the launch an activity of its own,
+ * in a second workflow task) and `machine-launch-in-task.json` (the launch a
+ * second local activity of the first task), are kept as they were recorded.
  */
 const stack = loadTestStack();
 const api = apiClient(stack);
@@ -59,8 +60,10 @@ function startInput(history: History): { created?: Record<string, unknown> } {
   ) as { created?: Record<string, unknown> };
 }
 
-/** The first local activity's answer (the launch's plan and claim). */
-function firstStep(history: History): { prepared?: { fromCreation?: boolean; zone?: string } } {
+/** The first local activity's answer (the launch's plan, claim and instance). */
+function firstStep(history: History): {
+  prepared?: { fromCreation?: boolean; zone?: string; launched?: { instanceId?: string } };
+} {
   const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes);
   expect(markers.length).toBeGreaterThanOrEqual(1);
   return JSON.parse(
@@ -68,7 +71,7 @@ function firstStep(history: History): { prepared?: { fromCreation?: boolean; zon
       markers[0]!.markerRecordedEventAttributes!.details?.result?.payloads?.[0]?.data ??
         new Uint8Array(),
     ).toString('utf8'),
-  ) as { prepared?: { fromCreation?: boolean; zone?: string } };
+  ) as { prepared?: { fromCreation?: boolean; zone?: string; launched?: { instanceId?: string } } };
 }
 
 /** What a local activity's marker says of it: its type, and the workflow task that ran it. */
@@ -97,22 +100,24 @@ function completedTasks(history: History): number[] {
 }
 
 /**
- * The launch ran in the run's first workflow task (LAUNCH_IN_TASK): the
- * first read and the launch are local activities of that task, no activity
- * task was ever scheduled for the launch, and the machine's `running` was
- * published by that same task (one upsert).
+ * The launch ran in the run's first workflow task, in its first read
+ * (LAUNCH_IN_READ): that read is the task's one local activity and its
+ * answer carries the instance; no launch step ran, as an activity or a
+ * local one; and the machine's `running` was published by that same task
+ * (one upsert).
  */
-function expectLaunchedInFirstTask(history: History): void {
+function expectLaunchedInFirstTask(history: History, instanceId: string): void {
   const [first] = completedTasks(history);
-  expect(localActivities(history).slice(0, 2)).toEqual([
+  expect(localActivities(history).filter((a) => a.task === first)).toEqual([
     { type: 'loadMachine', task: first },
-    { type: 'startInstance', task: first },
   ]);
+  expect(firstStep(history).prepared?.launched?.instanceId).toBe(instanceId);
   const scheduled = (history.events ?? []).flatMap((e) => {
     const name = e.activityTaskScheduledEventAttributes?.activityType?.name;
     return name ? [name] : [];
   });
   expect(scheduled).not.toContain('startInstance');
+  expect(localActivities(history).map((a) => a.type)).not.toContain('startInstance');
   const upserts = (history.events ?? []).filter(
     (e) => e.upsertWorkflowSearchAttributesEventAttributes,
   );
@@ -159,10 +164,10 @@ it('starts the workflow with what add-machine wrote and runs the machine from it
   const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
-  // and launched in the same workflow task: one task until the machine ran, not two
-  expectLaunchedInFirstTask(history);
+  // and launched in the same step: one task and one local activity until the machine ran
+  expectLaunchedInFirstTask(history, running.body.instanceId as string);
   const { runId } = await handle.describe();
-  await recordHistory(stack, workflowId, runId, 'machine-launch-in-task.json');
+  await recordHistory(stack, workflowId, runId, 'machine-launch-in-read.json');
 });
 
 it('hands a machine the sweep finds without a workflow its creation too', async () => {
@@ -195,7 +200,7 @@ it('hands a machine the sweep finds without a workflow its creation too', async 
   const answer = firstStep(history);
   expect(answer.prepared?.fromCreation).toBe(true);
   expect(answer.prepared?.zone).toBe(running.body.zone);
-  expectLaunchedInFirstTask(history);
+  expectLaunchedInFirstTask(history, running.body.instanceId as string);
 });
 
 it('hands deploy and add-unit machines their creation: the application is their group', async () => {
@@ -243,7 +248,7 @@ it('hands deploy and add-unit machines their creation: the application is their 
     expect([id, firstStep(history).prepared?.fromCreation]).toEqual([id, true]);
     expect([id, (await repo.getMachine(model, id)).requestedBy]).toEqual([id, 'admin']);
     expect(running.body.zone).toBe(firstStep(history).prepared?.zone);
-    expectLaunchedInFirstTask(history);
+    expectLaunchedInFirstTask(history, running.body.instanceId as string);
   }
   // spread over the stack's zones as before (least populous first within the application)
   const zones = new Map<string, number>();

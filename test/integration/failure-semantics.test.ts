@@ -329,6 +329,81 @@ describe('a destroy during provisioning', () => {
   });
 });
 
+/**
+ * A destroy while the first read's launch is under way (LAUNCH_IN_READ): the
+ * workflow hears the destroy only once the step has outlasted a workflow
+ * task (the SDK heartbeats the task at 80 % of its minute), cancels the step
+ * and waits for its answer; the step's launch went out (RunInstances asked,
+ * held 70 s by the proxy before EC2 launches), so the step does not give it
+ * up: it answers the instance, recorded on the Dead machine, and the
+ * teardown terminates it. Had the workflow dropped the step's answer, the
+ * teardown would have found nothing (EC2 had not launched yet) and the
+ * instance launched after it would be a stray.
+ */
+describe('a destroy during the first read that launches', () => {
+  it('keeps the launch that went out, records it and terminates it: no stray', async () => {
+    const model = await newModel('destroylaunch');
+    await admin('PUT', '/_admin/latency', { runInstances: 70_000 });
+    const before = await calls('RunInstances');
+    const [id] = await addMachines(model, 1);
+    const handle = temporal.workflow.getHandle(machineWorkflowId(model, id!));
+    // the batch went out (the proxy counts a call as it arrives)
+    await eventually(
+      () => calls('RunInstances'),
+      (n) => n > before,
+      60_000,
+      200,
+    );
+    // still in the run's first workflow task: the launch is the first read's
+    const early = await handle.fetchHistory();
+    expect((early.events ?? []).some((e) => e.workflowTaskCompletedEventAttributes)).toBe(false);
+    expect((await api.delete(`/v1/models/${model}/machines/${id!}`)).status).toBe(202);
+    await eventually(
+      () => api.get(`/v1/models/${model}/machines/${id!}`),
+      (res) => res.status === 404,
+      200_000,
+      1_000,
+    );
+    const history = await handle.fetchHistory();
+    // the first read answered the instance it launched, the destroy notwithstanding
+    const firstRead = (history.events ?? []).find(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    const answer = JSON.parse(
+      Buffer.from(
+        firstRead?.markerRecordedEventAttributes?.details?.result?.payloads?.[0]?.data ??
+          new Uint8Array(),
+      ).toString('utf8'),
+    ) as { prepared?: { launched?: { instanceId?: string; recorded?: string } } } | null;
+    const instanceId = answer?.prepared?.launched?.instanceId;
+    expect(instanceId).toMatch(/^i-/);
+    expect(answer?.prepared?.launched?.recorded).toBe('dead');
+    // the destroy reached the workflow while the step ran: after the first task, before the
+    // step's answer
+    const signalled = (history.events ?? []).findIndex(
+      (e) => e.workflowExecutionSignaledEventAttributes,
+    );
+    expect(signalled).toBeGreaterThan(-1);
+    expect(signalled).toBeLessThan(history.events!.indexOf(firstRead!));
+    // terminated, and no other instance of the model's is alive
+    expect(await instanceState(instanceId!)).toMatch(/^(shutting-down|terminated)$/);
+    const out = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [{ Name: 'tag:provisioner:model', Values: [model] }],
+      }),
+    );
+    const alive = (out.Reservations ?? [])
+      .flatMap((r) => r.Instances ?? [])
+      .filter((i) => !['shutting-down', 'terminated'].includes(i.State?.Name ?? ''));
+    expect(alive.map((i) => i.InstanceId)).toEqual([]);
+    await recordHistory(
+      handle.workflowId,
+      (await handle.describe()).runId,
+      'machine-launch-in-read-destroyed.json',
+    );
+  }, 300_000);
+});
+
 describe('a machine that settles after a long provisioning', () => {
   it('continues as new carrying its state, and a retry still works from the fresh run', async () => {
     const model = await newModel('settle');

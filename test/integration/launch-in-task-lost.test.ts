@@ -13,6 +13,7 @@ import { Repository } from '../../state/repository';
 import type { CreatedMachine } from '../../temporal/created-machine';
 import { launchTokenSeed } from '../../temporal/launch-token';
 import { machineWorkflowId } from '../../temporal/search-attributes';
+import { eventually } from './api-client';
 import { pendingMachine, seedModel } from './fixtures';
 import {
   dynamoClientFor,
@@ -299,4 +300,79 @@ it('a task lost while its launch waits unmarked: run again on another worker, it
   expect(again.input!.tokenSeed).toBe(inputA.tokenSeed);
   expect(again.started!.instanceId).toBe(startedA.instanceId);
   expect(instances).toEqual([startedA.instanceId]);
+}, 120_000);
+
+/**
+ * The same stories with the launch made by the first read itself
+ * (LAUNCH_IN_READ: the workflow passes the pass and attempt, the read makes
+ * the token seed from its run). A first read whose launch recorded its
+ * instance, run again, reads the machine launched; one whose launch still
+ * waits unmarked in its batch, run again on another worker after a burst
+ * moved the counts, keeps its run's zone, and both answer one instance.
+ */
+const FIRST_LAUNCH = { pass: 1, attempt: 1 };
+
+it('a first read that launched and recorded, its task lost: run again, it reads the machine launched and launches nothing', async () => {
+  const { model, id, hint } = await created();
+  const run = runOf(model, id);
+  const a = worker();
+  const lost = await inTaskOf(run, () =>
+    a.loadMachine({ model, machineId: id, prepare: true, created: hint, launch: FIRST_LAUNCH }),
+  );
+  const launched = lost!.prepared!.launched!;
+  expect(launched).toMatchObject({ recorded: 'alive', adopted: false });
+  expect(launched.instanceId).toMatch(/^i-/);
+  const b = worker();
+  const again = await inTaskOf(run, () =>
+    b.loadMachine({ model, machineId: id, prepare: true, created: hint, launch: FIRST_LAUNCH }),
+  );
+  expect(again).toMatchObject({
+    life: 'alive',
+    status: 'running',
+    instanceId: launched.instanceId,
+  });
+  expect(again!.prepared).toBeUndefined();
+  expect((await live(model)).map((i) => i.InstanceId)).toEqual([launched.instanceId]);
+}, 120_000);
+
+it('a first read whose launch waits unmarked, its task lost: run again on another worker, it keeps the zone and both answer one instance', async () => {
+  const { model, id, hint } = await created();
+  const run = runOf(model, id);
+  let open!: () => void;
+  const hold = new Promise<void>((r) => (open = r));
+  // worker A: the first read claims, and its launch waits in its batch, unmarked
+  const a = worker(hold);
+  const readA = inTaskOf(run, () =>
+    a.loadMachine({ model, machineId: id, prepare: true, created: hint, launch: FIRST_LAUNCH }),
+  );
+  // its claim counted (the launch is held before its mark)
+  const counts = await eventually(
+    () => store.zones.counts(model, ''),
+    (c) => Object.values(c).some((n) => n > 0),
+    60_000,
+    100,
+  );
+  const zone = Object.keys(counts).find((z) => counts[z]! > 0)!;
+  // meanwhile (a burst) two more bare machines are claimed in that zone
+  const more = await repo.allocateMachineIds(model, 2);
+  const { uid } = await repo.getModel(model);
+  await repo.putNewMachines(more.map((m) => pendingMachine(model, m, { modelUid: uid })));
+  await store.claimZones(
+    model,
+    more.map((m) => ({ machineId: m, groups: [], order: () => [zone] })),
+  );
+  // the task is lost (worker A lives on): worker B runs the first read again
+  const b = worker();
+  const again = await inTaskOf(run, () =>
+    b.loadMachine({ model, machineId: id, prepare: true, created: hint, launch: FIRST_LAUNCH }),
+  );
+  open();
+  const first = await readA;
+  expect(again!.prepared?.zone).toBe(zone);
+  expect(first!.prepared?.zone).toBe(zone);
+  expect(again!.prepared?.launched?.instanceId).toMatch(/^i-/);
+  expect(first!.prepared?.launched?.instanceId).toBe(again!.prepared?.launched?.instanceId);
+  expect((await live(model)).map((i) => i.InstanceId)).toEqual([
+    again!.prepared!.launched!.instanceId,
+  ]);
 }, 120_000);

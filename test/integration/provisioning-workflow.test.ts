@@ -295,6 +295,118 @@ describe('machine workflow decisions', () => {
     });
   });
 
+  /**
+   * LAUNCH_IN_READ: the first read (asked to `prepare` and told the `launch`)
+   * answers as the real one does: the plan, the zone claimed, and the
+   * launch's outcome (`launched`, or `launchFailure`, or neither).
+   */
+  function launchingRead(world: FakeWorld, outcome: Record<string, unknown>): Partial<Activities> {
+    const base = world.activities();
+    return {
+      ...base,
+      loadMachine: async (input: { prepare?: boolean }) => {
+        const snapshot = await base.loadMachine!(input as never);
+        if (!input.prepare || !snapshot) return snapshot;
+        world.statuses.push({ status: 'allocating', message: startingMessage('us-east-1a', 1, 3) });
+        return {
+          ...snapshot,
+          prepared: { plan: PLAN, zone: 'us-east-1a', launchInTask: true as const, ...outcome },
+        };
+      },
+    };
+  }
+
+  it('takes the instance the first read launched: no launch step (LAUNCH_IN_READ)', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    const model = uniqueName('wf');
+    let recorded = false;
+    const launched: StartedInstance = {
+      instanceId: 'i-read',
+      zone: 'us-east-1a',
+      instanceType: PLAN.instanceType,
+      imageId: PLAN.imageId,
+      adopted: false,
+      recorded: 'alive',
+    };
+    const activities = launchingRead(world, { launched });
+    const asked: unknown[] = [];
+    const loadMachine = activities.loadMachine!;
+    activities.loadMachine = (input: never) => {
+      asked.push((input as { launch?: unknown }).launch);
+      return loadMachine(input);
+    };
+    activities.recordRunning = () => {
+      recorded = true;
+      return Promise.resolve('alive');
+    };
+    const state = await withWorker(
+      world,
+      async (taskQueue) => {
+        const handle = await start(taskQueue, model);
+        let s = await handle.query(provisioningStateQuery);
+        await until(
+          async () => (s = await handle.query(provisioningStateQuery)).phase === 'running',
+        );
+        return s;
+      },
+      activities,
+    );
+    // told the pass and attempt its launch is for; no launch step, no record step
+    expect(asked[0]).toEqual({ pass: 1, attempt: 1 });
+    expect(world.launches).toEqual([]);
+    expect(recorded).toBe(false);
+    expect(state).toMatchObject({ phase: 'running', zone: 'us-east-1a', instanceId: 'i-read' });
+  });
+
+  it("handles a launch failure the first read answered as the launch step's own: the next zone (LAUNCH_IN_READ)", async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    const model = uniqueName('wf');
+    const capacity = 'InsufficientInstanceCapacity: none in us-east-1a';
+    const activities = launchingRead(world, {
+      launchFailure: { type: FAILURE.zoneUnavailable, message: capacity },
+    });
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        await start(taskQueue, model);
+        await until(() => world.machine.status === 'running');
+      },
+      activities,
+    );
+    // the failed launch was the read's; the next zone's is a launch step of its own
+    expect(world.launches).toEqual(['us-east-1b']);
+    expect(world.statuses).toEqual([
+      { status: 'allocating', message: startingMessage('us-east-1a', 1, 3) },
+      { status: 'allocating', message: zoneFailoverMessage('0', 'us-east-1a', capacity) },
+      { status: 'allocating', message: startingMessage('us-east-1b', 1, 3) },
+    ]);
+    expect(world.machine.instanceId).toBe('i-us-east-1b');
+  });
+
+  it('launches in a step of its own when the first read left the launch to it (a failure the launch would retry)', async () => {
+    const world = new FakeWorld({ startAttempts: 3, retryDelayMs: 100 });
+    const model = uniqueName('wf');
+    const seeds: string[] = [];
+    const activities = launchingRead(world, {});
+    const startInstance = activities.startInstance!;
+    activities.startInstance = (input: never) => {
+      seeds.push((input as { tokenSeed: string }).tokenSeed);
+      return startInstance(input);
+    };
+    await withWorker(
+      world,
+      async (taskQueue) => {
+        await start(taskQueue, model);
+        await until(() => world.machine.status === 'running');
+      },
+      activities,
+    );
+    expect(world.launches).toEqual(['us-east-1a']);
+    // the seed the read's launch had: this run, pass 1, attempt 1, the zone
+    expect(seeds).toHaveLength(1);
+    expect(seeds[0]).toMatch(new RegExp(`^machine:${model}:0/[^/]+/1/1/us-east-1a$`));
+  });
+
   it('records error with the last cause after the last attempt, and does not wait after it', async () => {
     const world = new FakeWorld({ startAttempts: 2, retryDelayMs: 100 });
     world.failures = { 'us-east-1a': 99, 'us-east-1b': 99 };

@@ -284,7 +284,7 @@ describe('zone spread', () => {
 });
 
 describe('launch cost', () => {
-  it('launches a machine in one workflow task and three Temporal actions: one local activity reads, plans and claims, the next launches and records the instance (LAUNCH_IN_TASK); one upsert', async () => {
+  it('launches a machine in one workflow task and three Temporal actions: one local activity reads, plans, claims, launches and records the instance (LAUNCH_IN_READ); one upsert', async () => {
     const model = await newModel('cost');
     const res = await api.post(`/v1/models/${model}/machines`, { count: 3, constraints: IN_ZONES });
     expect(res.status).toBe(201);
@@ -320,7 +320,7 @@ describe('launch cost', () => {
         workflowTasks: use.workflowTasks,
         localActivities: use.localActivities,
         activityTasks: use.activityTasks,
-      }).toEqual({ actions: 3, workflowTasks: 1, localActivities: 2, activityTasks: 0 });
+      }).toEqual({ actions: 3, workflowTasks: 1, localActivities: 1, activityTasks: 0 });
       const activities = launch.flatMap(
         (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
       );

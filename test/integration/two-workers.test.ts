@@ -186,6 +186,19 @@ function localActivityType(e: { markerRecordedEventAttributes?: unknown }): stri
     .activity_type;
 }
 
+/** Whether a first read's marker answers an instance it launched (LAUNCH_IN_READ). */
+function launchedByRead(e: { markerRecordedEventAttributes?: unknown }): boolean {
+  const marker = e.markerRecordedEventAttributes as
+    | { details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null }
+    | undefined;
+  const data = marker?.details?.result?.payloads?.[0]?.data;
+  if (!data) return false;
+  const answer = JSON.parse(Buffer.from(data).toString('utf8')) as {
+    prepared?: { launched?: unknown };
+  } | null;
+  return answer?.prepared?.launched !== undefined;
+}
+
 async function workByWorker(model: string, ids: readonly string[]): Promise<WorkByWorker> {
   const out: WorkByWorker = {
     workflowTasks: new Map(),
@@ -217,7 +230,10 @@ async function workByWorker(model: string, ids: readonly string[]): Promise<Work
         add(out.launches, pidOf(started.identity ?? ''));
         if ((started.attempt ?? 1) > 1) out.launchRetries.set(id, started.attempt!);
       }
-      if (localActivityType(e) === 'startInstance') {
+      // a launch in the first task: a local launch step (LAUNCH_IN_TASK), or the first read's
+      // own (LAUNCH_IN_READ: its answer carries the instance)
+      const local = localActivityType(e);
+      if (local === 'startInstance' || (local === 'loadMachine' && launchedByRead(e))) {
         const by = completedBy.get(
           String(e.markerRecordedEventAttributes!.workflowTaskCompletedEventId),
         );

@@ -44,6 +44,18 @@ import { promisify } from 'node:util';
  *   that task's one upsert. Recorded by the same test. The histories before
  *   it, without `launchInTask` in their first read's answer, replay with the
  *   launch as an activity.
+ * - `machine-launch-in-read` (issue 26, LAUNCH_IN_READ): the same story,
+ *   the first read launching too (its input names the pass and attempt, its
+ *   answer carries the instance, `launched`): one local activity in the first
+ *   workflow task. Recorded by the same test. The histories before it, without
+ *   `launched`, replay with their launch step (local or not) as they ran.
+ *   `machine-launch-in-read-destroyed`: a destroy heard while that read's
+ *   launch was out (the read cancelled and waited for: its answer kept, the
+ *   instance recorded on the Dead machine and terminated by the teardown).
+ *   Recorded by failure-semantics.test.ts with `PROVISIONER_RECORD_HISTORIES=<dir>`.
+ *   A replay-compatibility sample only, not a guard that the answer is kept:
+ *   it replays on code that drops the answer too (the read again finds the
+ *   machine Dead, the same commands); failure-semantics checks the keeping.
  * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
  *   signal sent to it by code that had no handler (it stayed asleep), then
  *   news of its instance; made from `machine-observed-without-read` and

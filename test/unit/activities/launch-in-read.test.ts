@@ -1,0 +1,468 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { ActivityDeps } from '../../../activities/deps';
+import { Coalescer } from '../../../activities/coalescer';
+import { launchActivities } from '../../../activities/launch';
+import { activityLog } from '../../../activities/log';
+import { recordActivities } from '../../../activities/records';
+import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
+import { PlacementGroups } from '../../../ec2/placement-groups';
+import type { RegionalEc2 } from '../../../ec2/regional';
+import type { InstanceTypeInfo } from '../../../core';
+import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
+import { machineSk, modelPk } from '../../../state/keys';
+import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
+import { machineView } from '../../../state/zone-count-reads';
+import type { ModelRecord } from '../../../state/types';
+import { FAILURE } from '../../../temporal/failures';
+import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
+import { tokenEc2 } from '../../support/token-ec2';
+
+/**
+ * Issue 26, LAUNCH_IN_READ (workflows/patches.ts): a machine's first read,
+ * told the pass and attempt its launch is for, plans, claims and launches in
+ * one step, and answers the instance (`prepared.launched`, recorded on the
+ * machine). The token seed is the one the workflow would make, so a first
+ * read run again for the same run (its workflow task lost) keeps its zone
+ * and finds the same instance; a failure the launch would not retry comes
+ * back as data, any other leaves the launch to the workflow; a cancellation
+ * (a destroy) cuts the step short only before its launch went out.
+ */
+
+const RUN = { workflowId: 'machine:m:0', runId: '5d2a6c1e-8a7b-4c1f-9e0b-3f6f4c9d2a10' };
+const FIRST: FirstLaunch = { pass: 1, attempt: 1 };
+const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+const catalogue: InstanceTypeInfo[] = [
+  { name: 't3.small', arches: ['amd64'], cores: 2, mem: 2048 },
+];
+
+function itemOf(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    pk: modelPk('m'),
+    sk: machineSk('0'),
+    type: 'machine',
+    model: 'm',
+    id: '0',
+    base: 'ubuntu@24.04',
+    constraints: '',
+    applications: [],
+    principals: [],
+    containers: [],
+    life: 'alive',
+    status: 'pending',
+    message: '',
+    modelUid: 'uid-1',
+    createdAt: '2026-11-27T00:00:00.000Z',
+    updatedAt: '2026-11-27T00:00:00.000Z',
+    ...fields,
+  };
+}
+
+/**
+ * The launch batches' records in memory, as the table keeps them (one live
+ * batch per token seed); `hold` makes the first mark or commit wait for
+ * `release()`.
+ */
+function fakeBatches(hold: { mark?: boolean; commit?: boolean } = {}) {
+  const markers = new Map<string, LaunchMarker>();
+  const batches = new Map<string, LaunchBatch>();
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const held = new Promise<void>((r) => (reached = r));
+  let marks = 0;
+  let commits = 0;
+  return {
+    markers,
+    batches,
+    release,
+    held,
+    store: {
+      async mark(
+        _model: string,
+        machineId: string,
+        marker: LaunchMarker,
+        options: { replaces?: string } = {},
+      ) {
+        marks += 1;
+        if (marks === 1 && hold.mark) {
+          reached();
+          await released;
+        }
+        const now = markers.get(machineId);
+        const refused =
+          options.replaces !== undefined
+            ? now?.batchId !== marker.batchId && now?.batchId !== options.replaces
+            : now !== undefined &&
+              now.tokenSeed === marker.tokenSeed &&
+              now.batchId !== marker.batchId;
+        if (refused) return { marked: false, claimedBy: now?.batchId ?? '' };
+        markers.set(machineId, marker);
+        return { marked: true };
+      },
+      written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
+      marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
+      async commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
+        commits += 1;
+        if (commits === 1 && hold.commit) {
+          reached();
+          await released;
+        }
+        if (batches.has(b.id)) return false;
+        batches.set(b.id, { id: b.id, state: 'sent', members: b.members, call: b.call });
+        return true;
+      },
+      settle(_model: string, id: string) {
+        const known = batches.get(id);
+        if (known) return Promise.resolve(known);
+        const abandoned: LaunchBatch = { id, state: 'abandoned', members: [] };
+        batches.set(id, abandoned);
+        return Promise.resolve(abandoned);
+      },
+    },
+  };
+}
+
+/**
+ * A machine's first read over fakes: the table holds `item`, zone claims
+ * answer their first choice, EC2 is idempotent by token (and throws `fail`
+ * once, when set), launches are batched in memory.
+ */
+function setup(
+  item: Record<string, unknown>,
+  options: {
+    batches?: ReturnType<typeof fakeBatches>;
+    ec2?: ReturnType<typeof tokenEc2>;
+    fail?: Error;
+    /** Thrown by RunInstances after EC2 made the launch (its answer lost), once each, in order. */
+    lost?: Error[];
+    read?: Promise<void>;
+    /** The launch batch window (idle and max), ms. */
+    window?: number;
+  } = {},
+) {
+  const ec2 = options.ec2 ?? tokenEc2();
+  const batches = options.batches ?? fakeBatches();
+  const claims: ClaimRequest[] = [];
+  const recorded: Array<{ machineId: string; instanceId: string }> = [];
+  let fail = options.fail;
+  const lost = [...(options.lost ?? [])];
+  const regional = {
+    region: 'us-east-1',
+    ec2: {
+      send: (cmd: { input: { ClientToken?: string; MaxCount?: number } }) => {
+        if (fail !== undefined) {
+          const err = fail;
+          fail = undefined;
+          ec2.calls.push(cmd.input.ClientToken ?? '');
+          return Promise.reject(err);
+        }
+        const answer = ec2.send(cmd);
+        const gone = lost.shift();
+        return gone === undefined ? answer : answer.then(() => Promise.reject(gone));
+      },
+    },
+    catalogue: {
+      all: () => Promise.resolve(catalogue),
+      zonesOffering: (_type: string, zones: readonly string[]) => Promise.resolve([...zones]),
+    },
+    images: { find: () => Promise.resolve('ami-1') },
+    zones: {
+      zones: () => Promise.resolve(ZONES.map((name) => ({ name, state: 'available' }))),
+    },
+  } as unknown as RegionalEc2;
+  const deps = {
+    repo: {
+      getModel: (name: string) =>
+        Promise.resolve({ name, region: 'us-east-1', uid: 'uid-1' } as unknown as ModelRecord),
+    },
+    store: {
+      machineWithView: async () => {
+        await options.read;
+        return { item, view: machineView(item) };
+      },
+      claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
+        claims.push(...requests);
+        return Promise.resolve(
+          requests.map((r): ClaimResult => ({ ok: true, zone: r.order({})[0]! })),
+        );
+      },
+      batches: batches.store,
+      recordRunning: (_model: string, machineId: string, run: { instanceId: string }) => {
+        recorded.push({ machineId, instanceId: run.instanceId });
+        return Promise.resolve('alive');
+      },
+    },
+    ec2ForRegion: () => regional,
+    defaultRegion: 'us-east-1',
+    tuning: {
+      startAttempts: 10,
+      retryDelayMs: 10_000,
+      capacityMemoryMs: 0,
+      launchBurst: 100,
+      launchRatePerSecond: 100,
+      launchBatchIdleMs: options.window ?? 5,
+      launchBatchMaxMs: options.window ?? 20,
+    },
+    deployment: 'test',
+    taskQueue: 'q',
+  } as unknown as ActivityDeps;
+  const groups = new PlacementGroups(() => regional);
+  const { prepareLaunch, startInstance } = launchActivities(deps, groups);
+  const records = recordActivities(deps, groups, prepareLaunch);
+  /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
+  const firstRead = (launch: FirstLaunch | undefined = FIRST) => {
+    const env = new MockActivityEnvironment({
+      isLocal: true,
+      workflowExecution: RUN,
+      startToCloseTimeoutMs: 120_000,
+    });
+    const read = () =>
+      records.loadMachine({
+        model: 'm',
+        machineId: '0',
+        prepare: true,
+        ...(launch ? { launch } : {}),
+      });
+    const answer = env.run<[], MachineSnapshot | null, typeof read>(read);
+    return { env, answer };
+  };
+  /** The workflow's own launch step (local), for attempt 1 of pass 1 in `zone`. */
+  const launchStep = (zone: string, plan: LaunchPlan) =>
+    new MockActivityEnvironment({
+      isLocal: true,
+      workflowExecution: RUN,
+      startToCloseTimeoutMs: 120_000,
+    }).run(startInstance, {
+      model: 'm',
+      machineId: '0',
+      zone,
+      plan,
+      tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
+      record: true,
+    });
+  return { ec2, batches, claims, recorded, firstRead, records, launchStep };
+}
+
+describe("a machine's first read told its launch (LAUNCH_IN_READ)", () => {
+  it('plans, claims and launches in one step, with the seed the workflow would make, and records the instance', async () => {
+    const t = setup(itemOf());
+    const answer = await t.firstRead().answer;
+    expect(t.claims).toHaveLength(1);
+    const zone = answer!.prepared!.zone!;
+    expect(zone).toBe('us-east-1a');
+    expect(answer!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', zone: 'us-east-1a', adopted: false, recorded: 'alive' },
+    });
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    // one RunInstances; the machine's batch marked with the workflow's own seed for pass 1, attempt 1
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(t.batches.markers.get('0')?.tokenSeed).toBe(launchTokenSeed(RUN, 1, 1, zone));
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('seeds the launch with the pass and attempt it is told', async () => {
+    const t = setup(itemOf());
+    const answer = await t.firstRead({ pass: 3, attempt: 1 }).answer;
+    expect(t.batches.markers.get('0')?.tokenSeed).toBe(
+      launchTokenSeed(RUN, 3, 1, answer!.prepared!.zone!),
+    );
+  });
+
+  it('launches nothing when not told (a worker of older code asks no launch)', async () => {
+    const t = setup(itemOf());
+    const answer = await t.firstRead(null as unknown as undefined).answer;
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: true });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(t.ec2.calls).toEqual([]);
+  });
+
+  it('launches nothing outside a run (no run to seed the launch with)', async () => {
+    const t = setup(itemOf());
+    const answer = await t.records.loadMachine({
+      model: 'm',
+      machineId: '0',
+      prepare: true,
+      launch: FIRST,
+    });
+    expect(answer!.prepared?.zone).toBe('us-east-1a');
+    expect(answer!.prepared?.launched).toBeUndefined();
+    expect(t.ec2.calls).toEqual([]);
+  });
+
+  it('run again for the same run (its workflow task lost), keeps the zone and answers the same instance', async () => {
+    // one EC2 and one table (the batches' records) for both workers
+    const batches = fakeBatches();
+    const ec2 = tokenEc2();
+    const first = await setup(itemOf(), { batches, ec2 }).firstRead().answer;
+    const zone = first!.prepared!.zone!;
+    // another worker, the machine as the lost task left it: claimed by this run, marked
+    const again = setup(
+      itemOf({ status: 'allocating', zoneClaim: zone, claimedBy: claimantOf(RUN, 1) }),
+      { batches, ec2 },
+    );
+    const answer = await again.firstRead().answer;
+    expect(again.claims).toEqual([]);
+    expect(answer!.prepared).toMatchObject({ zone, launched: { instanceId: 'i-1' } });
+    // its mark was refused (same seed, another batch): it took that batch's instance (asking
+    // EC2 again with the batch's token answers the same reservation), one batch sent, one instance
+    expect([...batches.batches.values()].filter((b) => b.state === 'sent')).toHaveLength(1);
+    expect([...ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+
+  it('answers a failure the launch would not retry as data, for the pass to handle', async () => {
+    const capacity = Object.assign(new Error('We currently do not have sufficient capacity'), {
+      name: 'InsufficientInstanceCapacity',
+      $metadata: { httpStatusCode: 500 },
+    });
+    const t = setup(itemOf(), { fail: capacity });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launchInTask: true,
+      launchFailure: { type: FAILURE.zoneUnavailable, message: expect.any(String) },
+    });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(t.recorded).toEqual([]);
+  });
+
+  it('repeats the batch once after a failure the launch would retry (recover, same token): the launch EC2 never got is made then', async () => {
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const t = setup(itemOf(), { fail: reset });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    // the repeat is the batch's own call (its token), not a new batch: one instance
+    expect(t.ec2.calls).toHaveLength(2);
+    expect(t.ec2.calls[1]).toBe(t.ec2.calls[0]);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+});
+
+describe("a first read's launch whose batch went out but whose answer was lost", () => {
+  const reset = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
+  it('asks recover once: the instance is answered and recorded, one instance in all', async () => {
+    const t = setup(itemOf(), { lost: [reset()] });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared).toMatchObject({
+      zone: 'us-east-1a',
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    // the batch's call repeated with its token: EC2 answered the same reservation
+    expect(t.ec2.calls).toHaveLength(2);
+    expect(t.ec2.calls[1]).toBe(t.ec2.calls[0]);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('cancelled by a destroy meanwhile: still answers the instance, so the workflow keeps it', async () => {
+    const batches = fakeBatches({ commit: true });
+    const t = setup(itemOf(), { batches, lost: [reset()] });
+    const { env, answer } = t.firstRead();
+    await batches.held;
+    env.cancel();
+    batches.release();
+    const read = await answer;
+    expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it("the repeat's answer lost too: no launched; the workflow's launch step (same seed) takes the same instance", async () => {
+    const t = setup(itemOf(), { lost: [reset(), reset()] });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    const { zone, plan } = answer!.prepared!;
+    const started = await t.launchStep(zone!, plan!);
+    // its mark is refused (same seed, another batch): it waits for that batch and repeats its
+    // call with the batch's token, and EC2 answers the same reservation
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(new Set(t.ec2.calls).size).toBe(1);
+    expect(t.ec2.calls).toHaveLength(3);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect([...t.batches.batches.values()].filter((b) => b.state === 'sent')).toHaveLength(1);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+});
+
+describe('a destroy cancels the first read that launches', () => {
+  it('before its launch began: answered as cancelled, nothing launched', async () => {
+    // the machine's read waits: the step has not planned yet when the cancellation comes
+    let read!: () => void;
+    const t = setup(itemOf(), { read: new Promise<void>((r) => (read = r)) });
+    const { env, answer } = t.firstRead();
+    env.cancel();
+    read();
+    await expect(answer).rejects.toThrow();
+    // give a launch every chance to go out
+    await new Promise((r) => setTimeout(r, 200));
+    expect(t.ec2.calls).toEqual([]);
+  });
+
+  it('while its launch waits in its batch: withdrawn and answered cancelled at once, no warning, the batch leaves it out', async () => {
+    // a batch window of 20 s: the answer must not wait for it
+    const t = setup(itemOf(), { window: 20_000 });
+    const warn = jest.spyOn(activityLog, 'warn');
+    let submitted!: () => void;
+    const inBatch = new Promise<void>((r) => (submitted = r));
+    const original = Coalescer.prototype.submit;
+    const submit = jest.spyOn(Coalescer.prototype, 'submit');
+    submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
+      if ((args[1] as { tokenSeed?: unknown }).tokenSeed !== undefined) submitted();
+      return original.apply(this, args);
+    });
+    try {
+      const { env, answer } = t.firstRead();
+      await inBatch;
+      env.cancel();
+      await expect(answer).rejects.toThrow();
+    } finally {
+      submit.mockRestore();
+    }
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(t.recorded).toEqual([]);
+    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
+      'launch with the first read failed; the workflow launches on its own',
+    );
+    warn.mockRestore();
+  });
+
+  it('while its batch is being marked: the batch leaves it out, answered cancelled, no warning', async () => {
+    const batches = fakeBatches({ mark: true });
+    const t = setup(itemOf(), { batches });
+    const warn = jest.spyOn(activityLog, 'warn');
+    const { env, answer } = t.firstRead();
+    await batches.held;
+    env.cancel();
+    batches.release();
+    await expect(answer).rejects.toThrow();
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.recorded).toEqual([]);
+    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
+      'launch with the first read failed; the workflow launches on its own',
+    );
+    warn.mockRestore();
+  });
+
+  it('once its batch went out: not given up, the answer carries the instance, recorded', async () => {
+    const batches = fakeBatches({ commit: true });
+    const t = setup(itemOf(), { batches });
+    const { env, answer } = t.firstRead();
+    // the batch is marked and being committed: past the point where it could leave the try out
+    await batches.held;
+    env.cancel();
+    batches.release();
+    const read = await answer;
+    expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+});
