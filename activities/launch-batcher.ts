@@ -16,7 +16,7 @@ import type { LaunchBatchCall } from '../state/launch-batches';
 import { ReservationRefused } from '../state/launch-record';
 import { FAILURE } from '../temporal/failures';
 import type { CapacityMemory } from './capacity-memory';
-import { Coalescer, type Settled } from './coalescer';
+import { Coalescer, Withdrawn, type Settled } from './coalescer';
 import { TokenBucket } from '../ec2/token-bucket';
 import type { ActivityDeps } from './deps';
 import { classifyError, classifyLaunchError, ec2ErrorCode } from '../ec2/errors';
@@ -27,6 +27,9 @@ import { launchFailed, launchSent } from './metrics';
 import { rootDiskGiB } from './plan';
 import { launchTags, TAG_LAUNCH_BATCH } from '../ec2/tags';
 import type { LaunchPlan, StartedInstance } from './types';
+
+/** A launch try that ended (cancelled or timed out) before its batch went out: it launched nothing. */
+const TRY_ENDED = 'the launch try ended (cancelled or timed out) before its batch went out';
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
 const ROOT_DEVICE = '/dev/sda1';
@@ -740,6 +743,8 @@ export class LaunchBatcher {
           false,
         );
       } catch (err) {
+        // withdrawn from its batch by the try's end: the same failure as a try the batch left out
+        if (err instanceof Withdrawn) throw new Error(TRY_ENDED);
         if (round >= MAX_ROUNDS - 1) throw err;
         // a try that is over (its retry may be under way) launches nothing more, and abandons
         // nothing: only a live try may give up another try's batch
@@ -928,9 +933,7 @@ export class LaunchBatcher {
       if (!o || late[i]) {
         return {
           ok: false,
-          error: new Error(
-            'the launch try ended (cancelled or timed out) before its batch went out',
-          ),
+          error: new Error(TRY_ENDED),
         };
       }
       if (!o.marked && o.claimedBy !== undefined) {
