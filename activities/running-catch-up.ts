@@ -127,7 +127,10 @@ export class RunningCatchUp {
    * written, if running), whatever the outcome.
    */
   recorded(launch: RecordedLaunch): Promise<void> {
-    return this.asks.submit(launch.region, launch).catch(() => undefined);
+    const asked = this.asks.submit(launch.region, launch).catch(() => undefined);
+    inFlight.add(asked);
+    void asked.finally(() => inFlight.delete(asked));
+    return asked;
   }
 
   private async catchUp(region: string, launches: RecordedLaunch[]): Promise<Array<Settled<void>>> {
@@ -201,6 +204,20 @@ export class RunningCatchUp {
 }
 
 const ofDeps = new WeakMap<object, RunningCatchUp>();
+
+/** Launches recorded and not yet asked (and written) by any catch-up of this process. */
+const inFlight = new Set<Promise<void>>();
+
+/**
+ * Resolves once every launch recorded so far in this process was asked of EC2
+ * and, if running, written (a window still open is waited out: at most its
+ * 3 s and the region's pace). A draining worker waits for it before it
+ * closes, so a launch recorded in its last seconds still hears its `running`;
+ * a test waits for it before it drops its table. Never rejects.
+ */
+export async function runningCatchUpsSettled(): Promise<void> {
+  while (inFlight.size > 0) await Promise.all([...inFlight]);
+}
 
 /**
  * The worker's catch-up (one per activities' deps, so the launch's record

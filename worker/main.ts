@@ -5,6 +5,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities';
 import { workerEc2Client } from '../ec2/client';
 import { InstancePrices, pricingClientFromEnv } from '../activities/pricing';
+import { runningCatchUpsSettled } from '../activities/running-catch-up';
 import { regionalEc2, warmRegion } from '../ec2/regional';
 import { ensureSweeper, removeLegacySweepSchedules } from '../temporal/sweeper-client';
 import { regionalSsm, workerSsmClient } from '../activities/ssm';
@@ -168,6 +169,8 @@ async function main(): Promise<void> {
   }
   try {
     await worker.run();
+    // the launches recorded in the last seconds still hear their `running` (bounded by the deadline above)
+    await runningCatchUpsSettled();
   } finally {
     await clientConnection.close();
     await connection.close();

@@ -1,5 +1,6 @@
 import { createActivities } from '../../activities';
 import { CapacityMemory } from '../../activities/capacity-memory';
+import { runningCatchUpsSettled } from '../../activities/running-catch-up';
 import { regionalEc2 } from '../../ec2/regional';
 import type { LaunchPlan } from '../../activities/types';
 import { provisioningTuning } from '../../config/env';
@@ -35,6 +36,8 @@ const activities = createActivities({
 beforeAll(() => table.create());
 
 afterAll(async () => {
+  // a catch-up window still open writes to the table: it ends first (a log after the file's end fails the run)
+  await runningCatchUpsSettled();
   await table.drop();
   ec2.destroy();
   ddb.destroy();

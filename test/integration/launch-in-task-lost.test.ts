@@ -3,6 +3,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { createActivities } from '../../activities';
 import type { MachineSnapshot, StartedInstance } from '../../activities/types';
 import type { StartInstanceInput } from '../../activities/launch';
+import { runningCatchUpsSettled } from '../../activities/running-catch-up';
 import { provisioningTuning } from '../../config/env';
 import { workerEc2Client } from '../../ec2/client';
 import { regionalEc2 } from '../../ec2/regional';
@@ -83,6 +84,8 @@ type Worker = ReturnType<typeof worker>;
 beforeAll(() => table.create());
 
 afterAll(async () => {
+  // a catch-up window still open writes to the table: it ends first (a log after the file's end fails the run)
+  await runningCatchUpsSettled();
   await table.drop();
   ec2.destroy();
   ddb.destroy();

@@ -1,5 +1,6 @@
 import {
   RunningCatchUp,
+  runningCatchUpsSettled,
   type CatchUpPorts,
   type RecordedLaunch,
 } from '../../../activities/running-catch-up';
@@ -280,3 +281,49 @@ function captureLog() {
   ];
   return { info, warn, restore: () => spies.forEach((s) => s.mockRestore()) };
 }
+
+describe('runningCatchUpsSettled: what a draining worker (and a test before its table goes) waits for', () => {
+  it('resolves only once every recorded launch of every catch-up was asked and written, and at once when none waits', async () => {
+    await runningCatchUpsSettled();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const written: string[] = [];
+    const slow = new RunningCatchUp(
+      {
+        statesOf: (_region, ids) => held.then(() => new Map(ids.map((id) => [id, 'running']))),
+        recordRunningAll: eachAlone((l) => {
+          written.push(l.instanceId);
+          return Promise.resolve(true);
+        }),
+      },
+      WINDOWS,
+      UNPACED,
+    );
+    const other = new RunningCatchUp(fakes({}).ports, WINDOWS, UNPACED);
+    void slow.recorded(launch('1'));
+    void other.recorded(launch('2'));
+    let settled = false;
+    const waiting = runningCatchUpsSettled().then(() => (settled = true));
+    // the other's window closes and answers; the slow one's describe is still held
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(settled).toBe(false);
+    expect(written).toEqual([]);
+    release();
+    await waiting;
+    expect(written).toEqual([launch('1').instanceId]);
+  });
+
+  it('never rejects: a describe that fails is logged and left to the sweep', async () => {
+    const failing = new RunningCatchUp(
+      {
+        statesOf: () => Promise.reject(new Error('RequestLimitExceeded')),
+        recordRunningAll: () => Promise.reject(new Error('not called')),
+      },
+      WINDOWS,
+      UNPACED,
+    );
+    void failing.recorded(launch('3'));
+    await expect(runningCatchUpsSettled()).resolves.toBeUndefined();
+    expect(failing.stats.failed).toBe(1);
+  });
+});
