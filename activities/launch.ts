@@ -1,8 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
 import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
-import { FAILURE, NON_RETRYABLE_FAILURES } from '../temporal/failures';
-import { ApplicationFailure } from '@temporalio/common';
+import { FAILURE, notRetriedByPolicy } from '../temporal/failures';
 import { startingMessage } from '../temporal/messages';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
@@ -702,13 +701,12 @@ function stepFailure(err: unknown, branched: readonly string[]): StepFailure | u
 }
 
 /**
- * A launch failure the launch step's retry policy would not retry
- * (workflows/proxies.ts: a non-retryable failure, or one of the types the
- * workflow branches on), as data; undefined for the rest.
+ * A launch failure of a type that the launch step's retry policy would not
+ * retry (temporal/failures.ts notRetriedByPolicy), as data; undefined for
+ * the rest.
  */
 function notRetried(err: unknown): StepFailure | undefined {
-  if (!(err instanceof ApplicationFailure) || typeof err.type !== 'string') return undefined;
-  if (!err.nonRetryable && !NON_RETRYABLE_FAILURES.includes(err.type)) return undefined;
+  if (!notRetriedByPolicy(err) || typeof err.type !== 'string') return undefined;
   return { type: err.type, message: err.message };
 }
 

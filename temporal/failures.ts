@@ -1,3 +1,5 @@
+import { ApplicationFailure } from '@temporalio/common';
+
 /**
  * ApplicationFailure types the activities raise and the workflows branch on.
  * Each is non-retryable: the workflow decides what happens next (fail over,
@@ -27,3 +29,18 @@ export const FAILURE = {
 export type FailureType = (typeof FAILURE)[keyof typeof FAILURE];
 
 export const NON_RETRYABLE_FAILURES: string[] = Object.values(FAILURE);
+
+/**
+ * Whether the activity retry policy (workflows/proxies.ts RETRY, whose
+ * `nonRetryableErrorTypes` is NON_RETRYABLE_FAILURES) gives `err` up at once
+ * instead of retrying it, as the SDK decides for an ApplicationFailure:
+ * marked non-retryable, or of a type the policy lists. The one place this
+ * rule is written for code that must answer what the policy would do (a
+ * launch in the first read answers such a failure as data).
+ */
+export function notRetriedByPolicy(err: unknown): err is ApplicationFailure {
+  if (!(err instanceof ApplicationFailure)) return false;
+  return (
+    err.nonRetryable || (typeof err.type === 'string' && NON_RETRYABLE_FAILURES.includes(err.type))
+  );
+}

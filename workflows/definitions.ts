@@ -66,6 +66,13 @@ export interface CarriedState {
   retrying?: boolean;
 }
 
+/**
+ * A machine's provisioning phase, as `provisioningState` answers it and its
+ * current details show it. `planning` covers a machine's first read as a
+ * whole: it plans and claims a zone, and (LAUNCH_IN_READ) launches in the
+ * same step, so a launch that goes out in that step shows `planning` until
+ * its answer; `starting` is a launch step of its own.
+ */
 export type ProvisioningPhase =
   | 'loading'
   | 'planning'

@@ -366,7 +366,9 @@ async function loadPrepared(
   created: CreatedMachine | undefined,
 ): Promise<MachineSnapshot | null | 'interrupted'> {
   const { model, machineId, signals, state } = ctx;
-  // what a person querying the machine sees while it is planned
+  // what a person querying the machine sees for the whole step: it plans and claims, and with
+  // LAUNCH_IN_READ launches too, but the phase cannot move on within one local activity
+  // (`starting` would need another activation); ProvisioningPhase says what `planning` covers
   state.phase = 'planning';
   const scope = new CancellationScope();
   // what its creating request wrote, when it said: the step then reads nothing unless that is stale
@@ -407,7 +409,7 @@ async function loadPrepared(
     // out of its retries (planning or the claim kept failing): the loop reads again and
     // takes the steps one by one, whose failures the pass records on the machine
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-    log.warn('first read with planning failed; planning on its own', {
+    log.warn('first read (plan, claim and launch) failed; the pass plans on its own', {
       model,
       machineId,
       error: failureMessage(err),

@@ -9,7 +9,9 @@ import type { Activities } from '../activities';
 import { NON_RETRYABLE_FAILURES } from '../temporal/failures';
 
 // Throttling and transport faults: back off and try again, never give up a machine for them.
-// The failure types the workflow branches on are non-retryable: it decides.
+// The failure types the workflow branches on are non-retryable: it decides. Code that must
+// know what this policy gives up on asks temporal/failures.ts notRetriedByPolicy (a unit test
+// holds the two together).
 const RETRY = {
   initialInterval: '1 second',
   backoffCoefficient: 2,

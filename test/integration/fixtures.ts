@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Repository } from '../../state/repository';
-import type { MachineRecord, ModelRecord } from '../../state/types';
+import type { ModelRecord } from '../../state/types';
 import { uniqueName } from './api-client';
 
 /**
@@ -31,26 +31,5 @@ export async function seedModel(
   return name;
 }
 
-/** A recorded machine not yet provisioned (`pending`, no instance). */
-export function pendingMachine(
-  model: string,
-  id: string,
-  fields: Partial<MachineRecord> = {},
-): MachineRecord {
-  const now = new Date().toISOString();
-  return {
-    model,
-    id,
-    base: 'ubuntu@24.04',
-    constraints: '',
-    applications: [],
-    principals: [],
-    containers: [],
-    life: 'alive',
-    status: 'pending',
-    message: '',
-    createdAt: now,
-    updatedAt: now,
-    ...fields,
-  };
-}
+// kept here for the tests that import it with the other fixtures
+export { pendingMachine } from '../support/machines';

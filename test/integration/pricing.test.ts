@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, type ManagedProcess } from '../../local/processes';
 import { Repository } from '../../state/repository';
-import type { MachineRecord } from '../../state/types';
+import { pendingMachine } from '../support/machines';
 import { machineWorkflowId } from '../../temporal/search-attributes';
 import { apiClient, eventually, uniqueName } from './api-client';
 import { offeredTypes, servedCatalogue, servedPrices, type ServedType } from './prices';
@@ -189,22 +189,7 @@ describe('a Price List API that cannot be reached', () => {
     const model = await newModel('noprice');
     // recorded as the API records it; its workflow runs on the private worker's queue
     const [id] = await repo.allocateMachineIds(model, 1);
-    const now = new Date().toISOString();
-    const record: MachineRecord = {
-      model,
-      id: id!,
-      base: 'ubuntu@24.04',
-      constraints: 'mem=3G',
-      applications: [],
-      principals: [],
-      containers: [],
-      life: 'alive',
-      status: 'pending',
-      message: '',
-      createdAt: now,
-      updatedAt: now,
-    };
-    await repo.putNewMachines([record]);
+    await repo.putNewMachines([pendingMachine(model, id!, { constraints: 'mem=3G' })]);
     await temporal.workflow.start('machineWorkflow', {
       taskQueue,
       workflowId: machineWorkflowId(model, id!),

@@ -171,6 +171,32 @@ function zonesOf(results: ClaimResult[]): Record<string, number> {
   return out;
 }
 
+/** How many of `zones` name each zone. */
+function tally(zones: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const z of zones) out[z] = (out[z] ?? 0) + 1;
+  return out;
+}
+
+/** Where the machines `ids` of `model` record they are counted (`countedZone`, read consistently), as a tally. */
+async function countedZones(
+  model: string,
+  ids: readonly string[],
+): Promise<Record<string, number>> {
+  const zones: string[] = [];
+  for (const id of ids) {
+    const out = await doc.send(
+      new GetCommand({
+        TableName: TABLE,
+        Key: { pk: modelPk(model), sk: machineSk(id) },
+        ConsistentRead: true,
+      }),
+    );
+    zones.push(String(out.Item?.countedZone));
+  }
+  return tally(zones);
+}
+
 describe('zone claims under contention', () => {
   it('300 machines in 10 racing claims, with another writer moving the counter before 12 of their writes: each machine read once, the spread exact', async () => {
     const [model, ...ids] = await modelWithMachines(300, ['web']);
@@ -235,19 +261,7 @@ describe('zone claims under contention', () => {
       const claimed = zonesOf(results);
       expect(claimed).toEqual({ 'us-east-1a': 50, 'us-east-1b': 50, 'us-east-1c': 50 });
       // where each machine records it is counted: what the counter must say
-      const recorded: Record<string, number> = {};
-      for (const id of ids) {
-        const out = await doc.send(
-          new GetCommand({
-            TableName: TABLE,
-            Key: { pk: modelPk(model!), sk: machineSk(id) },
-            ConsistentRead: true,
-          }),
-        );
-        const zone = String(out.Item?.countedZone);
-        recorded[zone] = (recorded[zone] ?? 0) + 1;
-      }
-      expect(recorded).toEqual(claimed);
+      expect(await countedZones(model!, ids)).toEqual(claimed);
       expect(await store.counts(model!, 'web')).toEqual(claimed);
     } finally {
       done();
@@ -273,8 +287,7 @@ describe('zone claims under contention', () => {
         }),
       );
       const readUnits = ledger.totals.readUnits;
-      const spread: Record<string, number> = {};
-      for (const z of zones) spread[z] = (spread[z] ?? 0) + 1;
+      const spread = tally(zones);
       expect(spread).toEqual({ 'us-east-1a': 334, 'us-east-1b': 333, 'us-east-1c': 333 });
       expect(await store.zones.counts(model!, 'web')).toEqual(spread);
       expect(ledger.machineItems).toBe(1000);
@@ -303,22 +316,9 @@ describe('zone claims under contention', () => {
         // transactions, racing the other worker's on the counter
         ids.map((id, i) => workers[i % 2]!.claims.submit(model!, request(id, ['web']))),
       );
-      const spread: Record<string, number> = {};
-      for (const z of zones) spread[z] = (spread[z] ?? 0) + 1;
+      const spread = tally(zones);
       expect(spread).toEqual({ 'us-east-1a': 334, 'us-east-1b': 333, 'us-east-1c': 333 });
-      const recorded: Record<string, number> = {};
-      for (const id of ids) {
-        const out = await doc.send(
-          new GetCommand({
-            TableName: TABLE,
-            Key: { pk: modelPk(model!), sk: machineSk(id) },
-            ConsistentRead: true,
-          }),
-        );
-        const zone = String(out.Item?.countedZone);
-        recorded[zone] = (recorded[zone] ?? 0) + 1;
-      }
-      expect(recorded).toEqual(spread);
+      expect(await countedZones(model!, ids)).toEqual(spread);
       expect(await workers[0]!.store.counts(model!, 'web')).toEqual(spread);
     } finally {
       for (const w of workers) w.done();

@@ -1,20 +1,12 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
-import type { ActivityDeps } from '../../../activities/deps';
 import { Coalescer } from '../../../activities/coalescer';
-import { launchActivities } from '../../../activities/launch';
 import { activityLog } from '../../../activities/log';
-import { recordActivities } from '../../../activities/records';
 import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
-import { PlacementGroups } from '../../../ec2/placement-groups';
-import type { RegionalEc2 } from '../../../ec2/regional';
 import type { InstanceTypeInfo } from '../../../core';
-import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
-import { machineSk, modelPk } from '../../../state/keys';
-import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
-import { machineView } from '../../../state/zone-count-reads';
-import type { ModelRecord } from '../../../state/types';
 import { FAILURE } from '../../../temporal/failures';
 import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
+import { firstReadFakes, localActivityOf, RUN } from '../../support/first-read';
+import { fakeLaunchBatches } from '../../support/launch-batches';
+import { machineItem as itemOf } from '../../support/machines';
 import { tokenEc2 } from '../../support/token-ec2';
 
 /**
@@ -28,99 +20,10 @@ import { tokenEc2 } from '../../support/token-ec2';
  * (a destroy) cuts the step short only before its launch went out.
  */
 
-const RUN = { workflowId: 'machine:m:0', runId: '5d2a6c1e-8a7b-4c1f-9e0b-3f6f4c9d2a10' };
 const FIRST: FirstLaunch = { pass: 1, attempt: 1 };
-const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
 const catalogue: InstanceTypeInfo[] = [
   { name: 't3.small', arches: ['amd64'], cores: 2, mem: 2048 },
 ];
-
-function itemOf(fields: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    pk: modelPk('m'),
-    sk: machineSk('0'),
-    type: 'machine',
-    model: 'm',
-    id: '0',
-    base: 'ubuntu@24.04',
-    constraints: '',
-    applications: [],
-    principals: [],
-    containers: [],
-    life: 'alive',
-    status: 'pending',
-    message: '',
-    modelUid: 'uid-1',
-    createdAt: '2026-11-27T00:00:00.000Z',
-    updatedAt: '2026-11-27T00:00:00.000Z',
-    ...fields,
-  };
-}
-
-/**
- * The launch batches' records in memory, as the table keeps them (one live
- * batch per token seed); `hold` makes the first mark or commit wait for
- * `release()`.
- */
-function fakeBatches(hold: { mark?: boolean; commit?: boolean } = {}) {
-  const markers = new Map<string, LaunchMarker>();
-  const batches = new Map<string, LaunchBatch>();
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let reached!: () => void;
-  const held = new Promise<void>((r) => (reached = r));
-  let marks = 0;
-  let commits = 0;
-  return {
-    markers,
-    batches,
-    release,
-    held,
-    store: {
-      async mark(
-        _model: string,
-        machineId: string,
-        marker: LaunchMarker,
-        options: { replaces?: string } = {},
-      ) {
-        marks += 1;
-        if (marks === 1 && hold.mark) {
-          reached();
-          await released;
-        }
-        const now = markers.get(machineId);
-        const refused =
-          options.replaces !== undefined
-            ? now?.batchId !== marker.batchId && now?.batchId !== options.replaces
-            : now !== undefined &&
-              now.tokenSeed === marker.tokenSeed &&
-              now.batchId !== marker.batchId;
-        if (refused) return { marked: false, claimedBy: now?.batchId ?? '' };
-        markers.set(machineId, marker);
-        return { marked: true };
-      },
-      written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
-      marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
-      async commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
-        commits += 1;
-        if (commits === 1 && hold.commit) {
-          reached();
-          await released;
-        }
-        if (batches.has(b.id)) return false;
-        batches.set(b.id, { id: b.id, state: 'sent', members: b.members, call: b.call });
-        return true;
-      },
-      settle(_model: string, id: string) {
-        const known = batches.get(id);
-        if (known) return Promise.resolve(known);
-        const abandoned: LaunchBatch = { id, state: 'abandoned', members: [] };
-        batches.set(id, abandoned);
-        return Promise.resolve(abandoned);
-      },
-    },
-  };
-}
 
 /**
  * A machine's first read over fakes: the table holds `item`, zone claims
@@ -130,7 +33,7 @@ function fakeBatches(hold: { mark?: boolean; commit?: boolean } = {}) {
 function setup(
   item: Record<string, unknown>,
   options: {
-    batches?: ReturnType<typeof fakeBatches>;
+    batches?: ReturnType<typeof fakeLaunchBatches>;
     ec2?: ReturnType<typeof tokenEc2>;
     fail?: Error;
     /** Thrown by RunInstances after EC2 made the launch (its answer lost), once each, in order. */
@@ -141,13 +44,18 @@ function setup(
   } = {},
 ) {
   const ec2 = options.ec2 ?? tokenEc2();
-  const batches = options.batches ?? fakeBatches();
-  const claims: ClaimRequest[] = [];
+  const batches = options.batches ?? fakeLaunchBatches();
   const recorded: Array<{ machineId: string; instanceId: string }> = [];
   let fail = options.fail;
   const lost = [...(options.lost ?? [])];
-  const regional = {
-    region: 'us-east-1',
+  const {
+    claims,
+    launch: { startInstance },
+    records,
+  } = firstReadFakes({
+    item,
+    catalogue,
+    read: options.read,
     ec2: {
       send: (cmd: { input: { ClientToken?: string; MaxCount?: number } }) => {
         if (fail !== undefined) {
@@ -161,61 +69,23 @@ function setup(
         return gone === undefined ? answer : answer.then(() => Promise.reject(gone));
       },
     },
-    catalogue: {
-      all: () => Promise.resolve(catalogue),
-      zonesOffering: (_type: string, zones: readonly string[]) => Promise.resolve([...zones]),
-    },
-    images: { find: () => Promise.resolve('ami-1') },
-    zones: {
-      zones: () => Promise.resolve(ZONES.map((name) => ({ name, state: 'available' }))),
-    },
-  } as unknown as RegionalEc2;
-  const deps = {
-    repo: {
-      getModel: (name: string) =>
-        Promise.resolve({ name, region: 'us-east-1', uid: 'uid-1' } as unknown as ModelRecord),
-    },
     store: {
-      machineWithView: async () => {
-        await options.read;
-        return { item, view: machineView(item) };
-      },
-      claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
-        claims.push(...requests);
-        return Promise.resolve(
-          requests.map((r): ClaimResult => ({ ok: true, zone: r.order({})[0]! })),
-        );
-      },
       batches: batches.store,
       recordRunning: (_model: string, machineId: string, run: { instanceId: string }) => {
         recorded.push({ machineId, instanceId: run.instanceId });
         return Promise.resolve('alive');
       },
     },
-    ec2ForRegion: () => regional,
-    defaultRegion: 'us-east-1',
     tuning: {
-      startAttempts: 10,
-      retryDelayMs: 10_000,
-      capacityMemoryMs: 0,
       launchBurst: 100,
       launchRatePerSecond: 100,
       launchBatchIdleMs: options.window ?? 5,
       launchBatchMaxMs: options.window ?? 20,
     },
-    deployment: 'test',
-    taskQueue: 'q',
-  } as unknown as ActivityDeps;
-  const groups = new PlacementGroups(() => regional);
-  const { prepareLaunch, startInstance } = launchActivities(deps, groups);
-  const records = recordActivities(deps, groups, prepareLaunch);
+  });
   /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
   const firstRead = (launch: FirstLaunch | undefined = FIRST) => {
-    const env = new MockActivityEnvironment({
-      isLocal: true,
-      workflowExecution: RUN,
-      startToCloseTimeoutMs: 120_000,
-    });
+    const env = localActivityOf(RUN, 120_000);
     const read = () =>
       records.loadMachine({
         model: 'm',
@@ -228,11 +98,7 @@ function setup(
   };
   /** The workflow's own launch step (local), for attempt 1 of pass 1 in `zone`. */
   const launchStep = (zone: string, plan: LaunchPlan) =>
-    new MockActivityEnvironment({
-      isLocal: true,
-      workflowExecution: RUN,
-      startToCloseTimeoutMs: 120_000,
-    }).run(startInstance, {
+    localActivityOf(RUN, 120_000).run(startInstance, {
       model: 'm',
       machineId: '0',
       zone,
@@ -241,6 +107,17 @@ function setup(
       record: true,
     });
   return { ec2, batches, claims, recorded, firstRead, records, launchStep };
+}
+
+/** A first read (over `options`) cancelled by a destroy while its launch's batch is being committed. */
+async function cancelledWhileCommitting(options: Parameters<typeof setup>[1] = {}) {
+  const batches = fakeLaunchBatches({ commit: true });
+  const t = setup(itemOf(), { ...options, batches });
+  const { env, answer } = t.firstRead();
+  await batches.firstCommit;
+  env.cancel();
+  batches.releaseCommit();
+  return { t, read: await answer };
 }
 
 describe("a machine's first read told its launch (LAUNCH_IN_READ)", () => {
@@ -292,7 +169,7 @@ describe("a machine's first read told its launch (LAUNCH_IN_READ)", () => {
 
   it('run again for the same run (its workflow task lost), keeps the zone and answers the same instance', async () => {
     // one EC2 and one table (the batches' records) for both workers
-    const batches = fakeBatches();
+    const batches = fakeLaunchBatches();
     const ec2 = tokenEc2();
     const first = await setup(itemOf(), { batches, ec2 }).firstRead().answer;
     const zone = first!.prepared!.zone!;
@@ -362,13 +239,7 @@ describe("a first read's launch whose batch went out but whose answer was lost",
   });
 
   it('cancelled by a destroy meanwhile: still answers the instance, so the workflow keeps it', async () => {
-    const batches = fakeBatches({ commit: true });
-    const t = setup(itemOf(), { batches, lost: [reset()] });
-    const { env, answer } = t.firstRead();
-    await batches.held;
-    env.cancel();
-    batches.release();
-    const read = await answer;
+    const { t, read } = await cancelledWhileCommitting({ lost: [reset()] });
     expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
     expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
@@ -393,6 +264,19 @@ describe("a first read's launch whose batch went out but whose answer was lost",
 });
 
 describe('a destroy cancels the first read that launches', () => {
+  /**
+   * A try its batch left out: nothing launched or recorded, and not the warning a first read
+   * logs when it leaves its launch to the workflow (`warn`, a spy on it, is restored).
+   */
+  function expectLeftOutQuietly(t: ReturnType<typeof setup>, warn: jest.SpyInstance) {
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.recorded).toEqual([]);
+    expect(warn.mock.calls.map(([message]) => message as unknown)).not.toContain(
+      'launch with the first read failed; the workflow launches on its own',
+    );
+    warn.mockRestore();
+  }
+
   it('before its launch began: answered as cancelled, nothing launched', async () => {
     // the machine's read waits: the step has not planned yet when the cancellation comes
     let read!: () => void;
@@ -426,41 +310,25 @@ describe('a destroy cancels the first read that launches', () => {
     } finally {
       submit.mockRestore();
     }
-    expect(t.ec2.calls).toEqual([]);
     expect(t.batches.markers.size).toBe(0);
-    expect(t.recorded).toEqual([]);
-    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
-      'launch with the first read failed; the workflow launches on its own',
-    );
-    warn.mockRestore();
+    expectLeftOutQuietly(t, warn);
   });
 
   it('while its batch is being marked: the batch leaves it out, answered cancelled, no warning', async () => {
-    const batches = fakeBatches({ mark: true });
+    const batches = fakeLaunchBatches({ mark: true });
     const t = setup(itemOf(), { batches });
     const warn = jest.spyOn(activityLog, 'warn');
     const { env, answer } = t.firstRead();
-    await batches.held;
+    await batches.firstMark;
     env.cancel();
-    batches.release();
+    batches.releaseMark();
     await expect(answer).rejects.toThrow();
-    expect(t.ec2.calls).toEqual([]);
-    expect(t.recorded).toEqual([]);
-    expect(warn.mock.calls.map(([message]) => message)).not.toContain(
-      'launch with the first read failed; the workflow launches on its own',
-    );
-    warn.mockRestore();
+    expectLeftOutQuietly(t, warn);
   });
 
   it('once its batch went out: not given up, the answer carries the instance, recorded', async () => {
-    const batches = fakeBatches({ commit: true });
-    const t = setup(itemOf(), { batches });
-    const { env, answer } = t.firstRead();
     // the batch is marked and being committed: past the point where it could leave the try out
-    await batches.held;
-    env.cancel();
-    batches.release();
-    const read = await answer;
+    const { t, read } = await cancelledWhileCommitting();
     expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
     expect(t.ec2.calls).toHaveLength(1);
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);

@@ -1,24 +1,17 @@
-import { MockActivityEnvironment } from '@temporalio/testing';
-import type { ActivityDeps } from '../../../activities/deps';
-import { launchActivities, type ClaimZoneInput } from '../../../activities/launch';
-import {
-  recordActivities,
-  zoneHeldByThisRun,
-  zoneMarkedByThisRun,
-} from '../../../activities/records';
+import type { ClaimZoneInput } from '../../../activities/launch';
+import { zoneHeldByThisRun, zoneMarkedByThisRun } from '../../../activities/records';
 import type { LaunchPlan } from '../../../activities/types';
 import { machineClaimItem } from '../../../state/zone-count-items';
 import type { CreatedMachine } from '../../../temporal/created-machine';
-import { PlacementGroups } from '../../../ec2/placement-groups';
-import type { RegionalEc2 } from '../../../ec2/regional';
 import { NoSuitableZoneError, type InstanceTypeInfo } from '../../../core';
 import { FAILURE } from '../../../temporal/failures';
 import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
-import { machineSk, modelPk } from '../../../state/keys';
-import type { ClaimRequest, ClaimResult } from '../../../state/zone-claim';
+import type { ClaimRequest } from '../../../state/zone-claim';
 import { heldZone, StaleViewError } from '../../../state/zone-claim';
 import { machineView, type MachineView } from '../../../state/zone-count-reads';
-import type { MachineRecord, ModelRecord } from '../../../state/types';
+import type { MachineRecord } from '../../../state/types';
+import { firstReadFakes, localActivityOf, RUN, ZONES } from '../../support/first-read';
+import { machineItem as itemOf } from '../../support/machines';
 
 /**
  * Issue 26, LAUNCH_IN_TASK (workflows/patches.ts): a machine's first read
@@ -30,37 +23,7 @@ import type { MachineRecord, ModelRecord } from '../../../state/types';
  * same token seed and finds its batch.
  */
 
-const RUN = { workflowId: 'machine:m:0', runId: '5d2a6c1e-8a7b-4c1f-9e0b-3f6f4c9d2a10' };
 const OTHER_RUN = { ...RUN, runId: '9b1e7f3a-0c2d-4e5f-8a9b-0c1d2e3f4a5b' };
-
-/** A machine's item as the table holds it, with the launch marker and claim given. */
-function itemOf(
-  fields: Partial<MachineRecord> & {
-    zoneClaim?: string;
-    claimedBy?: string;
-    launchBatch?: unknown;
-  } = {},
-): Record<string, unknown> {
-  return {
-    pk: modelPk('m'),
-    sk: machineSk('0'),
-    type: 'machine',
-    model: 'm',
-    id: '0',
-    base: 'ubuntu@24.04',
-    constraints: '',
-    applications: [],
-    principals: [],
-    containers: [],
-    life: 'alive',
-    status: 'pending',
-    message: '',
-    modelUid: 'uid-1',
-    createdAt: '2026-11-27T00:00:00.000Z',
-    updatedAt: '2026-11-27T00:00:00.000Z',
-    ...fields,
-  };
-}
 
 /** The marker a launch batch leaves on its member (state/launch-batches.ts). */
 const markerOf = (run: typeof RUN, pass: number, attempt: number, zone: string) => ({
@@ -134,7 +97,6 @@ const catalogue: InstanceTypeInfo[] = [
   { name: 't3.small', arches: ['amd64'], cores: 2, mem: 2048 },
   { name: 't3.xlarge', arches: ['amd64'], cores: 4, mem: 16384 },
 ];
-const ZONES = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
 /** A plan, for the claim step (it plans nothing itself). */
 const PLAN = {
   region: 'us-east-1',
@@ -150,49 +112,16 @@ const PLAN = {
  * (or the claim's own first choice), and every claim asked is kept.
  */
 function setup(item: Record<string, unknown> | undefined) {
-  const claims: ClaimRequest[] = [];
-  const answers: ClaimResult[] = [];
-  const regional = {
-    region: 'us-east-1',
-    ec2: {},
-    catalogue: {
-      all: () => Promise.resolve(catalogue),
-      zonesOffering: (_type: string, zones: readonly string[]) => Promise.resolve([...zones]),
-    },
-    images: { find: () => Promise.resolve('ami-1') },
-    zones: {
-      zones: () => Promise.resolve(ZONES.map((name) => ({ name, state: 'available' }))),
-    },
-  } as unknown as RegionalEc2;
-  const deps = {
-    repo: {
-      getModel: (name: string) =>
-        Promise.resolve({ name, region: 'us-east-1', uid: 'uid-1' } as unknown as ModelRecord),
-    },
-    store: {
-      machineWithView: () => Promise.resolve(item ? { item, view: machineView(item) } : undefined),
-      claimZones: (_model: string, requests: readonly ClaimRequest[]) => {
-        claims.push(...requests);
-        return Promise.resolve(
-          requests.map((r): ClaimResult => answers.shift() ?? { ok: true, zone: r.order({})[0]! }),
-        );
-      },
-    },
-    ec2ForRegion: () => regional,
-    defaultRegion: 'us-east-1',
-    tuning: {
-      startAttempts: 10,
-      retryDelayMs: 10_000,
-      capacityMemoryMs: 0,
-      launchBatchIdleMs: 10,
-      launchBatchMaxMs: 10,
-    },
-    deployment: 'test',
-    taskQueue: 'q',
-  } as unknown as ActivityDeps;
-  const groups = new PlacementGroups(() => regional);
-  const { prepareLaunch, claimZone } = launchActivities(deps, groups);
-  const records = recordActivities(deps, groups, prepareLaunch);
+  const {
+    claims,
+    answers,
+    launch: { prepareLaunch, claimZone },
+    records,
+  } = firstReadFakes({
+    item,
+    catalogue,
+    tuning: { launchBatchIdleMs: 10, launchBatchMaxMs: 10 },
+  });
   /** The claim step for attempt 1 (or as `input` says), as a local activity of `run` runs it. */
   const claimStep = (input: Partial<ClaimZoneInput>, run?: typeof RUN) => {
     const full: ClaimZoneInput = {
@@ -205,12 +134,7 @@ function setup(item: Record<string, unknown> | undefined) {
       ...input,
     };
     if (!run) return claimZone(full);
-    const env = new MockActivityEnvironment({
-      isLocal: true,
-      workflowExecution: run,
-      startToCloseTimeoutMs: 30_000,
-    });
-    return env.run(claimZone, full);
+    return localActivityOf(run, 30_000).run(claimZone, full);
   };
   /** The first read with `prepare`, as a local activity of `run` runs it (or outside any). */
   const firstRead = (run?: typeof RUN, created?: CreatedMachine) => {
@@ -222,12 +146,9 @@ function setup(item: Record<string, unknown> | undefined) {
         ...(created ? { created } : {}),
       });
     if (!run) return read();
-    const env = new MockActivityEnvironment({
-      isLocal: true,
-      workflowExecution: run,
-      startToCloseTimeoutMs: 60_000,
-    });
-    return env.run<[], Awaited<ReturnType<typeof read>>, typeof read>(read);
+    return localActivityOf(run, 60_000).run<[], Awaited<ReturnType<typeof read>>, typeof read>(
+      read,
+    );
   };
   return { claims, answers, prepareLaunch, firstRead, claimStep };
 }

@@ -2,8 +2,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { launchActivities, type StartInstanceInput } from '../../../activities/launch';
 import type { ActivityDeps } from '../../../activities/deps';
 import type { StartedInstance } from '../../../activities/types';
-import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
 import { tokenEc2, type TokenEc2 } from '../../support/token-ec2';
+import { fakeLaunchBatches } from '../../support/launch-batches';
 import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 /**
@@ -17,75 +17,6 @@ import { M5_LARGE_PLAN } from '../../support/launch-plan';
  * strays 2).
  */
 
-/** The launch batches' records (state/launch-batches.ts) in memory; the first mark waits for `release`. */
-function fakeBatches(hold: { firstMark?: boolean; firstCommit?: boolean } = {}) {
-  const { firstMark: holdMark = true, firstCommit: holdCommit = false } = hold;
-  const markers = new Map<string, LaunchMarker>();
-  const batches = new Map<string, LaunchBatch>();
-  let release!: () => void;
-  const released = new Promise<void>((r) => (release = r));
-  let firstMarkSeen!: () => void;
-  const firstMark = new Promise<void>((r) => (firstMarkSeen = r));
-  let releaseCommit!: () => void;
-  const commitReleased = new Promise<void>((r) => (releaseCommit = r));
-  let firstCommitSeen!: () => void;
-  const firstCommit = new Promise<void>((r) => (firstCommitSeen = r));
-  let marks = 0;
-  let commits = 0;
-  return {
-    markers,
-    batches,
-    release,
-    firstMark,
-    releaseCommit,
-    firstCommit,
-    store: {
-      async mark(
-        _model: string,
-        machineId: string,
-        marker: LaunchMarker,
-        options: { replaces?: string } = {},
-      ) {
-        marks += 1;
-        if (marks === 1 && holdMark) {
-          firstMarkSeen();
-          await released;
-        }
-        // as the table does: one live batch per token seed; a takeover only of the batch settled
-        const held = markers.get(machineId);
-        const refused =
-          options.replaces !== undefined
-            ? held?.batchId !== marker.batchId && held?.batchId !== options.replaces
-            : held !== undefined &&
-              held.tokenSeed === marker.tokenSeed &&
-              held.batchId !== marker.batchId;
-        if (refused) return { marked: false, claimedBy: held?.batchId ?? '' };
-        markers.set(machineId, marker);
-        return { marked: true };
-      },
-      written: (_model: string, id: string) => Promise.resolve(batches.has(id)),
-      marker: (_model: string, machineId: string) => Promise.resolve(markers.get(machineId)),
-      async commit(_model: string, b: { id: string; members: string[]; call: LaunchBatchCall }) {
-        commits += 1;
-        if (commits === 1 && holdCommit) {
-          firstCommitSeen();
-          await commitReleased;
-        }
-        if (batches.has(b.id)) return false;
-        batches.set(b.id, { id: b.id, state: 'sent', members: b.members, call: b.call });
-        return true;
-      },
-      settle(_model: string, id: string) {
-        const held = batches.get(id);
-        if (held) return Promise.resolve(held);
-        const abandoned: LaunchBatch = { id, state: 'abandoned', members: [] };
-        batches.set(id, abandoned);
-        return Promise.resolve(abandoned);
-      },
-    },
-  };
-}
-
 const INPUT: StartInstanceInput = {
   model: 'bench',
   machineId: '7',
@@ -94,9 +25,10 @@ const INPUT: StartInstanceInput = {
   plan: M5_LARGE_PLAN,
 };
 
+/** Launch activities over `batches` (by default, their first mark waits for `releaseMark`). */
 function setup(
   ec2: TokenEc2 = tokenEc2(),
-  batches: ReturnType<typeof fakeBatches> = fakeBatches(),
+  batches: ReturnType<typeof fakeLaunchBatches> = fakeLaunchBatches({ mark: true }),
 ) {
   const deps = {
     store: { batches: batches.store },
@@ -142,7 +74,7 @@ describe('startInstance retried while its first attempt still waits for its batc
     // give the retry every chance to launch on its own before the first batch goes on
     await new Promise((r) => setTimeout(r, 200));
     expect(ec2.calls).toHaveLength(0);
-    batches.release();
+    batches.releaseMark();
     const [a, b] = await Promise.all([first, retry]);
     expect(a.instanceId).toBe('i-1');
     expect(b.instanceId).toBe('i-1');
@@ -165,7 +97,7 @@ describe('startInstance retried while its first attempt still waits for its batc
     });
     await new Promise((r) => setTimeout(r, 200));
     expect(ec2.calls).toHaveLength(0);
-    batches.release();
+    batches.releaseMark();
     const [a, b] = await Promise.all([first, next]);
     expect(a.instanceId).toBe('i-1');
     expect(b).toMatchObject({ instanceId: 'i-1', adopted: true });
@@ -178,7 +110,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
 
   test("a stale try whose batch the next attempt abandoned launches nothing: the next attempt's is the one instance", async () => {
     const ec2 = tokenEc2();
-    const batches = fakeBatches({ firstMark: false, firstCommit: true });
+    const batches = fakeLaunchBatches({ commit: true });
     // the first attempt's try on worker A is marked in its batch and waits to record it ...
     const stale = attemptOf(setup(ec2, batches).activities, 8);
     await batches.firstCommit;
@@ -200,7 +132,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
   });
 
   test('a try whose start-to-close is (nearly) spent since Temporal scheduled it joins no batch', async () => {
-    const { ec2, batches, activities } = setup(tokenEc2(), fakeBatches({ firstMark: false }));
+    const { ec2, batches, activities } = setup(tokenEc2(), fakeLaunchBatches());
     // scheduled 110 s ago (its code ran late on a starved worker): past 7/8 of its 120 s
     await expect(attemptOf(activities, 1, INPUT, 110_000)).rejects.toThrow(
       'the launch try ended (cancelled or timed out) before its batch went out',
@@ -211,7 +143,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
 
   test("a refused try whose own deadline passes stops waiting and leaves the live retry's batch alone", async () => {
     const ec2 = tokenEc2();
-    const batches = fakeBatches({ firstMark: false, firstCommit: true });
+    const batches = fakeLaunchBatches({ commit: true });
     // the live retry (worker B) is marked in its batch and is slow to record it
     const live = attemptOf(setup(ec2, batches).activities, 2);
     await batches.firstCommit;

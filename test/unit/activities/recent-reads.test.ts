@@ -2,21 +2,15 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { RecentReads } from '../../../activities/recent-reads';
 import { SingleFlight } from '../../../activities/single-flight';
 import type { MachineRecord } from '../../../state/types';
+import { pendingMachine } from '../../support/machines';
 
-const machine = (id: string, constraints = ''): MachineRecord => ({
-  model: 'demo',
-  id,
-  base: 'ubuntu@22.04',
-  constraints,
-  applications: [],
-  principals: [],
-  containers: [],
-  life: 'alive',
-  status: 'pending',
-  message: '',
-  createdAt: '2026-11-23T00:00:00.000Z',
-  updatedAt: '2026-11-23T00:00:00.000Z',
-});
+const machine = (id: string, constraints = ''): MachineRecord =>
+  pendingMachine('demo', id, {
+    base: 'ubuntu@22.04',
+    constraints,
+    createdAt: '2026-11-23T00:00:00.000Z',
+    updatedAt: '2026-11-23T00:00:00.000Z',
+  });
 
 /** Runs `fn` as an activity of the workflow run `runId`. */
 function inRun<T>(runId: string, fn: () => T): Promise<T> {

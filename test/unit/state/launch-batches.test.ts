@@ -1,36 +1,17 @@
-import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { ABANDONED_BATCH_TTL_SECONDS, LaunchBatchStore } from '../../../state/launch-batches';
 import type { StatementBatching } from '../../../state/statement-batch';
-
-interface Sent {
-  command: string;
-  input: Record<string, unknown>;
-}
+import { answeredDynamoDb, type SentCommand } from '../../support/answered-dynamodb';
 
 /**
  * A LaunchBatchStore over a DynamoDB client whose calls never leave the
  * process (answered before the document client's marshalling: plain values).
  */
 function store(
-  answer: (sent: Sent) => Record<string, unknown> = () => ({}),
+  answer: (sent: SentCommand) => Record<string, unknown> = () => ({}),
   batching: StatementBatching = false,
 ) {
-  const sent: Sent[] = [];
-  const client = new DynamoDBClient({
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-  });
-  client.middlewareStack.add(
-    (_next, context) => (args) => {
-      const s = {
-        command: String(context.commandName),
-        input: (args as unknown as { input: Record<string, unknown> }).input,
-      };
-      sent.push(s);
-      return Promise.resolve({ output: { $metadata: {}, ...answer(s) }, response: {} });
-    },
-    { step: 'initialize', name: 'answeredInProcess' },
-  );
+  const { client, sent } = answeredDynamoDb(answer);
   return { batches: new LaunchBatchStore(client, 'table', { batching }), sent };
 }
 

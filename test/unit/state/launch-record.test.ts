@@ -1,4 +1,3 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { recordSend, type LaunchRecord } from '../../../core/launch-estimate';
 import {
   LaunchRecordStore,
@@ -6,11 +5,7 @@ import {
   MAX_RESERVE_LEAD_MS,
   ReservationRefused,
 } from '../../../state/launch-record';
-
-interface Sent {
-  command: string;
-  input: Record<string, unknown>;
-}
+import { answeredDynamoDb } from '../../support/answered-dynamodb';
 
 const REGION = 'us-east-1';
 const BUCKETS = {
@@ -25,44 +20,28 @@ const BUCKETS = {
  * `hold` may delay or refuse a PutItem.
  */
 function store(opts: { item?: Record<string, unknown>; hold?: (put: number) => Promise<void> }) {
-  const sent: Sent[] = [];
   let item = opts.item;
   let puts = 0;
-  const client = new DynamoDBClient({
-    region: REGION,
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  const { client, sent } = answeredDynamoDb(async (s) => {
+    if (s.command === 'PutItemCommand') {
+      puts += 1;
+      await opts.hold?.(puts);
+      item = s.input.Item as Record<string, unknown>;
+      return {};
+    }
+    // a projection answers only the attributes it names, as DynamoDB does
+    const names = s.input.ExpressionAttributeNames as Record<string, string> | undefined;
+    const projected =
+      item && typeof s.input.ProjectionExpression === 'string'
+        ? Object.fromEntries(
+            s.input.ProjectionExpression.split(',')
+              .map((n) => names?.[n.trim()] ?? n.trim())
+              .filter((n) => n in item!)
+              .map((n) => [n, item![n]]),
+          )
+        : item;
+    return projected ? { Item: projected } : {};
   });
-  client.middlewareStack.add(
-    (_next, context) => async (args) => {
-      const s = {
-        command: String(context.commandName),
-        input: (args as unknown as { input: Record<string, unknown> }).input,
-      };
-      sent.push(s);
-      if (s.command === 'PutItemCommand') {
-        puts += 1;
-        await opts.hold?.(puts);
-        item = s.input.Item as Record<string, unknown>;
-        return { output: { $metadata: {} }, response: {} };
-      }
-      // a projection answers only the attributes it names, as DynamoDB does
-      const names = s.input.ExpressionAttributeNames as Record<string, string> | undefined;
-      const projected =
-        item && typeof s.input.ProjectionExpression === 'string'
-          ? Object.fromEntries(
-              s.input.ProjectionExpression.split(',')
-                .map((n) => names?.[n.trim()] ?? n.trim())
-                .filter((n) => n in item!)
-                .map((n) => [n, item![n]]),
-            )
-          : item;
-      return {
-        output: { $metadata: {}, ...(projected ? { Item: projected } : {}) },
-        response: {},
-      };
-    },
-    { step: 'initialize', name: 'answeredInProcess' },
-  );
   return {
     records: new LaunchRecordStore(client, 'table', 'dep'),
     sent,

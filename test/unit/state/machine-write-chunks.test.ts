@@ -1,21 +1,10 @@
 import { TransactionTooLargeError } from '../../../state/errors';
 import { machineWriteChunks } from '../../../state/machines';
 import type { MachineRecord } from '../../../state/types';
+import { pendingMachine } from '../../support/machines';
 
-const machine = (id: string): MachineRecord => ({
-  model: 'm',
-  id,
-  base: 'ubuntu@24.04',
-  constraints: '',
-  applications: [],
-  principals: [],
-  containers: [],
-  life: 'alive',
-  status: 'pending',
-  message: '',
-  createdAt: '',
-  updatedAt: '',
-});
+const machine = (id: string): MachineRecord =>
+  pendingMachine('m', id, { createdAt: '', updatedAt: '' });
 
 const ids = (chunks: MachineRecord[][]) => chunks.map((c) => c.map((m) => m.id));
 

@@ -1,8 +1,4 @@
-import {
-  ConditionalCheckFailedException,
-  DynamoDBClient,
-  ThrottlingException,
-} from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, ThrottlingException } from '@aws-sdk/client-dynamodb';
 import {
   ProvisioningStore,
   ROUTINE_ALONE_AT_ONCE,
@@ -13,6 +9,7 @@ import {
 } from '../../../state/provisioning';
 import { THROTTLED_PAUSE_MS } from '../../../state/backoff';
 import { STATEMENT_BATCH_LIMIT } from '../../../state/statement-batch';
+import { answeredDynamoDb, type SentCommand } from '../../support/answered-dynamodb';
 
 /**
  * The catch-up's routine `running` writes sent together
@@ -21,35 +18,11 @@ import { STATEMENT_BATCH_LIMIT } from '../../../state/statement-batch';
  * another reason written alone, a call that fails failing its writes only.
  */
 
-interface Sent {
-  command: string;
-  input: Record<string, unknown>;
-}
-
+type Sent = SentCommand;
 type Answer = (sent: Sent) => Promise<Record<string, unknown>>;
 
-/** A client whose commands are recorded and answered by `answer` (no network). */
-function answeredClient(answer: Answer): { client: DynamoDBClient; sent: Sent[] } {
-  const client = new DynamoDBClient({
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-    maxAttempts: 1,
-  });
-  const sent: Sent[] = [];
-  client.middlewareStack.add(
-    (_next, context) => async (args) => {
-      const s = {
-        command: String(context.commandName),
-        input: (args as unknown as { input: Record<string, unknown> }).input,
-      };
-      sent.push(s);
-      const output = await answer(s);
-      return { output: { $metadata: {}, ...output }, response: {} };
-    },
-    { step: 'initialize', name: 'answeredInProcess' },
-  );
-  return { client, sent };
-}
+/** A client whose commands are recorded and answered by `answer` (no network, no retries). */
+const answeredClient = (answer: Answer) => answeredDynamoDb(answer, { maxAttempts: 1 });
 
 /** Every statement done. */
 const allDone: Answer = ({ input }) =>

@@ -1,8 +1,4 @@
-import {
-  ConditionalCheckFailedException,
-  DynamoDBClient,
-  ThrottlingException,
-} from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, ThrottlingException } from '@aws-sdk/client-dynamodb';
 import { EntityNotFoundError } from '../../../state/errors';
 import { ProvisioningStore } from '../../../state/provisioning';
 import {
@@ -10,6 +6,7 @@ import {
   StatementBatcher,
   type WriteStatement,
 } from '../../../state/statement-batch';
+import { answeredDynamoDb } from '../../support/answered-dynamodb';
 
 const statement = (item: string): WriteStatement => ({
   item,
@@ -162,23 +159,15 @@ describe('statements sent together', () => {
 
 describe('the stores on a throttled table', () => {
   it("rejects each caller with the SDK's throttling error once its retries are spent", async () => {
-    const client = new DynamoDBClient({
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      maxAttempts: 1,
-    });
-    const commands: string[] = [];
-    client.middlewareStack.add(
-      (_next, context) => () => {
-        commands.push(String(context.commandName));
-        return Promise.reject(
+    const { client, sent } = answeredDynamoDb(
+      () =>
+        Promise.reject(
           new ThrottlingException({
             message: 'Rate of requests exceeds the allowed throughput',
             $metadata: {},
           }),
-        );
-      },
-      { step: 'initialize', name: 'throttled' },
+        ),
+      { maxAttempts: 1 },
     );
     const store = new ProvisioningStore(client, 't');
     const run = {
@@ -199,32 +188,25 @@ describe('the stores on a throttled table', () => {
       expect((a as PromiseRejectedResult).reason).toBeInstanceOf(ThrottlingException);
     }
     // one call for the marks, one for the records: nothing sent alone, nothing dropped
-    expect(commands).toEqual(['BatchExecuteStatementCommand', 'BatchExecuteStatementCommand']);
+    expect(sent.map((c) => c.command)).toEqual([
+      'BatchExecuteStatementCommand',
+      'BatchExecuteStatementCommand',
+    ]);
   });
 });
 
 describe('a record refused for another reason than its condition', () => {
   it('is written alone as the UpdateItem before batching, which answers its life (or that it is gone)', async () => {
-    const client = new DynamoDBClient({
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
-      maxAttempts: 1,
-    });
-    const sent: Array<{ command: string; input: Record<string, unknown> }> = [];
     // the life each machine's single write finds (a missing one: the item is gone)
     const lives: Record<string, string | undefined> = {
       'MACHINE#0': 'alive',
       'MACHINE#1': 'dying',
       'MACHINE#3': undefined,
     };
-    client.middlewareStack.add(
-      (_next, context) => (args) => {
-        const command = String(context.commandName);
-        const input = (args as unknown as { input: Record<string, unknown> }).input;
-        sent.push({ command, input });
+    const { client, sent } = answeredDynamoDb(
+      ({ command, input }) => {
         if (command === 'BatchExecuteStatementCommand') {
-          const output = {
-            $metadata: {},
+          return {
             Responses: [
               { Error: { Code: 'ThrottlingError', Message: 'Throughput exceeds the limit' } },
               { Error: { Code: 'TransactionConflict', Message: 'in a transaction' } },
@@ -232,7 +214,6 @@ describe('a record refused for another reason than its condition', () => {
               { Error: { Code: 'ThrottlingError', Message: 'Throughput exceeds the limit' } },
             ],
           };
-          return Promise.resolve({ output, response: {} });
         }
         const sk = (input.Key as { sk: string }).sk;
         const life = lives[sk];
@@ -244,12 +225,9 @@ describe('a record refused for another reason than its condition', () => {
             }),
           );
         }
-        return Promise.resolve({
-          output: { $metadata: {}, Attributes: { life } },
-          response: {},
-        });
+        return { Attributes: { life } };
       },
-      { step: 'initialize', name: 'answeredInProcess' },
+      { maxAttempts: 1 },
     );
     const store = new ProvisioningStore(client, 't');
     const run = (id: string) => ({
@@ -272,7 +250,7 @@ describe('a record refused for another reason than its condition', () => {
     ]);
     expect((answers[3] as PromiseRejectedResult).reason).toBeInstanceOf(EntityNotFoundError);
     // one call for the four; the three refused for another reason written alone, in order
-    expect(sent.map((s) => s.command)).toEqual([
+    expect(sent.map((c) => c.command)).toEqual([
       'BatchExecuteStatementCommand',
       'UpdateItemCommand',
       'UpdateItemCommand',
