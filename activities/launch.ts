@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } from '../core';
 import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE, notRetriedByPolicy } from '../temporal/failures';
@@ -706,7 +706,12 @@ function stepFailure(err: unknown, branched: readonly string[]): StepFailure | u
  * the rest.
  */
 function notRetried(err: unknown): StepFailure | undefined {
-  if (!notRetriedByPolicy(err) || typeof err.type !== 'string') return undefined;
+  if (
+    !(err instanceof ApplicationFailure) ||
+    !notRetriedByPolicy(err) ||
+    typeof err.type !== 'string'
+  )
+    return undefined;
   return { type: err.type, message: err.message };
 }
 

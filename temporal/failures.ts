@@ -38,7 +38,7 @@ export const NON_RETRYABLE_FAILURES: string[] = Object.values(FAILURE);
  * rule is written for code that must answer what the policy would do (a
  * launch in the first read answers such a failure as data).
  */
-export function notRetriedByPolicy(err: unknown): err is ApplicationFailure {
+export function notRetriedByPolicy(err: unknown): boolean {
   if (!(err instanceof ApplicationFailure)) return false;
   return (
     err.nonRetryable || (typeof err.type === 'string' && NON_RETRYABLE_FAILURES.includes(err.type))

@@ -71,7 +71,8 @@ export interface CarriedState {
  * current details show it. `planning` covers a machine's first read as a
  * whole: it plans and claims a zone, and (LAUNCH_IN_READ) launches in the
  * same step, so a launch that goes out in that step shows `planning` until
- * its answer; `starting` is a launch step of its own.
+ * its answer; a pass that plans on its own (no first read's plan to use)
+ * shows `planning` too while it plans; `starting` is a launch step of its own.
  */
 export type ProvisioningPhase =
   | 'loading'

@@ -409,11 +409,14 @@ async function loadPrepared(
     // out of its retries (planning or the claim kept failing): the loop reads again and
     // takes the steps one by one, whose failures the pass records on the machine
     if (!(err instanceof ActivityFailure) || isCancellation(err)) throw err;
-    log.warn('first read (plan, claim and launch) failed; the pass plans on its own', {
-      model,
-      machineId,
-      error: failureMessage(err),
-    });
+    log.warn(
+      'first read failed (read, plan or claim out of retries); the pass plans, claims and launches on its own',
+      {
+        model,
+        machineId,
+        error: failureMessage(err),
+      },
+    );
     state.phase = 'loading';
     return 'interrupted';
   }

@@ -26,7 +26,7 @@ export function pendingMachine(
 }
 
 /**
- * Machine `0` of model `m` (id `uid-1`) as the table holds its item (keys
+ * Machine `0` of model `m` (model uid `uid-1`) as the table holds its item (keys
  * and type beside the record), pending, with `fields` over it: the zone
  * claim, its claimant and the launch marker are fields of the item too.
  */
