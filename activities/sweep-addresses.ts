@@ -6,14 +6,16 @@ import { errorText } from './sweep-signals';
 /**
  * Address policy: the addresses EC2 lists for the model's instances, written
  * only where they changed (once per instance, mostly), after the workflows
- * are reconciled, ADDRESS_WRITE_CONCURRENCY at a time and at most
- * ADDRESS_WRITES_PER_SWEEP per sweep (the next sweep writes the rest). Best
- * effort: a failed write is said and the next sweep writes it again; it never
- * fails the sweep.
+ * are reconciled, at most ADDRESS_WRITES_PER_SWEEP per sweep (the next sweep
+ * writes the rest), sent together (ProvisioningStore.recordAddressesAll:
+ * one BatchExecuteStatement per 25, each write with its own condition and
+ * outcome; an UpdateItem each before issue 26's `cpu` pass). Best effort: a
+ * failed write is said and the next sweep writes it again; it never fails
+ * the sweep. A write refused by its condition (the machine no longer records
+ * that instance) is left, as before.
  */
 
-/** Address writes one model's sweep makes at once, and at most per sweep (the next sweep writes the rest). */
-export const ADDRESS_WRITE_CONCURRENCY = 4;
+/** At most this many address writes per sweep (the next sweep writes the rest). */
 export const ADDRESS_WRITES_PER_SWEEP = 200;
 
 export async function recordAddresses(
@@ -21,24 +23,17 @@ export async function recordAddresses(
   model: string,
   changes: readonly AddressChange[],
 ): Promise<void> {
-  const queue = changes.slice(0, ADDRESS_WRITES_PER_SWEEP);
-  const writer = async (): Promise<void> => {
-    for (let c = queue.shift(); c !== undefined; c = queue.shift()) await recordOne(deps, model, c);
-  };
-  await Promise.all(
-    Array.from({ length: Math.min(ADDRESS_WRITE_CONCURRENCY, queue.length) }, writer),
-  );
-}
-
-async function recordOne(deps: ActivityDeps, model: string, c: AddressChange): Promise<void> {
-  try {
-    await deps.store.recordAddresses(model, c.machineId, c.instanceId, c);
-  } catch (err) {
+  const writes = changes.slice(0, ADDRESS_WRITES_PER_SWEEP);
+  if (writes.length === 0) return;
+  const outcomes = await deps.store.recordAddressesAll(model, writes);
+  outcomes.forEach((o, i) => {
+    if (o.outcome !== 'failed') return;
+    const c = writes[i]!;
     activityLog.warn('sweep: could not record the instance addresses; the next sweep tries again', {
       model,
       machineId: c.machineId,
       instanceId: c.instanceId,
-      error: errorText(err),
+      error: errorText(o.error),
     });
-  }
+  });
 }

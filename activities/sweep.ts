@@ -30,7 +30,7 @@ import type { SweepReport } from './types';
 
 export { harvestsStrays } from '../core/harvest';
 export { inLanes } from './lanes';
-export { ADDRESS_WRITE_CONCURRENCY, ADDRESS_WRITES_PER_SWEEP } from './sweep-addresses';
+export { ADDRESS_WRITES_PER_SWEEP } from './sweep-addresses';
 export {
   instancesToAsk,
   selectReprovisions,

@@ -116,6 +116,8 @@ export class ProvisioningStore {
   private readonly runningRecords: StatementBatcher | undefined;
   /** Routine `running` writes of a catch-up window, sent together; none when off. */
   private readonly routineRunning: StatementBatcher | undefined;
+  /** A sweep's address writes, sent together; none when off. */
+  private readonly addressWrites: StatementBatcher | undefined;
   /** How the routine writes refused for throughput wait before they are written alone. */
   private readonly backoff: BackoffOptions;
 
@@ -139,6 +141,13 @@ export class ProvisioningStore {
           (statements) => this.recordRoutineRunningTogether(statements),
           batching.windowMs,
           { name: 'provisioning:recordRoutineRunning' },
+        )
+      : undefined;
+    this.addressWrites = batching
+      ? new StatementBatcher(
+          (statements) => this.recordAddressesTogether(statements),
+          batching.windowMs,
+          { name: 'provisioning:recordAddresses' },
         )
       : undefined;
     this.backoff = {
@@ -628,18 +637,66 @@ export class ProvisioningStore {
    * jittered 250-500 ms first (throttledPause).
    */
   async recordRoutineRunningAll(writes: readonly RoutineRunning[]): Promise<RoutineOutcome[]> {
+    const now = new Date();
+    return await this.allTogether(
+      writes,
+      this.routineRunning,
+      (w) => routineRunningStatement(this.tableName, w, now),
+      (w) =>
+        this.recordRoutineInstanceState(w.model, w.machineId, w.instanceId, 'running', w.addresses),
+    );
+  }
+
+  /**
+   * The addresses of many machines' instances at once (a model's sweep:
+   * activities/sweep-addresses.ts), each the very write `recordAddresses`
+   * makes, with its condition (addressesStatement): sent together as
+   * recordRoutineRunningAll's writes are, with the same outcomes (`refused`:
+   * the machine no longer records that instance, or is gone) and the same
+   * fallback (a statement refused for another reason is written alone).
+   * One BatchExecuteStatement per 25 machines instead of an UpdateItem each:
+   * a sweep after a 1,000-machine launch wrote 200 (issue 26).
+   */
+  async recordAddressesAll(
+    model: string,
+    writes: readonly AddressWrite[],
+  ): Promise<RoutineOutcome[]> {
+    return await this.allTogether(
+      writes,
+      this.addressWrites,
+      (w) => addressesStatement(this.tableName, model, w),
+      (w) => this.recordAddresses(model, w.machineId, w.instanceId, w),
+    );
+  }
+
+  /**
+   * Conditional single-item writes sent through `batcher` (BatchExecuteStatement
+   * calls of up to 25), each answered on its own: written, refused by its
+   * condition, or failed. At most ROUTINE_BATCHED_AT_ONCE statements are in
+   * flight at once (every machine of a model is one partition). A statement
+   * refused for another reason (throttled, a conflict) is written `alone`,
+   * ROUTINE_ALONE_AT_ONCE at a time, after the batched ones have answered, and
+   * after a jittered 250-500 ms when any was refused for throughput
+   * (THROTTLE_CODES, which the SDK does not retry inside a call that
+   * succeeded; throttledPause). Without a batcher (batching off), each is
+   * written alone.
+   */
+  private async allTogether<W>(
+    writes: readonly W[],
+    batcher: StatementBatcher | undefined,
+    statementOf: (w: W) => WriteStatement,
+    alone: (w: W) => Promise<boolean | 'stale'>,
+  ): Promise<RoutineOutcome[]> {
     const outcomes: RoutineOutcome[] = new Array<RoutineOutcome>(writes.length);
     const indices = [...writes.keys()];
-    const batcher = this.routineRunning;
     let again = indices;
     let throttled = false;
     if (batcher) {
       again = [];
-      const now = new Date();
       await inLanes(indices, ROUTINE_BATCHED_AT_ONCE, async (i) => {
         let outcome: StatementOutcome;
         try {
-          outcome = await batcher.submit(routineRunningStatement(this.tableName, writes[i]!, now));
+          outcome = await batcher.submit(statementOf(writes[i]!));
         } catch (error) {
           outcomes[i] = { outcome: 'failed', error };
           return;
@@ -656,18 +713,16 @@ export class ProvisioningStore {
     }
     if (throttled) await throttledPause(this.backoff);
     await inLanes(again, ROUTINE_ALONE_AT_ONCE, async (i) => {
-      const w = writes[i]!;
-      outcomes[i] = await this.recordRoutineInstanceState(
-        w.model,
-        w.machineId,
-        w.instanceId,
-        'running',
-        w.addresses,
-      )
+      outcomes[i] = await alone(writes[i]!)
         .then((applied): RoutineOutcome => (applied === true ? WRITTEN : REFUSED))
         .catch((error: unknown): RoutineOutcome => ({ outcome: 'failed', error }));
     });
     return outcomes;
+  }
+
+  /** One call of a sweep's address writes (the call site the capacity meter names). */
+  private async recordAddressesTogether(statements: readonly WriteStatement[]) {
+    return await sendStatements(this.doc, statements);
   }
 
   /** One call of routine `running` writes (the call site the capacity meter names). */
@@ -1033,10 +1088,10 @@ export type RoutineOutcome =
 const WRITTEN: RoutineOutcome = { outcome: 'written' };
 const REFUSED: RoutineOutcome = { outcome: 'refused' };
 
-/** Routine writes made alone at once by recordRoutineRunningAll (the fallback, or batching off). */
+/** Writes made alone at once by recordRoutineRunningAll and recordAddressesAll (the fallback, or batching off). */
 export const ROUTINE_ALONE_AT_ONCE = 8;
 
-/** Routine statements recordRoutineRunningAll has in flight at once: 4 calls of 25. */
+/** Statements recordRoutineRunningAll and recordAddressesAll have in flight at once: 4 calls of 25. */
 export const ROUTINE_BATCHED_AT_ONCE = 4 * STATEMENT_BATCH_LIMIT;
 
 /**
@@ -1050,6 +1105,46 @@ const THROTTLE_CODES: ReadonlySet<string> = new Set([
   'ProvisionedThroughputExceededException',
   'RequestLimitExceeded',
 ]);
+
+/** One machine's instance addresses as a sweep writes them (ec2/addresses.ts `AddressChange`). */
+export interface AddressWrite {
+  machineId: string;
+  instanceId: string;
+  privateAddress?: string;
+  publicAddress?: string;
+}
+
+/**
+ * recordAddresses' UpdateItem as a PartiQL statement: each address given set,
+ * each absent removed, only while the machine records that instance (a
+ * machine that is gone fails the condition too, as the UpdateItem's does).
+ * The two forms must change together (addressUpdate);
+ * test/integration/write-batching.test.ts compares them on DynamoDB Local.
+ */
+export function addressesStatement(
+  tableName: string,
+  model: string,
+  write: AddressWrite,
+): WriteStatement {
+  const set: Array<[string, string]> = [];
+  const remove: string[] = [];
+  for (const field of ['privateAddress', 'publicAddress'] as const) {
+    const value = write[field];
+    if (value === undefined) remove.push(field);
+    else set.push([field, value]);
+  }
+  const pk = modelPk(model);
+  const sk = machineSk(write.machineId);
+  return {
+    item: `${pk}\n${sk}`,
+    statement:
+      `UPDATE ${quoted(tableName)} ` +
+      set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
+      remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+      `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('instanceId')} = ?`,
+    parameters: [...set.map(([, value]) => value), pk, sk, write.instanceId],
+  };
+}
 
 /**
  * routineInstanceWrite's `running` as a PartiQL statement: the same SET and

@@ -18,6 +18,7 @@ import type { LaunchMarker, MarkOutcome } from '../../state/launch-batches';
 import {
   ProvisioningStore,
   routineRunningStatement,
+  type AddressWrite,
   type RoutineRunning,
   type RunningRecord,
 } from '../../state/provisioning';
@@ -587,6 +588,128 @@ describe('routine running writes sent together (the running catch-up)', () => {
     });
     expect(responses[2]!.Error?.Code).toBe('ConditionalCheckFailed');
     expect(responses[2]!.Error?.Item).toBeUndefined();
+  });
+});
+
+/**
+ * A sweep's address writes, one machine per case: what the machine records,
+ * the addresses EC2 lists, and whether the write applies (it does only while
+ * the machine records that instance).
+ */
+const ADDRESS_CASES: Array<{
+  name: string;
+  fields: Record<string, unknown> | 'gone';
+  addresses: { privateAddress?: string; publicAddress?: string };
+  expected: 'written' | 'refused';
+}> = [
+  {
+    name: 'running, no addresses yet',
+    fields: { status: 'running', instanceId: 'i-A', instanceStatus: 'running' },
+    addresses: { privateAddress: '10.0.0.5', publicAddress: '54.0.0.5' },
+    expected: 'written',
+  },
+  {
+    name: 'public address gone (stopped)',
+    fields: {
+      status: 'running',
+      instanceId: 'i-A',
+      instanceStatus: 'stopped',
+      privateAddress: '10.0.0.9',
+      publicAddress: '54.0.0.9',
+    },
+    addresses: { privateAddress: '10.0.0.9' },
+    expected: 'written',
+  },
+  {
+    name: 'neither listed',
+    fields: {
+      status: 'running',
+      instanceId: 'i-A',
+      privateAddress: '10.0.0.9',
+      publicAddress: '54.0.0.9',
+    },
+    addresses: {},
+    expected: 'written',
+  },
+  {
+    name: 'another instance recorded (reprovisioned)',
+    fields: { status: 'running', instanceId: 'i-B', privateAddress: '10.0.0.9' },
+    addresses: { privateAddress: '10.0.0.5', publicAddress: '54.0.0.5' },
+    expected: 'refused',
+  },
+  {
+    name: 'no instance recorded',
+    fields: { status: 'pending' },
+    addresses: { privateAddress: '10.0.0.5' },
+    expected: 'refused',
+  },
+  { name: 'gone', fields: 'gone', addresses: { privateAddress: '10.0.0.5' }, expected: 'refused' },
+];
+
+/** `copies` machines of each address case, in case order, and the write each is asked for. */
+async function addressScenario(model: string, copies: number): Promise<AddressWrite[]> {
+  const ids = await addMachines(model, ADDRESS_CASES.length * copies);
+  const writes: AddressWrite[] = [];
+  for (const [k, id] of ids.entries()) {
+    const c = ADDRESS_CASES[Math.floor(k / copies)]!;
+    if (c.fields === 'gone') await remove(model, id);
+    else await setFields(model, id, c.fields);
+    writes.push({ machineId: id, instanceId: 'i-A', ...c.addresses });
+  }
+  return writes;
+}
+
+describe('address writes sent together (the sweep)', () => {
+  it('answers and writes each machine exactly as recordAddresses alone does, in one call per 25', async () => {
+    const model = await newModel();
+    const writes = await addressScenario(model, 5);
+    const aloneWrites = await addressScenario(model, 1);
+    const before = new Map(
+      await Promise.all(
+        writes.map(async (w) => [w.machineId, await item(model, w.machineId)] as const),
+      ),
+    );
+    const calls = callsOf(together.totals);
+    const units = writeUnitsOf(together.totals);
+
+    const outcomes = await together.store.recordAddressesAll(model, writes);
+
+    const expected = ADDRESS_CASES.flatMap((c) => Array<string>(5).fill(c.expected));
+    expect(outcomes).toEqual(expected.map((outcome) => ({ outcome })));
+    // 30 statements: two calls, where each was an UpdateItem
+    expect(since(calls, callsOf(together.totals))).toEqual({ BatchExecuteStatement: 2 });
+    expect(fallbacksOf(together.totals)).toBe(0);
+    const written = expected.filter((e) => e === 'written').length;
+    expect(writeUnitsOf(together.totals) - units).toBe(written);
+
+    for (const [n, c] of ADDRESS_CASES.entries()) {
+      const w = aloneWrites[n]!;
+      await expect(alone.store.recordAddresses(model, w.machineId, w.instanceId, w)).resolves.toBe(
+        c.expected === 'written',
+      );
+      for (const copy of writes.slice(5 * n, 5 * n + 5)) {
+        expect({
+          case: c.name,
+          item: routineComparable(await item(model, copy.machineId)),
+        }).toEqual({ case: c.name, item: routineComparable(await item(model, w.machineId)) });
+      }
+    }
+    // what the cases left: addresses set, one removed, both removed; refused ones untouched
+    expect(await item(model, writes[0]!.machineId)).toMatchObject({
+      privateAddress: '10.0.0.5',
+      publicAddress: '54.0.0.5',
+    });
+    const stopped = await item(model, writes[5]!.machineId);
+    expect(stopped).toMatchObject({ privateAddress: '10.0.0.9' });
+    expect(stopped).not.toHaveProperty('publicAddress');
+    const neither = await item(model, writes[10]!.machineId);
+    expect(neither).not.toHaveProperty('privateAddress');
+    expect(neither).not.toHaveProperty('publicAddress');
+    for (const [k, w] of writes.entries()) {
+      if (expected[k] === 'refused') {
+        expect(await item(model, w.machineId)).toEqual(before.get(w.machineId));
+      }
+    }
   });
 });
 

@@ -2,7 +2,6 @@ import { EC2Client, type Instance } from '@aws-sdk/client-ec2';
 import type { ActivityDeps } from '../../../activities/deps';
 import { SharedListings } from '../../../ec2/instance-listing';
 import {
-  ADDRESS_WRITE_CONCURRENCY,
   ADDRESS_WRITES_PER_SWEEP,
   sweepActivities,
   type SweptMachine,
@@ -182,7 +181,7 @@ function fakeTemporal(fail: boolean | ((workflowId: string) => boolean) = false)
 }
 
 describe('sweepModel recording addresses', () => {
-  it('writes only changed addresses, a few at a time, at most a capped number per sweep', async () => {
+  it('writes only changed addresses, together (one call to the store), at most a capped number per sweep', async () => {
     const n = ADDRESS_WRITES_PER_SWEEP + 50;
     const machines: SweptMachine[] = Array.from({ length: n + 1 }, (_, k) => ({
       id: String(k),
@@ -198,27 +197,23 @@ describe('sweepModel recording addresses', () => {
       PrivateIpAddress: '10.0.0.1',
       PublicIpAddress: '54.0.0.1',
     }));
-    const written: string[] = [];
-    let inFlight = 0;
-    let most = 0;
+    const calls: Array<{ model: string; machineIds: string[] }> = [];
     const h = harness({
       machines,
       listed,
       byId: [],
       store: {
-        recordAddresses: async (_model: string, machineId: string) => {
-          inFlight++;
-          most = Math.max(most, inFlight);
-          await new Promise((r) => setTimeout(r, 1));
-          inFlight--;
-          written.push(machineId);
+        recordAddressesAll: (model: string, writes: Array<{ machineId: string }>) => {
+          calls.push({ model, machineIds: writes.map((w) => w.machineId) });
+          return Promise.resolve(writes.map(() => ({ outcome: 'written' })));
         },
       },
     });
     await h.sweep();
-    expect(written).toHaveLength(ADDRESS_WRITES_PER_SWEEP);
-    expect(written).not.toContain(String(n));
-    expect(most).toBe(ADDRESS_WRITE_CONCURRENCY);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.model).toBe('m');
+    expect(calls[0]!.machineIds).toHaveLength(ADDRESS_WRITES_PER_SWEEP);
+    expect(calls[0]!.machineIds).not.toContain(String(n));
   });
 });
 
@@ -367,9 +362,9 @@ describe('sweepModel telling routine news', () => {
           routine.push(args);
           return Promise.resolve(true);
         },
-        recordAddresses: (...args: unknown[]) => {
+        recordAddressesAll: (...args: unknown[]) => {
           addressWrites.push(args);
-          return Promise.resolve(true);
+          return Promise.resolve([{ outcome: 'written' }]);
         },
       },
     });
@@ -397,9 +392,9 @@ describe('sweepModel telling routine news', () => {
           routine.push(args);
           return Promise.resolve('stale');
         },
-        recordAddresses: (...args: unknown[]) => {
+        recordAddressesAll: (...args: unknown[]) => {
           addressWrites.push(args);
-          return Promise.resolve(true);
+          return Promise.resolve([{ outcome: 'written' }]);
         },
       },
     });
@@ -435,9 +430,9 @@ describe('sweepModel telling routine news', () => {
       temporal,
       store: {
         recordRoutineInstanceState: () => Promise.resolve(false),
-        recordAddresses: (...args: unknown[]) => {
+        recordAddressesAll: (...args: unknown[]) => {
           addressWrites.push(args);
-          return Promise.resolve(true);
+          return Promise.resolve([{ outcome: 'written' }]);
         },
       },
     });
@@ -452,14 +447,14 @@ describe('sweepModel telling routine news', () => {
     expect(addressWrites).toEqual([
       [
         'm',
-        '0',
-        'i-1',
-        {
-          machineId: '0',
-          instanceId: 'i-1',
-          privateAddress: '10.0.0.7',
-          publicAddress: '54.0.0.7',
-        },
+        [
+          {
+            machineId: '0',
+            instanceId: 'i-1',
+            privateAddress: '10.0.0.7',
+            publicAddress: '54.0.0.7',
+          },
+        ],
       ],
     ]);
   });
