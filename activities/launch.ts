@@ -94,10 +94,12 @@ export interface StartInstanceInput extends MachineRef {
 }
 
 /**
- * How long the worker's zone claims of a model wait for others: a round is two
- * DynamoDB calls (the counters' BatchGetItem and the TransactWriteItems) whatever
- * its size, and a burst's first reads reach it one every 10–30 ms (at 15 ms idle,
- * 314 rounds for 1,000 machines in a loaded run; ~130 on a quiet machine). A
+ * How long the worker's zone claims of a model wait for others: a round is the
+ * counters' BatchGetItem and one TransactWriteItems per 100 items or fewer
+ * (state/zone-claim.ts), so two calls for a round of up to ~50 machines, and a
+ * burst's first reads reach it one every 10–30 ms (15 ms idle / 150 ms gave
+ * 197 and 176 rounds for 1,000 machines in two loaded runs; these windows 146
+ * and 154). A
  * claim that waits 400 ms at most delays its launch by as much, against a launch
  * batch's window of seconds (issue 26).
  */

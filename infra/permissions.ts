@@ -13,7 +13,8 @@ export const DEPLOYMENT_TAG = 'provisioner:deployment';
  * `PartiQLUpdate`: the worker's BatchExecuteStatement of UPDATE statements
  * (state/statement-batch.ts: a launch batch's marks, the records of launched
  * instances, the running catch-up's routine `running` writes,
- * state/provisioning.ts recordRoutineRunningAll) is authorized per
+ * state/provisioning.ts recordRoutineRunningAll, the sweep's address writes)
+ * is authorized per
  * statement as PartiQLUpdate on the table.
  */
 export const TABLE_ACTIONS = [

@@ -43,14 +43,37 @@ function unitOf(sdkUnit: string | undefined): Unit {
   return MetricUnit.Count;
 }
 
-/** Adds drained SDK metric updates to the worker's metrics: counters summed, the rest sampled. */
+/**
+ * Answers the worker's client gets routinely, which the SDK counts as failed
+ * requests: a workflow already gone when the sweep describes or signals it, a
+ * sweeper or workflow that already exists. The client shares the core's
+ * metrics since it runs on a native connection (worker/main.ts).
+ */
+const ROUTINE_REFUSALS = new Set(['NOT_FOUND', 'ALREADY_EXISTS']);
+const REQUEST_FAILURE = 'temporal_request_failure';
+/** Where ROUTINE_REFUSALS are counted instead, so the dashboard's failed requests stay failures. */
+export const ROUTINE_REFUSED_REQUESTS = 'temporal_request_routine_refusal';
+
+/**
+ * Adds drained SDK metric updates to the worker's metrics: counters summed,
+ * the rest sampled (EMF keeps no SDK labels). A request failure whose status
+ * is a routine refusal is counted as ROUTINE_REFUSED_REQUESTS.
+ */
 export function addSdkUpdates(
-  updates: Iterable<{ metric: { name: string; kind: string; unit?: string }; value: number }>,
+  updates: Iterable<{
+    metric: { name: string; kind: string; unit?: string };
+    value: number;
+    attributes?: Record<string, unknown>;
+  }>,
   into: WorkerMetrics = workerMetrics,
 ): void {
-  for (const { metric, value } of updates) {
-    if (metric.kind === 'counter') into.add(metric.name, MetricUnit.Count, value);
-    else into.sample(metric.name, unitOf(metric.unit), value);
+  for (const { metric, value, attributes } of updates) {
+    if (metric.kind === 'counter') {
+      const routine =
+        metric.name === REQUEST_FAILURE &&
+        ROUTINE_REFUSALS.has(String(attributes?.['status_code'] ?? ''));
+      into.add(routine ? ROUTINE_REFUSED_REQUESTS : metric.name, MetricUnit.Count, value);
+    } else into.sample(metric.name, unitOf(metric.unit), value);
   }
 }
 

@@ -5,7 +5,11 @@ import { recordRequest } from '../../../config/metrics';
 import { MAX_SAMPLES, WorkerMetrics } from '../../../config/worker-metrics';
 import { adminTokenGate, reportAuditFailure } from '../../../functions/access';
 import { createHandler } from '../../../functions/http';
-import { addSdkUpdates, temporalMetricsFromEnv } from '../../../worker/telemetry';
+import {
+  addSdkUpdates,
+  ROUTINE_REFUSED_REQUESTS,
+  temporalMetricsFromEnv,
+} from '../../../worker/telemetry';
 
 interface Emf {
   _aws: {
@@ -200,6 +204,34 @@ describe('WorkerMetrics', () => {
     expect(latency._aws.CloudWatchMetrics[0]!.Metrics).toEqual([
       { Name: 'temporal_workflow_task_schedule_to_start_latency', Unit: 'Milliseconds' },
     ]);
+  });
+
+  it("counts a request failure NOT_FOUND or ALREADY_EXISTS (the sweep's gone workflows, an existing sweeper) apart from real failures", async () => {
+    const m = worker();
+    const failure = (status: string | undefined, value: number) => ({
+      metric: { name: 'temporal_request_failure', kind: 'counter' },
+      value,
+      ...(status
+        ? { attributes: { operation: 'SignalWorkflowExecution', status_code: status } }
+        : {}),
+    });
+    addSdkUpdates(
+      [
+        failure('NOT_FOUND', 4),
+        failure('ALREADY_EXISTS', 1),
+        failure('UNAVAILABLE', 2),
+        failure('TRANSPORT_ERROR', 1),
+        failure(undefined, 3),
+      ],
+      m,
+    );
+    const records = emfOf(await stdoutOf(() => m.flush()));
+    expect(
+      records.find((r) => r.temporal_request_failure !== undefined)!.temporal_request_failure,
+    ).toBe(6);
+    expect(
+      records.find((r) => r[ROUTINE_REFUSED_REQUESTS] !== undefined)![ROUTINE_REFUSED_REQUESTS],
+    ).toBe(5);
   });
 });
 
