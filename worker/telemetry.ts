@@ -71,7 +71,8 @@ export function addSdkUpdates(
     if (metric.kind === 'counter') {
       const routine =
         metric.name === REQUEST_FAILURE &&
-        ROUTINE_REFUSALS.has(String(attributes?.['status_code'] ?? ''));
+        typeof attributes?.['status_code'] === 'string' &&
+        ROUTINE_REFUSALS.has(attributes['status_code']);
       into.add(routine ? ROUTINE_REFUSED_REQUESTS : metric.name, MetricUnit.Count, value);
     } else into.sample(metric.name, unitOf(metric.unit), value);
   }
