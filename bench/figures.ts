@@ -54,6 +54,25 @@ export interface TemporalUse {
   byIdentity?: Record<string, { workflowTasks: number; activityTasks: number }>;
   /** The actions by what they are (`start`, `signal <name>`, `marker <name>`, `upsert`…): they add up to `actions`. */
   actionsByKind?: Record<string, number>;
+  /**
+   * Workflow tasks recorded started that timed out (start-to-close: the
+   * worker never answered), each with its machine's workflow and its times
+   * in seconds after the request (README, "Lost first workflow tasks").
+   */
+  timedOutWorkflowTasks?: TimedOutWorkflowTask[];
+}
+
+export interface TimedOutWorkflowTask {
+  workflowId: string;
+  /** The task's attempt and queue (`normal` or `sticky`), as its scheduled event says. */
+  attempt: number;
+  queue: 'normal' | 'sticky';
+  scheduledS: number;
+  startedS: number;
+  timedOutS: number;
+  /** The worker the server says took it, and the poll's request id. */
+  identity: string;
+  requestId: string;
 }
 
 /** CPU seconds per process over the launch phase (from the request to all running). */

@@ -31,6 +31,7 @@ import type {
   SizeResult,
   TeardownResult,
   TemporalUse,
+  TimedOutWorkflowTask,
 } from './figures';
 import { runFloor } from './floor';
 import { runRemoval } from './removal';
@@ -48,7 +49,7 @@ import {
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker } from './figures';
-import { countHistory, emptyTemporalUse, sumMetric } from './history';
+import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
 import { profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
 
@@ -521,6 +522,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
 
   log(`N=${n}: asking the API for ${n} machines`);
   const start = performance.now();
+  const startEpochMs = Date.now();
   const deadline = Date.now() + ctx.timeoutMs;
   await requestMachines(ctx, p);
   log(`N=${n}: answered in ${((p.apiAnswerMs ?? 0) / 1000).toFixed(1)} s`);
@@ -661,7 +663,13 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   p.temporal = await temporalUse(
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
+    startEpochMs,
   );
+  for (const t of p.temporal.timedOutWorkflowTasks ?? []) {
+    log(
+      `N=${n}: workflow task timed out: ${t.workflowId} attempt ${t.attempt} (${t.queue} queue) scheduled +${t.scheduledS} s, started +${t.startedS} s by ${t.identity} (request ${t.requestId}), timed out +${t.timedOutS} s`,
+    );
+  }
   if (ctx.destroy) {
     p.teardown = await destroyModel(
       ctx,
@@ -900,8 +908,13 @@ async function teardownPhases(
  * the namespace (the model's sweeps, bulk starters): their cost is the
  * machines' too, so it is added to the totals; `otherWorkflows` says how many.
  */
-async function temporalUse(client: Client, workflowIds: string[]): Promise<TemporalUse> {
+async function temporalUse(
+  client: Client,
+  workflowIds: string[],
+  fromMs: number,
+): Promise<TemporalUse> {
   const use = emptyTemporalUse();
+  const timedOut: TimedOutWorkflowTask[] = [];
   const others = emptyTemporalUse();
   const machineIds = new Set(workflowIds);
   const otherIds: string[] = [];
@@ -916,6 +929,7 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
           try {
             const history = await client.workflow.getHandle(id).fetchHistory();
             countHistory(history.events ?? [], into);
+            timedOut.push(...timedOutWorkflowTasks(id, history.events ?? [], fromMs));
           } catch {
             // a machine without a workflow is not counted
           }
@@ -933,6 +947,7 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
     activityTasks: use.activityTasks + others.activityTasks,
     activityRetries: use.activityRetries + others.activityRetries,
     otherWorkflows: others.workflows,
+    timedOutWorkflowTasks: timedOut.sort((a, b) => a.startedS - b.startedS),
     actionsByKind: {
       ...use.actionsByKind,
       ...Object.fromEntries(

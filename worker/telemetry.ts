@@ -33,6 +33,32 @@ export function temporalMetricsFromEnv(env: NodeJS.ProcessEnv = process.env): Te
   );
 }
 
+export const CORE_LOG_ENV = 'PROVISIONER_TEMPORAL_CORE_LOG';
+
+/**
+ * Where the SDK's core (its Rust side: pollers, workflow cache, gRPC
+ * retries) logs, and how much:
+ * - unset (the default, and the cloud's): warnings and errors, forwarded to
+ *   the worker's logger (JSON lines with the worker's own);
+ * - a filter in the core's env-filter format, e.g.
+ *   `WARN,temporalio_client::retry=DEBUG,temporalio_sdk_core::pollers=DEBUG`:
+ *   written by the core straight to stderr as JSON, so its debug lines are
+ *   not dropped by the worker logger's level. For diagnosis only (a poll that
+ *   failed and was retried is logged at debug: README, "Lost first
+ *   workflow tasks").
+ */
+export function coreLogFilterFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const text = optionalEnv('PROVISIONER_TEMPORAL_CORE_LOG', '', env).trim();
+  if (text === '') return undefined;
+  // the core would refuse a filter with spaces or quotes only at install, with a less clear message
+  if (!/^[A-Za-z0-9_:=,.-]+$/.test(text)) {
+    throw new ConfigError(
+      `environment variable ${CORE_LOG_ENV}: "${text}" is not a log filter (levels and targets such as WARN,temporalio_client=DEBUG)`,
+    );
+  }
+  return text;
+}
+
 /** How often the worker writes its metrics as EMF. */
 export const FLUSH_INTERVAL_MS = 10_000;
 const DRAIN_INTERVAL_MS = 1_000;
@@ -95,7 +121,11 @@ export function longTaskWarningThreshold(env: NodeJS.ProcessEnv = process.env): 
  * exporter, and starts the worker's periodic EMF flush. Must run before the
  * first connection is made.
  */
-export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): () => void {
+export function installTelemetry(
+  logger: WorkerLogger,
+  mode: TemporalMetrics,
+  coreLogFilter: string | undefined = coreLogFilterFromEnv(),
+): () => void {
   let buffer: MetricsBuffer | undefined;
   if (mode.kind === 'emf') buffer = new MetricsBuffer({ maxBufferSize: 100_000 });
   // before the core's first workflow task reads it (it reads the process environment once)
@@ -103,7 +133,10 @@ export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): (
   Runtime.install({
     logger,
     telemetryOptions: {
-      logging: { forward: {}, filter: 'WARN' },
+      logging:
+        coreLogFilter === undefined
+          ? { forward: {}, filter: 'WARN' }
+          : { console: { format: 'json' }, filter: coreLogFilter },
       ...(buffer ? { metrics: { buffer } } : {}),
       ...(mode.kind === 'prometheus'
         ? { metrics: { prometheus: { bindAddress: mode.bindAddress } } }

@@ -1,5 +1,6 @@
 import { ConfigError } from '../../../config/env';
 import {
+  coreLogFilterFromEnv,
   longTaskWarningThreshold,
   WORKFLOW_TASK_DURATION_WARN_ENV,
   WORKFLOW_TASK_DURATION_WARN_SECONDS,
@@ -35,6 +36,27 @@ describe('longTaskWarningThreshold', () => {
       new ConfigError(
         `environment variable TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS: "${value}" is not a whole number of seconds (1 or more)`,
       ),
+    );
+  });
+});
+
+describe('coreLogFilterFromEnv', () => {
+  it('leaves the core forwarding its warnings when unset or blank', () => {
+    expect(coreLogFilterFromEnv({})).toBeUndefined();
+    expect(coreLogFilterFromEnv({ PROVISIONER_TEMPORAL_CORE_LOG: '  ' })).toBeUndefined();
+  });
+
+  it('answers a filter of levels and targets, trimmed', () => {
+    expect(
+      coreLogFilterFromEnv({
+        PROVISIONER_TEMPORAL_CORE_LOG: ' WARN,temporalio_client::retry=DEBUG ',
+      }),
+    ).toBe('WARN,temporalio_client::retry=DEBUG');
+  });
+
+  it('refuses text that is not a filter', () => {
+    expect(() => coreLogFilterFromEnv({ PROVISIONER_TEMPORAL_CORE_LOG: 'debug please' })).toThrow(
+      'environment variable PROVISIONER_TEMPORAL_CORE_LOG: "debug please" is not a log filter',
     );
   });
 });
