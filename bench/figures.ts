@@ -131,6 +131,14 @@ export interface ProvisionerResult {
   cpu?: CpuUse;
   /** The Temporal server's own `action` metric over the launch phase (heartbeats included), when it has one. */
   serverActions?: number;
+  /**
+   * The Temporal server's record of workflow tasks it started late over the
+   * launch phase: matching's RecordWorkflowTaskStarted calls to history that
+   * ran out of time (1 s for a sync match), and the tasks matching then
+   * dropped because history had recorded them started after all (each such
+   * task is lost until its task timeout: README, "Lost first workflow tasks").
+   */
+  serverTaskStarts?: { recordTimedOut: number; droppedAsStarted: number };
   /** Where the workers' CPU went in the launch phase (`--cpu-prof`), as text. */
   profile?: string;
   /** Destroying the model once its machines ran (issue 30). */

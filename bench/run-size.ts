@@ -517,6 +517,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   let ownDescribes = 0;
   let ownThrottled = 0;
   const actionsBefore = await serverActions(ctx.metricsUrl, info.temporalNamespace);
+  const startsBefore = await serverTaskStarts(ctx.metricsUrl, info.temporalNamespace);
   const cpuBefore = processCpu(ctx.stack);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
 
@@ -618,6 +619,16 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ),
   };
   const actionsAfter = await serverActions(ctx.metricsUrl, info.temporalNamespace);
+  const startsAfter = await serverTaskStarts(ctx.metricsUrl, info.temporalNamespace);
+  if (startsBefore && startsAfter) {
+    p.serverTaskStarts = {
+      recordTimedOut: startsAfter.recordTimedOut - startsBefore.recordTimedOut,
+      droppedAsStarted: startsAfter.droppedAsStarted - startsBefore.droppedAsStarted,
+    };
+    log(
+      `N=${n}: Temporal server: ${p.serverTaskStarts.recordTimedOut} workflow-task starts timed out in matching, ${p.serverTaskStarts.droppedAsStarted} tasks then dropped as already started (each lost until its task timeout)`,
+    );
+  }
   if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
   if (actionsBefore !== undefined && actionsAfter !== undefined) {
     p.serverActions = actionsAfter - actionsBefore;
@@ -728,6 +739,33 @@ function processCpu(stack: RunningStack): Record<string, number | undefined> {
  * left out): what the server itself counts as billable actions, heartbeats
  * included. Undefined when it has no such metric or cannot be read.
  */
+/** The server's late workflow-task starts so far (see ProvisionerResult.serverTaskStarts). */
+async function serverTaskStarts(
+  url: string,
+  namespace: string,
+): Promise<{ recordTimedOut: number; droppedAsStarted: number } | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    const text = await res.text();
+    return {
+      recordTimedOut:
+        sumMetric(text, 'client_errors', {
+          namespace,
+          operation: 'HistoryClientRecordWorkflowTaskStarted',
+          error_type: 'serviceerror_DeadlineExceeded',
+        }) ?? 0,
+      droppedAsStarted:
+        sumMetric(text, 'service_error_with_type', {
+          namespace,
+          operation: 'RecordWorkflowTaskStarted',
+          error_type: 'serviceerror_TaskAlreadyStarted',
+        }) ?? 0,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 async function serverActions(url: string, namespace: string): Promise<number | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
