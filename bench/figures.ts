@@ -54,6 +54,25 @@ export interface TemporalUse {
   byIdentity?: Record<string, { workflowTasks: number; activityTasks: number }>;
   /** The actions by what they are (`start`, `signal <name>`, `marker <name>`, `upsert`…): they add up to `actions`. */
   actionsByKind?: Record<string, number>;
+  /**
+   * Workflow tasks recorded started that timed out (start-to-close: the
+   * worker never answered), each with its machine's workflow and its times
+   * in seconds after the request (README, "Lost first workflow tasks").
+   */
+  timedOutWorkflowTasks?: TimedOutWorkflowTask[];
+}
+
+export interface TimedOutWorkflowTask {
+  workflowId: string;
+  /** The task's attempt and queue (`normal` or `sticky`), as its scheduled event says. */
+  attempt: number;
+  queue: 'normal' | 'sticky';
+  scheduledS: number;
+  startedS: number;
+  timedOutS: number;
+  /** The worker the server says took it, and the poll's request id. */
+  identity: string;
+  requestId: string;
 }
 
 /** CPU seconds per process over the launch phase (from the request to all running). */
@@ -112,6 +131,14 @@ export interface ProvisionerResult {
   cpu?: CpuUse;
   /** The Temporal server's own `action` metric over the launch phase (heartbeats included), when it has one. */
   serverActions?: number;
+  /**
+   * The Temporal server's record of workflow tasks it started late over the
+   * launch phase: matching's RecordWorkflowTaskStarted calls to history that
+   * ran out of time (1 s for a sync match), and the tasks matching then
+   * dropped because history had recorded them started after all (each such
+   * task is lost until its task timeout: README, "Lost first workflow tasks").
+   */
+  serverTaskStarts?: { recordTimedOut: number; droppedAsStarted: number };
   /** Where the workers' CPU went in the launch phase (`--cpu-prof`), as text. */
   profile?: string;
   /** Destroying the model once its machines ran (issue 30). */

@@ -1,4 +1,4 @@
-import type { TemporalUse } from './figures';
+import type { TemporalUse, TimedOutWorkflowTask } from './figures';
 
 /**
  * Counts over one workflow's history, read by attribute presence (the shape
@@ -12,9 +12,26 @@ import type { TemporalUse } from './figures';
  * the history: the bench reads them, with every other action, from the
  * Temporal server's own `action` metric (bench/run-size.ts).
  */
+type EventIdLike = number | string | { toString(): string } | null | undefined;
+
 export interface HistoryEventLike {
+  eventId?: EventIdLike;
+  eventTime?: { seconds?: EventIdLike; nanos?: number | null } | null;
   workflowExecutionStartedEventAttributes?: unknown;
-  workflowTaskStartedEventAttributes?: { identity?: string | null } | null;
+  workflowTaskScheduledEventAttributes?: {
+    taskQueue?: { kind?: number | null } | null;
+    attempt?: number | null;
+  } | null;
+  workflowTaskStartedEventAttributes?: {
+    identity?: string | null;
+    requestId?: string | null;
+    scheduledEventId?: EventIdLike;
+  } | null;
+  workflowTaskTimedOutEventAttributes?: {
+    scheduledEventId?: EventIdLike;
+    startedEventId?: EventIdLike;
+    timeoutType?: number | null;
+  } | null;
   activityTaskScheduledEventAttributes?: unknown;
   activityTaskStartedEventAttributes?: {
     attempt?: number | null;
@@ -169,4 +186,51 @@ export function sumMetric(
     if (Number.isFinite(v)) total = (total ?? 0) + v;
   }
   return total;
+}
+
+/** `temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE`, and the sticky queue's kind. */
+const START_TO_CLOSE = 1;
+const STICKY_QUEUE = 2;
+
+function epochMs(e: HistoryEventLike): number {
+  const t = e.eventTime;
+  return Number(String(t?.seconds ?? 0)) * 1000 + (t?.nanos ?? 0) / 1e6;
+}
+
+/**
+ * The workflow tasks of one history that a worker was recorded as having
+ * started and that then timed out start-to-close: the server handed the task
+ * to a poll and never heard of it again. Times are seconds after `fromMs`
+ * (epoch ms). A sticky queue's schedule-to-start timeout (no worker took it)
+ * is not one.
+ */
+export function timedOutWorkflowTasks(
+  workflowId: string,
+  events: readonly HistoryEventLike[],
+  fromMs: number,
+): TimedOutWorkflowTask[] {
+  const byId = new Map<string, HistoryEventLike>();
+  for (const e of events) byId.set(String(e.eventId ?? ''), e);
+  const s = (e: HistoryEventLike | undefined) =>
+    e ? Math.round((epochMs(e) - fromMs) / 100) / 10 : Number.NaN;
+  const out: TimedOutWorkflowTask[] = [];
+  for (const e of events) {
+    const to = e.workflowTaskTimedOutEventAttributes;
+    if (!to || to.timeoutType !== START_TO_CLOSE) continue;
+    const scheduled = byId.get(String(to.scheduledEventId ?? ''));
+    const started = byId.get(String(to.startedEventId ?? ''));
+    const sched = scheduled?.workflowTaskScheduledEventAttributes;
+    const start = started?.workflowTaskStartedEventAttributes;
+    out.push({
+      workflowId,
+      attempt: sched?.attempt ?? 1,
+      queue: sched?.taskQueue?.kind === STICKY_QUEUE ? 'sticky' : 'normal',
+      scheduledS: s(scheduled),
+      startedS: s(started),
+      timedOutS: s(e),
+      identity: start?.identity || 'unknown',
+      requestId: start?.requestId || 'unknown',
+    });
+  }
+  return out;
 }

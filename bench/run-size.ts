@@ -31,6 +31,7 @@ import type {
   SizeResult,
   TeardownResult,
   TemporalUse,
+  TimedOutWorkflowTask,
 } from './figures';
 import { runFloor } from './floor';
 import { runRemoval } from './removal';
@@ -48,7 +49,7 @@ import {
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker } from './figures';
-import { countHistory, emptyTemporalUse, sumMetric } from './history';
+import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
 import { profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
 
@@ -516,11 +517,13 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   let ownDescribes = 0;
   let ownThrottled = 0;
   const actionsBefore = await serverActions(ctx.metricsUrl, info.temporalNamespace);
+  const startsBefore = await serverTaskStarts(ctx.metricsUrl, info.temporalNamespace);
   const cpuBefore = processCpu(ctx.stack);
   const fromUs = Number(process.hrtime.bigint() / 1000n);
 
   log(`N=${n}: asking the API for ${n} machines`);
   const start = performance.now();
+  const startEpochMs = Date.now();
   const deadline = Date.now() + ctx.timeoutMs;
   await requestMachines(ctx, p);
   log(`N=${n}: answered in ${((p.apiAnswerMs ?? 0) / 1000).toFixed(1)} s`);
@@ -616,6 +619,16 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
     ),
   };
   const actionsAfter = await serverActions(ctx.metricsUrl, info.temporalNamespace);
+  const startsAfter = await serverTaskStarts(ctx.metricsUrl, info.temporalNamespace);
+  if (startsBefore && startsAfter) {
+    p.serverTaskStarts = {
+      recordTimedOut: startsAfter.recordTimedOut - startsBefore.recordTimedOut,
+      droppedAsStarted: startsAfter.droppedAsStarted - startsBefore.droppedAsStarted,
+    };
+    log(
+      `N=${n}: Temporal server: ${p.serverTaskStarts.recordTimedOut} workflow-task starts timed out in matching, ${p.serverTaskStarts.droppedAsStarted} tasks then dropped as already started (each lost until its task timeout)`,
+    );
+  }
   if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
   if (actionsBefore !== undefined && actionsAfter !== undefined) {
     p.serverActions = actionsAfter - actionsBefore;
@@ -661,7 +674,13 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   p.temporal = await temporalUse(
     ctx.temporal,
     machines.map((m) => machineWorkflowId(MODEL, m.id)),
+    startEpochMs,
   );
+  for (const t of p.temporal.timedOutWorkflowTasks ?? []) {
+    log(
+      `N=${n}: workflow task timed out: ${t.workflowId} attempt ${t.attempt} (${t.queue} queue) scheduled +${t.scheduledS} s, started +${t.startedS} s by ${t.identity} (request ${t.requestId}), timed out +${t.timedOutS} s`,
+    );
+  }
   if (ctx.destroy) {
     p.teardown = await destroyModel(
       ctx,
@@ -720,6 +739,33 @@ function processCpu(stack: RunningStack): Record<string, number | undefined> {
  * left out): what the server itself counts as billable actions, heartbeats
  * included. Undefined when it has no such metric or cannot be read.
  */
+/** The server's late workflow-task starts so far (see ProvisionerResult.serverTaskStarts). */
+async function serverTaskStarts(
+  url: string,
+  namespace: string,
+): Promise<{ recordTimedOut: number; droppedAsStarted: number } | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    const text = await res.text();
+    return {
+      recordTimedOut:
+        sumMetric(text, 'client_errors', {
+          namespace,
+          operation: 'HistoryClientRecordWorkflowTaskStarted',
+          error_type: 'serviceerror_DeadlineExceeded',
+        }) ?? 0,
+      droppedAsStarted:
+        sumMetric(text, 'service_error_with_type', {
+          namespace,
+          operation: 'RecordWorkflowTaskStarted',
+          error_type: 'serviceerror_TaskAlreadyStarted',
+        }) ?? 0,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
 async function serverActions(url: string, namespace: string): Promise<number | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
@@ -900,8 +946,13 @@ async function teardownPhases(
  * the namespace (the model's sweeps, bulk starters): their cost is the
  * machines' too, so it is added to the totals; `otherWorkflows` says how many.
  */
-async function temporalUse(client: Client, workflowIds: string[]): Promise<TemporalUse> {
+async function temporalUse(
+  client: Client,
+  workflowIds: string[],
+  fromMs: number,
+): Promise<TemporalUse> {
   const use = emptyTemporalUse();
+  const timedOut: TimedOutWorkflowTask[] = [];
   const others = emptyTemporalUse();
   const machineIds = new Set(workflowIds);
   const otherIds: string[] = [];
@@ -916,6 +967,7 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
           try {
             const history = await client.workflow.getHandle(id).fetchHistory();
             countHistory(history.events ?? [], into);
+            timedOut.push(...timedOutWorkflowTasks(id, history.events ?? [], fromMs));
           } catch {
             // a machine without a workflow is not counted
           }
@@ -933,6 +985,7 @@ async function temporalUse(client: Client, workflowIds: string[]): Promise<Tempo
     activityTasks: use.activityTasks + others.activityTasks,
     activityRetries: use.activityRetries + others.activityRetries,
     otherWorkflows: others.workflows,
+    timedOutWorkflowTasks: timedOut.sort((a, b) => a.startedS - b.startedS),
     actionsByKind: {
       ...use.actionsByKind,
       ...Object.fromEntries(

@@ -173,6 +173,26 @@ async function httpAnswers(url: string): Promise<boolean> {
   }
 }
 
+/** The dev server's log level (`warn` when unset): `info` or `debug` to diagnose the server. */
+export const TEMPORAL_LOG_LEVEL_ENV = 'PROVISIONER_LOCAL_TEMPORAL_LOG_LEVEL';
+/**
+ * More dynamic-config values for the dev server, `KEY=JSON` separated by
+ * spaces (e.g. `matching.numTaskqueueReadPartitions=4`), after the stack's
+ * own: for trying a server setting in the bench without a code change.
+ */
+export const TEMPORAL_DYNAMIC_CONFIG_ENV = 'PROVISIONER_LOCAL_TEMPORAL_DYNAMIC_CONFIG';
+
+/** The dev server's dynamic-config values, `KEY=JSON` each: the stack's, then the environment's. */
+export function temporalDynamicConfig(env: NodeJS.ProcessEnv = process.env): string[] {
+  const extra = (env[TEMPORAL_DYNAMIC_CONFIG_ENV] ?? '').split(/\s+/).filter((kv) => kv !== '');
+  for (const kv of extra) {
+    if (!/^[\w.]+=\S+$/.test(kv)) {
+      throw new Error(`${TEMPORAL_DYNAMIC_CONFIG_ENV}: "${kv}" is not KEY=JSON`);
+    }
+  }
+  return [...extra];
+}
+
 /**
  * Brings up the whole local stack on loopback: Temporal dev server, DynamoDB
  * Local, moto behind the EC2 proxy, the table, the worker and the API server.
@@ -255,7 +275,8 @@ export async function startStack(opts: StackOptions): Promise<RunningStack> {
         '--sqlite-pragma',
         'synchronous=off',
         '--log-level',
-        'warn',
+        process.env[TEMPORAL_LOG_LEVEL_ENV]?.trim() || 'warn',
+        ...temporalDynamicConfig().flatMap((kv) => ['--dynamic-config-value', kv]),
         ...(ports.temporalMetrics !== undefined
           ? ['--metrics-port', String(ports.temporalMetrics)]
           : []),

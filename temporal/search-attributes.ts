@@ -69,8 +69,25 @@ export function machineSummary(model: string, machineId: string): string {
 }
 
 /** How a machine's workflow is started, by the API and by the bulk starter alike. */
-/** A machine workflow's task timeout (see machineStartOptions). */
-export const MACHINE_WORKFLOW_TASK_TIMEOUT = '1 minute' as const;
+/**
+ * A machine workflow's task timeout (see machineStartOptions), in seconds.
+ *
+ * It bounds what a workflow task the server recorded started but no worker
+ * ever got costs the machine: the Temporal server's matching gives a
+ * sync-matched task 1 s to record its start in history; when history writes
+ * it later than that (the dev server's SQLite under a 1,000-machine burst),
+ * matching drops the poll's answer and the task as "already started", and
+ * only this timeout brings it back (README, "Lost first workflow tasks").
+ * With 1 minute, such a machine launched ~60 s after the rest.
+ *
+ * It must not cut off a task whose local activities still run: the SDK's
+ * core completes such a task at 80 % of this (16 s after it got the task)
+ * and asks for the next, where the activities' results land. A first task
+ * (read, plan, claim, launch) took at most 15.6 s in a loaded 1,000-machine
+ * run; one that runs longer costs one more workflow task, not its work.
+ */
+export const MACHINE_WORKFLOW_TASK_TIMEOUT_S = 20;
+export const MACHINE_WORKFLOW_TASK_TIMEOUT = `${MACHINE_WORKFLOW_TASK_TIMEOUT_S} seconds` as const;
 
 export function machineStartOptions(
   model: string,
@@ -90,11 +107,11 @@ export function machineStartOptions(
         ...(created ? { created: createdFor(created, machineId) } : {}),
       },
     ] as [{ model: string; machineId: string; requestedBy?: string; created?: CreatedMachine }],
-    // A machine's first task runs its quick steps (load, plan, claim a zone) as local
-    // activities. When a thousand start at once those queue for DynamoDB, and with the
-    // default 10 s the tasks timed out, their work was thrown away and done again, and
-    // nothing launched for minutes (npm run bench). A worker that dies holding a task
-    // delays that machine by this much at most.
+    // A machine's first task runs its steps (load, plan, claim a zone, launch) as local
+    // activities, which the SDK keeps alive past 80 % of this by going on in a next task.
+    // The SDK's default 10 s (8 s of them before that) was too short for a busy worker: tasks
+    // timed out, their work was thrown away and done again (npm run bench). A task lost on its
+    // way to the worker, or held by a worker that died, delays its machine by this much.
     workflowTaskTimeout: MACHINE_WORKFLOW_TASK_TIMEOUT,
     // the line the Temporal UI's workflow list shows; current details come from the workflow
     staticSummary: machineSummary(model, machineId),

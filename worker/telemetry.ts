@@ -6,6 +6,7 @@ import { workerMetrics, type WorkerMetrics } from '../config/worker-metrics';
 import { teardownBlocked } from '../activities/metrics';
 import type { ProvisionerSinks } from '../workflows/metrics';
 import type { WorkerLogger } from './logging';
+import { MACHINE_WORKFLOW_TASK_TIMEOUT_S } from '../temporal/search-attributes';
 
 /**
  * Where the Temporal SDK's own metrics (task slots, schedule-to-start and
@@ -31,6 +32,32 @@ export function temporalMetricsFromEnv(env: NodeJS.ProcessEnv = process.env): Te
   throw new ConfigError(
     `environment variable ${TEMPORAL_METRICS_ENV}: "${text}" is not emf, off or prometheus:<host>:<port>`,
   );
+}
+
+export const CORE_LOG_ENV = 'PROVISIONER_TEMPORAL_CORE_LOG';
+
+/**
+ * Where the SDK's core (its Rust side: pollers, workflow cache, gRPC
+ * retries) logs, and how much:
+ * - unset (the default, and the cloud's): warnings and errors, forwarded to
+ *   the worker's logger (JSON lines with the worker's own);
+ * - a filter in the core's env-filter format, e.g.
+ *   `WARN,temporalio_client::retry=DEBUG,temporalio_sdk_core::pollers=DEBUG`:
+ *   written by the core straight to stderr as JSON, so its debug lines are
+ *   not dropped by the worker logger's level. For diagnosis only (a poll that
+ *   failed and was retried is logged at debug: README, "Lost first
+ *   workflow tasks").
+ */
+export function coreLogFilterFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const text = optionalEnv('PROVISIONER_TEMPORAL_CORE_LOG', '', env).trim();
+  if (text === '') return undefined;
+  // the core would refuse a filter with spaces or quotes only at install, with a less clear message
+  if (!/^[A-Za-z0-9_:=,.-]+$/.test(text)) {
+    throw new ConfigError(
+      `environment variable ${CORE_LOG_ENV}: "${text}" is not a log filter (levels and targets such as WARN,temporalio_client=DEBUG)`,
+    );
+  }
+  return text;
 }
 
 /** How often the worker writes its metrics as EMF. */
@@ -87,10 +114,11 @@ export function addSdkUpdates(
  * 5 s), its RunInstances turn and EC2's answer, so at the SDK's 5 s a
  * 1,000-machine burst logged 999 such warnings. The core completes a task
  * whose local activities still run at 80 % of the task timeout
- * (MACHINE_WORKFLOW_TASK_TIMEOUT, 1 minute: 48 s) and goes on in the next:
- * a task longer than 50 s is one that is truly stuck.
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s: 16 s) and goes on in the next:
+ * a task longer than 18 s is one that is stuck, or late for its timeout.
  */
-export const WORKFLOW_TASK_DURATION_WARN_SECONDS = 50;
+export const WORKFLOW_TASK_DURATION_WARN_SECONDS =
+  Math.ceil(MACHINE_WORKFLOW_TASK_TIMEOUT_S * 0.8) + 2;
 export const WORKFLOW_TASK_DURATION_WARN_ENV = 'TEMPORAL_WORKFLOW_TASK_DURATION_WARN_SECONDS';
 
 /**
@@ -119,7 +147,11 @@ export function longTaskWarningThreshold(env: NodeJS.ProcessEnv = process.env): 
  * exporter, and starts the worker's periodic EMF flush. Must run before the
  * first connection is made.
  */
-export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): () => void {
+export function installTelemetry(
+  logger: WorkerLogger,
+  mode: TemporalMetrics,
+  coreLogFilter: string | undefined = coreLogFilterFromEnv(),
+): () => void {
   let buffer: MetricsBuffer | undefined;
   if (mode.kind === 'emf') buffer = new MetricsBuffer({ maxBufferSize: 100_000 });
   // before the core's first workflow task reads it (it reads the process environment once)
@@ -127,7 +159,10 @@ export function installTelemetry(logger: WorkerLogger, mode: TemporalMetrics): (
   Runtime.install({
     logger,
     telemetryOptions: {
-      logging: { forward: {}, filter: 'WARN' },
+      logging:
+        coreLogFilter === undefined
+          ? { forward: {}, filter: 'WARN' }
+          : { console: { format: 'json' }, filter: coreLogFilter },
       ...(buffer ? { metrics: { buffer } } : {}),
       ...(mode.kind === 'prometheus'
         ? { metrics: { prometheus: { bindAddress: mode.bindAddress } } }

@@ -90,6 +90,8 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
     'a bench/tuning knob (worker/settings.ts); unset is 1,000 runs in every environment, not the SDK’s heap-based default (34 in a 1 GiB task)',
   PROVISIONER_WORKFLOW_PRELOAD:
     'a bench/tuning knob (worker/preload.ts); unset is on in every environment: the workflow bundle’s modules evaluated once per workflow thread, not once per run',
+  PROVISIONER_TEMPORAL_CORE_LOG:
+    'a diagnosis knob (worker/telemetry.ts); unset forwards the SDK core’s warnings and errors to the worker’s logger in every environment',
   PROVISIONER_WORKFLOW_THREADS:
     'a bench/tuning knob (worker/settings.ts); unset leaves the SDK’s default thread count in every environment',
   PROVISIONER_TEARDOWN_TERMINATE_BURST: API_DEFAULT,
