@@ -626,7 +626,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
       droppedAsStarted: startsAfter.droppedAsStarted - startsBefore.droppedAsStarted,
     };
     log(
-      `N=${n}: Temporal server: ${p.serverTaskStarts.recordTimedOut} workflow-task starts timed out in matching, ${p.serverTaskStarts.droppedAsStarted} tasks then dropped as already started (each lost until its task timeout)`,
+      `N=${n}: Temporal server, launch phase: ${p.serverTaskStarts.recordTimedOut} workflow-task starts timed out in matching, ${p.serverTaskStarts.droppedAsStarted} tasks dropped as already started (at most this many lost until their task timeout: a harmless duplicate offer is dropped the same way; the timed-out tasks listed from the histories are the lost ones)`,
     );
   }
   if (p.runningMs !== undefined) await statusCatchesUp(ctx, p, start);
@@ -734,12 +734,10 @@ function processCpu(stack: RunningStack): Record<string, number | undefined> {
 }
 
 /**
- * The Temporal server's `action` counter (Prometheus text), summed over the
- * series of the provisioner's namespace (the system namespace's own actions
- * left out): what the server itself counts as billable actions, heartbeats
- * included. Undefined when it has no such metric or cannot be read.
+ * The server's late workflow-task starts so far (see ProvisionerResult.serverTaskStarts);
+ * undefined when either counter cannot be read (a counter the server has not
+ * created yet, because nothing was counted, reads 0).
  */
-/** The server's late workflow-task starts so far (see ProvisionerResult.serverTaskStarts). */
 async function serverTaskStarts(
   url: string,
   namespace: string,
@@ -766,6 +764,12 @@ async function serverTaskStarts(
   }
 }
 
+/**
+ * The Temporal server's `action` counter (Prometheus text), summed over the
+ * series of the provisioner's namespace (the system namespace's own actions
+ * left out): what the server itself counts as billable actions, heartbeats
+ * included. Undefined when it has no such metric or cannot be read.
+ */
 async function serverActions(url: string, namespace: string): Promise<number | undefined> {
   try {
     const res = await fetch(url, { signal: AbortSignal.timeout(5000) });

@@ -182,7 +182,11 @@ export const TEMPORAL_LOG_LEVEL_ENV = 'PROVISIONER_LOCAL_TEMPORAL_LOG_LEVEL';
  */
 export const TEMPORAL_DYNAMIC_CONFIG_ENV = 'PROVISIONER_LOCAL_TEMPORAL_DYNAMIC_CONFIG';
 
-/** The dev server's dynamic-config values, `KEY=JSON` each: the stack's, then the environment's. */
+/**
+ * The environment's extra dynamic-config values for the dev server, `KEY=JSON`
+ * each (the stack's own are passed where it starts the server); only the
+ * shape is checked here: the server refuses a value that is not JSON when it starts.
+ */
 export function temporalDynamicConfig(env: NodeJS.ProcessEnv = process.env): string[] {
   const extra = (env[TEMPORAL_DYNAMIC_CONFIG_ENV] ?? '').split(/\s+/).filter((kv) => kv !== '');
   for (const kv of extra) {

@@ -43,7 +43,8 @@ export const CORE_LOG_ENV = 'PROVISIONER_TEMPORAL_CORE_LOG';
  *   the worker's logger (JSON lines with the worker's own);
  * - a filter in the core's env-filter format, e.g.
  *   `WARN,temporalio_client::retry=DEBUG,temporalio_sdk_core::pollers=DEBUG`:
- *   written by the core straight to stderr as JSON, so its debug lines are
+ *   written by the core straight to stdout as JSON (at DEBUG it logs workflow
+ *   payloads too: local diagnosis only, never set in the cloud), so its debug lines are
  *   not dropped by the worker logger's level. For diagnosis only (a poll that
  *   failed and was retried is logged at debug: README, "Lost first
  *   workflow tasks").
@@ -114,8 +115,9 @@ export function addSdkUpdates(
  * 5 s), its RunInstances turn and EC2's answer, so at the SDK's 5 s a
  * 1,000-machine burst logged 999 such warnings. The core completes a task
  * whose local activities still run at 80 % of the task timeout
- * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s: 16 s) and goes on in the next:
- * a task longer than 18 s is one that is stuck, or late for its timeout.
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 30 s: 24 s) and goes on in the next:
+ * a task longer than 26 s is one that is stuck, or late for its timeout
+ * (a run started before, with 60 s, warns of its long tasks too).
  */
 export const WORKFLOW_TASK_DURATION_WARN_SECONDS =
   Math.ceil(MACHINE_WORKFLOW_TASK_TIMEOUT_S * 0.8) + 2;
