@@ -100,7 +100,20 @@ export interface ProvisionerResult {
    * its `estimatedSeconds` beside `launchedMs`, and how long it took to answer
    * with the API's caches cold (its first EC2 reads) and warm (asked again).
    */
-  plan?: { estimatedSeconds: number; coldAnswerMs: number; answerMs: number; notes: string[] };
+  plan?: {
+    estimatedSeconds: number;
+    coldAnswerMs: number;
+    answerMs: number;
+    notes: string[];
+    /** The zones the plan spread the machines over (its candidate zones). */
+    zones?: string[];
+  };
+  /**
+   * Machines per zone at the launch's end, as the table records them: every
+   * machine (launched or not), each zone the plan named (0 when none went
+   * there), machines without a zone under NO_ZONE.
+   */
+  perZone?: Record<string, number>;
   /** Why there is no plan (the dry run failed). */
   planNote?: string;
   /** From the request to every machine having an instance id; undefined when it never happened. */
@@ -342,6 +355,32 @@ export const SCALE_OUT_TARGETS = {
 } as const;
 
 /** Issue 26's checks: worker CPU and Temporal actions per machine, the launch's time, DynamoDB units, nothing lost. */
+/** perZone's key for machines that record no zone. */
+export const NO_ZONE = '(no zone)';
+
+/** Machines per zone: `zones` (the plan's) at 0 first, then every machine's recorded zone. */
+export function machinesPerZone(
+  machines: ReadonlyArray<{ zone?: string }>,
+  zones: readonly string[] = [],
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const z of zones) out[z] = 0;
+  for (const m of machines) {
+    const z = m.zone ?? NO_ZONE;
+    out[z] = (out[z] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** The spread: the most populous zone's machines less the least's (machines with no zone left out). */
+export function spreadOf(perZone: Record<string, number> | undefined): number | undefined {
+  if (!perZone) return undefined;
+  const counts = Object.entries(perZone)
+    .filter(([z]) => z !== NO_ZONE)
+    .map(([, n]) => n);
+  return counts.length === 0 ? undefined : Math.max(...counts) - Math.min(...counts);
+}
+
 export function checkScaleOutTargets(result: SizeResult): TargetCheck[] {
   const p = result.provisioner;
   const d = derive(result);
@@ -382,6 +421,7 @@ export function checkScaleOutTargets(result: SizeResult): TargetCheck[] {
       p ? p.inError + p.duplicates + p.strays : undefined,
       (v) => v === 0,
     ),
+    check('spread ≤ ±1 (machines per zone, most − least)', spreadOf(p?.perZone), (v) => v <= 1, 0),
   ];
 }
 

@@ -48,7 +48,7 @@ import {
   type MachineTrail,
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
-import { isWorker } from './figures';
+import { isWorker, machinesPerZone } from './figures';
 import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
 import { profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
@@ -461,14 +461,28 @@ async function planMachines(ctx: PhaseContext, p: ProvisionerResult): Promise<vo
       ctx.requestTimeoutMs,
     );
     const ms = performance.now() - start;
-    const plan = (res.json as { plan?: { estimatedSeconds?: unknown; notes?: unknown } }).plan;
+    const plan = (
+      res.json as {
+        plan?: { estimatedSeconds?: unknown; notes?: unknown; machines?: unknown };
+      }
+    ).plan;
     if (res.status !== 200 || typeof plan?.estimatedSeconds !== 'number') {
       throw new Error(
         `the dry run answered ${res.status} ${JSON.stringify(res.json).slice(0, 200)}`,
       );
     }
     const notes = Array.isArray(plan.notes) ? plan.notes.map(String) : [];
-    return { ms, estimatedSeconds: plan.estimatedSeconds, notes };
+    const zones = Array.isArray(plan.machines)
+      ? [
+          ...new Set(
+            plan.machines.flatMap((m: unknown) => {
+              const zone = (m as { zone?: unknown } | null)?.zone;
+              return typeof zone === 'string' ? [zone] : [];
+            }),
+          ),
+        ].sort()
+      : [];
+    return { ms, estimatedSeconds: plan.estimatedSeconds, notes, zones };
   };
   try {
     const cold = await ask();
@@ -478,6 +492,7 @@ async function planMachines(ctx: PhaseContext, p: ProvisionerResult): Promise<vo
       coldAnswerMs: cold.ms,
       answerMs: warm.ms,
       notes: warm.notes,
+      zones: warm.zones,
     };
     ctx.log(
       `N=${n}: the plan says the last machine is launched in ${warm.estimatedSeconds} s; ` +
@@ -669,6 +684,7 @@ async function runProvisioner(ctx: PhaseContext): Promise<ProvisionerResult> {
   p.inError = audit.inError;
   p.duplicates = audit.duplicates;
   p.strays = audit.strays;
+  p.perZone = machinesPerZone(machines, p.plan?.zones);
 
   log(`N=${n}: reading ${machines.length} workflow histories`);
   p.temporal = await temporalUse(

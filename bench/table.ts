@@ -6,6 +6,7 @@ import {
   isWorker,
   checkTargets,
   derive,
+  spreadOf,
   type SizeResult,
   type TargetCheck,
 } from './figures';
@@ -116,6 +117,7 @@ export function figuresTable(results: readonly SizeResult[]): string {
     row('machines in error', (i) => num(p[i]?.inError)),
     row('duplicates', (i) => num(p[i]?.duplicates)),
     row('strays', (i) => num(p[i]?.strays)),
+    row('machines per zone (spread)', (i) => perZoneCell(p[i]?.perZone)),
     row('DynamoDB RCU per machine', (i) => num(d[i]?.readUnitsPerMachine)),
     row('DynamoDB WCU per machine', (i) => num(d[i]?.writeUnitsPerMachine)),
     row('Temporal actions per machine (history, no heartbeats)', (i) =>
@@ -297,4 +299,14 @@ export function capacityByCallerTable(result: SizeResult): string {
     `N=${n}: DynamoDB by call site (worker and API)\n` +
     renderTable(['call site', 'RCU/machine', 'WCU/machine', 'calls', 'refused'], rows)
   );
+}
+
+/** Machines per zone, by zone name, and the spread (most − least; machines with no zone shown, not counted in it). */
+export function perZoneCell(perZone: Record<string, number> | undefined): string {
+  const spread = spreadOf(perZone);
+  if (!perZone || Object.keys(perZone).length === 0) return '—';
+  const cells = Object.entries(perZone)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([z, n]) => `${z.replace(/^[a-z]+-[a-z]+-\d+/, '')} ${n}`);
+  return `${cells.join(' / ')}${spread === undefined ? '' : ` (±${spread})`}`;
 }

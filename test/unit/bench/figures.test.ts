@@ -2,9 +2,13 @@ import {
   checkScaleOutTargets,
   checkTargets,
   derive,
+  machinesPerZone,
+  NO_ZONE,
   ratio,
+  spreadOf,
   type SizeResult,
 } from '../../../bench/figures';
+import { perZoneCell } from '../../../bench/table';
 
 function sized(n: number, over: Partial<NonNullable<SizeResult['provisioner']>> = {}): SizeResult {
   return {
@@ -215,6 +219,7 @@ describe("issue 26's targets", () => {
       ['2', 'pass'],
       ['5', 'FAIL'],
       ['0', 'pass'],
+      ['—', 'n/a'],
     ]);
     const bad = sized(1000, {
       cpu: { seconds: { worker: 45 }, wallMs: 50_000 },
@@ -232,5 +237,33 @@ describe("issue 26's targets", () => {
       verdict: 'FAIL',
     });
     expect(verdicts['in error + duplicates + strays = 0']?.verdict).toBe('FAIL');
+  });
+});
+
+describe('the spread (issue 26: two workers at N = 1,000, ±1)', () => {
+  const zones = ['us-east-1a', 'us-east-1b', 'us-east-1c'];
+  const at = (...zs: Array<string | undefined>) => zs.map((zone) => (zone ? { zone } : {}));
+
+  it("counts every machine by its recorded zone, the plan's zones at 0 when none went there", () => {
+    const perZone = machinesPerZone(at('us-east-1a', 'us-east-1b', 'us-east-1a', undefined), zones);
+    expect(perZone).toEqual({ 'us-east-1a': 2, 'us-east-1b': 1, 'us-east-1c': 0, [NO_ZONE]: 1 });
+    // an empty zone counts: 2 − 0, not 2 − 1; a machine with no zone is shown but not counted
+    expect(spreadOf(perZone)).toBe(2);
+    expect(perZoneCell(perZone)).toBe('(no zone) 1 / a 2 / b 1 / c 0 (±2)');
+  });
+
+  it('passes ±1 and fails ±2 in the targets', () => {
+    const spread = (perZone: Record<string, number>) =>
+      checkScaleOutTargets(sized(1000, { perZone })).find((c) => c.target.startsWith('spread'));
+    expect(spread({ 'us-east-1a': 334, 'us-east-1b': 333, 'us-east-1c': 333 })).toEqual({
+      target: 'spread ≤ ±1 (machines per zone, most − least)',
+      measured: '1',
+      verdict: 'pass',
+    });
+    expect(spread({ 'us-east-1a': 335, 'us-east-1b': 333, 'us-east-1c': 332 })?.verdict).toBe(
+      'FAIL',
+    );
+    expect(spreadOf(undefined)).toBeUndefined();
+    expect(spreadOf({ [NO_ZONE]: 3 })).toBeUndefined();
   });
 });
