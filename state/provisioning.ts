@@ -31,6 +31,7 @@ import {
   STATEMENT_BATCH_LIMIT,
   StatementBatcher,
   type StatementBatching,
+  type StatementSender,
   type StatementOutcome,
   type WriteStatement,
 } from './statement-batch';
@@ -129,27 +130,18 @@ export class ProvisioningStore {
     this.doc = documentClient(client);
     const batching = options.batching ?? DEFAULT_STATEMENT_BATCHING;
     this.batches = new LaunchBatchStore(client, tableName, { batching });
-    this.runningRecords = batching
-      ? new StatementBatcher(
-          (statements) => this.recordRunningTogether(statements),
-          batching.windowMs,
-          { name: 'provisioning:recordRunning' },
-        )
-      : undefined;
-    this.routineRunning = batching
-      ? new StatementBatcher(
-          (statements) => this.recordRoutineRunningTogether(statements),
-          batching.windowMs,
-          { name: 'provisioning:recordRoutineRunning' },
-        )
-      : undefined;
-    this.addressWrites = batching
-      ? new StatementBatcher(
-          (statements) => this.recordAddressesTogether(statements),
-          batching.windowMs,
-          { name: 'provisioning:recordAddresses' },
-        )
-      : undefined;
+    // each kind of write its own batcher (its name in the meter's calls), none when batching is off
+    const batcher = (name: string, send: StatementSender): StatementBatcher | undefined =>
+      batching ? new StatementBatcher(send, batching.windowMs, { name }) : undefined;
+    this.runningRecords = batcher('provisioning:recordRunning', (statements) =>
+      this.recordRunningTogether(statements),
+    );
+    this.routineRunning = batcher('provisioning:recordRoutineRunning', (statements) =>
+      this.recordRoutineRunningTogether(statements),
+    );
+    this.addressWrites = batcher('provisioning:recordAddresses', (statements) =>
+      this.recordAddressesTogether(statements),
+    );
     this.backoff = {
       ...(options.sleep ? { sleep: options.sleep } : {}),
       ...(options.random ? { random: options.random } : {}),
