@@ -1118,24 +1118,40 @@ export function addressesStatement(
   model: string,
   write: AddressWrite,
 ): WriteStatement {
-  const set: Array<[string, string]> = [];
+  const set: Array<[string, unknown]> = [];
   const remove: string[] = [];
-  for (const field of ['privateAddress', 'publicAddress'] as const) {
-    const value = write[field];
-    if (value === undefined) remove.push(field);
-    else set.push([field, value]);
-  }
+  addressClauses(write, set, remove);
   const pk = modelPk(model);
   const sk = machineSk(write.machineId);
   return {
     item: `${pk}\n${sk}`,
     statement:
       `UPDATE ${quoted(tableName)} ` +
-      set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
-      remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+      setAndRemove(set, remove) +
       `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('instanceId')} = ?`,
     parameters: [...set.map(([, value]) => value), pk, sk, write.instanceId],
   };
+}
+
+/** Each address given is set, each absent one removed (as addressUpdate writes them). */
+function addressClauses(
+  addresses: { privateAddress?: string; publicAddress?: string },
+  set: Array<[string, unknown]>,
+  remove: string[],
+): void {
+  for (const field of ['privateAddress', 'publicAddress'] as const) {
+    const value = addresses[field];
+    if (value === undefined) remove.push(field);
+    else set.push([field, value]);
+  }
+}
+
+/** A PartiQL UPDATE's SET and REMOVE clauses, a `?` parameter for each set value in order. */
+function setAndRemove(set: ReadonlyArray<[string, unknown]>, remove: readonly string[]): string {
+  return (
+    set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
+    remove.map((name) => `REMOVE ${quoted(name)} `).join('')
+  );
 }
 
 /**
@@ -1164,13 +1180,7 @@ export function routineRunningStatement(
     ['updatedAt', at],
   ];
   const remove: string[] = [];
-  if (write.addresses) {
-    for (const field of ['privateAddress', 'publicAddress'] as const) {
-      const value = write.addresses[field];
-      if (value === undefined) remove.push(field);
-      else set.push([field, value]);
-    }
-  }
+  if (write.addresses) addressClauses(write.addresses, set, remove);
   const pk = modelPk(write.model);
   const sk = machineSk(write.machineId);
   const status = quoted('instanceStatus');
@@ -1178,8 +1188,7 @@ export function routineRunningStatement(
     item: `${pk}\n${sk}`,
     statement:
       `UPDATE ${quoted(tableName)} ` +
-      set.map(([name]) => `SET ${quoted(name)} = ? `).join('') +
-      remove.map((name) => `REMOVE ${quoted(name)} `).join('') +
+      setAndRemove(set, remove) +
       `WHERE ${quoted('pk')} = ? AND ${quoted('sk')} = ? AND ${quoted('instanceId')} = ? ` +
       `AND ${quoted('life')} = ? AND ${quoted('status')} = ? ` +
       `AND (${status} IS MISSING OR ${status} = ? OR ${status} = ?)`,
