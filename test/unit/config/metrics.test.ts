@@ -27,7 +27,14 @@ interface Emf {
 async function stdoutOf(work: () => unknown): Promise<string[]> {
   const lines: string[] = [];
   const capture = (chunk: unknown) => {
-    lines.push(...String(chunk).split('\n').filter(Boolean));
+    // JSON lines only (what the code under test writes): a test file run before this one in
+    // the same Jest worker may leave a background log (a catch-up window's warning, in the
+    // SDK's multi-line text format) that lands here while the work runs
+    lines.push(
+      ...String(chunk)
+        .split('\n')
+        .filter((l) => l.startsWith('{"')),
+    );
     return true;
   };
   const out = jest.spyOn(process.stdout, 'write').mockImplementation(capture);
