@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   // The sweep's activities restart machine workflows; the worker starts the sweeper, and a
   // bulk request's machine workflows (activities/starter.ts: one start a machine). A native
   // connection of its own (the SDK's core, in Rust) rather than the gRPC-js `Connection`:
-  // a start costs the worker ~0.4 ms of CPU less (0.98 → 0.58 ms, issue 26; README "This pass").
+  // a start costs the worker ~0.4 ms of CPU less (0.98 → 0.58 ms, issue 26; README "Figures measured", the `cpu` branch).
   const clientConnection = await NativeConnection.connect(temporalOptions);
   const temporal = new Client({
     connection: clientConnection,
