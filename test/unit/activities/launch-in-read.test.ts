@@ -115,7 +115,8 @@ function setup(
 }
 
 // A launch recorded here opens its running catch-up's window (a describe 1–3 s later): waited
-// out here, not in whatever file this Jest worker runs next.
+// out before the next file (the unit project's guard, test/support/settled-catch-ups.ts, runs
+// before this top-level hook and already waits; this says so where the launches are made).
 afterAll(() => runningCatchUpsSettled());
 
 /** A first read (over `options`) cancelled by a destroy while its launch's batch is being committed. */
