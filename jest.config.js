@@ -14,6 +14,8 @@ module.exports = {
       testEnvironment: 'node',
       transform: tsJest,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+      // no file leaves a running catch-up's window open for the next one (test/support/settled-catch-ups.ts)
+      setupFilesAfterEnv: ['<rootDir>/test/support/settled-catch-ups-hook.ts'],
     },
     {
       displayName: 'integration',

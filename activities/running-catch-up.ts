@@ -7,6 +7,7 @@ import { TokenBucket } from '../ec2/token-bucket';
 import { Coalescer, type CoalescerWindows, type Settled } from './coalescer';
 import type { ActivityDeps } from './deps';
 import { activityLog } from './log';
+import { type RecordedLaunch, trackCatchUp } from './running-catch-up-in-flight';
 
 /**
  * The `running` an instance's state-change event may have said too early.
@@ -42,13 +43,9 @@ export const CATCH_UP_WINDOWS: CoalescerWindows = { idleMs: 1_000, maxMs: 3_000,
  */
 export const CATCH_UP_PACE = { burst: 1, perSecond: 1 / 3 };
 
-/** A launch just recorded on its machine (instanceStatus `pending`). */
-export interface RecordedLaunch {
-  region: string;
-  model: string;
-  machineId: string;
-  instanceId: string;
-}
+export type { RecordedLaunch } from './running-catch-up-in-flight';
+// what a draining worker (and a test before it drops its table) waits for
+export { runningCatchUpsSettled } from './running-catch-up-in-flight';
 
 /** The addresses EC2 listed for an instance (`ec2Addresses`): absent ones are removed by the write. */
 export interface ListedAddresses {
@@ -128,8 +125,7 @@ export class RunningCatchUp {
    */
   recorded(launch: RecordedLaunch): Promise<void> {
     const asked = this.asks.submit(launch.region, launch).catch(() => undefined);
-    inFlight.add(asked);
-    void asked.finally(() => inFlight.delete(asked));
+    trackCatchUp(asked, launch);
     return asked;
   }
 
@@ -204,20 +200,6 @@ export class RunningCatchUp {
 }
 
 const ofDeps = new WeakMap<object, RunningCatchUp>();
-
-/** Launches recorded and not yet asked (and written) by any catch-up of this process. */
-const inFlight = new Set<Promise<void>>();
-
-/**
- * Resolves once every launch recorded so far in this process was asked of EC2
- * and, if running, written (a window still open is waited out: at most its
- * 3 s and the region's pace). A draining worker waits for it before it
- * closes, so a launch recorded in its last seconds still hears its `running`;
- * a test waits for it before it drops its table. Never rejects.
- */
-export async function runningCatchUpsSettled(): Promise<void> {
-  while (inFlight.size > 0) await Promise.all([...inFlight]);
-}
 
 /**
  * The worker's catch-up (one per activities' deps, so the launch's record

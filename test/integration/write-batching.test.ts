@@ -489,16 +489,46 @@ function routineComparable(i: Record<string, unknown> | undefined) {
   return rest;
 }
 
+/** Each written machine's item as it is now, by machine id. */
+async function itemsOf(model: string, writes: ReadonlyArray<{ machineId: string }>) {
+  return new Map(
+    await Promise.all(
+      writes.map(async (w) => [w.machineId, await item(model, w.machineId)] as const),
+    ),
+  );
+}
+
+/**
+ * The single write on a machine of each case (`aloneWrites`, one a case, by
+ * `writeAlone`): the answer the case expects, and the very item each of the
+ * case's `copies` machines written together (`writes`, in case order) was left with.
+ */
+async function expectAsAlone<W extends { machineId: string }>(
+  model: string,
+  cases: ReadonlyArray<{ name: string; expected: string }>,
+  writes: readonly W[],
+  copies: number,
+  aloneWrites: readonly W[],
+  writeAlone: (w: W) => Promise<boolean | 'stale'>,
+) {
+  for (const [n, c] of cases.entries()) {
+    const w = aloneWrites[n]!;
+    await expect(writeAlone(w)).resolves.toBe(c.expected === 'written');
+    for (const copy of writes.slice(copies * n, copies * n + copies)) {
+      expect({ case: c.name, item: routineComparable(await item(model, copy.machineId)) }).toEqual({
+        case: c.name,
+        item: routineComparable(await item(model, w.machineId)),
+      });
+    }
+  }
+}
+
 describe('routine running writes sent together (the running catch-up)', () => {
   it('answers and writes each machine exactly as the single routine write does, in calls of 25', async () => {
     const model = await newModel();
     const writes = await routineScenario(model, 3);
     const aloneWrites = await routineScenario(model, 1);
-    const before = new Map(
-      await Promise.all(
-        writes.map(async (w) => [w.machineId, await item(model, w.machineId)] as const),
-      ),
-    );
+    const before = await itemsOf(model, writes);
     const calls = callsOf(together.totals);
     const failed = { ...together.totals.failed };
     const units = writeUnitsOf(together.totals);
@@ -518,27 +548,15 @@ describe('routine running writes sent together (the running catch-up)', () => {
 
     // the single write on a machine of each case: the same answer, the same item after it
     const aloneUnits = writeUnitsOf(alone.totals);
-    for (const [n, c] of ROUTINE_CASES.entries()) {
-      const w = aloneWrites[n]!;
-      await expect(
-        alone.store.recordRoutineInstanceState(
-          w.model,
-          w.machineId,
-          w.instanceId,
-          'running',
-          w.addresses,
-        ),
-      ).resolves.toBe(c.expected === 'written');
-      for (const copy of writes.slice(3 * n, 3 * n + 3)) {
-        expect({
-          case: c.name,
-          item: routineComparable(await item(model, copy.machineId)),
-        }).toEqual({
-          case: c.name,
-          item: routineComparable(await item(model, w.machineId)),
-        });
-      }
-    }
+    await expectAsAlone(model, ROUTINE_CASES, writes, 3, aloneWrites, (w) =>
+      alone.store.recordRoutineInstanceState(
+        w.model,
+        w.machineId,
+        w.instanceId,
+        'running',
+        w.addresses,
+      ),
+    );
     // the meter's estimate for the written statements is what DynamoDB Local reports for the
     // same writes as UpdateItem: 1 each (the instance index is untouched)
     const written = expected.length - refusals;
@@ -664,11 +682,7 @@ describe('address writes sent together (the sweep)', () => {
     const model = await newModel();
     const writes = await addressScenario(model, 5);
     const aloneWrites = await addressScenario(model, 1);
-    const before = new Map(
-      await Promise.all(
-        writes.map(async (w) => [w.machineId, await item(model, w.machineId)] as const),
-      ),
-    );
+    const before = await itemsOf(model, writes);
     const calls = callsOf(together.totals);
     const units = writeUnitsOf(together.totals);
 
@@ -682,18 +696,9 @@ describe('address writes sent together (the sweep)', () => {
     const written = expected.filter((e) => e === 'written').length;
     expect(writeUnitsOf(together.totals) - units).toBe(written);
 
-    for (const [n, c] of ADDRESS_CASES.entries()) {
-      const w = aloneWrites[n]!;
-      await expect(alone.store.recordAddresses(model, w.machineId, w.instanceId, w)).resolves.toBe(
-        c.expected === 'written',
-      );
-      for (const copy of writes.slice(5 * n, 5 * n + 5)) {
-        expect({
-          case: c.name,
-          item: routineComparable(await item(model, copy.machineId)),
-        }).toEqual({ case: c.name, item: routineComparable(await item(model, w.machineId)) });
-      }
-    }
+    await expectAsAlone(model, ADDRESS_CASES, writes, 5, aloneWrites, (w) =>
+      alone.store.recordAddresses(model, w.machineId, w.instanceId, w),
+    );
     // what the cases left: addresses set, one removed, both removed; refused ones untouched
     expect(await item(model, writes[0]!.machineId)).toMatchObject({
       privateAddress: '10.0.0.5',

@@ -215,6 +215,81 @@ describe('sweepModel recording addresses', () => {
     expect(calls[0]!.machineIds).toHaveLength(ADDRESS_WRITES_PER_SWEEP);
     expect(calls[0]!.machineIds).not.toContain(String(n));
   });
+
+  it('says a failed address write (its machine, instance and error) and goes on: the sweep answers its report', async () => {
+    // machines 0-2 run, with addresses EC2 lists and they do not record; 3 is recorded pending
+    const machines: SweptMachine[] = ['0', '1', '2', '3'].map((id) => ({
+      id,
+      life: 'alive',
+      status: 'running',
+      instanceId: `i-${id}`,
+      instanceStatus: id === '3' ? 'pending' : 'running',
+    }));
+    const listed: Instance[] = machines.map((m) => ({
+      ...instance(m.instanceId!, 'running'),
+      PrivateIpAddress: `10.0.0.${m.id}`,
+    }));
+    const routine: unknown[][] = [];
+    const sent: string[][] = [];
+    const h = harness({
+      machines,
+      listed,
+      byId: listed.filter((i) => i.InstanceId === 'i-3'),
+      store: {
+        recordRoutineInstanceState: (...args: unknown[]) => {
+          routine.push(args);
+          return Promise.resolve(true);
+        },
+        // the batched call answers each write: 1's failed, 2's refused (the machine moved on)
+        recordAddressesAll: (_model: string, writes: Array<{ machineId: string }>) => {
+          sent.push(writes.map((w) => w.machineId));
+          return Promise.resolve(
+            writes.map(({ machineId }) => {
+              if (machineId === '1') {
+                const error = new Error('Rate of requests exceeds the allowed throughput');
+                return {
+                  outcome: 'failed',
+                  error: Object.assign(error, { name: 'ThrottlingException' }),
+                };
+              }
+              if (machineId === '2') return { outcome: 'refused' };
+              return { outcome: 'written' };
+            }),
+          );
+        },
+      },
+    });
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    let report: Awaited<ReturnType<typeof h.sweep>>;
+    let lines: unknown[];
+    try {
+      report = await h.sweep();
+      lines = warn.mock.calls.map(([line]) => JSON.parse(String(line)) as unknown);
+    } finally {
+      warn.mockRestore();
+    }
+    // one line, for the failed write only (a refusal is the machine moving on: not said)
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        message: 'sweep: could not record the instance addresses; the next sweep tries again',
+        model: 'm',
+        machineId: '1',
+        instanceId: 'i-1',
+        error: 'Rate of requests exceeds the allowed throughput',
+      },
+    ]);
+    // 3's addresses went in its routine write, the others together in one call
+    expect(sent).toEqual([['0', '1', '2']]);
+    // the sweep itself answered, with the rest of its work: 3's running (its addresses with it)
+    expect(routine).toEqual([['m', '3', 'i-3', 'running', { privateAddress: '10.0.0.3' }]]);
+    expect(report).toMatchObject({
+      model: 'm',
+      modelGone: false,
+      strays: [],
+      instanceChanges: ['3:i-3:running'],
+    });
+  });
 });
 
 describe('sweepModel reprovisioning lost machines', () => {

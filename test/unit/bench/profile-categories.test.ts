@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { categorize, ownFile } from '../../../bench/profile-categories';
 import type { CpuProfile } from '../../../bench/profile';
+import { sampledProfile } from '../../support/cpu-profiles';
 
 const ROOT = join(__dirname, '..', '..', '..');
 const own = (path: string) => `file://${join(ROOT, path)}`;
@@ -20,15 +21,7 @@ function profile(): CpuProfile {
     { id: 6, callFrame: f('(garbage collector)', '') },
     { id: 7, callFrame: f('(idle)', '') },
   ];
-  const samples = [3, 3, 3, 3, 4, 4, 4, 2, 2, 6, 7, 7, 7, 7, 7, 3];
-  return {
-    nodes,
-    startTime: 0,
-    endTime: samples.length * 1000,
-    samples,
-    timeDeltas: samples.map(() => 1000),
-    thread: 'main (pid 1)',
-  };
+  return sampledProfile(nodes, [3, 3, 3, 3, 4, 4, 4, 2, 2, 6, 7, 7, 7, 7, 7, 3], 'main (pid 1)');
 }
 
 describe('categorize', () => {

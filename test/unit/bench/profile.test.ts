@@ -8,6 +8,7 @@ import {
   threadOf,
   type CpuProfile,
 } from '../../../bench/profile';
+import { sampledProfile } from '../../support/cpu-profiles';
 
 /** A profile of one function sampled `n` times, 1 ms apart, plus the collector sampled `gc` times. */
 function profileOf(fn: string, url: string, n: number, gc: number): CpuProfile {
@@ -16,14 +17,7 @@ function profileOf(fn: string, url: string, n: number, gc: number): CpuProfile {
     { id: 2, callFrame: { functionName: fn, url, lineNumber: 0 } },
     { id: 3, callFrame: { functionName: '(garbage collector)', url: '', lineNumber: -1 } },
   ];
-  const samples = [...Array<number>(n).fill(2), ...Array<number>(gc).fill(3), 2];
-  return {
-    nodes,
-    startTime: 0,
-    endTime: samples.length * 1000,
-    samples,
-    timeDeltas: samples.map(() => 1000),
-  };
+  return sampledProfile(nodes, [...Array<number>(n).fill(2), ...Array<number>(gc).fill(3), 2]);
 }
 
 describe('threadOf', () => {
