@@ -94,7 +94,7 @@ export interface RunningWrite {
 }
 
 export interface CatchUpStats {
-  /** Windows asked of EC2 (one DescribeInstances per 200 of their instances). */
+  /** Windows asked of EC2 (one DescribeInstances per 199 of their instances). */
   asks: number;
   /** Instances found running and written. */
   written: number;

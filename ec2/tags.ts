@@ -98,15 +98,18 @@ export const MAX_FILTER_VALUES = 200;
  *
  * With `only`, EC2 lists only the instances in those states (an
  * `instance-state-name` filter beside the ids, whose values count in the
- * call's 200: the ids go fewer a call): the others are left out of the
- * answer, so a caller that acts on a few states does not have EC2's whole
- * description of every other instance (some 3 KB of XML each) parsed.
+ * call's 200: the ids go fewer a call, 199 with one state): the others are
+ * left out of the answer, so a caller that acts on a few states does not
+ * have EC2's whole description of every other instance (some 3 KB of XML
+ * each) parsed. An id missing from such an answer is then NOT gone from EC2,
+ * only in another state: a caller that counts a missing id as `unknown`
+ * (liveness, teardown) must not pass `only`.
  */
 export async function instanceStates(
   ec2: EC2Client,
   instanceIds: readonly string[],
   onInstance?: (instance: Instance, state: InstanceState) => void,
-  only?: readonly InstanceState[],
+  only?: readonly Exclude<InstanceState, 'unknown'>[],
 ): Promise<Map<string, InstanceState>> {
   const states = new Map<string, InstanceState>();
   const stateFilter: Filter[] =

@@ -156,7 +156,7 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
     expect(catchUp.stats).toMatchObject({ asks: 2, written: 1, refused: 0, failed: 1 });
   }, 30_000);
 
-  it('asks a window of 400 launches in three calls, each within EC2’s 200 filter values with the state', async () => {
+  it('asks 400 ids in three calls, each within EC2’s 200 filter values with the state', async () => {
     const { client, asked } = listingEc2([]);
     const ports = catchUpPortsOf(recordingDeps(client).deps);
     const ids = Array.from({ length: 400 }, (_, n) => `i-${n.toString(16).padStart(17, '0')}`);
