@@ -54,7 +54,16 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
         }),
       ),
     );
-    expect(asked).toHaveLength(1);
+    // one call, asking EC2 for the window's ids in state running only (a pending one is not described)
+    expect(asked).toEqual([
+      [
+        {
+          Name: 'instance-id',
+          Values: ['i-0000000000000000a', 'i-0000000000000000b', 'i-0000000000000000c'],
+        },
+        { Name: 'instance-state-name', Values: ['running'] },
+      ],
+    ]);
     expect(writes.sort((x, y) => String(x[1]).localeCompare(String(y[1])))).toEqual([
       [
         'm',
@@ -146,6 +155,21 @@ describe('runningCatchUpOf: the routine running write carries the addresses EC2 
     ]);
     expect(catchUp.stats).toMatchObject({ asks: 2, written: 1, refused: 0, failed: 1 });
   }, 30_000);
+
+  it('asks 400 ids in three calls, each within EC2’s 200 filter values with the state', async () => {
+    const { client, asked } = listingEc2([]);
+    const ports = catchUpPortsOf(recordingDeps(client).deps);
+    const ids = Array.from({ length: 400 }, (_, n) => `i-${n.toString(16).padStart(17, '0')}`);
+    await expect(ports.statesOf('us-east-1', ids)).resolves.toEqual(new Map());
+    const calls = asked as Array<Array<{ Name: string; Values: string[] }>>;
+    // 199 + 199 + 2 ids: with `running` each call has 200 values at most (FilterLimitExceeded beyond)
+    expect(calls.map((f) => f.map((x) => x.Values.length))).toEqual([
+      [199, 1],
+      [199, 1],
+      [2, 1],
+    ]);
+    expect(calls.flatMap((f) => f[0]!.Values)).toEqual(ids);
+  });
 });
 
 /** Activity deps over `client` whose store records each routine `running` write it is asked for. */
