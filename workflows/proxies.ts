@@ -12,10 +12,12 @@ import { NON_RETRYABLE_FAILURES } from '../temporal/failures';
 // The failure types the workflow branches on are non-retryable: it decides. Code that must
 // know what this policy gives up on asks temporal/failures.ts notRetriedByPolicy (a unit test
 // holds the two together).
+const RETRY_INITIAL_MS = 1_000;
+const RETRY_MAXIMUM_MS = 30_000;
 const RETRY = {
-  initialInterval: '1 second',
+  initialInterval: RETRY_INITIAL_MS,
   backoffCoefficient: 2,
-  maximumInterval: '30 seconds',
+  maximumInterval: RETRY_MAXIMUM_MS,
   nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
 } as const;
 
@@ -173,10 +175,70 @@ export const localRecords = proxyLocalActivities<Activities>({
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
-export const localRecording = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { ...RETRY, maximumAttempts: 8 },
+/**
+ * A local activity's options under which its retries end with its last
+ * try's own failure, never with "Activity timed out" while no try ran long.
+ *
+ * The SDK's core (1.24, sdk-core `local_activities.rs` TimeoutBag) starts a
+ * start-to-close timer for each try of a local activity and, when it starts
+ * the next try's, drops the earlier timer's handle without stopping it: each
+ * try's timer still fires its start-to-close after that try began, and if a
+ * later try of the same activity is running then, that try is ended as timed
+ * out (on the last attempt, the step's end). With a 30 s start-to-close and
+ * 30 s between the last tries, try k's timer fires a few milliseconds before
+ * try k+1 starts; a worker whose threads were not scheduled across those
+ * milliseconds (a loaded machine) sees both at once, and the core's merged
+ * queue takes the new try first half the time: failure-semantics' record
+ * step then ended "Activity timed out" instead of with its refusal.
+ *
+ * So the start-to-close is the whole retry span (every wait between tries,
+ * as the core computes them) plus `tryMs`: every timer fires after the last
+ * try has ended as long as the tries together run less than `tryMs`. A try
+ * that hangs is still ended, later (a timeout then is the truth). An
+ * activity that names its own next retry delay is outside this bound.
+ */
+export function endedByLastTry(p: {
+  /** What all the tries together may run (each is milliseconds when it works or is refused). */
+  tryMs: number;
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  maximumAttempts: number;
+  nonRetryableErrorTypes: readonly string[];
+}) {
+  let waits = 0;
+  for (let attempt = 1; attempt < p.maximumAttempts; attempt++) {
+    waits += Math.min(
+      p.initialIntervalMs * p.backoffCoefficient ** (attempt - 1),
+      p.maximumIntervalMs,
+    );
+  }
+  return {
+    startToCloseTimeout: waits + p.tryMs,
+    retry: {
+      initialInterval: p.initialIntervalMs,
+      backoffCoefficient: p.backoffCoefficient,
+      maximumInterval: p.maximumIntervalMs,
+      maximumAttempts: p.maximumAttempts,
+      nonRetryableErrorTypes: [...p.nonRetryableErrorTypes],
+    },
+  };
+}
+
+/**
+ * Recording a launched instance in the workflow task: RETRY's waits, 8 tries
+ * (91 s of waits), 30 s for the tries themselves: 121 s in all
+ * (endedByLastTry says why it is not 30 s a try).
+ */
+export const LOCAL_RECORDING_OPTIONS = endedByLastTry({
+  tryMs: 30_000,
+  initialIntervalMs: RETRY_INITIAL_MS,
+  backoffCoefficient: RETRY.backoffCoefficient,
+  maximumIntervalMs: RETRY_MAXIMUM_MS,
+  maximumAttempts: 8,
+  nonRetryableErrorTypes: RETRY.nonRetryableErrorTypes,
 });
+export const localRecording = proxyLocalActivities<Activities>(LOCAL_RECORDING_OPTIONS);
 export const localPlanning = proxyLocalActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   cancellationType: ActivityCancellationType.TRY_CANCEL,

@@ -1,0 +1,38 @@
+import { proxyLocalActivities } from '@temporalio/workflow';
+import { endedByLastTry, failureMessage } from '../../workflows/proxies';
+
+/**
+ * One local activity retried once, 2 s apart, its tries 4 s at most: the
+ * record step's policy scaled down (test/integration/local-retry.test.ts).
+ * `bounded`: the options endedByLastTry makes; otherwise the plain ones the
+ * record step had (4 s a try, so 4 s start-to-close).
+ */
+export const SCALED = {
+  tryMs: 4_000,
+  initialIntervalMs: 2_000,
+  backoffCoefficient: 1,
+  maximumIntervalMs: 2_000,
+  maximumAttempts: 2,
+  nonRetryableErrorTypes: [],
+} as const;
+
+export interface RefusingActivities {
+  /** Refuses every try; try 2 refuses only after `secondTryMs`. */
+  refuseTwice(input: { secondTryMs: number }): Promise<void>;
+}
+
+export async function localRetryWorkflow(input: {
+  bounded: boolean;
+  secondTryMs: number;
+}): Promise<string> {
+  const bounded = endedByLastTry(SCALED);
+  const { refuseTwice } = proxyLocalActivities<RefusingActivities>(
+    input.bounded ? bounded : { startToCloseTimeout: SCALED.tryMs, retry: bounded.retry },
+  );
+  try {
+    await refuseTwice({ secondTryMs: input.secondTryMs });
+    return 'answered';
+  } catch (err) {
+    return failureMessage(err);
+  }
+}
