@@ -92,7 +92,7 @@ export function machineSummary(model: string, machineId: string): string {
  * a 0.5-vCPU worker. A run keeps the timeout it was started with across
  * continue-as-new (workflows/carry.ts sets none).
  */
-export const MACHINE_WORKFLOW_TASK_TIMEOUT_S = 60;
+export const MACHINE_WORKFLOW_TASK_TIMEOUT_S = 20;
 export const MACHINE_WORKFLOW_TASK_TIMEOUT = `${MACHINE_WORKFLOW_TASK_TIMEOUT_S} seconds` as const;
 
 export function machineStartOptions(

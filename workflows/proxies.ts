@@ -78,7 +78,7 @@ export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
  * the worker within the first workflow task, after the first read's claim.
  * Same timeout and attempts. A local activity cannot heartbeat: a dead
  * worker's launch is taken up when its workflow task times out
- * (MACHINE_WORKFLOW_TASK_TIMEOUT, 60 s, within the heartbeat timeout
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s, within the heartbeat timeout
  * above), and run again there with the same token seed (a zone claim
  * records the run and attempt that made it, and a step of that run run again
  * for the same attempt keeps the zone: activities/records.ts
