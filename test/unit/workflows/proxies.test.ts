@@ -28,15 +28,23 @@ describe('endedByLastTry (workflows/proxies.ts)', () => {
   });
 
   it('the record step in the workflow task: 8 tries of RETRY, ended by the last', () => {
-    expect(LOCAL_RECORDING_OPTIONS).toEqual({
-      startToCloseTimeout: 121_000,
-      retry: {
-        initialInterval: 1_000,
-        backoffCoefficient: 2,
-        maximumInterval: 30_000,
-        maximumAttempts: 8,
-        nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
-      },
+    const { retry } = LOCAL_RECORDING_OPTIONS;
+    expect(retry).toEqual({
+      initialInterval: 1_000,
+      backoffCoefficient: 2,
+      maximumInterval: 30_000,
+      maximumAttempts: 8,
+      nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
     });
+    expect(LOCAL_RECORDING_OPTIONS).toEqual(
+      endedByLastTry({
+        tryMs: 30_000,
+        initialIntervalMs: retry.initialInterval,
+        backoffCoefficient: retry.backoffCoefficient,
+        maximumIntervalMs: retry.maximumInterval,
+        maximumAttempts: retry.maximumAttempts,
+        nonRetryableErrorTypes: retry.nonRetryableErrorTypes,
+      }),
+    );
   });
 });
