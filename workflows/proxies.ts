@@ -193,9 +193,12 @@ export const localRecords = proxyLocalActivities<Activities>({
  *
  * So the start-to-close is the whole retry span (every wait between tries,
  * as the core computes them) plus `tryMs`: every timer fires after the last
- * try has ended as long as the tries together run less than `tryMs`. A try
- * that hangs is still ended, later (a timeout then is the truth). An
- * activity that names its own next retry delay is outside this bound.
+ * try has ended as long as the tries together (with any wait for a local
+ * activity slot) run less than `tryMs`. The schedule-to-close is the same
+ * span, so a try that hangs ends the step at that bound (a timeout then is
+ * the truth), not once per retry. An activity that names its own next retry
+ * delay is outside this bound, and so are timers left by an earlier run of
+ * the same step (a workflow task lost and run again).
  */
 export function endedByLastTry(p: {
   /** What all the tries together may run (each is milliseconds when it works or is refused). */
@@ -215,6 +218,9 @@ export function endedByLastTry(p: {
   }
   return {
     startToCloseTimeout: waits + p.tryMs,
+    // the same bound for the whole step: the core keeps one such timer a step (no stray), so a
+    // try that hangs ends the step then, not after every retry's own start-to-close
+    scheduleToCloseTimeout: waits + p.tryMs,
     retry: {
       initialInterval: p.initialIntervalMs,
       backoffCoefficient: p.backoffCoefficient,
@@ -227,13 +233,15 @@ export function endedByLastTry(p: {
 
 /**
  * Recording a launched instance in the workflow task: RETRY's waits, 8 tries
- * (91 s of waits), 30 s for the tries themselves: 121 s in all, what
+ * (91 s of waits), 30 s for the tries themselves: 121 s in all (a hung
+ * write ends the step then; it was 30 s a try, 8 tries), what
  * endedByLastTry gives (a literal, as the preloaded bundle keeps no
  * module-level state: test/unit/workflows/proxies.test.ts holds the two
  * together). endedByLastTry says why it is not 30 s a try.
  */
 export const LOCAL_RECORDING_OPTIONS = {
   startToCloseTimeout: 121_000,
+  scheduleToCloseTimeout: 121_000,
   retry: { ...RETRY, maximumAttempts: 8 },
 } as const;
 export const localRecording = proxyLocalActivities<Activities>(LOCAL_RECORDING_OPTIONS);

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { endedByLastTry } from '../../workflows/proxies';
 import type { RefusingActivities } from '../support/local-retry-workflow';
-import { SCALED } from '../support/local-retry-workflow';
+import { BOUNDED_TRY_MS, SCALED } from '../support/local-retry-workflow';
 import { loadTestStack } from './stack';
 
 /**
@@ -76,7 +76,9 @@ async function run(bounded: boolean): Promise<{ answer: string; tookMs: number }
     // every try's timer has fired before the worker stops: one firing after its shutdown
     // panics in the core's thread ("receive half not dropped")
     const lastTry = Math.max(...tries.map((t) => t.at));
-    const timerMs = bounded ? endedByLastTry(SCALED).startToCloseTimeout : SCALED.tryMs;
+    const timerMs = bounded
+      ? endedByLastTry({ ...SCALED, tryMs: BOUNDED_TRY_MS }).startToCloseTimeout
+      : SCALED.tryMs;
     await sleep(Math.max(0, lastTry + timerMs + 500 - Date.now()));
     return { answer: answer as string, tookMs };
   });
@@ -85,6 +87,7 @@ async function run(bounded: boolean): Promise<{ answer: string; tookMs: number }
 describe('a local activity retried by the SDK', () => {
   it('bounded by endedByLastTry: the start-to-close spans the waits and the tries', () => {
     expect(endedByLastTry(SCALED).startToCloseTimeout).toBe(6_000);
+    expect(endedByLastTry({ ...SCALED, tryMs: BOUNDED_TRY_MS }).startToCloseTimeout).toBe(10_000);
   });
 
   it("ends with its last try's refusal when that try ran within its time", async () => {
