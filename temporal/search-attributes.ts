@@ -78,21 +78,27 @@ export function machineSummary(model: string, machineId: string): string {
  * it later than that (the dev server's SQLite under a 1,000-machine burst),
  * matching drops the poll's answer and the task as "already started", and
  * only this timeout brings it back (README, "Lost first workflow tasks").
- * With 1 minute, such a machine launched ~60 s after the rest.
+ * With 60 s such a machine launched ~60 s after the rest; with 20 s, ~20 s
+ * after the server started its task.
  *
  * It must not cut off a task whose local activities still run: the SDK's
- * core completes such a task at 80 % of this (48 s after it got the task)
- * and asks for the next, where the activities' results land. A shorter
- * timeout would bound a lost task's cost (README, "Lost first workflow
- * tasks": 30 s was merged and taken back the same day): a fresh-clone CI on
- * a loaded machine then failed failure-semantics' unrecorded-launch case,
- * whose record step retries for ~90 s inside local activities and ended
- * "Activity timed out" instead of with its refusal; the 60 s it passed with
- * in every earlier CI is kept until a shorter one is proven on a loaded and
- * a 0.5-vCPU worker. A run keeps the timeout it was started with across
- * continue-as-new (workflows/carry.ts sets none).
+ * core completes such a task at 80 % of this (16 s after it got the task)
+ * and asks for the next, where the activities' results land; that answer
+ * needs the worker's event loop and threads. Measured on a loaded machine
+ * (two CPU hogs, the worker stopped half the time in 100 ms and 300 ms
+ * pulses): those tasks completed 16.0–16.3 s after the server started them,
+ * 3.7 s inside the timeout, and failure-semantics, whose record step retries
+ * ~90 s in local activities, passed. In the 1,000-machine bench no first
+ * task reached the 16 s heartbeat, and a lost one was taken up 20 s after
+ * its start (README, "Lost first workflow tasks"). The failure that took
+ * 30 s back (a fresh-clone CI: failure-semantics' machine said "Activity
+ * timed out") was not the task timeout: that file started its machines with
+ * the server's default 10 s, and the record step's end was a race in the
+ * SDK's core (workflows/proxies.ts endedByLastTry).
+ * A run keeps the timeout it was started with across continue-as-new
+ * (workflows/carry.ts sets none): machines started with 60 s keep it.
  */
-export const MACHINE_WORKFLOW_TASK_TIMEOUT_S = 60;
+export const MACHINE_WORKFLOW_TASK_TIMEOUT_S = 20;
 export const MACHINE_WORKFLOW_TASK_TIMEOUT = `${MACHINE_WORKFLOW_TASK_TIMEOUT_S} seconds` as const;
 
 export function machineStartOptions(

@@ -79,8 +79,8 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     // from its whole history. The default 10 s was exceeded about once per machine in a
     // 1,000-machine burst (tasks waited 5.5 s median in the queue). A worker that dies
     // leaves its sticky tasks waiting this long before another takes them (a shutdown
-    // hands them over at once); a dead worker's open tasks already wait their 60 s
-    // task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT).
+    // hands them over at once); a dead worker's open tasks wait their task timeout
+    // (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s; 60 s for machines started before it was).
     stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
     maxCachedWorkflows,
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),

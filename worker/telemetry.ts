@@ -115,8 +115,10 @@ export function addSdkUpdates(
  * 5 s), its RunInstances turn and EC2's answer, so at the SDK's 5 s a
  * 1,000-machine burst logged 999 such warnings. The core completes a task
  * whose local activities still run at 80 % of the task timeout
- * (MACHINE_WORKFLOW_TASK_TIMEOUT, 60 s: 48 s) and goes on in the next:
- * a task longer than 50 s is one that is stuck, or late for its timeout.
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s: 16 s) and goes on in the next:
+ * a task longer than 18 s is one that is stuck, or late for its timeout.
+ * (Machines started before the timeout was 20 s keep 60 s for life: their
+ * tasks of 18–48 s are routine and warn all the same.)
  */
 export const WORKFLOW_TASK_DURATION_WARN_SECONDS =
   Math.ceil(MACHINE_WORKFLOW_TASK_TIMEOUT_S * 0.8) + 2;

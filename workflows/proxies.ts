@@ -12,10 +12,12 @@ import { NON_RETRYABLE_FAILURES } from '../temporal/failures';
 // The failure types the workflow branches on are non-retryable: it decides. Code that must
 // know what this policy gives up on asks temporal/failures.ts notRetriedByPolicy (a unit test
 // holds the two together).
+const RETRY_INITIAL_MS = 1_000;
+const RETRY_MAXIMUM_MS = 30_000;
 const RETRY = {
-  initialInterval: '1 second',
+  initialInterval: RETRY_INITIAL_MS,
   backoffCoefficient: 2,
-  maximumInterval: '30 seconds',
+  maximumInterval: RETRY_MAXIMUM_MS,
   nonRetryableErrorTypes: NON_RETRYABLE_FAILURES,
 } as const;
 
@@ -76,7 +78,7 @@ export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
  * the worker within the first workflow task, after the first read's claim.
  * Same timeout and attempts. A local activity cannot heartbeat: a dead
  * worker's launch is taken up when its workflow task times out
- * (MACHINE_WORKFLOW_TASK_TIMEOUT, 60 s, within the heartbeat timeout
+ * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s, within the heartbeat timeout
  * above), and run again there with the same token seed (a zone claim
  * records the run and attempt that made it, and a step of that run run again
  * for the same attempt keeps the zone: activities/records.ts
@@ -173,10 +175,76 @@ export const localRecords = proxyLocalActivities<Activities>({
   scheduleToCloseTimeout: STEP_DEADLINE,
   retry: RETRY,
 });
-export const localRecording = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
+/**
+ * A local activity's options under which its retries end with its last
+ * try's own failure, never with "Activity timed out" while no try ran long.
+ *
+ * The SDK's core (1.24, sdk-core `local_activities.rs` TimeoutBag) starts a
+ * start-to-close timer for each try of a local activity and, when it starts
+ * the next try's, drops the earlier timer's handle without stopping it: each
+ * try's timer still fires its start-to-close after that try began, and if a
+ * later try of the same activity is running then, that try is ended as timed
+ * out (on the last attempt, the step's end). With a 30 s start-to-close and
+ * 30 s between the last tries, try k's timer fires a few milliseconds before
+ * try k+1 starts; a worker whose threads were not scheduled across those
+ * milliseconds (a loaded machine) sees both at once, and the core's merged
+ * queue takes the new try first half the time: failure-semantics' record
+ * step then ended "Activity timed out" instead of with its refusal.
+ *
+ * So the start-to-close is the whole retry span (every wait between tries,
+ * as the core computes them) plus `tryMs`: every timer fires after the last
+ * try has ended as long as the tries together (with any wait for a local
+ * activity slot) run less than `tryMs`. The schedule-to-close is the same
+ * span, so a try that hangs ends the step at that bound (a timeout then is
+ * the truth), not once per retry. An activity that names its own next retry
+ * delay is outside this bound, and so are timers left by an earlier run of
+ * the same step (a workflow task lost and run again).
+ */
+export function endedByLastTry(p: {
+  /** What all the tries together may run (each is milliseconds when it works or is refused). */
+  tryMs: number;
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  maximumAttempts: number;
+  nonRetryableErrorTypes: readonly string[];
+}) {
+  let waits = 0;
+  for (let attempt = 1; attempt < p.maximumAttempts; attempt++) {
+    waits += Math.min(
+      p.initialIntervalMs * p.backoffCoefficient ** (attempt - 1),
+      p.maximumIntervalMs,
+    );
+  }
+  return {
+    startToCloseTimeout: waits + p.tryMs,
+    // the same bound for the whole step: the core keeps one such timer a step (no stray), so a
+    // try that hangs ends the step then, not after every retry's own start-to-close
+    scheduleToCloseTimeout: waits + p.tryMs,
+    retry: {
+      initialInterval: p.initialIntervalMs,
+      backoffCoefficient: p.backoffCoefficient,
+      maximumInterval: p.maximumIntervalMs,
+      maximumAttempts: p.maximumAttempts,
+      nonRetryableErrorTypes: [...p.nonRetryableErrorTypes],
+    },
+  };
+}
+
+/**
+ * Recording a launched instance in the workflow task: RETRY's waits, 8 tries
+ * (91 s of waits), 30 s for the tries themselves: 121 s in all (a hung
+ * write ends the step then; it was 30 s a try, 8 tries), what
+ * endedByLastTry gives (a literal, as the preloaded bundle keeps no
+ * module-level state: test/unit/workflows/proxies.test.ts holds the two
+ * together). endedByLastTry says why it is not 30 s a try.
+ */
+export const LOCAL_RECORDING_OPTIONS = {
+  startToCloseTimeout: 121_000,
+  scheduleToCloseTimeout: 121_000,
   retry: { ...RETRY, maximumAttempts: 8 },
-});
+} as const;
+export const localRecording = proxyLocalActivities<Activities>(LOCAL_RECORDING_OPTIONS);
 export const localPlanning = proxyLocalActivities<Activities>({
   startToCloseTimeout: '2 minutes',
   cancellationType: ActivityCancellationType.TRY_CANCEL,

@@ -15,7 +15,11 @@ import { machineKey } from '../../state/items';
 import { Repository } from '../../state/repository';
 import { instanceStateSignal, provisioningStateQuery } from '../../workflows/definitions';
 import { startDynamoFaultProxy, type DynamoFaultProxy } from '../support/dynamodb-fault-proxy';
-import { machineWorkflowId } from '../../temporal/search-attributes';
+import {
+  MACHINE_WORKFLOW_TYPE,
+  machineStartOptions,
+  machineWorkflowId,
+} from '../../temporal/search-attributes';
 import { recordHistory as recordRunHistory } from './histories';
 import { proxyAdmin, proxyCalls } from './ec2-test-kit';
 import { apiClient, eventually, uniqueName } from './api-client';
@@ -77,7 +81,11 @@ async function newModel(prefix: string): Promise<string> {
   return name;
 }
 
-/** Records machines as the API does and starts their workflows on the private queue. */
+/**
+ * Records machines as the API does and starts their workflows on the private queue, with
+ * the API's start options (its workflow-task timeout among them: without them the server's
+ * default 10 s applied, and this file never ran machines as the product starts them).
+ */
 async function addMachines(model: string, count: number, base = 'ubuntu@24.04'): Promise<string[]> {
   const ids = await repo.allocateMachineIds(model, count);
   await repo.putNewMachines(
@@ -85,11 +93,7 @@ async function addMachines(model: string, count: number, base = 'ubuntu@24.04'):
   );
   await Promise.all(
     ids.map((id) =>
-      temporal.workflow.start('machine', {
-        taskQueue: TASK_QUEUE,
-        workflowId: machineWorkflowId(model, id),
-        args: [{ model, machineId: id }],
-      }),
+      temporal.workflow.start(MACHINE_WORKFLOW_TYPE, machineStartOptions(model, id, TASK_QUEUE)),
     ),
   );
   return ids;

@@ -12,11 +12,11 @@ import {
 } from '../../../temporal/search-attributes';
 
 describe('longTaskWarningThreshold', () => {
-  it('sets 50 s when the environment says nothing (past the core’s task heartbeat at 48 s of 60)', () => {
+  it('sets 18 s when the environment says nothing (past the core’s task heartbeat at 16 s of 20)', () => {
     const env: NodeJS.ProcessEnv = {};
-    expect(longTaskWarningThreshold(env)).toBe('50');
-    expect(env[WORKFLOW_TASK_DURATION_WARN_ENV]).toBe('50');
-    expect(WORKFLOW_TASK_DURATION_WARN_SECONDS).toBe(50);
+    expect(longTaskWarningThreshold(env)).toBe('18');
+    expect(env[WORKFLOW_TASK_DURATION_WARN_ENV]).toBe('18');
+    expect(WORKFLOW_TASK_DURATION_WARN_SECONDS).toBe(18);
   });
 
   it('keeps a threshold the environment sets', () => {
@@ -27,7 +27,7 @@ describe('longTaskWarningThreshold', () => {
 
   it('treats a blank value as unset', () => {
     const env: NodeJS.ProcessEnv = { [WORKFLOW_TASK_DURATION_WARN_ENV]: ' ' };
-    expect(longTaskWarningThreshold(env)).toBe('50');
+    expect(longTaskWarningThreshold(env)).toBe('18');
   });
 
   it('writes a value back trimmed, as the core reads it', () => {
@@ -46,8 +46,8 @@ describe('longTaskWarningThreshold', () => {
 });
 
 describe('the machine workflow task timeout and the long-task warning', () => {
-  it('starts machines with a 60 s task timeout (a shorter one failed a loaded CI)', () => {
-    expect(MACHINE_WORKFLOW_TASK_TIMEOUT).toBe('60 seconds');
+  it('starts machines with a 20 s task timeout (a lost first task costs its machine that)', () => {
+    expect(MACHINE_WORKFLOW_TASK_TIMEOUT).toBe('20 seconds');
     expect(machineStartOptions('m', '0', 'provisioner').workflowTaskTimeout).toBe(
       MACHINE_WORKFLOW_TASK_TIMEOUT,
     );
