@@ -1,12 +1,12 @@
 import { Context } from '@temporalio/activity';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { endedByLastTry } from '../../workflows/proxies';
 import type { RefusingActivities } from '../support/local-retry-workflow';
 import { BOUNDED_TRY_MS, SCALED } from '../support/local-retry-workflow';
 import { loadTestStack } from './stack';
+import { temporalConnections } from './temporal-connections';
 
 /**
  * A local activity's retries end with its last try's own failure
@@ -24,21 +24,7 @@ import { loadTestStack } from './stack';
  */
 
 const stack = loadTestStack();
-let connection: Connection;
-let client: Client;
-let nativeConnection: NativeConnection;
-
-beforeAll(async () => {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  connection = await Connection.connect({ address: stack.temporalAddress });
-  client = new Client({ connection, namespace: stack.temporalNamespace });
-  nativeConnection = await NativeConnection.connect({ address: stack.temporalAddress });
-});
-
-afterAll(async () => {
-  await nativeConnection.close();
-  await connection.close();
-});
+const conn = temporalConnections(stack);
 
 const tries: Array<{ attempt: number; at: number }> = [];
 
@@ -58,7 +44,7 @@ async function run(bounded: boolean): Promise<{ answer: string; tookMs: number }
   tries.length = 0;
   const taskQueue = `local-retry-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
-    connection: nativeConnection,
+    connection: conn.native,
     namespace: stack.temporalNamespace,
     taskQueue,
     workflowsPath: require.resolve('../support/local-retry-workflow'),
@@ -66,7 +52,7 @@ async function run(bounded: boolean): Promise<{ answer: string; tookMs: number }
   });
   return worker.runUntil(async () => {
     const started = Date.now();
-    const answer = await client.workflow.execute('localRetryWorkflow', {
+    const answer = await conn.client.workflow.execute('localRetryWorkflow', {
       taskQueue,
       workflowId: `local-retry-${bounded ? 'bounded' : 'plain'}-${randomUUID().slice(0, 8)}`,
       args: [{ bounded, secondTryMs: 3_000 }],

@@ -1,8 +1,7 @@
 import type { ClaimZoneInput } from '../../activities/launch';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../activities';
 import type {
@@ -23,6 +22,7 @@ import { uniqueName } from './api-client';
 import { recordHistory } from './histories';
 import type { MachineTeardown, MachineTornDown } from '../../activities/teardown';
 import { loadTestStack } from './stack';
+import { temporalConnections } from './temporal-connections';
 import { workflowBundlerOptions } from '../../worker/preload';
 
 /**
@@ -43,22 +43,7 @@ const PLAN: LaunchPlan = {
   applications: [],
 };
 
-let connection: Connection;
-let client: Client;
-let nativeConnection: NativeConnection;
-
-beforeAll(async () => {
-  // the injected failures are expected: keep the in-process worker's log to errors
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  connection = await Connection.connect({ address: stack.temporalAddress });
-  client = new Client({ connection, namespace: stack.temporalNamespace });
-  nativeConnection = await NativeConnection.connect({ address: stack.temporalAddress });
-});
-
-afterAll(async () => {
-  await nativeConnection.close();
-  await connection.close();
-});
+const conn = temporalConnections(stack);
 
 /** One machine's world as the activities see it, and what the workflow did to it. */
 class FakeWorld {
@@ -198,7 +183,7 @@ async function withWorker<T>(
 ): Promise<T> {
   const taskQueue = `provisioner-wf-${randomUUID().slice(0, 8)}`;
   const worker = await Worker.create({
-    connection: nativeConnection,
+    connection: conn.native,
     namespace: stack.temporalNamespace,
     taskQueue,
     workflowsPath: require.resolve('../../workflows'),
@@ -210,7 +195,7 @@ async function withWorker<T>(
 }
 
 function start(taskQueue: string, model: string) {
-  return client.workflow.start('machine', {
+  return conn.client.workflow.start('machine', {
     taskQueue,
     workflowId: `machine:${model}:0`,
     args: [{ model, machineId: '0' }],
@@ -452,7 +437,7 @@ describe('machine workflow decisions', () => {
         if (!first) return;
         first = false;
         w.machine.life = 'dead';
-        await client.workflow.getHandle(`machine:${model}:0`).signal(destroySignal);
+        await conn.client.workflow.getHandle(`machine:${model}:0`).signal(destroySignal);
       };
       const handle = await start(taskQueue, model);
       await resultWithin(handle);

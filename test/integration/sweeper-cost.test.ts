@@ -1,13 +1,13 @@
 import { Context } from '@temporalio/activity';
-import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { modelPage, type SweepPageInput, type SweepPageResult } from '../../activities/sweeper';
 import type { SweeperInput } from '../../workflows/definitions';
 import { eventually } from './api-client';
 import { loadTestStack } from './stack';
+import { temporalConnections } from './temporal-connections';
 
 /**
  * What an idle sweep costs in Temporal Cloud actions (issue 16), read from the
@@ -29,21 +29,7 @@ const INTERVAL_MS = 1000;
 const WALKS_PER_RUN = 4;
 const WALKS = 9;
 
-let connection: Connection;
-let client: Client;
-let nativeConnection: NativeConnection;
-
-beforeAll(async () => {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  connection = await Connection.connect({ address: stack.temporalAddress });
-  client = new Client({ connection, namespace: stack.temporalNamespace });
-  nativeConnection = await NativeConnection.connect({ address: stack.temporalAddress });
-});
-
-afterAll(async () => {
-  await nativeConnection.close();
-  await connection.close();
-});
+const conn = temporalConnections(stack);
 
 /** N idle models: the sweeper's workflow id says how many (`…-n<N>-…`); nothing changes. */
 function sweepModelPage(input: SweepPageInput): Promise<SweepPageResult> {
@@ -69,7 +55,7 @@ async function chain(workflowId: string, firstRunId: string): Promise<HistoryEve
   const runs: HistoryEvent[][] = [];
   let runId: string | undefined = firstRunId;
   while (runId) {
-    const history: temporal.api.history.v1.IHistory = await client.workflow
+    const history: temporal.api.history.v1.IHistory = await conn.client.workflow
       .getHandle(workflowId, runId)
       .fetchHistory();
     const events: HistoryEvent[] = history.events ?? [];
@@ -134,7 +120,7 @@ describe('the sweeper when nothing happens', () => {
   it('costs the same per walk for 2, 20 and 100 models, and an hour of 100 idle models ≤ 200 actions', async () => {
     const taskQueue = `sweeper-cost-${randomUUID().slice(0, 8)}`;
     const worker = await Worker.create({
-      connection: nativeConnection,
+      connection: conn.native,
       namespace: stack.temporalNamespace,
       taskQueue,
       workflowsPath: require.resolve('../../workflows/sweeper'),
@@ -144,7 +130,7 @@ describe('the sweeper when nothing happens', () => {
     const measured = await worker.runUntil(async () => {
       const started = await Promise.all(
         sizes.map((n) =>
-          client.workflow.start('sweeperWorkflow', {
+          conn.client.workflow.start('sweeperWorkflow', {
             taskQueue,
             workflowId: `sweeper-cost-n${n}-${randomUUID().slice(0, 8)}`,
             args: [
@@ -165,7 +151,7 @@ describe('the sweeper when nothing happens', () => {
           120_000,
           500,
         );
-        await client.workflow.getHandle(handle.workflowId).terminate('measured');
+        await conn.client.workflow.getHandle(handle.workflowId).terminate('measured');
         results.push(walks(runs));
       }
       return results;
