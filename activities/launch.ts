@@ -3,6 +3,7 @@ import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } 
 import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE, notRetriedByPolicy } from '../temporal/failures';
 import { startingMessage } from '../temporal/messages';
+import { LAUNCH_TRY_MS } from '../temporal/launch-try';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
 import type { ActivityDeps } from './deps';
@@ -625,9 +626,8 @@ export const HEARTBEAT_EVERY_MS = 5_000;
 export const LAUNCH_HEARTBEAT_EVERY_MS = 10_000;
 
 /**
- * The part of the activity's start-to-close timeout a try counts as its own
- * (7/8: 105 s of 2 minutes): the activity started, for Temporal, a little
- * before this code ran.
+ * The part of a launch try's time a try counts as its own (7/8: 105 s of 2
+ * minutes): the activity started, for Temporal, a little before this code ran.
  */
 const TRY_DEADLINE_SHARE = 7 / 8;
 
@@ -655,11 +655,15 @@ export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?:
     scheduled > 0 && !context.info.isLocal
       ? Math.min(scheduled, Date.now())
       : Math.min(startedAt ?? Date.now(), Date.now());
+  // a local launch's start-to-close spans all its retries (workflows/proxies.ts
+  // LOCAL_LAUNCH_OPTIONS, against the SDK core's stray timers): a try of it still gets a launch
+  // try's time in its batch, as when that was its start-to-close
+  const tryMs = context.info.isLocal
+    ? Math.min(startToCloseTimeoutMs, LAUNCH_TRY_MS)
+    : startToCloseTimeoutMs;
   return {
     signal: context.cancellationSignal,
-    ...(startToCloseTimeoutMs > 0
-      ? { liveUntil: start + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
-      : {}),
+    ...(tryMs > 0 ? { liveUntil: start + tryMs * TRY_DEADLINE_SHARE } : {}),
   };
 }
 

@@ -8,7 +8,7 @@ import {
 } from '../../../activities/launch';
 import type { ActivityDeps } from '../../../activities/deps';
 import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
-import { LAUNCH_OPTIONS } from '../../../workflows/proxies';
+import { LAUNCH_OPTIONS, LOCAL_LAUNCH_OPTIONS } from '../../../workflows/proxies';
 import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 /**
@@ -181,12 +181,12 @@ describe('heartbeating in a local activity', () => {
  */
 describe('thisTry', () => {
   const FIRST_SCHEDULED_AGO_MS = 110_000;
-  const run = (isLocal: boolean) => {
+  const run = (isLocal: boolean, startToCloseTimeoutMs = 120_000) => {
     const scheduled = Date.now() - FIRST_SCHEDULED_AGO_MS;
     const env = new MockActivityEnvironment({
       isLocal,
       attempt: 2,
-      startToCloseTimeoutMs: 120_000,
+      startToCloseTimeoutMs,
       currentAttemptScheduledTimestampMs: scheduled,
     });
     const before = Date.now();
@@ -199,6 +199,17 @@ describe('thisTry', () => {
     expect(tried.signal).toBeDefined();
     expect(tried.liveUntil).toBeGreaterThanOrEqual(before + 105_000);
     expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() + 105_000);
+  });
+
+  it("a local launch whose start-to-close spans its retries: a try still lives 7/8 of a launch try's time", async () => {
+    // LOCAL_LAUNCH_OPTIONS' 211 s would give 184.6 s
+    const { before, tried } = await run(true, LOCAL_LAUNCH_OPTIONS.startToCloseTimeout);
+    expect(tried.liveUntil).toBeGreaterThanOrEqual(before + 105_000);
+    expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() + 105_000);
+    // and a shorter start-to-close is its own bound
+    const short = await run(true, 40_000);
+    expect(short.tried.liveUntil).toBeLessThanOrEqual(Date.now() + 35_000);
+    expect(short.tried.liveUntil).toBeGreaterThanOrEqual(short.before + 35_000);
   });
 
   it("an activity's try lives from when Temporal scheduled it", async () => {
