@@ -320,8 +320,8 @@ export const localPlanning = proxyLocalActivities<Activities>(LOCAL_PLANNING_OPT
  * (patches.ts LAUNCH_IN_READ): planning's budget (LOCAL_PLANNING_OPTIONS: 20
  * tries in 10 minutes, 149 s for the tries together, more than a launch
  * try's 120 s; a hung RunInstances ends the step at 10 minutes, after which
- * the pass plans, claims and launches on its own, and a destroy waits as
- * long for it, where it waited up to 2 minutes), the read's retries (the
+ * the pass plans, claims and launches on its own; a destroy waits for it up
+ * to then too), the read's retries (the
  * step never fails once it launched: a launch's failure is in its answer,
  * or left to a launch step of its own). A destroy
  * cancels it and waits for its answer (WAIT_CANCELLATION_COMPLETED): the step
