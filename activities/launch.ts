@@ -633,8 +633,10 @@ const TRY_DEADLINE_SHARE = 7 / 8;
 
 /**
  * This try's end, for its batch: the activity's cancellation (a heartbeat
- * Temporal refuses because the try timed out cancels it) and its
- * start-to-close deadline. A batch leaves out a try that is over, so a try
+ * Temporal refuses because the try timed out cancels it) and 7/8 of its
+ * time: its start-to-close, or for a local launch (whose start-to-close spans
+ * its retries) a launch try's time (LAUNCH_TRY_MS), never past 7/8 of a try
+ * before its step's schedule-to-close. A batch leaves out a try that is over, so a try
  * Temporal already retried (on this worker or another) never launches late.
  */
 export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?: number } {
@@ -661,10 +663,19 @@ export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?:
   const tryMs = context.info.isLocal
     ? Math.min(startToCloseTimeoutMs, LAUNCH_TRY_MS)
     : startToCloseTimeoutMs;
-  return {
-    signal: context.cancellationSignal,
-    ...(tryMs > 0 ? { liveUntil: start + tryMs * TRY_DEADLINE_SHARE } : {}),
-  };
+  if (!(tryMs > 0)) return { signal: context.cancellationSignal };
+  let liveUntil = start + tryMs * TRY_DEADLINE_SHARE;
+  // and never past the step's own end, less the same share of a try for the call to answer: a
+  // late try of a local launch (its step's 211 s counted from the first try's schedule) would
+  // otherwise commit its batch after the step had ended "Activity timed out"
+  const { scheduledTimestampMs, scheduleToCloseTimeoutMs } = context.info;
+  if (context.info.isLocal && scheduledTimestampMs > 0 && scheduleToCloseTimeoutMs > 0) {
+    liveUntil = Math.min(
+      liveUntil,
+      scheduledTimestampMs + scheduleToCloseTimeoutMs - tryMs * (1 - TRY_DEADLINE_SHARE),
+    );
+  }
+  return { signal: context.cancellationSignal, liveUntil };
 }
 
 /** The EC2 code of a launch failure (classified or not). */

@@ -35,6 +35,11 @@ import { temporalConnections } from './temporal-connections';
  * try 2's timer (4 s after it began) cancels try 3 while it waits, and the
  * step ends "Activity timed out"; ended by its last try, try 3 runs out
  * uncancelled and the step ends with its refusal.
+ *
+ * Both show endedByLastTry's shape on a real worker with scaled-down
+ * numbers; the production option sets are held to endedByLastTry and
+ * lastTryWithin by test/unit/workflows/proxies.test.ts, which is the test
+ * that fails should one of them go back to a try's start-to-close.
  */
 
 const stack = loadTestStack();

@@ -1,3 +1,4 @@
+import { msToNumber } from '@temporalio/common/lib/time';
 import { ActivityCancellationType } from '@temporalio/workflow';
 import { LAUNCH_TRY_MS } from '../../../temporal/launch-try';
 import { NON_RETRYABLE_FAILURES } from '../../../temporal/failures';
@@ -10,6 +11,7 @@ import {
   LOCAL_PREPARE_OPTIONS,
   LOCAL_RECORDING_OPTIONS,
   LOCAL_RECORDS_OPTIONS,
+  STEP_DEADLINE,
 } from '../../../workflows/proxies';
 
 /** RETRY (workflows/proxies.ts): waits 1, 2, 4, 8, 16 s, then 30 s each. */
@@ -28,6 +30,10 @@ const RETRY_MS = {
 const STEP_DEADLINE_MS = 600_000;
 
 describe('endedByLastTry (workflows/proxies.ts)', () => {
+  it("the local steps' deadline is the steps' STEP_DEADLINE", () => {
+    expect(msToNumber(STEP_DEADLINE)).toBe(STEP_DEADLINE_MS);
+  });
+
   it('spans every wait the core computes between tries, plus the tries', () => {
     // waits 1, 2, 4, 8, 16, then 30 (the ceiling) twice: 91 s
     expect(
@@ -71,6 +77,8 @@ describe('endedByLastTry (workflows/proxies.ts)', () => {
   it("the launch step in the workflow task: the launch step's 8 tries, 91 s of waits and a launch try's 120 s (211 s)", () => {
     expect(LOCAL_LAUNCH_OPTIONS.retry).toEqual(LAUNCH_OPTIONS.retry);
     expect(LAUNCH_TRY_MS).toBe(120_000);
+    // a launch try's time is the launch step's (as an activity) start-to-close
+    expect(msToNumber(LAUNCH_OPTIONS.startToCloseTimeout)).toBe(LAUNCH_TRY_MS);
     expect(LOCAL_LAUNCH_OPTIONS).toEqual(
       endedByLastTry({ ...RETRY_MS, tryMs: LAUNCH_TRY_MS, maximumAttempts: 8 }),
     );
