@@ -3,6 +3,7 @@ import { NoSuitableZoneError, orderZones, PARTITION_COUNT, placementGroupName } 
 import { StaleViewError, ZoneClaimContendedError, type ClaimRequest } from '../state/zone-counts';
 import { FAILURE, notRetriedByPolicy } from '../temporal/failures';
 import { startingMessage } from '../temporal/messages';
+import { LAUNCH_TRY_MS } from '../temporal/launch-try';
 import { CapacityMemory } from './capacity-memory';
 import { Coalescer } from './coalescer';
 import type { ActivityDeps } from './deps';
@@ -625,16 +626,17 @@ export const HEARTBEAT_EVERY_MS = 5_000;
 export const LAUNCH_HEARTBEAT_EVERY_MS = 10_000;
 
 /**
- * The part of the activity's start-to-close timeout a try counts as its own
- * (7/8: 105 s of 2 minutes): the activity started, for Temporal, a little
- * before this code ran.
+ * The part of a launch try's time a try counts as its own (7/8: 105 s of 2
+ * minutes): the activity started, for Temporal, a little before this code ran.
  */
 const TRY_DEADLINE_SHARE = 7 / 8;
 
 /**
  * This try's end, for its batch: the activity's cancellation (a heartbeat
- * Temporal refuses because the try timed out cancels it) and its
- * start-to-close deadline. A batch leaves out a try that is over, so a try
+ * Temporal refuses because the try timed out cancels it) and 7/8 of its
+ * time: its start-to-close, or for a local launch (whose start-to-close spans
+ * its retries) a launch try's time (LAUNCH_TRY_MS), never past 7/8 of a try
+ * before its step's schedule-to-close. A batch leaves out a try that is over, so a try
  * Temporal already retried (on this worker or another) never launches late.
  */
 export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?: number } {
@@ -655,12 +657,25 @@ export function thisTry(startedAt?: number): { signal?: AbortSignal; liveUntil?:
     scheduled > 0 && !context.info.isLocal
       ? Math.min(scheduled, Date.now())
       : Math.min(startedAt ?? Date.now(), Date.now());
-  return {
-    signal: context.cancellationSignal,
-    ...(startToCloseTimeoutMs > 0
-      ? { liveUntil: start + startToCloseTimeoutMs * TRY_DEADLINE_SHARE }
-      : {}),
-  };
+  // a local launch's start-to-close spans all its retries (workflows/proxies.ts
+  // LOCAL_LAUNCH_OPTIONS, against the SDK core's stray timers): a try of it still gets a launch
+  // try's time in its batch, as when that was its start-to-close
+  const tryMs = context.info.isLocal
+    ? Math.min(startToCloseTimeoutMs, LAUNCH_TRY_MS)
+    : startToCloseTimeoutMs;
+  if (!(tryMs > 0)) return { signal: context.cancellationSignal };
+  let liveUntil = start + tryMs * TRY_DEADLINE_SHARE;
+  // and never past the step's own end, less the same share of a try for the call to answer: a
+  // late try of a local launch (its step's 211 s counted from the first try's schedule) would
+  // otherwise commit its batch after the step had ended "Activity timed out"
+  const { scheduledTimestampMs, scheduleToCloseTimeoutMs } = context.info;
+  if (context.info.isLocal && scheduledTimestampMs > 0 && scheduleToCloseTimeoutMs > 0) {
+    liveUntil = Math.min(
+      liveUntil,
+      scheduledTimestampMs + scheduleToCloseTimeoutMs - tryMs * (1 - TRY_DEADLINE_SHARE),
+    );
+  }
+  return { signal: context.cancellationSignal, liveUntil };
 }
 
 /** The EC2 code of a launch failure (classified or not). */

@@ -151,7 +151,10 @@ async function main(): Promise<void> {
       r.provisioner?.profile ? ['', `N=${r.n}, workers' ${r.provisioner.profile}`] : [],
     ),
   ];
-  const notes = results.flatMap((r) => r.notes.map((note) => `N=${r.n}: ${note}`));
+  // most notes name their size already (`N=…: `): not twice
+  const notes = results.flatMap((r) =>
+    r.notes.map((note) => (note.startsWith(`N=${r.n}: `) ? note : `N=${r.n}: ${note}`)),
+  );
   if (notes.length > 0) out.push('', 'Notes:', ...notes.map((note) => `- ${note}`));
   out.push('', `JSON: ${join(outDir, `${runId}.json`)}`, '');
   process.stdout.write(out.join('\n'));

@@ -219,3 +219,29 @@ if (require.main === module) {
   };
   process.stdout.write(`${profileText(summarizeProfiles(readProfiles(dir), window), 30)}\n`);
 }
+
+/**
+ * The profiler's own CPU a second, per profiled worker: its threads
+ * (`v8:ProfEvntProc`) and the sampled threads' signal work, measured on an
+ * idle worker at a 2 ms sampling interval (issue 26, 2026-11-27: ~60 ms/s
+ * profiled against ~10 unprofiled). The bench samples every 1 ms (Node's
+ * default), so there it is likely more: a lower bound.
+ */
+export const PROFILER_CPU_MS_PER_S = 50;
+
+/**
+ * What a profiled run's worker CPU figures need said beside them: they hold
+ * the profiler's own CPU, which grows with the phase's length and not with
+ * the machines, so they are not comparable with an unprofiled run's "worker
+ * CPU per machine".
+ */
+export function profiledCpuNote(n: number, phaseMs: number, workers: number): string {
+  const atLeastMs = (PROFILER_CPU_MS_PER_S * (phaseMs / 1000) * workers) / n;
+  return (
+    `N=${n}: profiled (--cpu-prof): "worker CPU per machine" includes the profiler's own CPU ` +
+    `(~${PROFILER_CPU_MS_PER_S} ms of CPU a second a worker, measured at a 2 ms interval; the bench ` +
+    `samples every 1 ms): at least ${atLeastMs.toFixed(1)} ms a machine over this ` +
+    `${(phaseMs / 1000).toFixed(1)} s phase with ${workers} worker(s). Not comparable with an ` +
+    `unprofiled run's figure: compare profiled runs with each other, or run again without --cpu-prof`
+  );
+}

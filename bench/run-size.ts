@@ -50,7 +50,7 @@ import {
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker, machinesPerZone } from './figures';
 import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
-import { profileText, readProfiles, summarizeProfiles } from './profile';
+import { profiledCpuNote, profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
 
 const MODEL = 'bench';
@@ -199,6 +199,7 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     await stack.stop();
   }
   const p = result.provisioner;
+  if (opts.cpuProfile && p?.cpu) result.notes.push(profiledCpuNote(n, p.cpu.wallMs, opts.workers));
   if (opts.cpuProfile && p?.cpu?.windowUs) {
     const profiles = readProfiles(profileDir);
     if (profiles.length === 0) result.notes.push(`N=${n}: no CPU profile was written`);

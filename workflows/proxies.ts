@@ -76,16 +76,29 @@ export const launching = proxyActivities<Activities>(LAUNCH_OPTIONS);
 /**
  * The same launch as a local activity (patches.ts LAUNCH_IN_TASK): run by
  * the worker within the first workflow task, after the first read's claim.
- * Same timeout and attempts. A local activity cannot heartbeat: a dead
- * worker's launch is taken up when its workflow task times out
+ * Same attempts. A local activity cannot heartbeat: a dead worker's launch
+ * is taken up when its workflow task times out
  * (MACHINE_WORKFLOW_TASK_TIMEOUT, 20 s, within the heartbeat timeout
  * above), and run again there with the same token seed (a zone claim
  * records the run and attempt that made it, and a step of that run run again
  * for the same attempt keeps the zone: activities/records.ts
  * `zoneHeldByThisRun`).
+ *
+ * Ended by its last try (endedByLastTry): RETRY's waits for 8 tries (91 s)
+ * and a launch try's time (LAUNCH_TRY_MS, 120 s) for the tries together:
+ * 211 s start-to-close and schedule-to-close. With 2 minutes a try, as it
+ * had, a try that ended early left a timer that fired 2 minutes after it
+ * began, and a later try running then (a launch waits for its batch and
+ * EC2's bucket, seconds to tens of seconds) was cancelled in flight and
+ * retried, or on the last try the step ended "Activity timed out". A hung
+ * RunInstances now ends its try, and the step, 211 s after the step began
+ * (was 120 s a try, up to 8 tries); a try that has not gone out by 7/8 of a
+ * launch try's time leaves its batch as before (activities/launch.ts
+ * thisTry). A literal, as LOCAL_RECORDING_OPTIONS.
  */
 export const LOCAL_LAUNCH_OPTIONS = {
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: 211_000,
+  scheduleToCloseTimeout: 211_000,
   retry: { ...RETRY, maximumAttempts: 8 },
 } as const;
 export const localLaunching = proxyLocalActivities<Activities>(LOCAL_LAUNCH_OPTIONS);
@@ -169,12 +182,25 @@ export const starting = proxyActivities<Activities>({
  * by the worker within the workflow task that asks for them, so a machine's
  * provisioning takes a few workflow tasks instead of one per step (each
  * workflow task is a round trip through Temporal's task queue).
+ *
+ * Each ends by its last try (endedByLastTry, lastTryWithin): the step's 10
+ * minutes (STEP_DEADLINE) as before, in as many tries as RETRY's waits leave
+ * a try's time beside. The reads and writes: 23 tries (541 s of waits, 59 s
+ * for the tries together; they had 30 s a try); planning and the first read:
+ * 20 tries (451 s of waits, 149 s for the tries; they had 2 minutes a try).
+ * With a try's start-to-close, as they had, a try left a timer that could
+ * end a later try (one more try), and the step out of its 10 minutes said
+ * "Activity timed out" (a local activity's timeout carries no last failure)
+ * where it now says its last try's failure. Literals, as
+ * LOCAL_RECORDING_OPTIONS (test/unit/workflows/proxies.test.ts holds them to
+ * lastTryWithin).
  */
-export const localRecords = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: STEP_DEADLINE,
-  retry: RETRY,
-});
+export const LOCAL_RECORDS_OPTIONS = {
+  startToCloseTimeout: 600_000,
+  scheduleToCloseTimeout: 600_000,
+  retry: { ...RETRY, maximumAttempts: 23 },
+} as const;
+export const localRecords = proxyLocalActivities<Activities>(LOCAL_RECORDS_OPTIONS);
 /**
  * A local activity's options under which its retries end with its last
  * try's own failure, never with "Activity timed out" while no try ran long.
@@ -232,6 +258,42 @@ export function endedByLastTry(p: {
 }
 
 /**
+ * endedByLastTry within a step's deadline: as many tries as the retry
+ * policy's waits leave at least `minTryMs` beside, and the rest of the
+ * deadline to the tries together. The local steps that had STEP_DEADLINE
+ * keep it this way (LOCAL_RECORDS_OPTIONS).
+ */
+export function lastTryWithin(p: {
+  deadlineMs: number;
+  /** The least the tries together are given (what one try had). */
+  minTryMs: number;
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  nonRetryableErrorTypes: readonly string[];
+}) {
+  let attempts = 1;
+  let waits = 0;
+  for (;;) {
+    const next = Math.min(
+      p.initialIntervalMs * p.backoffCoefficient ** (attempts - 1),
+      p.maximumIntervalMs,
+    );
+    if (next <= 0 || waits + next + p.minTryMs > p.deadlineMs) break;
+    waits += next;
+    attempts += 1;
+  }
+  return endedByLastTry({
+    tryMs: p.deadlineMs - waits,
+    initialIntervalMs: p.initialIntervalMs,
+    backoffCoefficient: p.backoffCoefficient,
+    maximumIntervalMs: p.maximumIntervalMs,
+    maximumAttempts: attempts,
+    nonRetryableErrorTypes: p.nonRetryableErrorTypes,
+  });
+}
+
+/**
  * Recording a launched instance in the workflow task: RETRY's waits, 8 tries
  * (91 s of waits), 30 s for the tries themselves: 121 s in all (a hung
  * write ends the step then; it was 30 s a try, 8 tries), what
@@ -245,17 +307,23 @@ export const LOCAL_RECORDING_OPTIONS = {
   retry: { ...RETRY, maximumAttempts: 8 },
 } as const;
 export const localRecording = proxyLocalActivities<Activities>(LOCAL_RECORDING_OPTIONS);
-export const localPlanning = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '2 minutes',
+/** Planning in the workflow task: its budget is LOCAL_RECORDS_OPTIONS's (20 tries in 10 minutes). */
+export const LOCAL_PLANNING_OPTIONS = {
+  startToCloseTimeout: 600_000,
   cancellationType: ActivityCancellationType.TRY_CANCEL,
-  scheduleToCloseTimeout: STEP_DEADLINE,
-  retry: RETRY,
-});
+  scheduleToCloseTimeout: 600_000,
+  retry: { ...RETRY, maximumAttempts: 20 },
+} as const;
+export const localPlanning = proxyLocalActivities<Activities>(LOCAL_PLANNING_OPTIONS);
 /**
  * A `machine` run's first read, which plans, claims and launches
- * (patches.ts LAUNCH_IN_READ): the launch's start-to-close (LOCAL_LAUNCH_OPTIONS),
- * the read's retries (the step never fails once it launched: a launch's
- * failure is in its answer, or left to a launch step of its own). A destroy
+ * (patches.ts LAUNCH_IN_READ): planning's budget (LOCAL_PLANNING_OPTIONS: 20
+ * tries in 10 minutes, 149 s for the tries together, more than a launch
+ * try's 120 s; a hung RunInstances ends the step at 10 minutes, after which
+ * the pass plans, claims and launches on its own; a destroy waits for it up
+ * to then too), the read's retries (the
+ * step never fails once it launched: a launch's failure is in its answer,
+ * or left to a launch step of its own). A destroy
  * cancels it and waits for its answer (WAIT_CANCELLATION_COMPLETED): the step
  * answers the cancellation at once while it plans or claims, but a launch
  * under way is not given up, and its instance is in the answer the workflow
@@ -264,9 +332,9 @@ export const localPlanning = proxyLocalActivities<Activities>({
  * core handles both kinds of cancellation alike (the marker decides).
  */
 export const LOCAL_PREPARE_OPTIONS = {
-  startToCloseTimeout: LOCAL_LAUNCH_OPTIONS.startToCloseTimeout,
+  startToCloseTimeout: 600_000,
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  scheduleToCloseTimeout: STEP_DEADLINE,
-  retry: RETRY,
+  scheduleToCloseTimeout: 600_000,
+  retry: { ...RETRY, maximumAttempts: 20 },
 } as const;
 export const localPreparing = proxyLocalActivities<Activities>(LOCAL_PREPARE_OPTIONS);

@@ -86,5 +86,9 @@ export function localActivityOf(run: typeof RUN, startToCloseTimeoutMs: number) 
     isLocal: true,
     workflowExecution: run,
     startToCloseTimeoutMs,
+    // scheduled now, its step's end its start-to-close (as the first read's options: the mock's
+    // defaults, the epoch and 1 s, would put the step's end long past)
+    scheduledTimestampMs: Date.now(),
+    scheduleToCloseTimeoutMs: startToCloseTimeoutMs,
   });
 }

@@ -8,7 +8,7 @@ import {
 } from '../../../activities/launch';
 import type { ActivityDeps } from '../../../activities/deps';
 import type { LaunchBatch, LaunchBatchCall, LaunchMarker } from '../../../state/launch-batches';
-import { LAUNCH_OPTIONS } from '../../../workflows/proxies';
+import { LAUNCH_OPTIONS, LOCAL_LAUNCH_OPTIONS } from '../../../workflows/proxies';
 import { M5_LARGE_PLAN } from '../../support/launch-plan';
 
 /**
@@ -82,6 +82,8 @@ function setup(held: boolean, local = false) {
     startToCloseTimeoutMs: 120_000,
     // scheduled now (the mock's default is the epoch: the try would be long over)
     currentAttemptScheduledTimestampMs: Date.now(),
+    scheduledTimestampMs: Date.now(),
+    scheduleToCloseTimeoutMs: local ? 211_000 : 0,
   });
   const beats: number[] = [];
   const start = Date.now();
@@ -144,7 +146,11 @@ describe('heartbeating in a local activity', () => {
 
   /** Work that answers after `ms`, run in an activity context (local or not); the heartbeats it sent. */
   async function beatsOf(local: boolean, ms: number): Promise<{ answer: string; beats: number }> {
-    const env = new MockActivityEnvironment({ isLocal: local });
+    const env = new MockActivityEnvironment({
+      isLocal: local,
+      scheduledTimestampMs: Date.now(),
+      scheduleToCloseTimeoutMs: 0,
+    });
     let beats = 0;
     env.on('heartbeat', () => (beats += 1));
     const work = () =>
@@ -181,13 +187,22 @@ describe('heartbeating in a local activity', () => {
  */
 describe('thisTry', () => {
   const FIRST_SCHEDULED_AGO_MS = 110_000;
-  const run = (isLocal: boolean) => {
+  const run = (
+    isLocal: boolean,
+    startToCloseTimeoutMs = 120_000,
+    step: { scheduledAgoMs: number; scheduleToCloseTimeoutMs: number } = {
+      scheduledAgoMs: FIRST_SCHEDULED_AGO_MS,
+      scheduleToCloseTimeoutMs: 0,
+    },
+  ) => {
     const scheduled = Date.now() - FIRST_SCHEDULED_AGO_MS;
     const env = new MockActivityEnvironment({
       isLocal,
       attempt: 2,
-      startToCloseTimeoutMs: 120_000,
+      startToCloseTimeoutMs,
       currentAttemptScheduledTimestampMs: scheduled,
+      scheduledTimestampMs: Date.now() - step.scheduledAgoMs,
+      scheduleToCloseTimeoutMs: step.scheduleToCloseTimeoutMs,
     });
     const before = Date.now();
     const measure = () => Promise.resolve({ before, scheduled, tried: thisTry() });
@@ -199,6 +214,34 @@ describe('thisTry', () => {
     expect(tried.signal).toBeDefined();
     expect(tried.liveUntil).toBeGreaterThanOrEqual(before + 105_000);
     expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() + 105_000);
+  });
+
+  it("a local launch whose start-to-close spans its retries: a try still lives 7/8 of a launch try's time", async () => {
+    // LOCAL_LAUNCH_OPTIONS' 211 s would give 184.6 s
+    const { before, tried } = await run(true, LOCAL_LAUNCH_OPTIONS.startToCloseTimeout);
+    expect(tried.liveUntil).toBeGreaterThanOrEqual(before + 105_000);
+    expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() + 105_000);
+    // and a shorter start-to-close is its own bound
+    const short = await run(true, 40_000);
+    expect(short.tried.liveUntil).toBeLessThanOrEqual(Date.now() + 35_000);
+    expect(short.tried.liveUntil).toBeGreaterThanOrEqual(short.before + 35_000);
+  });
+
+  it("a late try of a local launch lives no later than its step's end, less 1/8 of a launch try", async () => {
+    // the step began 190 s ago and ends at 211 s: 21 s left, of which 15 s for the call to answer
+    const step = { scheduledAgoMs: 190_000, scheduleToCloseTimeoutMs: 211_000 };
+    const { before, tried } = await run(true, LOCAL_LAUNCH_OPTIONS.startToCloseTimeout, step);
+    expect(tried.liveUntil).toBeGreaterThanOrEqual(before - 190_000 + 211_000 - 15_000);
+    expect(tried.liveUntil).toBeLessThanOrEqual(Date.now() - 190_000 + 211_000 - 15_000);
+    // early in the step, a launch try's own 105 s is the bound
+    const early = await run(true, LOCAL_LAUNCH_OPTIONS.startToCloseTimeout, {
+      scheduledAgoMs: 10_000,
+      scheduleToCloseTimeoutMs: 211_000,
+    });
+    expect(early.tried.liveUntil).toBeGreaterThanOrEqual(early.before + 105_000);
+    // an activity (not local) is Temporal's to time out: its schedule-to-close is not used
+    const remote = await run(false, 120_000, step);
+    expect(remote.tried.liveUntil).toBe(remote.scheduled + 105_000);
   });
 
   it("an activity's try lives from when Temporal scheduled it", async () => {

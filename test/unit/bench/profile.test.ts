@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  profiledCpuNote,
   profileText,
   readProfiles,
   summarizeProfiles,
@@ -72,5 +73,22 @@ describe('summarizeProfiles by thread', () => {
     const s = summarizeProfiles(readProfiles(dir));
     expect(s.busyMs).toBe(5);
     expect(s.threads).toEqual([]);
+  });
+});
+
+describe('profiledCpuNote: what a profiled run says beside its worker CPU', () => {
+  it("says the figure holds the profiler's own CPU, at least how much a machine, and not to compare it with an unprofiled run", () => {
+    // 50 ms a second for 60 s, one worker, 1,000 machines: 3.0 ms a machine
+    const note = profiledCpuNote(1_000, 60_000, 1);
+    expect(note).toContain('N=1000: profiled (--cpu-prof)');
+    expect(note).toContain("includes the profiler's own CPU (~50 ms of CPU a second a worker");
+    expect(note).toContain('at least 3.0 ms a machine over this 60.0 s phase with 1 worker(s)');
+    expect(note).toContain("Not comparable with an unprofiled run's figure");
+  });
+
+  it('grows with the phase and the workers, not with the machines', () => {
+    expect(profiledCpuNote(300, 120_000, 2)).toContain(
+      'at least 40.0 ms a machine over this 120.0 s phase with 2 worker(s)',
+    );
   });
 });
