@@ -9,12 +9,26 @@ import type { ServiceEndpoints } from './env';
  */
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 
+/**
+ * How long one attempt of a DynamoDB call may take, request and answer,
+ * before it fails as a timeout and the SDK tries again (a
+ * TransactWriteItems with the same ClientRequestToken). Without it a call
+ * whose answer never comes (a socket dropped silently) held its caller until
+ * an outer timeout: a local step's try now spans the step's retries (up to
+ * 10 minutes, workflows/proxies.ts), a Lambda its own. 30 s: what a local
+ * step's try had before, far above any answer DynamoDB (or DynamoDB Local on
+ * a loaded machine) gives.
+ */
+export const DYNAMODB_ATTEMPT_TIMEOUT_MS = 30_000;
+
 /** With `PROVISIONER_METRICS_FILE` set, its capacity use is metered (config/capacity-meter.ts). */
 export function dynamoDbClient(
   endpoints: Pick<ServiceEndpoints, 'region' | 'dynamodbEndpoint'>,
+  attemptTimeoutMs: number = DYNAMODB_ATTEMPT_TIMEOUT_MS,
 ): DynamoDBClient {
   const client = new DynamoDBClient({
     region: endpoints.region,
+    requestHandler: { requestTimeout: attemptTimeoutMs, throwOnRequestTimeout: true },
     ...(endpoints.dynamodbEndpoint
       ? { endpoint: endpoints.dynamodbEndpoint, credentials: LOCAL_CREDENTIALS }
       : {}),
