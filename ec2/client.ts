@@ -100,15 +100,18 @@ export function ec2MaxSockets(tuning: Partial<ProvisioningTuning>): number {
 }
 
 /**
- * How long one attempt of a worker's EC2 call may take, request and answer,
- * before it fails as a timeout (and the SDK's retry strategy, or the
- * activity's, tries again on another socket; RunInstances again with its
- * ClientToken). Without it a call whose answer never comes (a socket dropped
- * silently on the way) held its try until the step's own timeout: up to
- * 211 s in the launch step, 10 minutes in a first read that launches
- * (workflows/proxies.ts, ended by their last try). 90 s: far above any
- * answer EC2 gives (the local proxy's longest injected RunInstances, in
- * failure-semantics, is 70 s), below a launch try's 120 s.
+ * How long a worker's EC2 call may sit on a silent socket (nothing sent or
+ * received: the handler's `socketTimeout`, counted once the call has a
+ * socket, not while it queues for one) before the attempt fails as a
+ * timeout and the SDK's retry strategy, or the activity's, tries again on
+ * another socket (RunInstances with its ClientToken: no second instance; the
+ * SDK's repeat is not paced by the batcher, as for a 5xx). Without it a call
+ * whose answer never came (a connection dropped silently on the way) held
+ * its try until the step's own timeout: up to 211 s in the launch step, 10
+ * minutes in a first read that launches (workflows/proxies.ts, ended by
+ * their last try). 90 s: far above any answer EC2 gives (the local proxy's
+ * longest injected RunInstances, in failure-semantics, is 70 s), below a
+ * launch try's 120 s.
  */
 export const EC2_ATTEMPT_TIMEOUT_MS = 90_000;
 
@@ -128,8 +131,7 @@ export function workerEc2Client(
     requestHandler: {
       httpAgent: agent,
       httpsAgent: agent,
-      requestTimeout: attemptTimeoutMs,
-      throwOnRequestTimeout: true,
+      socketTimeout: attemptTimeoutMs,
     },
     ...config,
     retryStrategy: new Ec2RetryStrategy(),
