@@ -53,7 +53,7 @@ const DYNAMODB_ANSWER = (res: ServerResponse) =>
 
 /** The socket timeout a client's request handler was given. */
 async function socketTimeoutOf(client: { config: { requestHandler: unknown } }): Promise<unknown> {
-  const handler = client.config.requestHandler as unknown as {
+  const handler = client.config.requestHandler as {
     configProvider: Promise<{ socketTimeout?: number }>;
   };
   return (await handler.configProvider).socketTimeout;
