@@ -100,17 +100,39 @@ export function ec2MaxSockets(tuning: Partial<ProvisioningTuning>): number {
 }
 
 /**
+ * How long a worker's EC2 call may sit on a silent socket (nothing sent or
+ * received: the handler's `socketTimeout`, counted once the call has a
+ * socket, not while it queues for one) before the attempt fails as a
+ * timeout and the SDK's retry strategy, or the activity's, tries again on
+ * another socket (RunInstances with its ClientToken: no second instance; the
+ * SDK's repeat is not paced by the batcher, as for a 5xx). Without it a call
+ * whose answer never came (a connection dropped silently on the way) held
+ * its try until the step's own timeout: up to 211 s in the launch step, 10
+ * minutes in a first read that launches (workflows/proxies.ts, ended by
+ * their last try). 90 s: far above any answer EC2 gives (the local proxy's
+ * longest injected RunInstances, in failure-semantics, is 70 s), below a
+ * launch try's 120 s.
+ */
+export const EC2_ATTEMPT_TIMEOUT_MS = 90_000;
+
+/**
  * An EC2 client for the worker: adaptive rate limiting and retries, capacity
  * errors never retried, sockets sized by `ec2MaxSockets` (the worker's
- * tuning from the environment unless given).
+ * tuning from the environment unless given), each attempt bounded by
+ * `attemptTimeoutMs` (EC2_ATTEMPT_TIMEOUT_MS).
  */
 export function workerEc2Client(
   config: EC2ClientConfig,
   tuning: Partial<ProvisioningTuning> = provisioningTuning(),
+  attemptTimeoutMs: number = EC2_ATTEMPT_TIMEOUT_MS,
 ): EC2Client {
   const agent = { keepAlive: true, maxSockets: ec2MaxSockets(tuning) };
   const client = new EC2Client({
-    requestHandler: { httpAgent: agent, httpsAgent: agent },
+    requestHandler: {
+      httpAgent: agent,
+      httpsAgent: agent,
+      socketTimeout: attemptTimeoutMs,
+    },
     ...config,
     retryStrategy: new Ec2RetryStrategy(),
   });
