@@ -115,6 +115,10 @@ function inTaskOf<T>(run: { workflowId: string; runId: string }, fn: () => Promi
     workflowExecution: run,
     startToCloseTimeoutMs: 120_000,
     currentAttemptScheduledTimestampMs: Date.now(),
+    // the step scheduled now with a first read's 10 minutes (the mock's defaults, the epoch and
+    // 1 s, would put the step's end, which a local launch try never outlives, long past)
+    scheduledTimestampMs: Date.now(),
+    scheduleToCloseTimeoutMs: 600_000,
   });
   return env.run<[], T, () => Promise<T>>(fn);
 }
