@@ -114,6 +114,7 @@ async function main(): Promise<void> {
           cpuProfile: args.cpuProfile,
           ddbCallers: args.ddbCallers,
           workerNodeOptions: args.workerNodeOptions,
+          ...(args.starveWorker ? { starveWorker: args.starveWorker } : {}),
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),

@@ -49,6 +49,7 @@ import {
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker, machinesPerZone } from './figures';
+import { runningShare, starve, type Starvation } from './starve';
 import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
 import { profiledCpuNote, profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
@@ -77,6 +78,8 @@ export interface SizeOptions {
   ddbCallers: boolean;
   /** Node options added to the workers' command line (`--worker-node-option`). */
   workerNodeOptions?: string[];
+  /** The workers pulsed stopped and running through the launch phase (`--starve-worker`). */
+  starveWorker?: Starvation;
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -168,19 +171,37 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     }
     const repo = new Repository(ddb, info.tableName);
     if (opts.launch) {
-      result.provisioner = await runProvisioner({
-        ...opts,
-        info,
-        stack,
-        ec2,
-        moto,
-        repo,
-        owners: InstanceOwners.ofTable(ddb, info.tableName),
-        temporal,
-        metrics,
-        metricsUrl: `http://127.0.0.1:${temporalMetrics}/metrics`,
-        notes: result.notes,
-      });
+      const starver = opts.starveWorker
+        ? starve(
+            stack.processes
+              .filter((p) => isWorker(p.name) && p.child.pid !== undefined)
+              .map((p) => p.child.pid!),
+            opts.starveWorker,
+          )
+        : undefined;
+      if (opts.starveWorker) {
+        const { stopMs, runMs } = opts.starveWorker;
+        result.notes.push(
+          `N=${n}: the workers were starved through the launch phase: stopped ${stopMs / 1000} s, running ${runMs / 1000} s, in turn (${Math.round(runningShare(opts.starveWorker) * 100)} % of the time running; --starve-worker)`,
+        );
+      }
+      try {
+        result.provisioner = await runProvisioner({
+          ...opts,
+          info,
+          stack,
+          ec2,
+          moto,
+          repo,
+          owners: InstanceOwners.ofTable(ddb, info.tableName),
+          temporal,
+          metrics,
+          metricsUrl: `http://127.0.0.1:${temporalMetrics}/metrics`,
+          notes: result.notes,
+        });
+      } finally {
+        await starver?.stop();
+      }
     }
     if (opts.removal) {
       result.removal = await runRemoval({ ...opts, info, repo, temporal });

@@ -1,0 +1,81 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * `npm run bench -- --starve-worker STOP/RUN` (seconds, e.g. `0.3/0.05`):
+ * during the launch phase each worker process group is stopped (SIGSTOP) for
+ * STOP seconds and let run (SIGCONT) for RUN, in turn, so it gets at most
+ * RUN / (STOP + RUN) of the CPU it would: a worker starved while the server,
+ * DynamoDB and EC2 answer at full speed (an overloaded task, a noisy
+ * neighbour), which a busy machine cannot give, since it slows them all.
+ */
+export interface Starvation {
+  stopMs: number;
+  runMs: number;
+}
+
+/** Parses `STOP/RUN` in seconds; a string saying what is wrong when it is not that. */
+export function parseStarvation(text: string | undefined): Starvation | string {
+  const m = /^(\d+(?:\.\d+)?)\/(\d+(?:\.\d+)?)$/.exec(text ?? '');
+  const stopMs = m ? Math.round(Number(m[1]) * 1000) : NaN;
+  const runMs = m ? Math.round(Number(m[2]) * 1000) : NaN;
+  if (!(stopMs >= 10 && stopMs <= 10_000 && runMs >= 10 && runMs <= 10_000)) {
+    return `--starve-worker takes STOP/RUN in seconds, each from 0.01 to 10 (e.g. 0.3/0.05), got ${String(text)}`;
+  }
+  return { stopMs, runMs };
+}
+
+/** The share of the time a starved worker may run. */
+export function runningShare(s: Starvation): number {
+  return s.runMs / (s.stopMs + s.runMs);
+}
+
+export interface Starver {
+  /** Ends the pulses; every group is continued (SIGCONT) before it resolves. */
+  stop(): Promise<void>;
+  /** Pulses sent so far (each a stop and a continue). */
+  readonly pulses: number;
+}
+
+type Kill = (pid: number, signal: NodeJS.Signals) => void;
+
+/**
+ * Pulses the process groups led by `pids` (the stack's workers are spawned
+ * detached, each its own group) until `stop()`. A group gone (ESRCH) is
+ * skipped. Whatever happens, the last signal each gets is SIGCONT: a worker
+ * left stopped would hold the stack's shutdown.
+ */
+export function starve(pids: number[], s: Starvation, kill: Kill = process.kill): Starver {
+  let running = true;
+  let pulses = 0;
+  const signal = (sig: NodeJS.Signals) => {
+    for (const pid of pids) {
+      try {
+        kill(-pid, sig);
+      } catch {
+        // the group is gone: nothing to starve or continue
+      }
+    }
+  };
+  const loop = (async () => {
+    try {
+      while (running) {
+        signal('SIGSTOP');
+        await sleep(s.stopMs);
+        signal('SIGCONT');
+        pulses += 1;
+        if (running) await sleep(s.runMs);
+      }
+    } finally {
+      signal('SIGCONT');
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+    },
+    get pulses() {
+      return pulses;
+    },
+  };
+}
