@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * `npm run bench -- --starve-worker STOP/RUN` (seconds, e.g. `0.3/0.05`):
- * during the launch phase each worker process group is stopped (SIGSTOP) for
- * STOP seconds and let run (SIGCONT) for RUN, in turn, so it gets at most
+ * through the launch phase each worker process group is stopped (SIGSTOP)
+ * for STOP seconds and let run (SIGCONT) for RUN, in turn, so it gets at most
  * RUN / (STOP + RUN) of the CPU it would: a worker starved while the server,
  * DynamoDB and EC2 answer at full speed (an overloaded task, a noisy
  * neighbour), which a busy machine cannot give, since it slows them all.
@@ -30,7 +30,10 @@ export function runningShare(s: Starvation): number {
 }
 
 export interface Starver {
-  /** Ends the pulses; every group is continued (SIGCONT) before it resolves. */
+  /**
+   * Ends the pulses at once; every group is continued (SIGCONT) before it
+   * resolves. Rejects with a signal's error other than a group gone (ESRCH).
+   */
   stop(): Promise<void>;
   /** Pulses sent so far (each a stop and a continue). */
   readonly pulses: number;
@@ -40,39 +43,56 @@ type Kill = (pid: number, signal: NodeJS.Signals) => void;
 
 /**
  * Pulses the process groups led by `pids` (the stack's workers are spawned
- * detached, each its own group) until `stop()`. A group gone (ESRCH) is
- * skipped. Whatever happens, the last signal each gets is SIGCONT: a worker
- * left stopped would hold the stack's shutdown.
+ * detached, each its own group, local/processes.ts) until `stop()`. A group
+ * gone (ESRCH) is skipped; any other refusal (EPERM) ends the pulses and is
+ * what `stop()` rejects with. Whatever happens, the last signal each gets is
+ * SIGCONT, on `stop()` and on the bench's exit: a worker left stopped would
+ * hold the stack's shutdown.
  */
-export function starve(pids: number[], s: Starvation, kill: Kill = process.kill): Starver {
-  let running = true;
+export function starve(
+  pids: number[],
+  s: Starvation,
+  kill: Kill = (pid, sig) => process.kill(pid, sig),
+): Starver {
+  if (pids.length === 0) throw new Error('--starve-worker: no worker process to starve');
+  const halt = new AbortController();
   let pulses = 0;
+  let failure: Error | undefined;
   const signal = (sig: NodeJS.Signals) => {
     for (const pid of pids) {
       try {
         kill(-pid, sig);
-      } catch {
+      } catch (err) {
         // the group is gone: nothing to starve or continue
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') {
+          failure ??= err instanceof Error ? err : new Error(String(err));
+        }
       }
     }
   };
+  const onExit = () => signal('SIGCONT');
+  process.once('exit', onExit);
+  const pause = (ms: number) =>
+    sleep(ms, undefined, { signal: halt.signal }).catch(() => undefined);
   const loop = (async () => {
     try {
-      while (running) {
+      while (!halt.signal.aborted && failure === undefined) {
         signal('SIGSTOP');
-        await sleep(s.stopMs);
+        await pause(s.stopMs);
         signal('SIGCONT');
         pulses += 1;
-        if (running) await sleep(s.runMs);
+        await pause(s.runMs);
       }
     } finally {
       signal('SIGCONT');
+      process.removeListener('exit', onExit);
     }
   })();
   return {
     async stop() {
-      running = false;
+      halt.abort();
       await loop;
+      if (failure !== undefined) throw failure;
     },
     get pulses() {
       return pulses;

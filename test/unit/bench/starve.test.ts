@@ -34,10 +34,46 @@ describe('--starve-worker STOP/RUN', () => {
     // groups, not single processes: the workers are spawned detached
     expect(sent.slice(0, 4)).toEqual(['SIGSTOP -11', 'SIGSTOP -22', 'SIGCONT -11', 'SIGCONT -22']);
     expect(sent.slice(-2)).toEqual(['SIGCONT -11', 'SIGCONT -22']);
-    // every stop is followed by a continue of the same groups
-    const stops = sent.filter((x) => x.startsWith('SIGSTOP')).length;
-    const conts = sent.filter((x) => x.startsWith('SIGCONT')).length;
-    expect(conts).toBeGreaterThanOrEqual(stops);
+    // each stop of both groups is followed by a continue of both before the next stop
+    const rounds = sent.join(',').split('SIGSTOP -11,SIGSTOP -22,').slice(1);
+    expect(rounds.length).toBeGreaterThanOrEqual(3);
+    for (const round of rounds) expect(round.startsWith('SIGCONT -11,SIGCONT -22')).toBe(true);
+  });
+
+  it('stop() ends a long stop at once, continuing the groups, and leaves no exit listener', async () => {
+    const listeners = process.listenerCount('exit');
+    const sent: string[] = [];
+    const starver = starve([11], { stopMs: 10_000, runMs: 10 }, (pid, sig) => {
+      sent.push(`${sig} ${pid}`);
+    });
+    expect(process.listenerCount('exit')).toBe(listeners + 1);
+    const began = Date.now();
+    await starver.stop();
+    // far below the 10 s stop it was in, on however busy a machine
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(sent[0]).toBe('SIGSTOP -11');
+    expect(sent.at(-1)).toBe('SIGCONT -11');
+    expect(process.listenerCount('exit')).toBe(listeners);
+  });
+
+  it('refuses to run with no worker process', () => {
+    expect(() => starve([], { stopMs: 10, runMs: 10 }, () => undefined)).toThrow(
+      '--starve-worker: no worker process to starve',
+    );
+  });
+
+  it('a refusal other than a group gone (EPERM) ends the pulses, and stop() rejects with it', async () => {
+    const sent: string[] = [];
+    const starver = starve([11, 22], { stopMs: 10, runMs: 10 }, (pid, sig) => {
+      if (pid === -22 && sig === 'SIGSTOP') {
+        throw Object.assign(new Error('kill EPERM'), { code: 'EPERM' });
+      }
+      sent.push(`${sig} ${pid}`);
+    });
+    await expect(starver.stop()).rejects.toThrow('kill EPERM');
+    // one round, then every group continued
+    expect(starver.pulses).toBe(1);
+    expect(sent.slice(-2)).toEqual(['SIGCONT -11', 'SIGCONT -22']);
   });
 
   it('a group gone (ESRCH) is skipped, the others still pulsed and continued', async () => {
