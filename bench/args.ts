@@ -1,4 +1,5 @@
 import { parseArgs as tokenize } from 'node:util';
+import { parseStarvation, type Starvation } from './starve';
 
 /** Command line of `npm run bench`. */
 export interface BenchArgs {
@@ -31,9 +32,11 @@ export interface BenchArgs {
    * generation size; repeatable.
    */
   workerNodeOptions: string[];
+  /** `--starve-worker STOP/RUN`: the workers pulsed stopped and running in the launch phase (bench/starve.ts). */
+  starveWorker?: Starvation;
 }
 
-export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--no-destroy] [--workers 1] [--cpu-prof] [--ddb-callers] [--worker-node-option=--flag=value ...]`;
+export const USAGE = `npm run bench -- [--sizes 100,300,1000] [--timeout-min 15] [--request-timeout-s 60] [--no-floor] [--no-removal | --removal-only] [--no-destroy] [--workers 1] [--cpu-prof] [--ddb-callers] [--worker-node-option=--flag=value ...] [--starve-worker 0.3/0.05]`;
 
 export class BenchArgsError extends Error {
   override readonly name = 'BenchArgsError';
@@ -60,6 +63,7 @@ const OPTIONS = {
   'cpu-prof': { type: 'boolean' },
   'ddb-callers': { type: 'boolean' },
   'worker-node-option': { type: 'string' },
+  'starve-worker': { type: 'string' },
 } as const;
 
 /**
@@ -140,6 +144,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs {
           );
         }
         args.workerNodeOptions.push(value);
+        break;
+      }
+      case 'starve-worker': {
+        const starvation = parseStarvation(value);
+        if (typeof starvation === 'string') throw new BenchArgsError(starvation);
+        args.starveWorker = starvation;
         break;
       }
       case 'removal-only':

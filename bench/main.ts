@@ -13,6 +13,7 @@ import {
 } from './figures';
 import { EC2_LATENCY, EC2_REQUEST_LIMITS, EC2_RESOURCE_LIMITS } from './proxy-admin';
 import { runSize } from './run-size';
+import type { Starver } from './starve';
 import {
   capacityByCallerTable,
   figuresTable,
@@ -30,8 +31,12 @@ import {
 const children = new Set<ManagedProcess>();
 let stack: RunningStack | undefined;
 let stopping = false;
+/** The launch phase's `--starve-worker` pulses, while they run. */
+let starver: Starver | undefined;
 
 async function stopAll(): Promise<void> {
+  // workers continued first: a stopped worker cannot drain on SIGTERM
+  await starver?.stop().catch(() => undefined);
   await stack?.stop().catch(() => undefined);
   await Promise.all([...children].map((c) => c.stop().catch(() => undefined)));
   children.clear();
@@ -68,7 +73,7 @@ async function main(): Promise<void> {
     process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
   const revision = gitRevision();
   log(
-    `code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size; ${args.workers} worker(s)${args.cpuProfile ? ', CPU profiled' : ''}${args.workerNodeOptions.length > 0 ? `; worker node options ${args.workerNodeOptions.join(' ')}` : ''}`,
+    `code ${revision}; sizes ${args.sizes.join(', ')}; ${args.timeoutMs / 60_000} min per size; ${args.workers} worker(s)${args.cpuProfile ? ', CPU profiled' : ''}${args.workerNodeOptions.length > 0 ? `; worker node options ${args.workerNodeOptions.join(' ')}` : ''}${args.starveWorker ? `; workers starved ${args.starveWorker.stopMs / 1000} s / ${args.starveWorker.runMs / 1000} s` : ''}`,
   );
 
   const results: SizeResult[] = [];
@@ -114,6 +119,8 @@ async function main(): Promise<void> {
           cpuProfile: args.cpuProfile,
           ddbCallers: args.ddbCallers,
           workerNodeOptions: args.workerNodeOptions,
+          ...(args.starveWorker ? { starveWorker: args.starveWorker } : {}),
+          onStarver: (s) => (starver = s),
           log,
           track: (proc) => children.add(proc),
           onStack: (s) => (stack = s),

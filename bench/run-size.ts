@@ -49,6 +49,7 @@ import {
 } from './teardown-phases';
 import { cpuSince, groupCpuSeconds, ownCpuSeconds } from './cpu';
 import { isWorker, machinesPerZone } from './figures';
+import { runningShare, starve, type Starvation, type Starver } from './starve';
 import { countHistory, emptyTemporalUse, sumMetric, timedOutWorkflowTasks } from './history';
 import { profiledCpuNote, profileText, readProfiles, summarizeProfiles } from './profile';
 import { configureProxy, readStats, resetMoto, resetStats } from './proxy-admin';
@@ -77,6 +78,10 @@ export interface SizeOptions {
   ddbCallers: boolean;
   /** Node options added to the workers' command line (`--worker-node-option`). */
   workerNodeOptions?: string[];
+  /** The workers pulsed stopped and running through the launch phase (`--starve-worker`). */
+  starveWorker?: Starvation;
+  /** Told of the starver while it runs (undefined once it stops), so Ctrl-C continues the workers first. */
+  onStarver?: (starver: Starver | undefined) => void;
   log: (line: string) => void;
   /** Told of each child process and of the stack, so Ctrl-C can stop them. */
   track: (proc: ManagedProcess) => void;
@@ -168,19 +173,35 @@ export async function runSize(opts: SizeOptions): Promise<SizeResult> {
     }
     const repo = new Repository(ddb, info.tableName);
     if (opts.launch) {
-      result.provisioner = await runProvisioner({
-        ...opts,
-        info,
-        stack,
-        ec2,
-        moto,
-        repo,
-        owners: InstanceOwners.ofTable(ddb, info.tableName),
-        temporal,
-        metrics,
-        metricsUrl: `http://127.0.0.1:${temporalMetrics}/metrics`,
-        notes: result.notes,
-      });
+      const pids = stack.processes
+        .filter((p) => isWorker(p.name) && p.child.pid !== undefined)
+        .map((p) => p.child.pid!);
+      const starver = opts.starveWorker ? starve(pids, opts.starveWorker) : undefined;
+      opts.onStarver?.(starver);
+      try {
+        result.provisioner = await runProvisioner({
+          ...opts,
+          info,
+          stack,
+          ec2,
+          moto,
+          repo,
+          owners: InstanceOwners.ofTable(ddb, info.tableName),
+          temporal,
+          metrics,
+          metricsUrl: `http://127.0.0.1:${temporalMetrics}/metrics`,
+          notes: result.notes,
+        });
+      } finally {
+        opts.onStarver?.(undefined);
+        await starver?.stop();
+      }
+      if (starver && opts.starveWorker) {
+        const { stopMs, runMs } = opts.starveWorker;
+        result.notes.push(
+          `N=${n}: the ${pids.length} worker process group(s) were starved through the launch phase${opts.destroy ? ' (its destroy-model included)' : ''}: stopped ${stopMs / 1000} s, running ${runMs / 1000} s, in turn (${Math.round(runningShare(opts.starveWorker) * 100)} % of the time running), ${starver.pulses} times (--starve-worker)`,
+        );
+      }
     }
     if (opts.removal) {
       result.removal = await runRemoval({ ...opts, info, repo, temporal });
