@@ -24,7 +24,8 @@ import { dynamoClientFor, ec2ClientFor, loadTestStack, privateTable } from './st
 const stack = loadTestStack();
 const ddb = dynamoClientFor(stack);
 const doc = DynamoDBDocumentClient.from(ddb);
-const ec2 = ec2ClientFor(stack);
+// as the worker's: a socket reset as it was reused is tried again (it failed a CI run once)
+const ec2 = ec2ClientFor(stack, stack.ec2Endpoint, 3);
 // its own table: the sweeper would launch the machines written here (stack.ts)
 const table = privateTable(ddb, 'created-launch');
 const repo = new Repository(ddb, table.tableName);

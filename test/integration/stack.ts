@@ -21,12 +21,21 @@ export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' }
  * An EC2 client for the stack's endpoint (or another, e.g. a private proxy),
  * with one attempt per call so a test sees EC2's answer, not the SDK's retries.
  */
-export function ec2ClientFor(stack: StackInfo, endpoint: string = stack.ec2Endpoint): EC2Client {
+/**
+ * One attempt a call by default (a test of a fault sees it once); `maxAttempts`
+ * for a test that stands for the worker, whose client tries again after a
+ * reset keep-alive socket (the proxy closes one idle 5 s as a client reuses it).
+ */
+export function ec2ClientFor(
+  stack: StackInfo,
+  endpoint: string = stack.ec2Endpoint,
+  maxAttempts = 1,
+): EC2Client {
   return new EC2Client({
     region: stack.region,
     endpoint,
     credentials: TEST_CREDENTIALS,
-    maxAttempts: 1,
+    maxAttempts,
   });
 }
 
