@@ -19,12 +19,10 @@ export const TEST_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' }
 
 /**
  * An EC2 client for the stack's endpoint (or another, e.g. a private proxy),
- * with one attempt per call so a test sees EC2's answer, not the SDK's retries.
- */
-/**
- * One attempt a call by default (a test of a fault sees it once); `maxAttempts`
- * for a test that stands for the worker, whose client tries again after a
- * reset keep-alive socket (the proxy closes one idle 5 s as a client reuses it).
+ * with one attempt per call by default so a test sees EC2's answer, not the
+ * SDK's retries; `maxAttempts` for a test that stands for the worker, whose
+ * client tries again after a keep-alive socket was reset as it was reused
+ * (the proxy, a Node server, closes one idle 5 s).
  */
 export function ec2ClientFor(
   stack: StackInfo,
