@@ -28,8 +28,18 @@ import { rootDiskGiB } from './plan';
 import { launchTags, TAG_LAUNCH_BATCH } from '../ec2/tags';
 import type { LaunchPlan, StartedInstance } from './types';
 
-/** A launch try that ended (cancelled or timed out) before its batch went out: it launched nothing. */
-const TRY_ENDED = 'the launch try ended (cancelled or timed out) before its batch went out';
+/**
+ * A launch try that ended (cancelled, timed out, or its signal aborted for
+ * another reason, e.g. a first read's budget) before its batch went out: it
+ * launched nothing (withdrawn while its batch gathered, or left out of the
+ * batch's call).
+ */
+export class TryEnded extends Error {
+  constructor() {
+    super('the launch try ended (cancelled or timed out) before its batch went out');
+    this.name = 'TryEnded';
+  }
+}
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
 const ROOT_DEVICE = '/dev/sda1';
@@ -744,7 +754,7 @@ export class LaunchBatcher {
         );
       } catch (err) {
         // withdrawn from its batch by the try's end: the same failure as a try the batch left out
-        if (err instanceof Withdrawn) throw new Error(TRY_ENDED);
+        if (err instanceof Withdrawn) throw new TryEnded();
         if (round >= MAX_ROUNDS - 1) throw err;
         // a try that is over (its retry may be under way) launches nothing more, and abandons
         // nothing: only a live try may give up another try's batch
@@ -931,17 +941,22 @@ export class LaunchBatcher {
     const members = requests.filter((_, i) => marked[i]);
     const results: Array<Settled<Launched>> = outcomes.map((o, i) => {
       if (!o || late[i]) {
-        return {
-          ok: false,
-          error: new Error(TRY_ENDED),
-        };
+        return { ok: false, error: new TryEnded() };
       }
       if (!o.marked && o.claimedBy !== undefined) {
         return { ok: false, error: new HeldByAnotherBatch(o.claimedBy) };
       }
       return { ok: false, error: failure(FAILURE.machineGone, 'the machine is gone or dead') };
     });
-    if (members.length === 0) return results;
+    if (members.length === 0) {
+      // a try marked and over by then names this batch in its marker, and no commit will write
+      // it: written abandoned now, so the attempt's next try (a first read's launch deferred by
+      // its budget, to an activity) finds it settled at once, not after HELD_BATCH_WAIT_MS
+      if (outcomes.some((o, i) => o?.marked === true && late[i])) {
+        await batches.settle(first.model, id).catch(() => undefined);
+      }
+      return results;
+    }
     const plan = first.plan;
     const call: LaunchBatchCall = {
       region: plan.region,
@@ -1005,6 +1020,19 @@ export class LaunchBatcher {
       return { ok: true, value: { instance, call, batch: { id, size } } };
     });
   }
+}
+
+/**
+ * The try's own batch made no call for it: withdrawn or left out (TryEnded),
+ * its batch abandoned before it went out (BatchAbandoned), or the machine
+ * held by another batch of its attempt (HeldByAnotherBatch: that batch, not
+ * this try's, may have launched it, and the attempt's next try finds it:
+ * `launchHeld`). Not a failure of a batch that went out.
+ */
+export function leftOutOfItsBatch(err: unknown): boolean {
+  return (
+    err instanceof TryEnded || err instanceof BatchAbandoned || err instanceof HeldByAnotherBatch
+  );
 }
 
 /** The try is over: its activity was cancelled, or its start-to-close deadline (nearly) passed. */

@@ -10,7 +10,7 @@ import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from '../ec2/errors';
 import { findSubnet } from '../ec2/instances';
 import { failure, orMachineGone } from './failures';
-import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
+import { LaunchBatcher, leftOutOfItsBatch, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from '../ec2/placement-groups';
 import { SingleFlight } from './single-flight';
 import type { ProvisioningStore } from '../state/provisioning';
@@ -31,6 +31,7 @@ import type { MachineView } from '../state/zone-counts';
 import { currentRun, recordLaunched } from './records';
 import { claimantOf, launchTokenSeed } from '../temporal/launch-token';
 import { activityLog } from './log';
+import { firstLaunchDeferred } from './metrics';
 import { refusedOr } from '../ec2/errors';
 
 /** How long machines alike (model, base, constraints, placement, groups) share one plan. */
@@ -387,6 +388,13 @@ export function launchActivities(
    * the step still finds it. Else the answer has no `launched`, and the
    * workflow launches in a step of its own (same token seed: the batch marks
    * and EC2's idempotency find an instance this try may have launched).
+   *
+   * The launch holds the run's first workflow task no longer than its budget
+   * (FIRST_TASK_LAUNCH_BUDGET_MS from `startedAt`, the step's start): a batch
+   * that has not gone out by then leaves the try out as it would a cancelled
+   * one, and the answer has no `launched` and `launchInTask: false`, so the
+   * workflow launches in an activity (workflows/patches.ts LAUNCH_OUT_OF_TASK);
+   * a batch being committed or sent by then is waited for.
    */
   async function launchPrepared(
     ref: MachineRef,
@@ -409,12 +417,27 @@ export function launchActivities(
       tokenSeed: launchTokenSeed(run, first.pass, first.attempt, zone),
       record: true,
     };
+    const budgetMs = deps.tuning.firstLaunchBudgetMs ?? FIRST_TASK_LAUNCH_BUDGET_MS;
+    const leftMs = startedAt + budgetMs - Date.now();
+    // planning and the claim took the whole budget: the launch is the workflow's activity's
+    if (leftMs <= 0) return deferred(ref, prepared, budgetMs, 'before the launch');
+    const budget = new AbortController();
+    const timer = setTimeout(() => budget.abort(), leftMs);
     try {
-      const started = await launch(input, startedAt);
+      const started = await launch(input, startedAt, budget.signal);
       return { ...prepared, launched: await recorded(input, started) };
     } catch (err) {
       const failed = notRetried(refusedOr(err));
       if (failed) return { ...prepared, launchFailure: failed };
+      // the budget ended the try before its batch went out: nothing of it was sent (withdrawn
+      // while gathering, left out of its batch's call, or the machine held by another batch of
+      // the attempt), so nothing is recovered here (`recover` settles the machine's batch, and
+      // would abandon one still being committed in this very worker, whose members would all
+      // launch afresh): the workflow's launch activity, same token seed, finds what there is.
+      // A destroy is not the budget: it keeps the path below
+      if (budget.signal.aborted && !context.cancellationSignal.aborted && leftOutOfItsBatch(err)) {
+        return deferred(ref, prepared, budgetMs, 'withdrawn from its batch');
+      }
       // a failure the launch step would retry: this try's batch may have gone out and only its
       // answer was lost. Asked once here (the batch's call repeated with its token: no new
       // instance), so the instance is answered and recorded even when a destroy cancelled the
@@ -436,7 +459,32 @@ export function launchActivities(
         error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
       });
       return prepared;
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /**
+   * The first read's answer without its launch, which the workflow then runs
+   * as an activity of its own (`launchInTask: false`: workflows/patches.ts
+   * LAUNCH_OUT_OF_TASK), so the first workflow task is not held past the
+   * budget. Logged at debug only: under load it is one line per machine.
+   */
+  function deferred(
+    ref: MachineRef,
+    prepared: PreparedLaunch,
+    budgetMs: number,
+    when: string,
+  ): PreparedLaunch {
+    firstLaunchDeferred();
+    activityLog.debug('first read left its launch to an activity: its budget ran out', {
+      model: ref.model,
+      machineId: ref.machineId,
+      zone: prepared.zone,
+      budgetMs,
+      when,
+    });
+    return { ...prepared, launchInTask: false };
   }
 
   return {
@@ -533,11 +581,16 @@ export function launchActivities(
 
   /**
    * One launch: found again if an earlier try (or attempt) may have made it, else batched.
-   * `startedAt`: when this try began, if before this call (a launch made by a first read).
+   * `startedAt`: when this try began, if before this call (a launch made by a first read);
+   * `budget`: aborted, the try is over for its batch as a cancelled one is (a first read's).
    */
-  async function launch(input: StartInstanceInput, startedAt?: number): Promise<StartedInstance> {
+  async function launch(
+    input: StartInstanceInput,
+    startedAt?: number,
+    budget?: AbortSignal,
+  ): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
-    const tryState = thisTry(startedAt);
+    const tryState = withBudget(thisTry(startedAt), budget);
     let replaces: string | undefined;
     if (retried || input.mayHaveLaunched) {
       const found = await launches.recover(input, {
@@ -606,6 +659,32 @@ export async function heartbeating<T>(
   } finally {
     clearInterval(timer);
   }
+}
+
+/**
+ * How long a machine's first read may hold the launch it makes (LAUNCH_IN_READ)
+ * in the first workflow task, counted from the step's start (its plan and
+ * claim included), unless PROVISIONER_FIRST_LAUNCH_BUDGET_MS says otherwise.
+ * The SDK's core keeps that task alive with a heartbeat at 80 % of its 20 s
+ * timeout, sent from the worker's one activation poll; on a starved or
+ * burst-loaded worker it comes late and the server times the task out (234 of
+ * 1,000 first tasks in one starved run), each a 20 s stall and the task run
+ * again. A launch whose batch has not gone out by 10 s is withdrawn and left
+ * to an activity (LAUNCH_OUT_OF_TASK): the task then ends well before 16 s.
+ */
+export const FIRST_TASK_LAUNCH_BUDGET_MS = 10_000;
+
+/**
+ * The try's end for its batch with a first read's budget too: aborted by the
+ * activity's cancellation or the budget, whichever comes first.
+ */
+function withBudget(
+  tryState: { signal?: AbortSignal; liveUntil?: number },
+  budget: AbortSignal | undefined,
+): { signal?: AbortSignal; liveUntil?: number } {
+  if (!budget) return tryState;
+  const signal = tryState.signal ? AbortSignal.any([tryState.signal, budget]) : budget;
+  return { ...tryState, signal };
 }
 
 /** How often a waiting activity heartbeats, the first time included. */

@@ -67,6 +67,13 @@ function keySpacingEnv(env: NodeJS.ProcessEnv): { launchKeySpacingMs?: number } 
   return { launchKeySpacingMs: ms };
 }
 
+/** `firstLaunchBudgetMs` when PROVISIONER_FIRST_LAUNCH_BUDGET_MS is set (empty is unset: the activity's default). */
+function firstLaunchBudgetEnv(env: NodeJS.ProcessEnv): { firstLaunchBudgetMs?: number } {
+  const name = 'PROVISIONER_FIRST_LAUNCH_BUDGET_MS';
+  if (optionalEnv(name, '', env) === '') return {};
+  return { firstLaunchBudgetMs: positiveIntEnv(name, 1, env) };
+}
+
 /** A number above 0 (`2`, `0.5`). */
 export function positiveNumberEnv(
   name: string,
@@ -139,6 +146,14 @@ export interface ProvisioningTuning {
    * default the batch's max window (PROVISIONER_LAUNCH_BATCH_MAX); 0: off.
    */
   launchKeySpacingMs?: number;
+  /**
+   * How long a machine's first read may hold its launch in the first workflow
+   * task (activities/launch.ts `launchPrepared`), counted from the step's
+   * start: a launch whose batch has not gone out by then is withdrawn and made
+   * by the workflow's launch activity instead: `PROVISIONER_FIRST_LAUNCH_BUDGET_MS`,
+   * default FIRST_TASK_LAUNCH_BUDGET_MS (10 s).
+   */
+  firstLaunchBudgetMs?: number;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
   /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
@@ -203,6 +218,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
       optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
     ),
     ...keySpacingEnv(env),
+    ...firstLaunchBudgetEnv(env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

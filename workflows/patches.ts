@@ -265,3 +265,44 @@ export const LAUNCH_IN_TASK = 'launch-in-task';
  * notes; it is never recorded.
  */
 export const LAUNCH_IN_READ = 'launch-in-read';
+
+/**
+ * Issue 26: the launch a machine's first read makes (LAUNCH_IN_READ) holds the
+ * run's first workflow task while it waits for its batch, the RunInstances
+ * turn and EC2's answer; the SDK's core keeps the task alive with a heartbeat
+ * at 80 % of its 20 s timeout, sent from the worker's one activation poll, and
+ * on a starved or burst-loaded worker that heartbeat comes late: the server
+ * timed out 234 of 1,000 first tasks in one starved run, each a 20 s stall and
+ * the task run again. So the read's launch has a budget
+ * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from the step's
+ * start; PROVISIONER_FIRST_LAUNCH_BUDGET_MS): a launch whose batch has not
+ * gone out by then (still gathering, or at the gate before it is marked and
+ * committed) is withdrawn from it as a cancelled try is, and the read answers
+ * its plan and claim without `launched` and with `launchInTask: false`. A
+ * batch already committed is waited for, never raced.
+ *
+ * Not asked with `patched()`, and no workflow code changed: the decision is
+ * the recorded local activity's answer, which the workflow already branches
+ * on (launch.ts runPass): no `launched`, no `launchFailure`, and a
+ * `launchInTask` that is not `true` runs the launch as the activity
+ * (`launching.startInstance`, LAUNCH_OPTIONS: heartbeating, a 60 s heartbeat
+ * timeout) with the token seed the read used (its run, pass 1, attempt 1, the
+ * zone), scheduled by the first task, which then completes. Code from before
+ * this change, given such an answer (replaying it, or a worker of it taking
+ * the run over), schedules that same activity, so histories either way
+ * replay on either code.
+ *
+ * The activity, on that path, is the one a failed in-read launch left to the
+ * workflow: same seed, so whatever the withdrawn try left is found. Withdrawn
+ * while gathering, it left nothing; left out of its batch after it was marked,
+ * the machine's marker names a batch without it (committed with its other
+ * members, or written abandoned when it had none: launch-batcher.ts
+ * sendBooked): the activity's mark is refused for that batch, which it finds
+ * written, settles (not sent for the machine) and replaces, and launches one
+ * instance. The read itself recovers nothing when its budget withdrew it
+ * (`recover` settles the machine's batch and would abandon one still
+ * committing in this worker). A destroy meanwhile is the activity's
+ * cancellation, not the budget, and keeps LAUNCH_IN_READ's behaviour. This id
+ * names the change in code and notes; it is never recorded.
+ */
+export const LAUNCH_OUT_OF_TASK = 'launch-out-of-task';
