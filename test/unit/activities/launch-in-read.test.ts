@@ -1,5 +1,8 @@
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { Coalescer } from '../../../activities/coalescer';
+import { FIRST_TASK_LAUNCH_BUDGET_MS } from '../../../activities/launch';
+import { HELD_BATCH_WAIT_MS } from '../../../activities/launch-batcher';
 import { activityLog } from '../../../activities/log';
 import { runningCatchUpsSettled } from '../../../activities/running-catch-up';
 import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
@@ -43,6 +46,10 @@ function setup(
     read?: Promise<void>;
     /** The launch batch window (idle and max), ms. */
     window?: number;
+    /** The first read's launch budget (PROVISIONER_FIRST_LAUNCH_BUDGET_MS), ms. */
+    budget?: number;
+    /** RunInstances waits for `released` before it answers (`reached` once it is sent). */
+    hold?: { reached: () => void; released: Promise<void> };
   } = {},
 ) {
   const ec2 = options.ec2 ?? tokenEc2();
@@ -69,6 +76,11 @@ function setup(
           ec2.calls.push(cmd.input.ClientToken ?? '');
           return Promise.reject(err);
         }
+        const hold = options.hold;
+        if (hold) {
+          hold.reached();
+          return hold.released.then(() => ec2.send(cmd));
+        }
         const answer = ec2.send(cmd);
         const gone = lost.shift();
         return gone === undefined ? answer : answer.then(() => Promise.reject(gone));
@@ -86,6 +98,7 @@ function setup(
       launchRatePerSecond: 100,
       launchBatchIdleMs: options.window ?? 5,
       launchBatchMaxMs: options.window ?? 20,
+      ...(options.budget !== undefined ? { firstLaunchBudgetMs: options.budget } : {}),
     },
   });
   /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
@@ -111,7 +124,26 @@ function setup(
       tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
       record: true,
     });
-  return { ec2, batches, claims, recorded, firstRead, records, launchStep };
+  /**
+   * The workflow's launch step as the activity it schedules when the first read left its
+   * launch to it (`launchInTask: false`: LAUNCH_OPTIONS, not local), same seed as the read's.
+   */
+  const launchActivity = (zone: string, plan: LaunchPlan) =>
+    new MockActivityEnvironment({
+      attempt: 1,
+      workflowExecution: RUN,
+      startToCloseTimeoutMs: 120_000,
+      heartbeatTimeoutMs: 60_000,
+      currentAttemptScheduledTimestampMs: Date.now(),
+    }).run(startInstance, {
+      model: 'm',
+      machineId: '0',
+      zone,
+      plan,
+      tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
+      record: true,
+    });
+  return { ec2, batches, claims, recorded, firstRead, records, launchStep, launchActivity };
 }
 
 // A launch recorded here opens its running catch-up's window (a describe 1–3 s later): waited
@@ -342,5 +374,199 @@ describe('a destroy cancels the first read that launches', () => {
     expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
     expect(t.ec2.calls).toHaveLength(1);
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+});
+
+/**
+ * Reads of the machine's launch marker, which `recover` begins with (and
+ * nothing else on these paths makes): none means the first read recovered
+ * nothing.
+ */
+function countRecoveries(batches: ReturnType<typeof fakeLaunchBatches>) {
+  const seen = { markerReads: 0 };
+  const marker = batches.store.marker;
+  batches.store.marker = (model: string, machineId: string) => {
+    seen.markerReads += 1;
+    return marker(model, machineId);
+  };
+  return seen;
+}
+
+/** A promise resolved from outside, and whether it was. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { open, opened };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
+  it('is 10 s from the step’s start unless the worker says otherwise', () => {
+    expect(FIRST_TASK_LAUNCH_BUDGET_MS).toBe(10_000);
+  });
+
+  it('whose batch still gathers: withdrawn, answered without launched and launchInTask false, nothing sent, nothing recovered; the activity then launches the one instance', async () => {
+    // a window of 3 s against a budget of 300 ms: the batch still gathers when the budget ends
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const t = setup(itemOf(), { batches, window: 3_000, budget: 300 });
+    const debug = jest.spyOn(activityLog, 'debug');
+    const warn = jest.spyOn(activityLog, 'warn');
+    const began = Date.now();
+    let answer: MachineSnapshot | null;
+    let debugged: unknown[];
+    let warned: number;
+    try {
+      answer = await t.firstRead().answer;
+    } finally {
+      debugged = debug.mock.calls.map(([message]) => message);
+      warned = warn.mock.calls.length;
+      debug.mockRestore();
+      warn.mockRestore();
+    }
+    // answered at the budget, not at the window's end
+    expect(Date.now() - began).toBeLessThan(3_000);
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(t.recorded).toEqual([]);
+    expect(seen.markerReads).toBe(0);
+    // one debug line, no warning (the launch did not fail)
+    expect(debugged).toEqual(['first read left its launch to an activity: its budget ran out']);
+    expect(warned).toBe(0);
+    // nothing of the withdrawn try goes out later either: its batch was dropped
+    await sleep(3_500);
+    expect(t.ec2.calls).toEqual([]);
+    // the workflow's launch activity, same seed: the one instance, recorded
+    const { zone, plan } = answer!.prepared!;
+    const started = await t.launchActivity(zone!, plan!);
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.batches.markers.get('0')?.tokenSeed).toBe(launchTokenSeed(RUN, 1, 1, zone!));
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('made within the budget: answered launched, in the task, as before', async () => {
+    const t = setup(itemOf(), { budget: 5_000 });
+    const answer = await t.firstRead().answer;
+    expect(answer!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(t.ec2.calls).toHaveLength(1);
+  });
+
+  it('whose batch went out before the budget and answers after it: waited for, its instance answered', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const sent = gate();
+    const answered = gate();
+    const t = setup(itemOf(), {
+      batches,
+      budget: 300,
+      hold: { reached: sent.open, released: answered.opened },
+    });
+    const { answer } = t.firstRead();
+    await sent.opened;
+    // EC2 answers well after the budget
+    await sleep(800);
+    answered.open();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(seen.markerReads).toBe(0);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('whose batch was being committed when the budget ended: not given up, its instance answered', async () => {
+    const batches = fakeLaunchBatches({ commit: true });
+    const t = setup(itemOf(), { batches, budget: 300 });
+    const { answer } = t.firstRead();
+    await batches.firstCommit;
+    await sleep(800);
+    batches.releaseCommit();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({ launchInTask: true, launched: { instanceId: 'i-1' } });
+    expect(t.ec2.calls).toHaveLength(1);
+  });
+
+  it('marked, then over before its batch committed: left out, nothing recovered; the activity with the same seed takes the machine over and launches one instance', async () => {
+    const batches = fakeLaunchBatches({ mark: true });
+    const seen = countRecoveries(batches);
+    const t = setup(itemOf(), { batches, budget: 300 });
+    const { answer } = t.firstRead();
+    await batches.firstMark;
+    // the budget ends while the batch marks its member
+    await sleep(800);
+    batches.releaseMark();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(read!.prepared!.launched).toBeUndefined();
+    expect(t.ec2.calls).toEqual([]);
+    expect(seen.markerReads).toBe(0);
+    // its marker names the batch it was left out of, which had no other member: written
+    // abandoned by that batch, so the next try of the attempt need not wait for it
+    const zone = read!.prepared!.zone!;
+    const seed = launchTokenSeed(RUN, 1, 1, zone);
+    const left = t.batches.markers.get('0');
+    expect(left?.tokenSeed).toBe(seed);
+    expect(t.batches.batches.get(left!.batchId)?.state).toBe('abandoned');
+    // the workflow's launch activity: its mark is refused for that batch, which it finds
+    // settled (nothing sent for the machine) and replaces
+    const began = Date.now();
+    const started = await t.launchActivity(zone, read!.prepared!.plan!);
+    expect(Date.now() - began).toBeLessThan(HELD_BATCH_WAIT_MS);
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.ec2.calls).toHaveLength(1);
+    const marker = t.batches.markers.get('0');
+    expect(marker).toMatchObject({ tokenSeed: seed });
+    expect(marker!.batchId).not.toBe(left!.batchId);
+    expect(t.batches.batches.get(marker!.batchId)).toMatchObject({ state: 'sent', members: ['0'] });
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('a destroy before the budget ends is a cancellation, as before: answered cancelled, not deferred', async () => {
+    const t = setup(itemOf(), { window: 20_000, budget: 5_000 });
+    let submitted!: () => void;
+    const inBatch = new Promise<void>((r) => (submitted = r));
+    const original = Coalescer.prototype.submit;
+    const submit = jest.spyOn(Coalescer.prototype, 'submit');
+    submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
+      if ((args[1] as { tokenSeed?: unknown }).tokenSeed !== undefined) submitted();
+      return original.apply(this, args);
+    });
+    const began = Date.now();
+    try {
+      const { env, answer } = t.firstRead();
+      await inBatch;
+      env.cancel();
+      await expect(answer).rejects.toThrow();
+    } finally {
+      submit.mockRestore();
+    }
+    // at once, not at the budget
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+  });
+
+  it('a destroy while its batch is committed, past the budget: still answers the instance', async () => {
+    const batches = fakeLaunchBatches({ commit: true });
+    const t = setup(itemOf(), { batches, budget: 300 });
+    const { env, answer } = t.firstRead();
+    await batches.firstCommit;
+    await sleep(800);
+    env.cancel();
+    batches.releaseCommit();
+    const read = await answer;
+    expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(t.ec2.calls).toHaveLength(1);
   });
 });

@@ -175,6 +175,30 @@ describe('PROVISIONER_LAUNCH_KEY_SPACING', () => {
   });
 });
 
+describe('PROVISIONER_FIRST_LAUNCH_BUDGET_MS', () => {
+  const budget = (v?: string) =>
+    provisioningTuning(v === undefined ? {} : { PROVISIONER_FIRST_LAUNCH_BUDGET_MS: v })
+      .firstLaunchBudgetMs;
+
+  it('unset or empty: no setting (the activity’s 10 s, FIRST_TASK_LAUNCH_BUDGET_MS)', () => {
+    expect(budget()).toBeUndefined();
+    expect(budget('')).toBeUndefined();
+  });
+
+  it('a whole number of milliseconds sets it', () => {
+    expect(budget('2500')).toBe(2_500);
+    expect(budget('1')).toBe(1);
+  });
+
+  it.each(['0', '-1', '1.5', '10s', 'ten'])('refuses %j at start, naming the variable', (v) => {
+    expect(() => budget(v)).toThrow(
+      new ConfigError(
+        `environment variable PROVISIONER_FIRST_LAUNCH_BUDGET_MS: "${v}" is not a positive integer`,
+      ),
+    );
+  });
+});
+
 describe('bearer auth', () => {
   it('extracts the token of a Bearer header only', () => {
     expect(bearerToken('Bearer abc')).toBe('abc');
