@@ -421,10 +421,11 @@ export function launchActivities(
     const leftMs = startedAt + budgetMs - Date.now();
     // planning and the claim took the whole budget: the launch is the workflow's activity's
     if (leftMs <= 0) return deferred(ref, prepared, budgetMs, 'before the launch');
-    const budget = new AbortController();
-    const timer = setTimeout(() => budget.abort(), leftMs);
+    const ends = new AbortController();
+    const timer = deps.firstLaunchBudget ? undefined : setTimeout(() => ends.abort(), leftMs);
+    const budget = deps.firstLaunchBudget?.(leftMs) ?? ends.signal;
     try {
-      const started = await launch(input, startedAt, budget.signal);
+      const started = await launch(input, startedAt, budget);
       return { ...prepared, launched: await recorded(input, started) };
     } catch (err) {
       const failed = notRetried(refusedOr(err));
@@ -435,7 +436,7 @@ export function launchActivities(
       // would abandon one still being committed in this very worker, whose members would all
       // launch afresh): the workflow's launch activity, same token seed, finds what there is.
       // A destroy is not the budget: it keeps the path below
-      if (budget.signal.aborted && !context.cancellationSignal.aborted && leftOutOfItsBatch(err)) {
+      if (budget.aborted && !context.cancellationSignal.aborted && leftOutOfItsBatch(err)) {
         return deferred(ref, prepared, budgetMs, 'withdrawn from its batch');
       }
       // a failure the launch step would retry: this try's batch may have gone out and only its

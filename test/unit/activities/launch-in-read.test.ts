@@ -1,11 +1,14 @@
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { CancelledFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Coalescer } from '../../../activities/coalescer';
 import { FIRST_TASK_LAUNCH_BUDGET_MS } from '../../../activities/launch';
-import { HELD_BATCH_WAIT_MS } from '../../../activities/launch-batcher';
+import { HELD_BATCH_WAIT_MS, type LaunchRequest } from '../../../activities/launch-batcher';
 import { activityLog } from '../../../activities/log';
 import { runningCatchUpsSettled } from '../../../activities/running-catch-up';
 import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
+import { METRIC } from '../../../config/metrics';
+import { workerMetrics } from '../../../config/worker-metrics';
 import type { InstanceTypeInfo } from '../../../core';
 import { FAILURE } from '../../../temporal/failures';
 import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
@@ -46,8 +49,13 @@ function setup(
     read?: Promise<void>;
     /** The launch batch window (idle and max), ms. */
     window?: number;
-    /** The first read's launch budget (PROVISIONER_FIRST_LAUNCH_BUDGET_MS), ms. */
+    /** The first read's launch budget (PROVISIONER_FIRST_LAUNCH_BUDGET), ms. */
     budget?: number;
+    /**
+     * The first read's budget as the test drives it (deps `firstLaunchBudget`): runs out when
+     * the test aborts it, whatever the clock says; `left` gets what the read had left of it.
+     */
+    budgetEnds?: { signal: AbortSignal; left?: (ms: number) => void };
     /** RunInstances waits for `released` before it answers (`reached` once it is sent). */
     hold?: { reached: () => void; released: Promise<void> };
   } = {},
@@ -100,10 +108,23 @@ function setup(
       launchBatchMaxMs: options.window ?? 20,
       ...(options.budget !== undefined ? { firstLaunchBudgetMs: options.budget } : {}),
     },
+    ...(options.budgetEnds
+      ? {
+          deps: {
+            firstLaunchBudget: (leftMs: number) => {
+              options.budgetEnds!.left?.(leftMs);
+              return options.budgetEnds!.signal;
+            },
+          },
+        }
+      : {}),
   });
-  /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
-  const firstRead = (launch: FirstLaunch | undefined = FIRST) => {
-    const env = localActivityOf(RUN, 120_000);
+  /**
+   * The first read, as the run's local activity runs it (`launch`: what the workflow passes;
+   * `scheduledAgoMs`: how long before now the workflow scheduled it).
+   */
+  const firstRead = (launch: FirstLaunch | undefined = FIRST, scheduledAgoMs = 0) => {
+    const env = localActivityOf(RUN, 120_000, scheduledAgoMs);
     const read = () =>
       records.loadMachine({
         model: 'm',
@@ -143,7 +164,17 @@ function setup(
       tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
       record: true,
     });
-  return { ec2, batches, claims, recorded, firstRead, records, launchStep, launchActivity };
+  return {
+    ec2,
+    batches,
+    claims,
+    recorded,
+    firstRead,
+    records,
+    launch: { startInstance },
+    launchStep,
+    launchActivity,
+  };
 }
 
 // A launch recorded here opens its running catch-up's window (a describe 1–3 s later): waited
@@ -401,32 +432,88 @@ function gate() {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A first read's budget the test ends itself (setup's `budgetEnds`), and what the read had left. */
+function budgetControl() {
+  const ends = new AbortController();
+  const left: number[] = [];
+  return {
+    ends: () => ends.abort(),
+    budgetEnds: { signal: ends.signal, left: (ms: number) => left.push(ms) },
+    left,
+  };
+}
+
+/**
+ * Calls to `submit` of every coalescer from now on: `first` resolves with the first launch
+ * request (one with a token seed) a batch is given. `restore` puts `submit` back.
+ */
+function watchSubmits() {
+  let submitted!: (request: LaunchRequest) => void;
+  const first = new Promise<LaunchRequest>((r) => (submitted = r));
+  const original = Coalescer.prototype.submit;
+  const submit = jest.spyOn(Coalescer.prototype, 'submit');
+  submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
+    const request = args[1] as Partial<LaunchRequest>;
+    if (request.tokenSeed !== undefined) submitted(request as LaunchRequest);
+    return original.apply(this, args);
+  });
+  return { first, restore: () => submit.mockRestore() };
+}
+
+/** The debug lines, warnings and metric counts logged while `work` runs. */
+async function watched<T>(work: () => Promise<T>) {
+  const debug = jest.spyOn(activityLog, 'debug');
+  const warn = jest.spyOn(activityLog, 'warn');
+  const count = jest.spyOn(workerMetrics, 'count');
+  try {
+    const value = await work();
+    return {
+      value,
+      debugged: debug.mock.calls.map(([message, attrs]) => ({ message, attrs })),
+      warned: warn.mock.calls.map(([message]) => message),
+      deferredCounts: count.mock.calls.filter(([name]) => name === METRIC.firstLaunchesDeferred),
+    };
+  } finally {
+    debug.mockRestore();
+    warn.mockRestore();
+    count.mockRestore();
+  }
+}
+
+const DEFERRED = 'first read left its launch to an activity: its budget ran out';
+
 describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
-  it('is 10 s from the step’s start unless the worker says otherwise', () => {
-    expect(FIRST_TASK_LAUNCH_BUDGET_MS).toBe(10_000);
+  it('has 10 s unless the worker says otherwise', async () => {
+    const byDefault = budgetControl();
+    await setup(itemOf(), { budgetEnds: byDefault.budgetEnds }).firstRead().answer;
+    expect(byDefault.left).toHaveLength(1);
+    expect(byDefault.left[0]).toBeLessThanOrEqual(FIRST_TASK_LAUNCH_BUDGET_MS);
+    expect(byDefault.left[0]).toBeGreaterThan(FIRST_TASK_LAUNCH_BUDGET_MS - 5_000);
+    const set = budgetControl();
+    await setup(itemOf(), { budgetEnds: set.budgetEnds, budget: 3_000 }).firstRead().answer;
+    expect(set.left[0]).toBeLessThanOrEqual(3_000);
+    expect(set.left[0]).toBeGreaterThan(0);
   });
 
-  it('whose batch still gathers: withdrawn, answered without launched and launchInTask false, nothing sent, nothing recovered; the activity then launches the one instance', async () => {
-    // a window of 3 s against a budget of 300 ms: the batch still gathers when the budget ends
+  it('whose batch still gathers: withdrawn, answered without launched and launchInTask false, nothing sent, nothing recovered, counted once; the activity then launches the one instance', async () => {
+    // a window of 3 s: the batch still gathers when the test ends the budget
     const batches = fakeLaunchBatches();
     const seen = countRecoveries(batches);
-    const t = setup(itemOf(), { batches, window: 3_000, budget: 300 });
-    const debug = jest.spyOn(activityLog, 'debug');
-    const warn = jest.spyOn(activityLog, 'warn');
-    const began = Date.now();
-    let answer: MachineSnapshot | null;
-    let debugged: unknown[];
-    let warned: number;
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, window: 3_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let outcome;
     try {
-      answer = await t.firstRead().answer;
+      outcome = await watched(async () => {
+        const { answer } = t.firstRead();
+        await submits.first;
+        budget.ends();
+        return answer;
+      });
     } finally {
-      debugged = debug.mock.calls.map(([message]) => message);
-      warned = warn.mock.calls.length;
-      debug.mockRestore();
-      warn.mockRestore();
+      submits.restore();
     }
-    // answered at the budget, not at the window's end
-    expect(Date.now() - began).toBeLessThan(3_000);
+    const { value: answer, debugged, warned, deferredCounts } = outcome;
     expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
     expect(answer!.prepared!.launched).toBeUndefined();
     expect(answer!.prepared!.launchFailure).toBeUndefined();
@@ -434,9 +521,20 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(t.batches.markers.size).toBe(0);
     expect(t.recorded).toEqual([]);
     expect(seen.markerReads).toBe(0);
-    // one debug line, no warning (the launch did not fail)
-    expect(debugged).toEqual(['first read left its launch to an activity: its budget ran out']);
-    expect(warned).toBe(0);
+    // one debug line, saying the try was withdrawn from its batch; no warning (nothing failed)
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({
+          model: 'm',
+          machineId: '0',
+          zone: 'us-east-1a',
+          when: 'withdrawn from its batch',
+        }) as unknown,
+      },
+    ]);
+    expect(warned).toEqual([]);
+    expect(deferredCounts).toEqual([[METRIC.firstLaunchesDeferred]]);
     // nothing of the withdrawn try goes out later either: its batch was dropped
     await sleep(3_500);
     expect(t.ec2.calls).toEqual([]);
@@ -449,14 +547,17 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
   });
 
-  it('made within the budget: answered launched, in the task, as before', async () => {
-    const t = setup(itemOf(), { budget: 5_000 });
-    const answer = await t.firstRead().answer;
+  it('made within the budget: answered launched, in the task, as before, nothing deferred', async () => {
+    const budget = budgetControl();
+    const t = setup(itemOf(), { budgetEnds: budget.budgetEnds });
+    const { value: answer, debugged, deferredCounts } = await watched(() => t.firstRead().answer);
     expect(answer!.prepared).toMatchObject({
       launchInTask: true,
       launched: { instanceId: 'i-1', recorded: 'alive' },
     });
     expect(t.ec2.calls).toHaveLength(1);
+    expect(debugged).toEqual([]);
+    expect(deferredCounts).toEqual([]);
   });
 
   it('whose batch went out before the budget and answers after it: waited for, its instance answered', async () => {
@@ -464,15 +565,17 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     const seen = countRecoveries(batches);
     const sent = gate();
     const answered = gate();
+    const budget = budgetControl();
     const t = setup(itemOf(), {
       batches,
-      budget: 300,
+      budgetEnds: budget.budgetEnds,
       hold: { reached: sent.open, released: answered.opened },
     });
     const { answer } = t.firstRead();
     await sent.opened;
-    // EC2 answers well after the budget
-    await sleep(800);
+    // the budget ends while EC2 has not answered
+    budget.ends();
+    await sleep(200);
     answered.open();
     const read = await answer;
     expect(read!.prepared).toMatchObject({
@@ -486,10 +589,12 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
 
   it('whose batch was being committed when the budget ended: not given up, its instance answered', async () => {
     const batches = fakeLaunchBatches({ commit: true });
-    const t = setup(itemOf(), { batches, budget: 300 });
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
     const { answer } = t.firstRead();
     await batches.firstCommit;
-    await sleep(800);
+    budget.ends();
+    await sleep(200);
     batches.releaseCommit();
     const read = await answer;
     expect(read!.prepared).toMatchObject({ launchInTask: true, launched: { instanceId: 'i-1' } });
@@ -499,11 +604,13 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
   it('marked, then over before its batch committed: left out, nothing recovered; the activity with the same seed takes the machine over and launches one instance', async () => {
     const batches = fakeLaunchBatches({ mark: true });
     const seen = countRecoveries(batches);
-    const t = setup(itemOf(), { batches, budget: 300 });
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
     const { answer } = t.firstRead();
     await batches.firstMark;
     // the budget ends while the batch marks its member
-    await sleep(800);
+    budget.ends();
+    await sleep(200);
     batches.releaseMark();
     const read = await answer;
     expect(read!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
@@ -533,36 +640,37 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
   });
 
   it('a destroy before the budget ends is a cancellation, as before: answered cancelled, not deferred', async () => {
-    const t = setup(itemOf(), { window: 20_000, budget: 5_000 });
-    let submitted!: () => void;
-    const inBatch = new Promise<void>((r) => (submitted = r));
-    const original = Coalescer.prototype.submit;
-    const submit = jest.spyOn(Coalescer.prototype, 'submit');
-    submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
-      if ((args[1] as { tokenSeed?: unknown }).tokenSeed !== undefined) submitted();
-      return original.apply(this, args);
-    });
-    const began = Date.now();
+    const budget = budgetControl();
+    const t = setup(itemOf(), { window: 20_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let outcome;
     try {
-      const { env, answer } = t.firstRead();
-      await inBatch;
-      env.cancel();
-      await expect(answer).rejects.toThrow();
+      outcome = await watched(async () => {
+        const { env, answer } = t.firstRead();
+        await submits.first;
+        env.cancel();
+        return answer.then(
+          () => 'answered',
+          (err: unknown) => err,
+        );
+      });
     } finally {
-      submit.mockRestore();
+      submits.restore();
     }
-    // at once, not at the budget
-    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(outcome.value).toBeInstanceOf(CancelledFailure);
+    expect(outcome.debugged).toEqual([]);
+    expect(outcome.deferredCounts).toEqual([]);
     expect(t.ec2.calls).toEqual([]);
     expect(t.batches.markers.size).toBe(0);
   });
 
   it('a destroy while its batch is committed, past the budget: still answers the instance', async () => {
     const batches = fakeLaunchBatches({ commit: true });
-    const t = setup(itemOf(), { batches, budget: 300 });
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
     const { env, answer } = t.firstRead();
     await batches.firstCommit;
-    await sleep(800);
+    budget.ends();
     env.cancel();
     batches.releaseCommit();
     const read = await answer;
