@@ -390,11 +390,13 @@ export function launchActivities(
    * and EC2's idempotency find an instance this try may have launched).
    *
    * The launch holds the run's first workflow task no longer than its budget
-   * (FIRST_TASK_LAUNCH_BUDGET_MS from `startedAt`, the step's start): a batch
-   * that has not gone out by then leaves the try out as it would a cancelled
-   * one, and the answer has no `launched` and `launchInTask: false`, so the
-   * workflow launches in an activity (workflows/patches.ts LAUNCH_OUT_OF_TASK);
-   * a batch being committed or sent by then is waited for.
+   * (FIRST_TASK_LAUNCH_BUDGET_MS from `startedAt`, the step's start) while its
+   * batch has not been dispatched: a try still gathering or waiting at the
+   * gate by then is withdrawn from its batch (LaunchRequest `withdrawBy`), and
+   * the answer has no `launched` and `launchInTask: false`, so the workflow
+   * launches in an activity (workflows/patches.ts LAUNCH_OUT_OF_TASK). A
+   * batch dispatched by then (being marked, committed or sent) is waited for,
+   * the try one of its members: the budget does not bound that wait.
    */
   async function launchPrepared(
     ref: MachineRef,
@@ -430,12 +432,11 @@ export function launchActivities(
     } catch (err) {
       const failed = notRetried(refusedOr(err));
       if (failed) return { ...prepared, launchFailure: failed };
-      // the budget ended the try before its batch went out: nothing of it was sent (withdrawn
-      // while gathering, left out of its batch's call, or the machine held by another batch of
-      // the attempt), so nothing is recovered here (`recover` settles the machine's batch, and
-      // would abandon one still being committed in this very worker, whose members would all
-      // launch afresh): the workflow's launch activity, same token seed, finds what there is.
-      // A destroy is not the budget: it keeps the path below
+      // the budget withdrew the try before its batch was dispatched: it marked nothing (withdrawn
+      // while gathering or at the gate, not marked at dispatch, or given up waiting for another
+      // batch of the attempt), so `recover` would find nothing of this try; the workflow's launch
+      // activity, same token seed, looks anyway (and settles another batch's marker), so the read
+      // spares the reads and the replay. A destroy is not the budget: it keeps the path below
       if (budget.aborted && !context.cancellationSignal.aborted && leftOutOfItsBatch(err)) {
         return deferred(ref, prepared, budgetMs, 'withdrawn from its batch');
       }
@@ -583,7 +584,8 @@ export function launchActivities(
   /**
    * One launch: found again if an earlier try (or attempt) may have made it, else batched.
    * `startedAt`: when this try began, if before this call (a launch made by a first read);
-   * `budget`: aborted, the try is over for its batch as a cancelled one is (a first read's).
+   * `budget`: aborted, the try gives its batch up if that batch has not been dispatched yet (a
+   * first read's: LaunchRequest `withdrawBy`).
    */
   async function launch(
     input: StartInstanceInput,
@@ -591,7 +593,7 @@ export function launchActivities(
     budget?: AbortSignal,
   ): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
-    const tryState = withBudget(thisTry(startedAt), budget);
+    const tryState = thisTry(startedAt);
     let replaces: string | undefined;
     if (retried || input.mayHaveLaunched) {
       const found = await launches.recover(input, {
@@ -616,6 +618,7 @@ export function launchActivities(
       ...(partition !== undefined ? { partition } : {}),
       ...(replaces !== undefined ? { replaces } : {}),
       ...tryState,
+      ...(budget ? { withdrawBy: budget } : {}),
     };
     if (group === undefined) return launches.launch(request);
     await groups.ensure(input.plan.region, group);
@@ -674,19 +677,6 @@ export async function heartbeating<T>(
  * to an activity (LAUNCH_OUT_OF_TASK): the task then ends well before 16 s.
  */
 export const FIRST_TASK_LAUNCH_BUDGET_MS = 10_000;
-
-/**
- * The try's end for its batch with a first read's budget too: aborted by the
- * activity's cancellation or the budget, whichever comes first.
- */
-function withBudget(
-  tryState: { signal?: AbortSignal; liveUntil?: number },
-  budget: AbortSignal | undefined,
-): { signal?: AbortSignal; liveUntil?: number } {
-  if (!budget) return tryState;
-  const signal = tryState.signal ? AbortSignal.any([tryState.signal, budget]) : budget;
-  return { ...tryState, signal };
-}
 
 /** How often a waiting activity heartbeats, the first time included. */
 export const HEARTBEAT_EVERY_MS = 5_000;

@@ -276,10 +276,12 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * the task run again. So the read's launch has a budget
  * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from the step's
  * start; PROVISIONER_FIRST_LAUNCH_BUDGET_MS): a launch whose batch has not
- * gone out by then (still gathering, or at the gate before it is marked and
- * committed) is withdrawn from it as a cancelled try is, and the read answers
- * its plan and claim without `launched` and with `launchInTask: false`. A
- * batch already committed is waited for, never raced.
+ * been dispatched by then (still gathering, or waiting at the gate) is
+ * withdrawn from it as a cancelled try is, and the read answers its plan and
+ * claim without `launched` and with `launchInTask: false`. A batch already
+ * dispatched (being marked, committed or sent) is waited for, the try one of
+ * its members: its answer comes only once the call is made whatever the try
+ * does, so leaving the try out then would gain nothing.
  *
  * Not asked with `patched()`, and no workflow code changed: the decision is
  * the recorded local activity's answer, which the workflow already branches
@@ -293,16 +295,16 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * replay on either code.
  *
  * The activity, on that path, is the one a failed in-read launch left to the
- * workflow: same seed, so whatever the withdrawn try left is found. Withdrawn
- * while gathering, it left nothing; left out of its batch after it was marked,
- * the machine's marker names a batch without it (committed with its other
- * members, or written abandoned when it had none: launch-batcher.ts
- * sendBooked): the activity's mark is refused for that batch, which it finds
- * written, settles (not sent for the machine) and replaces, and launches one
- * instance. The read itself recovers nothing when its budget withdrew it
- * (`recover` settles the machine's batch and would abandon one still
- * committing in this worker). A destroy meanwhile is the activity's
- * cancellation, not the budget, and keeps LAUNCH_IN_READ's behaviour. This id
- * names the change in code and notes; it is never recorded.
+ * workflow: same seed, so whatever the attempt left is found. A try withdrawn
+ * by its budget marked nothing; a read run again (its first task lost) may
+ * give up waiting for the batch the lost read's try joined: the machine's
+ * marker names that batch, the activity's mark is refused for it, and the
+ * activity waits for it to be written (sent: its instance; abandoned, or not
+ * written within HELD_BATCH_WAIT_MS: settled and replaced) and launches one
+ * instance. The read itself recovers nothing when its budget withdrew it:
+ * nothing of its try went out, and the activity looks anyway. A destroy
+ * meanwhile is the activity's cancellation, not the budget, and keeps
+ * LAUNCH_IN_READ's behaviour. This id names the change in code and notes; it
+ * is never recorded.
  */
 export const LAUNCH_OUT_OF_TASK = 'launch-out-of-task';

@@ -3,10 +3,15 @@ import { CancelledFailure } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Coalescer } from '../../../activities/coalescer';
 import { FIRST_TASK_LAUNCH_BUDGET_MS } from '../../../activities/launch';
-import { HELD_BATCH_WAIT_MS, type LaunchRequest } from '../../../activities/launch-batcher';
+import type { LaunchRequest } from '../../../activities/launch-batcher';
 import { activityLog } from '../../../activities/log';
 import { runningCatchUpsSettled } from '../../../activities/running-catch-up';
-import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
+import type {
+  FirstLaunch,
+  LaunchPlan,
+  MachineSnapshot,
+  StartedInstance,
+} from '../../../activities/types';
 import { METRIC } from '../../../config/metrics';
 import { workerMetrics } from '../../../config/worker-metrics';
 import type { InstanceTypeInfo } from '../../../core';
@@ -601,42 +606,70 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(t.ec2.calls).toHaveLength(1);
   });
 
-  it('marked, then over before its batch committed: left out, nothing recovered; the activity with the same seed takes the machine over and launches one instance', async () => {
+  it('whose batch was being marked when the budget ended: still its member (the batch is waited for anyway), its instance answered, nothing recovered', async () => {
     const batches = fakeLaunchBatches({ mark: true });
     const seen = countRecoveries(batches);
     const budget = budgetControl();
     const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
     const { answer } = t.firstRead();
     await batches.firstMark;
-    // the budget ends while the batch marks its member
     budget.ends();
     await sleep(200);
     batches.releaseMark();
     const read = await answer;
-    expect(read!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
-    expect(read!.prepared!.launched).toBeUndefined();
-    expect(t.ec2.calls).toEqual([]);
-    expect(seen.markerReads).toBe(0);
-    // its marker names the batch it was left out of, which had no other member: written
-    // abandoned by that batch, so the next try of the attempt need not wait for it
-    const zone = read!.prepared!.zone!;
-    const seed = launchTokenSeed(RUN, 1, 1, zone);
-    const left = t.batches.markers.get('0');
-    expect(left?.tokenSeed).toBe(seed);
-    expect(t.batches.batches.get(left!.batchId)?.state).toBe('abandoned');
-    // the workflow's launch activity: its mark is refused for that batch, which it finds
-    // settled (nothing sent for the machine) and replaces
-    const began = Date.now();
-    const started = await t.launchActivity(zone, read!.prepared!.plan!);
-    expect(Date.now() - began).toBeLessThan(HELD_BATCH_WAIT_MS);
-    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
-    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
     expect(t.ec2.calls).toHaveLength(1);
+    expect(seen.markerReads).toBe(0);
     const marker = t.batches.markers.get('0');
-    expect(marker).toMatchObject({ tokenSeed: seed });
-    expect(marker!.batchId).not.toBe(left!.batchId);
     expect(t.batches.batches.get(marker!.batchId)).toMatchObject({ state: 'sent', members: ['0'] });
-    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('whose batch of two was being marked when the budget ended: both launched in its one call, the read answered its instance', async () => {
+    const batches = fakeLaunchBatches({ mark: true });
+    const budget = budgetControl();
+    // a window of 3 s: machine 1's launch joins the read's batch
+    const t = setup(itemOf(), { batches, window: 3_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let other: Promise<StartedInstance>;
+    let read: MachineSnapshot | null;
+    try {
+      const { answer } = t.firstRead();
+      const request = await submits.first;
+      other = new MockActivityEnvironment({
+        attempt: 1,
+        startToCloseTimeoutMs: 120_000,
+        currentAttemptScheduledTimestampMs: Date.now(),
+      }).run(t.launch.startInstance, {
+        model: 'm',
+        machineId: '1',
+        zone: request.zone,
+        plan: request.plan,
+        tokenSeed: 'machine-1-seed',
+      });
+      // the read's mark (the batch's first) waits; the budget ends meanwhile
+      await batches.firstMark;
+      budget.ends();
+      await sleep(200);
+      batches.releaseMark();
+      read = await answer;
+    } finally {
+      submits.restore();
+    }
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    await expect(other).resolves.toMatchObject({ instanceId: 'i-2' });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1', 'i-2']]);
+    const marker = t.batches.markers.get('0');
+    expect(t.batches.batches.get(marker!.batchId)).toMatchObject({
+      state: 'sent',
+      members: ['0', '1'],
+    });
   });
 
   it('a destroy before the budget ends is a cancellation, as before: answered cancelled, not deferred', async () => {
