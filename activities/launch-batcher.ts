@@ -35,7 +35,9 @@ import type { LaunchPlan, StartedInstance } from './types';
  */
 export class TryEnded extends Error {
   constructor() {
-    super('the launch try ended (cancelled or timed out) before its batch went out');
+    super(
+      'the launch try ended (cancelled, timed out or out of its budget) before its batch went out',
+    );
     this.name = 'TryEnded';
   }
 }
