@@ -390,13 +390,15 @@ export function launchActivities(
    * and EC2's idempotency find an instance this try may have launched).
    *
    * The launch holds the run's first workflow task no longer than its budget
-   * (FIRST_TASK_LAUNCH_BUDGET_MS from `startedAt`, the step's start) while its
-   * batch has not been dispatched: a try still gathering or waiting at the
-   * gate by then is withdrawn from its batch (LaunchRequest `withdrawBy`), and
-   * the answer has no `launched` and `launchInTask: false`, so the workflow
-   * launches in an activity (workflows/patches.ts LAUNCH_OUT_OF_TASK). A
-   * batch dispatched by then (being marked, committed or sent) is waited for,
-   * the try one of its members: the budget does not bound that wait.
+   * (FIRST_TASK_LAUNCH_BUDGET_MS, counted from when the workflow scheduled the
+   * step: `budgetStart`) while its batch has not been dispatched: a try still
+   * gathering or waiting at the gate by then is withdrawn from its batch
+   * (LaunchRequest `withdrawBy`), and the answer has no `launched` and
+   * `launchInTask: false`, so the workflow launches in an activity
+   * (workflows/patches.ts LAUNCH_OUT_OF_TASK). The budget does not bound a
+   * batch dispatched by then (being marked, committed or sent: waited for,
+   * the try one of its members), a retry's `recover` before it batches, nor
+   * the wait for another launch of the machine under way in this worker.
    */
   async function launchPrepared(
     ref: MachineRef,
@@ -420,8 +422,9 @@ export function launchActivities(
       record: true,
     };
     const budgetMs = deps.tuning.firstLaunchBudgetMs ?? FIRST_TASK_LAUNCH_BUDGET_MS;
-    const leftMs = startedAt + budgetMs - Date.now();
-    // planning and the claim took the whole budget: the launch is the workflow's activity's
+    const leftMs = budgetStart(startedAt) + budgetMs - Date.now();
+    // the wait for the step, the read, planning and the claim took the whole budget: the launch
+    // is the workflow's activity's
     if (leftMs <= 0) return deferred(ref, prepared, budgetMs, 'before the launch');
     const ends = new AbortController();
     const timer = deps.firstLaunchBudget ? undefined : setTimeout(() => ends.abort(), leftMs);
@@ -464,6 +467,22 @@ export function launchActivities(
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * When the first read's launch budget began: when the workflow scheduled the
+   * step (a local activity's schedule time, which the SDK's core sets just
+   * after the workflow task started and keeps for its retries), so the budget
+   * counts the wait for the step to run on a starved worker, the read, the
+   * plan and claim (a `'stale'` first preparation too), and a retry of the step
+   * has only what its first try left. `startedAt` (the step's start) when it
+   * is not a local activity or the time is unknown.
+   */
+  function budgetStart(startedAt: number): number {
+    const { isLocal, scheduledTimestampMs } = Context.current().info;
+    return isLocal && scheduledTimestampMs > 0
+      ? Math.min(startedAt, scheduledTimestampMs)
+      : startedAt;
   }
 
   /**
@@ -667,14 +686,19 @@ export async function heartbeating<T>(
 
 /**
  * How long a machine's first read may hold the launch it makes (LAUNCH_IN_READ)
- * in the first workflow task, counted from the step's start (its plan and
- * claim included), unless PROVISIONER_FIRST_LAUNCH_BUDGET_MS says otherwise.
- * The SDK's core keeps that task alive with a heartbeat at 80 % of its 20 s
- * timeout, sent from the worker's one activation poll; on a starved or
- * burst-loaded worker it comes late and the server times the task out (234 of
- * 1,000 first tasks in one starved run), each a 20 s stall and the task run
- * again. A launch whose batch has not gone out by 10 s is withdrawn and left
- * to an activity (LAUNCH_OUT_OF_TASK): the task then ends well before 16 s.
+ * in the first workflow task before its batch is dispatched, unless
+ * PROVISIONER_FIRST_LAUNCH_BUDGET_MS says otherwise; counted from when the
+ * workflow scheduled the read (just after the task started; a retry of the
+ * read keeps that time), so the wait for a starved worker, the read, the plan
+ * and the claim are in it. The SDK's core keeps that task alive with a
+ * heartbeat at 80 % of its 20 s timeout (16 s), sent from the worker's one
+ * activation poll; when a first task holds its launch past that and the
+ * heartbeat comes late, the server times the task out, a 20 s stall and the
+ * task run again. A launch whose batch has not been dispatched by then is
+ * withdrawn and left to an activity (LAUNCH_OUT_OF_TASK). Not bounded: the
+ * wait for a batch already dispatched (its RunInstances turn and EC2's
+ * answer) and a retried read's `recover`; so the task usually, not always,
+ * ends before 16 s.
  */
 export const FIRST_TASK_LAUNCH_BUDGET_MS = 10_000;
 

@@ -274,14 +274,16 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * on a starved or burst-loaded worker that heartbeat comes late: the server
  * timed out 234 of 1,000 first tasks in one starved run, each a 20 s stall and
  * the task run again. So the read's launch has a budget
- * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from the step's
- * start; PROVISIONER_FIRST_LAUNCH_BUDGET_MS): a launch whose batch has not
- * been dispatched by then (still gathering, or waiting at the gate) is
- * withdrawn from it as a cancelled try is, and the read answers its plan and
- * claim without `launched` and with `launchInTask: false`. A batch already
+ * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from when the
+ * workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET_MS): a launch
+ * whose batch has not been dispatched by then (still gathering, or waiting at
+ * the gate) is withdrawn from it as a cancelled try is, and the read answers
+ * its plan and claim without `launched` and with `launchInTask: false`. A
+ * batch already
  * dispatched (being marked, committed or sent) is waited for, the try one of
  * its members: its answer comes only once the call is made whatever the try
- * does, so leaving the try out then would gain nothing.
+ * does, so leaving the try out then would gain nothing. The budget does not
+ * bound that wait, nor a retried read's `recover`.
  *
  * Not asked with `patched()`, and no workflow code changed: the decision is
  * the recorded local activity's answer, which the workflow already branches
