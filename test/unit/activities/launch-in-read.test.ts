@@ -502,6 +502,40 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(late.left[0]).toBeGreaterThan(0);
   });
 
+  it('spent before the launch (the read scheduled long before it ran): answered launchInTask false, nothing batched or sent; the activity then launches the one instance', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const t = setup(itemOf(), { batches });
+    const submits = watchSubmits();
+    let outcome;
+    try {
+      // scheduled 20 s ago: the default 10 s are gone when the step runs
+      outcome = await watched(() => t.firstRead(FIRST, 20_000).answer);
+    } finally {
+      submits.restore();
+    }
+    const { value: answer, debugged, warned, deferredCounts } = outcome;
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({ when: 'before the launch', budgetMs: 10_000 }) as unknown,
+      },
+    ]);
+    expect(warned).toEqual([]);
+    expect(deferredCounts).toHaveLength(1);
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(seen.markerReads).toBe(0);
+    const { zone, plan } = answer!.prepared!;
+    await expect(t.launchActivity(zone!, plan!)).resolves.toMatchObject({
+      instanceId: 'i-1',
+      recorded: 'alive',
+    });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+
   it('whose batch still gathers: withdrawn, answered without launched and launchInTask false, nothing sent, nothing recovered, counted once; the activity then launches the one instance', async () => {
     // a window of 3 s: the batch still gathers when the test ends the budget
     const batches = fakeLaunchBatches();
@@ -673,6 +707,48 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
       members: ['0', '1'],
     });
   });
+
+  it('ending while the read waits for another batch of its attempt (a first read run again): given up, answered launchInTask false; the activity settles that batch and launches one instance', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const seed = launchTokenSeed(RUN, 1, 1, 'us-east-1a');
+    // the lost first task's read marked the machine for a batch that never recorded itself
+    batches.markers.set('0', { batchId: 'lost-batch', tokenSeed: seed });
+    let waiting!: () => void;
+    const waits = new Promise<void>((r) => (waiting = r));
+    const written = batches.store.written;
+    batches.store.written = (model: string, id: string) => {
+      if (id === 'lost-batch') waiting();
+      return written(model, id);
+    };
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
+    const { value: answer, debugged } = await watched(async () => {
+      const { answer } = t.firstRead();
+      await waits;
+      budget.ends();
+      return answer;
+    });
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({ when: 'withdrawn from its batch' }) as unknown,
+      },
+    ]);
+    // the read left that batch alone: not settled, nothing recovered, nothing sent
+    expect(t.batches.batches.has('lost-batch')).toBe(false);
+    expect(seen.markerReads).toBe(0);
+    expect(t.ec2.calls).toEqual([]);
+    // the activity waits for that batch (HELD_BATCH_WAIT_MS), then settles and replaces it
+    const started = await t.launchActivity('us-east-1a', answer!.prepared!.plan!);
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(t.batches.batches.get('lost-batch')?.state).toBe('abandoned');
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.batches.markers.get('0')).toMatchObject({ tokenSeed: seed });
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  }, 60_000);
 
   it('a destroy before the budget ends is a cancellation, as before: answered cancelled, not deferred', async () => {
     const budget = budgetControl();
