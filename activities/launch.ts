@@ -687,7 +687,7 @@ export async function heartbeating<T>(
 /**
  * How long a machine's first read may hold the launch it makes (LAUNCH_IN_READ)
  * in the first workflow task before its batch is dispatched, unless
- * PROVISIONER_FIRST_LAUNCH_BUDGET_MS says otherwise; counted from when the
+ * PROVISIONER_FIRST_LAUNCH_BUDGET says otherwise; counted from when the
  * workflow scheduled the read (just after the task started; a retry of the
  * read keeps that time), so the wait for a starved worker, the read, the plan
  * and the claim are in it. The SDK's core keeps that task alive with a

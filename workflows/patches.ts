@@ -275,7 +275,7 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * timed out 234 of 1,000 first tasks in one starved run, each a 20 s stall and
  * the task run again. So the read's launch has a budget
  * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from when the
- * workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET_MS): a launch
+ * workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET): a launch
  * whose batch has not been dispatched by then (still gathering, or waiting at
  * the gate) is withdrawn from it as a cancelled try is, and the read answers
  * its plan and claim without `launched` and with `launchInTask: false`. A

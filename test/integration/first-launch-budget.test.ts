@@ -19,7 +19,7 @@ import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 /**
  * A machine's first read whose launch outlasts its budget (workflows/patches.ts
  * LAUNCH_OUT_OF_TASK), on the local stack: a worker of this file's own, whose
- * first reads may hold their launch 1.5 s (PROVISIONER_FIRST_LAUNCH_BUDGET_MS)
+ * first reads may hold their launch 1.5 s (PROVISIONER_FIRST_LAUNCH_BUDGET)
  * while its launch batches gather 6 s, so the read's launch is withdrawn from
  * its batch and the read answers its plan and claim alone (`launchInTask:
  * false`). The first workflow task then schedules the launch as an activity
@@ -47,7 +47,7 @@ beforeAll(async () => {
     taskQueue: TASK_QUEUE,
     logFile: join(logDir, 'worker.log'),
     env: {
-      PROVISIONER_FIRST_LAUNCH_BUDGET_MS: '1500',
+      PROVISIONER_FIRST_LAUNCH_BUDGET: '1500ms',
       PROVISIONER_LAUNCH_BATCH_IDLE: '6s',
       PROVISIONER_LAUNCH_BATCH_MAX: '6s',
     },
