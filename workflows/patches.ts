@@ -271,11 +271,15 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * run's first workflow task while it waits for its batch, the RunInstances
  * turn and EC2's answer; the SDK's core keeps the task alive with a heartbeat
  * at 80 % of its 20 s timeout, sent from the worker's one activation poll, and
- * on a starved or burst-loaded worker that heartbeat comes late: the server
- * timed out 234 of 1,000 first tasks in one starved run, each a 20 s stall and
- * the task run again. So the read's launch has a budget
- * (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s from when the
- * workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET): a launch
+ * when a task holds its launch that long and the heartbeat comes late, the
+ * server times the task out, a 20 s stall and the task run again. Seen in an
+ * earlier session with eager start: first tasks held 18.0-20.7 s. (Session
+ * 18's starved bench of main, 1,004 workflow tasks timed out, 215.6 s for
+ * 1,000 machines at about 14 % of a core, was another cause: first tasks not
+ * begun in time, not held; the budget does not help there.) So the read's
+ * launch has a budget (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s
+ * from when the workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET):
+ * a launch
  * whose batch has not been dispatched by then (still gathering, or waiting at
  * the gate) is withdrawn from it as a cancelled try is, and the read answers
  * its plan and claim without `launched` and with `launchInTask: false`. A
