@@ -37,6 +37,11 @@ export interface ActivityDeps {
   /** The task queue this worker polls; machine workflows the sweep restarts go there. */
   taskQueue: string;
   now?: () => number;
+  /**
+   * Tests: the first read's launch budget (activities/launch.ts `launchPrepared`) as a
+   * signal the test aborts itself, given what is left of it (ms); absent, a timer that long.
+   */
+  firstLaunchBudget?: (leftMs: number) => AbortSignal;
   /** Containers (issue 15): their records, and the SSM client of a region to run commands on hosts. */
   containers?: ContainerStore;
   ssmForRegion?: (region: string) => SSMClient;

@@ -28,8 +28,19 @@ import { rootDiskGiB } from './plan';
 import { launchTags, TAG_LAUNCH_BATCH } from '../ec2/tags';
 import type { LaunchPlan, StartedInstance } from './types';
 
-/** A launch try that ended (cancelled or timed out) before its batch went out: it launched nothing. */
-const TRY_ENDED = 'the launch try ended (cancelled or timed out) before its batch went out';
+/**
+ * A launch try that ended (cancelled, timed out, or withdrawn: a first read's
+ * budget) before its batch went out: it launched nothing (withdrawn while its
+ * batch gathered, or left out of the batch's call).
+ */
+export class TryEnded extends Error {
+  constructor() {
+    super(
+      'the launch try ended (cancelled, timed out or out of its budget) before its batch went out',
+    );
+    this.name = 'TryEnded';
+  }
+}
 
 /** The root device of Canonical's Ubuntu images (Juju uses the same). */
 const ROOT_DEVICE = '/dev/sda1';
@@ -167,6 +178,17 @@ export interface LaunchRequest {
   signal?: AbortSignal;
   /** Epoch ms after which the try's activity has timed out: its batch leaves it out. */
   liveUntil?: number;
+  /**
+   * Aborted, the try gives its batch up only while that batch has not been
+   * dispatched (a first read's budget, activities/launch.ts): withdrawn while
+   * the batch gathers or waits at the gate, not marked when it is sent, and
+   * no longer waiting for another batch of its attempt. Unlike `signal`, it
+   * does not leave out a try already being marked: the batch's answer is
+   * waited for anyway (the coalescer answers its members only once the call
+   * is made), so leaving it out then would hold the try as long and gain
+   * nothing but another batch and another RunInstances for it.
+   */
+  withdrawBy?: AbortSignal;
 }
 
 /** What `recover` found: the instance, or nothing, with the batch it settled for this attempt. */
@@ -739,16 +761,16 @@ export class LaunchBatcher {
         return this.finish(
           // a try cancelled while its batch has not gone out is answered at once (the batch
           // leaves it out: sendBooked's isOver)
-          await this.coalescer.submit(batchKey(current), current, current.signal),
+          await this.coalescer.submit(batchKey(current), current, endOf(current)),
           false,
         );
       } catch (err) {
         // withdrawn from its batch by the try's end: the same failure as a try the batch left out
-        if (err instanceof Withdrawn) throw new Error(TRY_ENDED);
+        if (err instanceof Withdrawn) throw new TryEnded();
         if (round >= MAX_ROUNDS - 1) throw err;
-        // a try that is over (its retry may be under way) launches nothing more, and abandons
-        // nothing: only a live try may give up another try's batch
-        if (isOver(current)) throw err;
+        // a try that is over (its retry may be under way) or withdrawn launches nothing more,
+        // and abandons nothing: only a live try may give up another try's batch
+        if (endedOrWithdrawn(current)) throw err;
         if (err instanceof BatchAbandoned) {
           // another member's retry gave the batch up: launch again in its place (if that
           // retry holds this machine, the next batch finds it so and takes its instance),
@@ -760,7 +782,7 @@ export class LaunchBatcher {
         }
         if (!(err instanceof HeldByAnotherBatch)) throw err;
         await this.recorded(current, err.batchId);
-        if (isOver(current)) throw err;
+        if (endedOrWithdrawn(current)) throw err;
         const found = await this.recover(current, { sameAttemptOnly: true });
         if (found.started) return found.started;
         // the machine moved on to another attempt: not this try's to launch
@@ -778,7 +800,8 @@ export class LaunchBatcher {
     if (!batchId) return;
     const until = Date.now() + HELD_BATCH_WAIT_MS;
     while (!(await this.deps.store.batches.written(request.model, batchId))) {
-      if (isOver(request)) return; // the waiting try is over: it leaves the batch alone
+      // the waiting try is over or withdrawn: it leaves the batch alone
+      if (endedOrWithdrawn(request)) return;
       if (Date.now() >= until) return; // its worker died or stalls: recover abandons it
       await new Promise((r) => setTimeout(r, HELD_BATCH_POLL_MS));
     }
@@ -910,8 +933,9 @@ export class LaunchBatcher {
     const first = requests[0]!;
     const { batches } = this.deps.store;
     const id = randomUUID();
-    // a try that is over (cancelled, timed out) joins no batch: its retry may be under way
-    const over = requests.map((r) => isOver(r));
+    // a try that is over (cancelled, timed out) joins no batch: its retry may be under way; nor
+    // does one withdrawn (its budget ran out between the gate and here)
+    const over = requests.map((r) => endedOrWithdrawn(r));
     const outcomes = await Promise.all(
       requests.map((r, i) =>
         over[i]
@@ -925,23 +949,29 @@ export class LaunchBatcher {
       ),
     );
     // marking may take a while on a busy table: a try over by now is left out too (its
-    // marker names a batch without it, which its retry settles and replaces)
+    // marker names a batch without it, which its retry settles and replaces). Not one merely
+    // withdrawn (`withdrawBy`): it is a member now, and waits for the batch's answer as one
     const late = requests.map((r) => isOver(r));
     const marked = outcomes.map((o, i) => o?.marked === true && !late[i]);
     const members = requests.filter((_, i) => marked[i]);
     const results: Array<Settled<Launched>> = outcomes.map((o, i) => {
       if (!o || late[i]) {
-        return {
-          ok: false,
-          error: new Error(TRY_ENDED),
-        };
+        return { ok: false, error: new TryEnded() };
       }
       if (!o.marked && o.claimedBy !== undefined) {
         return { ok: false, error: new HeldByAnotherBatch(o.claimedBy) };
       }
       return { ok: false, error: failure(FAILURE.machineGone, 'the machine is gone or dead') };
     });
-    if (members.length === 0) return results;
+    if (members.length === 0) {
+      // a try marked and over by then names this batch in its marker, and no commit will write
+      // it: written abandoned now, so the attempt's next try (the retry of a cancelled or timed
+      // out try) finds it settled at once, not after HELD_BATCH_WAIT_MS
+      if (outcomes.some((o, i) => o?.marked === true && late[i])) {
+        await batches.settle(first.model, id).catch(() => undefined);
+      }
+      return results;
+    }
     const plan = first.plan;
     const call: LaunchBatchCall = {
       region: plan.region,
@@ -1007,9 +1037,36 @@ export class LaunchBatcher {
   }
 }
 
+/**
+ * The try's own batch made no call for it: withdrawn or left out (TryEnded),
+ * its batch abandoned before it went out (BatchAbandoned), or the machine
+ * held by another batch of its attempt (HeldByAnotherBatch: that batch, not
+ * this try's, may have launched it, and the attempt's next try finds it:
+ * `launchHeld`). Not a failure of a batch that went out.
+ */
+export function leftOutOfItsBatch(err: unknown): boolean {
+  return (
+    err instanceof TryEnded || err instanceof BatchAbandoned || err instanceof HeldByAnotherBatch
+  );
+}
+
 /** The try is over: its activity was cancelled, or its start-to-close deadline (nearly) passed. */
 function isOver(r: LaunchRequest): boolean {
   return r.signal?.aborted === true || (r.liveUntil !== undefined && r.liveUntil <= Date.now());
+}
+
+/** The try is over, or gives its batch up before it is dispatched (`withdrawBy`). */
+function endedOrWithdrawn(r: LaunchRequest): boolean {
+  return isOver(r) || r.withdrawBy?.aborted === true;
+}
+
+/**
+ * What withdraws a try from its batch while the batch gathers or waits at
+ * the gate: its end or its `withdrawBy`, whichever aborts first.
+ */
+function endOf(r: LaunchRequest): AbortSignal | undefined {
+  if (!r.withdrawBy) return r.signal;
+  return r.signal ? AbortSignal.any([r.signal, r.withdrawBy]) : r.withdrawBy;
 }
 
 function isZoneFailure(err: unknown): boolean {

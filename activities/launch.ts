@@ -10,7 +10,7 @@ import type { ActivityDeps } from './deps';
 import { ec2ErrorCode } from '../ec2/errors';
 import { findSubnet } from '../ec2/instances';
 import { failure, orMachineGone } from './failures';
-import { LaunchBatcher, type LaunchRequest } from './launch-batcher';
+import { LaunchBatcher, leftOutOfItsBatch, type LaunchRequest } from './launch-batcher';
 import { PlacementGroups } from '../ec2/placement-groups';
 import { SingleFlight } from './single-flight';
 import type { ProvisioningStore } from '../state/provisioning';
@@ -31,6 +31,7 @@ import type { MachineView } from '../state/zone-counts';
 import { currentRun, recordLaunched } from './records';
 import { claimantOf, launchTokenSeed } from '../temporal/launch-token';
 import { activityLog } from './log';
+import { firstLaunchDeferred } from './metrics';
 import { refusedOr } from '../ec2/errors';
 
 /** How long machines alike (model, base, constraints, placement, groups) share one plan. */
@@ -387,6 +388,17 @@ export function launchActivities(
    * the step still finds it. Else the answer has no `launched`, and the
    * workflow launches in a step of its own (same token seed: the batch marks
    * and EC2's idempotency find an instance this try may have launched).
+   *
+   * The launch holds the run's first workflow task no longer than its budget
+   * (FIRST_TASK_LAUNCH_BUDGET_MS, counted from when the workflow scheduled the
+   * step: `budgetStart`) while its batch has not been dispatched: a try still
+   * gathering or waiting at the gate by then is withdrawn from its batch
+   * (LaunchRequest `withdrawBy`), and the answer has no `launched` and
+   * `launchInTask: false`, so the workflow launches in an activity
+   * (workflows/patches.ts LAUNCH_OUT_OF_TASK). The budget does not bound a
+   * batch dispatched by then (being marked, committed or sent: waited for,
+   * the try one of its members), a retry's `recover` before it batches, nor
+   * the wait for another launch of the machine under way in this worker.
    */
   async function launchPrepared(
     ref: MachineRef,
@@ -409,12 +421,28 @@ export function launchActivities(
       tokenSeed: launchTokenSeed(run, first.pass, first.attempt, zone),
       record: true,
     };
+    const budgetMs = deps.tuning.firstLaunchBudgetMs ?? FIRST_TASK_LAUNCH_BUDGET_MS;
+    const leftMs = budgetStart(startedAt) + budgetMs - Date.now();
+    // the wait for the step, the read, planning and the claim took the whole budget: the launch
+    // is the workflow's activity's
+    if (leftMs <= 0) return deferred(ref, prepared, budgetMs, 'before the launch');
+    const ends = new AbortController();
+    const timer = deps.firstLaunchBudget ? undefined : setTimeout(() => ends.abort(), leftMs);
+    const budget = deps.firstLaunchBudget?.(leftMs) ?? ends.signal;
     try {
-      const started = await launch(input, startedAt);
+      const started = await launch(input, startedAt, budget);
       return { ...prepared, launched: await recorded(input, started) };
     } catch (err) {
       const failed = notRetried(refusedOr(err));
       if (failed) return { ...prepared, launchFailure: failed };
+      // the budget withdrew the try before its batch was dispatched: it marked nothing (withdrawn
+      // while gathering or at the gate, not marked at dispatch, or given up waiting for another
+      // batch of the attempt), so `recover` would find nothing of this try; the workflow's launch
+      // activity, same token seed, looks anyway (and settles another batch's marker), so the read
+      // spares the reads and the replay. A destroy is not the budget: it keeps the path below
+      if (budget.aborted && !context.cancellationSignal.aborted && leftOutOfItsBatch(err)) {
+        return deferred(ref, prepared, budgetMs, 'withdrawn from its batch');
+      }
       // a failure the launch step would retry: this try's batch may have gone out and only its
       // answer was lost. Asked once here (the batch's call repeated with its token: no new
       // instance), so the instance is answered and recorded even when a destroy cancelled the
@@ -436,7 +464,48 @@ export function launchActivities(
         error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
       });
       return prepared;
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /**
+   * When the first read's launch budget began: when the workflow scheduled the
+   * step (a local activity's schedule time, which the SDK's core sets just
+   * after the workflow task started and keeps for its retries), so the budget
+   * counts the wait for the step to run on a starved worker, the read, the
+   * plan and claim (a `'stale'` first preparation too), and a retry of the step
+   * has only what its first try left. `startedAt` (the step's start) when it
+   * is not a local activity or the time is unknown.
+   */
+  function budgetStart(startedAt: number): number {
+    const { isLocal, scheduledTimestampMs } = Context.current().info;
+    return isLocal && scheduledTimestampMs > 0
+      ? Math.min(startedAt, scheduledTimestampMs)
+      : startedAt;
+  }
+
+  /**
+   * The first read's answer without its launch, which the workflow then runs
+   * as an activity of its own (`launchInTask: false`: workflows/patches.ts
+   * LAUNCH_OUT_OF_TASK), so the first workflow task is not held past the
+   * budget. Logged at debug only: under load it is one line per machine.
+   */
+  function deferred(
+    ref: MachineRef,
+    prepared: PreparedLaunch,
+    budgetMs: number,
+    when: string,
+  ): PreparedLaunch {
+    firstLaunchDeferred();
+    activityLog.debug('first read left its launch to an activity: its budget ran out', {
+      model: ref.model,
+      machineId: ref.machineId,
+      zone: prepared.zone,
+      budgetMs,
+      when,
+    });
+    return { ...prepared, launchInTask: false };
   }
 
   return {
@@ -533,9 +602,15 @@ export function launchActivities(
 
   /**
    * One launch: found again if an earlier try (or attempt) may have made it, else batched.
-   * `startedAt`: when this try began, if before this call (a launch made by a first read).
+   * `startedAt`: when this try began, if before this call (a launch made by a first read);
+   * `budget`: aborted, the try gives its batch up if that batch has not been dispatched yet (a
+   * first read's: LaunchRequest `withdrawBy`).
    */
-  async function launch(input: StartInstanceInput, startedAt?: number): Promise<StartedInstance> {
+  async function launch(
+    input: StartInstanceInput,
+    startedAt?: number,
+    budget?: AbortSignal,
+  ): Promise<StartedInstance> {
     const retried = activityAttempt() > 1;
     const tryState = thisTry(startedAt);
     let replaces: string | undefined;
@@ -562,6 +637,7 @@ export function launchActivities(
       ...(partition !== undefined ? { partition } : {}),
       ...(replaces !== undefined ? { replaces } : {}),
       ...tryState,
+      ...(budget ? { withdrawBy: budget } : {}),
     };
     if (group === undefined) return launches.launch(request);
     await groups.ensure(input.plan.region, group);
@@ -607,6 +683,24 @@ export async function heartbeating<T>(
     clearInterval(timer);
   }
 }
+
+/**
+ * How long a machine's first read may hold the launch it makes (LAUNCH_IN_READ)
+ * in the first workflow task before its batch is dispatched, unless
+ * PROVISIONER_FIRST_LAUNCH_BUDGET says otherwise; counted from when the
+ * workflow scheduled the read (just after the task started; a retry of the
+ * read keeps that time), so the wait for a starved worker, the read, the plan
+ * and the claim are in it. The SDK's core keeps that task alive with a
+ * heartbeat at 80 % of its 20 s timeout (16 s), sent from the worker's one
+ * activation poll; when a first task holds its launch past that and the
+ * heartbeat comes late, the server times the task out, a 20 s stall and the
+ * task run again. A launch whose batch has not been dispatched by then is
+ * withdrawn and left to an activity (LAUNCH_OUT_OF_TASK). Not bounded: the
+ * wait for a batch already dispatched (its RunInstances turn and EC2's
+ * answer) and a retried read's `recover`; so the task usually, not always,
+ * ends before 16 s.
+ */
+export const FIRST_TASK_LAUNCH_BUDGET_MS = 10_000;
 
 /** How often a waiting activity heartbeats, the first time included. */
 export const HEARTBEAT_EVERY_MS = 5_000;

@@ -11,7 +11,7 @@ function inActivity(): boolean {
   }
 }
 
-function write(level: 'info' | 'warn' | 'error', message: string, attrs: Attrs): void {
+function write(level: 'debug' | 'info' | 'warn' | 'error', message: string, attrs: Attrs): void {
   if (inActivity()) {
     // Temporal's activity logger: the worker's Runtime.logger gets the line with the
     // workflow's and the activity's ids (worker/logging.ts writes it as JSON)
@@ -20,7 +20,8 @@ function write(level: 'info' | 'warn' | 'error', message: string, attrs: Attrs):
   }
   // called outside an activity (a unit test, a worker-level helper): one JSON line
   const line = JSON.stringify({ level, message, ...attrs });
-  if (level === 'info') console.log(line);
+  if (level === 'debug') console.debug(line);
+  else if (level === 'info') console.log(line);
   else if (level === 'warn') console.warn(line);
   else console.error(line);
 }
@@ -32,6 +33,8 @@ function write(level: 'info' | 'warn' | 'error', message: string, attrs: Attrs):
  * `machineId`, `instanceId`, `zone`, `attempt`).
  */
 export const activityLog = {
+  /** What the worker's log level (info in every environment) leaves out: per-machine detail under load. */
+  debug: (message: string, attrs: Attrs = {}): void => write('debug', message, attrs),
   info: (message: string, attrs: Attrs = {}): void => write('info', message, attrs),
   warn: (message: string, attrs: Attrs = {}): void => write('warn', message, attrs),
   error: (message: string, attrs: Attrs = {}): void => write('error', message, attrs),

@@ -25,6 +25,11 @@ export function launchFailed(err: unknown, size: number, m: WorkerMetrics = work
   if (classifyError(err) === 'zone') m.count(METRIC.zoneFailovers, size);
 }
 
+/** A machine's first read left its launch to an activity: its budget ran out (activities/launch.ts). */
+export function firstLaunchDeferred(m: WorkerMetrics = workerMetrics): void {
+  m.count(METRIC.firstLaunchesDeferred);
+}
+
 /** A machine or container put in status `error`. */
 export function machineInError(m: WorkerMetrics = workerMetrics): void {
   m.count(METRIC.machinesInError);

@@ -91,9 +91,11 @@ export interface PreparedLaunch {
    * The launch after this claim runs as a local activity in the same
    * workflow task (workflows/patches.ts LAUNCH_IN_TASK). Set by every
    * answer with a zone from code that knows the change; histories recorded
-   * before it lack it and replay with the launch as an activity.
+   * before it lack it and replay with the launch as an activity. `false`:
+   * the first read's launch outlasted its budget and was withdrawn
+   * (LAUNCH_OUT_OF_TASK): the launch is the workflow's activity, as without.
    */
-  launchInTask?: true;
+  launchInTask?: boolean;
   /**
    * The launch itself, made in the same step when the workflow passed its
    * pass and attempt (`launch`, workflows/patches.ts LAUNCH_IN_READ): the

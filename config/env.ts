@@ -67,6 +67,25 @@ function keySpacingEnv(env: NodeJS.ProcessEnv): { launchKeySpacingMs?: number } 
   return { launchKeySpacingMs: ms };
 }
 
+/**
+ * The most PROVISIONER_FIRST_LAUNCH_BUDGET may be: the SDK's core sends the
+ * first workflow task's heartbeat at 16 s (80 % of its 20 s timeout), and a
+ * budget near or past that no longer ends the task's launch before it.
+ */
+export const MAX_FIRST_LAUNCH_BUDGET_MS = 15_000;
+
+/** PROVISIONER_FIRST_LAUNCH_BUDGET: above 0 and at most MAX_FIRST_LAUNCH_BUDGET_MS. */
+function firstLaunchBudgetEnv(env: NodeJS.ProcessEnv): number {
+  const name = 'PROVISIONER_FIRST_LAUNCH_BUDGET';
+  const ms = durationEnv(name, '10s', env);
+  if (ms <= 0 || ms > MAX_FIRST_LAUNCH_BUDGET_MS) {
+    throw new ConfigError(
+      `environment variable ${name}: "${env[name]}" is not above 0 and at most ${MAX_FIRST_LAUNCH_BUDGET_MS / 1000}s (the first workflow task's heartbeat is at 16s)`,
+    );
+  }
+  return ms;
+}
+
 /** A number above 0 (`2`, `0.5`). */
 export function positiveNumberEnv(
   name: string,
@@ -139,6 +158,16 @@ export interface ProvisioningTuning {
    * default the batch's max window (PROVISIONER_LAUNCH_BATCH_MAX); 0: off.
    */
   launchKeySpacingMs?: number;
+  /**
+   * How long a machine's first read may hold its launch in the first workflow
+   * task before its batch is dispatched (activities/launch.ts `launchPrepared`),
+   * counted from when the workflow scheduled the read: a launch whose batch
+   * has not been dispatched by then is withdrawn and made by the workflow's
+   * launch activity instead: `PROVISIONER_FIRST_LAUNCH_BUDGET`, default 10 s,
+   * at most MAX_FIRST_LAUNCH_BUDGET_MS; absent (deps built by hand in tests),
+   * FIRST_TASK_LAUNCH_BUDGET_MS.
+   */
+  firstLaunchBudgetMs?: number;
   /** How long a reservation in the launch record may take before the worker paces alone (default RESERVE_TIMEOUT_MS). */
   launchReserveTimeoutMs?: number;
   /** How long one read or write of the launch record may take before it is aborted (default RECORD_REQUEST_TIMEOUT_MS). */
@@ -203,6 +232,7 @@ export function provisioningTuning(env: NodeJS.ProcessEnv = process.env): Provis
       optionalEnv('PROVISIONER_LAUNCH_SHARED_PACING', 'on', env),
     ),
     ...keySpacingEnv(env),
+    firstLaunchBudgetMs: firstLaunchBudgetEnv(env),
     reprovisionCap: positiveIntEnv('PROVISIONER_REPROVISION_CAP', 20, env),
     sweepConcurrency: positiveIntEnv('PROVISIONER_SWEEP_CONCURRENCY', 8, env),
     containerPollMs: durationEnv('PROVISIONER_CONTAINER_POLL', '5s', env),

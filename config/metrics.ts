@@ -36,6 +36,11 @@ export const METRIC = {
   zoneFailovers: 'ZoneFailovers',
   /** Worker: machines (and containers) put in status `error`. */
   machinesInError: 'MachinesInError',
+  /**
+   * Worker: machines whose first read left its launch to an activity, its
+   * budget spent (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS).
+   */
+  firstLaunchesDeferred: 'FirstLaunchesDeferred',
   /** Worker: teardowns newly blocked (a step EC2 refused or that ran out of retries). */
   teardownBlocked: 'TeardownBlocked',
 } as const;
@@ -73,6 +78,7 @@ const UNITS: Readonly<Record<MetricName, Unit>> = {
   ThrottledCalls: MetricUnit.Count,
   ZoneFailovers: MetricUnit.Count,
   MachinesInError: MetricUnit.Count,
+  FirstLaunchesDeferred: MetricUnit.Count,
   TeardownBlocked: MetricUnit.Count,
 };
 

@@ -265,3 +265,52 @@ export const LAUNCH_IN_TASK = 'launch-in-task';
  * notes; it is never recorded.
  */
 export const LAUNCH_IN_READ = 'launch-in-read';
+
+/**
+ * Issue 26: the launch a machine's first read makes (LAUNCH_IN_READ) holds the
+ * run's first workflow task while it waits for its batch, the RunInstances
+ * turn and EC2's answer; the SDK's core keeps the task alive with a heartbeat
+ * at 80 % of its 20 s timeout, sent from the worker's one activation poll, and
+ * when a task holds its launch that long and the heartbeat comes late, the
+ * server times the task out, a 20 s stall and the task run again. Seen in an
+ * earlier session with eager start: first tasks held 18.0-20.7 s. (Session
+ * 18's starved bench of main, 1,004 workflow tasks timed out, 215.6 s for
+ * 1,000 machines at about 14 % of a core, was another cause: first tasks not
+ * begun in time, not held; the budget does not help there.) So the read's
+ * launch has a budget (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s
+ * from when the workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET):
+ * a launch
+ * whose batch has not been dispatched by then (still gathering, or waiting at
+ * the gate) is withdrawn from it as a cancelled try is, and the read answers
+ * its plan and claim without `launched` and with `launchInTask: false`. A
+ * batch already
+ * dispatched (being marked, committed or sent) is waited for, the try one of
+ * its members: its answer comes only once the call is made whatever the try
+ * does, so leaving the try out then would gain nothing. The budget does not
+ * bound that wait, nor a retried read's `recover`.
+ *
+ * Not asked with `patched()`, and no workflow code changed: the decision is
+ * the recorded local activity's answer, which the workflow already branches
+ * on (launch.ts runPass): no `launched`, no `launchFailure`, and a
+ * `launchInTask` that is not `true` runs the launch as the activity
+ * (`launching.startInstance`, LAUNCH_OPTIONS: heartbeating, a 60 s heartbeat
+ * timeout) with the token seed the read used (its run, pass 1, attempt 1, the
+ * zone), scheduled by the first task, which then completes. Code from before
+ * this change, given such an answer (replaying it, or a worker of it taking
+ * the run over), schedules that same activity, so histories either way
+ * replay on either code.
+ *
+ * The activity, on that path, is the one a failed in-read launch left to the
+ * workflow: same seed, so whatever the attempt left is found. A try withdrawn
+ * by its budget marked nothing; a read run again (its first task lost) may
+ * give up waiting for the batch the lost read's try joined: the machine's
+ * marker names that batch, the activity's mark is refused for it, and the
+ * activity waits for it to be written (sent: its instance; abandoned, or not
+ * written within HELD_BATCH_WAIT_MS: settled and replaced) and launches one
+ * instance. The read itself recovers nothing when its budget withdrew it:
+ * nothing of its try went out, and the activity looks anyway. A destroy
+ * meanwhile is the activity's cancellation, not the budget, and keeps
+ * LAUNCH_IN_READ's behaviour. This id names the change in code and notes; it
+ * is never recorded.
+ */
+export const LAUNCH_OUT_OF_TASK = 'launch-out-of-task';

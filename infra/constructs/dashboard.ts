@@ -132,6 +132,7 @@ export class ProvisionerDashboard extends Construct {
           app.metric(METRIC.zoneFailovers),
           app.metric(METRIC.machinesInError),
           app.metric(METRIC.teardownBlocked),
+          app.metric(METRIC.firstLaunchesDeferred),
         ],
         width: 8,
       }),

@@ -251,7 +251,7 @@ describe('startInstance retried on another worker while its first try waits in i
     const running = env.run(() => a.activities.startInstance(input));
     env.cancel('TIMED_OUT');
     await expect(running).rejects.toThrow(
-      'the launch try ended (cancelled or timed out) before its batch went out',
+      'the launch try ended (cancelled, timed out or out of its budget) before its batch went out',
     );
     expect(ec2.calls).toHaveLength(0);
     expect(await store.marker(input.model, '0')).toBeUndefined();

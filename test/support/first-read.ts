@@ -29,6 +29,8 @@ export function firstReadFakes(options: {
   read?: Promise<void>;
   store?: Record<string, unknown>;
   tuning?: Record<string, number>;
+  /** More deps (e.g. `firstLaunchBudget`, the first read's budget as the test drives it). */
+  deps?: Partial<ActivityDeps>;
 }) {
   const { item } = options;
   const claims: ClaimRequest[] = [];
@@ -73,6 +75,7 @@ export function firstReadFakes(options: {
     },
     deployment: 'test',
     taskQueue: 'q',
+    ...options.deps,
   } as unknown as ActivityDeps;
   const groups = new PlacementGroups(() => regional);
   const launch = launchActivities(deps, groups);
@@ -81,14 +84,19 @@ export function firstReadFakes(options: {
 }
 
 /** Where a local activity of the workflow run `run` runs, with the start-to-close its proxy gives it. */
-export function localActivityOf(run: typeof RUN, startToCloseTimeoutMs: number) {
+export function localActivityOf(
+  run: typeof RUN,
+  startToCloseTimeoutMs: number,
+  scheduledAgoMs = 0,
+) {
   return new MockActivityEnvironment({
     isLocal: true,
     workflowExecution: run,
     startToCloseTimeoutMs,
-    // scheduled now, its step's end its start-to-close (as the first read's options: the mock's
-    // defaults, the epoch and 1 s, would put the step's end long past)
-    scheduledTimestampMs: Date.now(),
-    scheduleToCloseTimeoutMs: startToCloseTimeoutMs,
+    // scheduled now (or `scheduledAgoMs` ago: a step that waited for a starved worker), its
+    // step's end its start-to-close (as the first read's options: the mock's defaults, the
+    // epoch and 1 s, would put the step's end long past)
+    scheduledTimestampMs: Date.now() - scheduledAgoMs,
+    scheduleToCloseTimeoutMs: startToCloseTimeoutMs + scheduledAgoMs,
   });
 }

@@ -1,8 +1,19 @@
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { CancelledFailure } from '@temporalio/activity';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { Coalescer } from '../../../activities/coalescer';
+import { FIRST_TASK_LAUNCH_BUDGET_MS } from '../../../activities/launch';
+import type { LaunchRequest } from '../../../activities/launch-batcher';
 import { activityLog } from '../../../activities/log';
 import { runningCatchUpsSettled } from '../../../activities/running-catch-up';
-import type { FirstLaunch, LaunchPlan, MachineSnapshot } from '../../../activities/types';
+import type {
+  FirstLaunch,
+  LaunchPlan,
+  MachineSnapshot,
+  StartedInstance,
+} from '../../../activities/types';
+import { METRIC } from '../../../config/metrics';
+import { workerMetrics } from '../../../config/worker-metrics';
 import type { InstanceTypeInfo } from '../../../core';
 import { FAILURE } from '../../../temporal/failures';
 import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
@@ -43,6 +54,15 @@ function setup(
     read?: Promise<void>;
     /** The launch batch window (idle and max), ms. */
     window?: number;
+    /** The first read's launch budget (PROVISIONER_FIRST_LAUNCH_BUDGET), ms. */
+    budget?: number;
+    /**
+     * The first read's budget as the test drives it (deps `firstLaunchBudget`): runs out when
+     * the test aborts it, whatever the clock says; `left` gets what the read had left of it.
+     */
+    budgetEnds?: { signal: AbortSignal; left?: (ms: number) => void };
+    /** RunInstances waits for `released` before it answers (`reached` once it is sent). */
+    hold?: { reached: () => void; released: Promise<void> };
   } = {},
 ) {
   const ec2 = options.ec2 ?? tokenEc2();
@@ -69,6 +89,11 @@ function setup(
           ec2.calls.push(cmd.input.ClientToken ?? '');
           return Promise.reject(err);
         }
+        const hold = options.hold;
+        if (hold) {
+          hold.reached();
+          return hold.released.then(() => ec2.send(cmd));
+        }
         const answer = ec2.send(cmd);
         const gone = lost.shift();
         return gone === undefined ? answer : answer.then(() => Promise.reject(gone));
@@ -86,11 +111,25 @@ function setup(
       launchRatePerSecond: 100,
       launchBatchIdleMs: options.window ?? 5,
       launchBatchMaxMs: options.window ?? 20,
+      ...(options.budget !== undefined ? { firstLaunchBudgetMs: options.budget } : {}),
     },
+    ...(options.budgetEnds
+      ? {
+          deps: {
+            firstLaunchBudget: (leftMs: number) => {
+              options.budgetEnds!.left?.(leftMs);
+              return options.budgetEnds!.signal;
+            },
+          },
+        }
+      : {}),
   });
-  /** The first read, as the run's local activity runs it (`launch`: what the workflow passes). */
-  const firstRead = (launch: FirstLaunch | undefined = FIRST) => {
-    const env = localActivityOf(RUN, 120_000);
+  /**
+   * The first read, as the run's local activity runs it (`launch`: what the workflow passes;
+   * `scheduledAgoMs`: how long before now the workflow scheduled it).
+   */
+  const firstRead = (launch: FirstLaunch | undefined = FIRST, scheduledAgoMs = 0) => {
+    const env = localActivityOf(RUN, 120_000, scheduledAgoMs);
     const read = () =>
       records.loadMachine({
         model: 'm',
@@ -111,7 +150,36 @@ function setup(
       tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
       record: true,
     });
-  return { ec2, batches, claims, recorded, firstRead, records, launchStep };
+  /**
+   * The workflow's launch step as the activity it schedules when the first read left its
+   * launch to it (`launchInTask: false`: LAUNCH_OPTIONS, not local), same seed as the read's.
+   */
+  const launchActivity = (zone: string, plan: LaunchPlan) =>
+    new MockActivityEnvironment({
+      attempt: 1,
+      workflowExecution: RUN,
+      startToCloseTimeoutMs: 120_000,
+      heartbeatTimeoutMs: 60_000,
+      currentAttemptScheduledTimestampMs: Date.now(),
+    }).run(startInstance, {
+      model: 'm',
+      machineId: '0',
+      zone,
+      plan,
+      tokenSeed: launchTokenSeed(RUN, 1, 1, zone),
+      record: true,
+    });
+  return {
+    ec2,
+    batches,
+    claims,
+    recorded,
+    firstRead,
+    records,
+    launch: { startInstance },
+    launchStep,
+    launchActivity,
+  };
 }
 
 // A launch recorded here opens its running catch-up's window (a describe 1–3 s later): waited
@@ -342,5 +410,382 @@ describe('a destroy cancels the first read that launches', () => {
     expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
     expect(t.ec2.calls).toHaveLength(1);
     expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+});
+
+/**
+ * Reads of the machine's launch marker, which `recover` begins with (and
+ * nothing else on these paths makes): none means the first read recovered
+ * nothing.
+ */
+function countRecoveries(batches: ReturnType<typeof fakeLaunchBatches>) {
+  const seen = { markerReads: 0 };
+  const marker = batches.store.marker;
+  batches.store.marker = (model: string, machineId: string) => {
+    seen.markerReads += 1;
+    return marker(model, machineId);
+  };
+  return seen;
+}
+
+/** A promise resolved from outside, and whether it was. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { open, opened };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A first read's budget the test ends itself (setup's `budgetEnds`), and what the read had left. */
+function budgetControl() {
+  const ends = new AbortController();
+  const left: number[] = [];
+  return {
+    ends: () => ends.abort(),
+    budgetEnds: { signal: ends.signal, left: (ms: number) => left.push(ms) },
+    left,
+  };
+}
+
+/**
+ * Calls to `submit` of every coalescer from now on: `first` resolves with the first launch
+ * request (one with a token seed) a batch is given. `restore` puts `submit` back.
+ */
+function watchSubmits() {
+  let submitted!: (request: LaunchRequest) => void;
+  const first = new Promise<LaunchRequest>((r) => (submitted = r));
+  const original = Coalescer.prototype.submit;
+  const submit = jest.spyOn(Coalescer.prototype, 'submit');
+  submit.mockImplementation(function (this: Coalescer<unknown, unknown>, ...args) {
+    const request = args[1] as Partial<LaunchRequest>;
+    if (request.tokenSeed !== undefined) submitted(request as LaunchRequest);
+    return original.apply(this, args);
+  });
+  return { first, restore: () => submit.mockRestore() };
+}
+
+/** The debug lines, warnings and metric counts logged while `work` runs. */
+async function watched<T>(work: () => Promise<T>) {
+  const debug = jest.spyOn(activityLog, 'debug');
+  const warn = jest.spyOn(activityLog, 'warn');
+  const count = jest.spyOn(workerMetrics, 'count');
+  try {
+    const value = await work();
+    return {
+      value,
+      debugged: debug.mock.calls.map(([message, attrs]) => ({ message, attrs })),
+      warned: warn.mock.calls.map(([message]) => message),
+      deferredCounts: count.mock.calls.filter(([name]) => name === METRIC.firstLaunchesDeferred),
+    };
+  } finally {
+    debug.mockRestore();
+    warn.mockRestore();
+    count.mockRestore();
+  }
+}
+
+const DEFERRED = 'first read left its launch to an activity: its budget ran out';
+
+describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
+  it('has 10 s unless the worker says otherwise, counted from when the workflow scheduled the read', async () => {
+    const byDefault = budgetControl();
+    await setup(itemOf(), { budgetEnds: byDefault.budgetEnds }).firstRead().answer;
+    expect(byDefault.left).toHaveLength(1);
+    expect(byDefault.left[0]).toBeLessThanOrEqual(FIRST_TASK_LAUNCH_BUDGET_MS);
+    expect(byDefault.left[0]).toBeGreaterThan(FIRST_TASK_LAUNCH_BUDGET_MS - 5_000);
+    // scheduled 3 s before it ran (a starved worker): those 3 s are spent already
+    const late = budgetControl();
+    const t = setup(itemOf(), { budgetEnds: late.budgetEnds, budget: 8_000 });
+    await t.firstRead(FIRST, 3_000).answer;
+    expect(late.left[0]).toBeLessThanOrEqual(5_000);
+    expect(late.left[0]).toBeGreaterThan(0);
+  });
+
+  it('spent before the launch (the read scheduled long before it ran): answered launchInTask false, nothing batched or sent; the activity then launches the one instance', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const t = setup(itemOf(), { batches });
+    const submits = watchSubmits();
+    let outcome;
+    try {
+      // scheduled 20 s ago: the default 10 s are gone when the step runs
+      outcome = await watched(() => t.firstRead(FIRST, 20_000).answer);
+    } finally {
+      submits.restore();
+    }
+    const { value: answer, debugged, warned, deferredCounts } = outcome;
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({ when: 'before the launch', budgetMs: 10_000 }) as unknown,
+      },
+    ]);
+    expect(warned).toEqual([]);
+    expect(deferredCounts).toHaveLength(1);
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(seen.markerReads).toBe(0);
+    const { zone, plan } = answer!.prepared!;
+    await expect(t.launchActivity(zone!, plan!)).resolves.toMatchObject({
+      instanceId: 'i-1',
+      recorded: 'alive',
+    });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+  });
+
+  it('whose batch still gathers: withdrawn, answered without launched and launchInTask false, nothing sent, nothing recovered, counted once; the activity then launches the one instance', async () => {
+    // a window of 3 s: the batch still gathers when the test ends the budget
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, window: 3_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let outcome;
+    try {
+      outcome = await watched(async () => {
+        const { answer } = t.firstRead();
+        await submits.first;
+        budget.ends();
+        return answer;
+      });
+    } finally {
+      submits.restore();
+    }
+    const { value: answer, debugged, warned, deferredCounts } = outcome;
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(answer!.prepared!.launchFailure).toBeUndefined();
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+    expect(t.recorded).toEqual([]);
+    expect(seen.markerReads).toBe(0);
+    // one debug line, saying the try was withdrawn from its batch; no warning (nothing failed)
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({
+          model: 'm',
+          machineId: '0',
+          zone: 'us-east-1a',
+          when: 'withdrawn from its batch',
+        }) as unknown,
+      },
+    ]);
+    expect(warned).toEqual([]);
+    expect(deferredCounts).toEqual([[METRIC.firstLaunchesDeferred]]);
+    // nothing of the withdrawn try goes out later either: its batch was dropped
+    await sleep(3_500);
+    expect(t.ec2.calls).toEqual([]);
+    // the workflow's launch activity, same seed: the one instance, recorded
+    const { zone, plan } = answer!.prepared!;
+    const started = await t.launchActivity(zone!, plan!);
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.batches.markers.get('0')?.tokenSeed).toBe(launchTokenSeed(RUN, 1, 1, zone!));
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('made within the budget: answered launched, in the task, as before, nothing deferred', async () => {
+    const budget = budgetControl();
+    const t = setup(itemOf(), { budgetEnds: budget.budgetEnds });
+    const { value: answer, debugged, deferredCounts } = await watched(() => t.firstRead().answer);
+    expect(answer!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(debugged).toEqual([]);
+    expect(deferredCounts).toEqual([]);
+  });
+
+  it('whose batch went out before the budget and answers after it: waited for, its instance answered', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const sent = gate();
+    const answered = gate();
+    const budget = budgetControl();
+    const t = setup(itemOf(), {
+      batches,
+      budgetEnds: budget.budgetEnds,
+      hold: { reached: sent.open, released: answered.opened },
+    });
+    const { answer } = t.firstRead();
+    await sent.opened;
+    // the budget ends while EC2 has not answered
+    budget.ends();
+    await sleep(200);
+    answered.open();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(seen.markerReads).toBe(0);
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  });
+
+  it('whose batch was being committed when the budget ended: not given up, its instance answered', async () => {
+    const batches = fakeLaunchBatches({ commit: true });
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
+    const { answer } = t.firstRead();
+    await batches.firstCommit;
+    budget.ends();
+    await sleep(200);
+    batches.releaseCommit();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({ launchInTask: true, launched: { instanceId: 'i-1' } });
+    expect(t.ec2.calls).toHaveLength(1);
+  });
+
+  it('whose batch was being marked when the budget ended: still its member (the batch is waited for anyway), its instance answered, nothing recovered', async () => {
+    const batches = fakeLaunchBatches({ mark: true });
+    const seen = countRecoveries(batches);
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
+    const { answer } = t.firstRead();
+    await batches.firstMark;
+    budget.ends();
+    await sleep(200);
+    batches.releaseMark();
+    const read = await answer;
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect(seen.markerReads).toBe(0);
+    const marker = t.batches.markers.get('0');
+    expect(t.batches.batches.get(marker!.batchId)).toMatchObject({ state: 'sent', members: ['0'] });
+  });
+
+  it('whose batch of two was being marked when the budget ended: both launched in its one call, the read answered its instance', async () => {
+    const batches = fakeLaunchBatches({ mark: true });
+    const budget = budgetControl();
+    // a window of 3 s: machine 1's launch joins the read's batch
+    const t = setup(itemOf(), { batches, window: 3_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let other: Promise<StartedInstance>;
+    let read: MachineSnapshot | null;
+    try {
+      const { answer } = t.firstRead();
+      const request = await submits.first;
+      other = new MockActivityEnvironment({
+        attempt: 1,
+        startToCloseTimeoutMs: 120_000,
+        currentAttemptScheduledTimestampMs: Date.now(),
+      }).run(t.launch.startInstance, {
+        model: 'm',
+        machineId: '1',
+        zone: request.zone,
+        plan: request.plan,
+        tokenSeed: 'machine-1-seed',
+      });
+      // the read's mark (the batch's first) waits; the budget ends meanwhile
+      await batches.firstMark;
+      budget.ends();
+      await sleep(200);
+      batches.releaseMark();
+      read = await answer;
+    } finally {
+      submits.restore();
+    }
+    expect(read!.prepared).toMatchObject({
+      launchInTask: true,
+      launched: { instanceId: 'i-1', recorded: 'alive' },
+    });
+    await expect(other).resolves.toMatchObject({ instanceId: 'i-2' });
+    expect(t.ec2.calls).toHaveLength(1);
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1', 'i-2']]);
+    const marker = t.batches.markers.get('0');
+    expect(t.batches.batches.get(marker!.batchId)).toMatchObject({
+      state: 'sent',
+      members: ['0', '1'],
+    });
+  });
+
+  it('ending while the read waits for another batch of its attempt (a first read run again): given up, answered launchInTask false; the activity settles that batch and launches one instance', async () => {
+    const batches = fakeLaunchBatches();
+    const seen = countRecoveries(batches);
+    const seed = launchTokenSeed(RUN, 1, 1, 'us-east-1a');
+    // the lost first task's read marked the machine for a batch that never recorded itself
+    batches.markers.set('0', { batchId: 'lost-batch', tokenSeed: seed });
+    let waiting!: () => void;
+    const waits = new Promise<void>((r) => (waiting = r));
+    const written = batches.store.written;
+    batches.store.written = (model: string, id: string) => {
+      if (id === 'lost-batch') waiting();
+      return written(model, id);
+    };
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
+    const { value: answer, debugged } = await watched(async () => {
+      const { answer } = t.firstRead();
+      await waits;
+      budget.ends();
+      return answer;
+    });
+    expect(answer!.prepared).toMatchObject({ zone: 'us-east-1a', launchInTask: false });
+    expect(answer!.prepared!.launched).toBeUndefined();
+    expect(debugged).toEqual([
+      {
+        message: DEFERRED,
+        attrs: expect.objectContaining({ when: 'withdrawn from its batch' }) as unknown,
+      },
+    ]);
+    // the read left that batch alone: not settled, nothing recovered, nothing sent
+    expect(t.batches.batches.has('lost-batch')).toBe(false);
+    expect(seen.markerReads).toBe(0);
+    expect(t.ec2.calls).toEqual([]);
+    // the activity waits for that batch (HELD_BATCH_WAIT_MS), then settles and replaces it
+    const started = await t.launchActivity('us-east-1a', answer!.prepared!.plan!);
+    expect(started).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(t.batches.batches.get('lost-batch')?.state).toBe('abandoned');
+    expect([...t.ec2.reservations.values()]).toEqual([['i-1']]);
+    expect(t.batches.markers.get('0')).toMatchObject({ tokenSeed: seed });
+    expect(t.recorded).toEqual([{ machineId: '0', instanceId: 'i-1' }]);
+  }, 60_000);
+
+  it('a destroy before the budget ends is a cancellation, as before: answered cancelled, not deferred', async () => {
+    const budget = budgetControl();
+    const t = setup(itemOf(), { window: 20_000, budgetEnds: budget.budgetEnds });
+    const submits = watchSubmits();
+    let outcome;
+    try {
+      outcome = await watched(async () => {
+        const { env, answer } = t.firstRead();
+        await submits.first;
+        env.cancel();
+        return answer.then(
+          () => 'answered',
+          (err: unknown) => err,
+        );
+      });
+    } finally {
+      submits.restore();
+    }
+    expect(outcome.value).toBeInstanceOf(CancelledFailure);
+    expect(outcome.debugged).toEqual([]);
+    expect(outcome.deferredCounts).toEqual([]);
+    expect(t.ec2.calls).toEqual([]);
+    expect(t.batches.markers.size).toBe(0);
+  });
+
+  it('a destroy while its batch is committed, past the budget: still answers the instance', async () => {
+    const batches = fakeLaunchBatches({ commit: true });
+    const budget = budgetControl();
+    const t = setup(itemOf(), { batches, budgetEnds: budget.budgetEnds });
+    const { env, answer } = t.firstRead();
+    await batches.firstCommit;
+    budget.ends();
+    env.cancel();
+    batches.releaseCommit();
+    const read = await answer;
+    expect(read!.prepared?.launched).toMatchObject({ instanceId: 'i-1', recorded: 'alive' });
+    expect(t.ec2.calls).toHaveLength(1);
   });
 });

@@ -135,7 +135,7 @@ describe('a stale try of a launch (its deadline passing, or its batch abandoned)
     const { ec2, batches, activities } = setup(tokenEc2(), fakeLaunchBatches());
     // scheduled 110 s ago (its code ran late on a starved worker): past 7/8 of its 120 s
     await expect(attemptOf(activities, 1, INPUT, 110_000)).rejects.toThrow(
-      'the launch try ended (cancelled or timed out) before its batch went out',
+      'the launch try ended (cancelled, timed out or out of its budget) before its batch went out',
     );
     expect(batches.markers.get('7')).toBeUndefined();
     expect(ec2.calls).toHaveLength(0);

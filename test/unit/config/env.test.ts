@@ -1,7 +1,9 @@
 import { bearerToken, tokenSourceFromEnv, tokensMatch } from '../../../config/auth';
+import { FIRST_TASK_LAUNCH_BUDGET_MS } from '../../../activities/launch';
 import {
   ConfigError,
   durationEnv,
+  MAX_FIRST_LAUNCH_BUDGET_MS,
   parseDuration,
   positiveIntEnv,
   provisioningTuning,
@@ -51,6 +53,7 @@ describe('worker tuning', () => {
       launchRatePerSecond: 2,
       launchInstanceBurst: 1000,
       launchInstanceRatePerSecond: 2,
+      firstLaunchBudgetMs: 10_000,
       // every worker of the deployment paces its RunInstances in the one launch record
       launchSharedPacing: true,
       reprovisionCap: 20,
@@ -86,6 +89,7 @@ describe('worker tuning', () => {
         PROVISIONER_LAUNCH_RATE: '0.5',
         PROVISIONER_LAUNCH_INSTANCE_BURST: '5000',
         PROVISIONER_LAUNCH_INSTANCE_RATE: '20',
+        PROVISIONER_FIRST_LAUNCH_BUDGET: '7s',
         PROVISIONER_LAUNCH_SHARED_PACING: 'off',
         PROVISIONER_REPROVISION_CAP: '5',
         PROVISIONER_CONTAINER_POLL: '500ms',
@@ -115,6 +119,7 @@ describe('worker tuning', () => {
       launchRatePerSecond: 0.5,
       launchInstanceBurst: 5000,
       launchInstanceRatePerSecond: 20,
+      firstLaunchBudgetMs: 7_000,
       launchSharedPacing: false,
       reprovisionCap: 5,
       containerPollMs: 500,
@@ -172,6 +177,41 @@ describe('PROVISIONER_LAUNCH_KEY_SPACING', () => {
     expect(() => spacing('31s')).toThrow(ConfigError);
     expect(() => spacing('1m')).toThrow(/over 30s/);
     expect(() => spacing('soon')).toThrow(ConfigError);
+  });
+});
+
+describe('PROVISIONER_FIRST_LAUNCH_BUDGET', () => {
+  const budget = (v?: string) =>
+    provisioningTuning(v === undefined ? {} : { PROVISIONER_FIRST_LAUNCH_BUDGET: v })
+      .firstLaunchBudgetMs;
+
+  it('unset or empty: 10 s (FIRST_TASK_LAUNCH_BUDGET_MS)', () => {
+    expect(budget()).toBe(FIRST_TASK_LAUNCH_BUDGET_MS);
+    expect(budget('')).toBe(10_000);
+  });
+
+  it('a duration sets it, up to 15 s', () => {
+    expect(budget('2500ms')).toBe(2_500);
+    expect(budget('15s')).toBe(MAX_FIRST_LAUNCH_BUDGET_MS);
+  });
+
+  it.each(['0s', '16s', '1m'])(
+    'refuses %j at start (at most 15 s: the task heartbeat is at 16 s)',
+    (v) => {
+      expect(() => budget(v)).toThrow(
+        new ConfigError(
+          `environment variable PROVISIONER_FIRST_LAUNCH_BUDGET: "${v}" is not above 0 and at most 15s (the first workflow task's heartbeat is at 16s)`,
+        ),
+      );
+    },
+  );
+
+  it.each(['10000', 'ten'])('refuses %j, not a duration, naming the variable', (v) => {
+    expect(() => budget(v)).toThrow(
+      new ConfigError(
+        `environment variable PROVISIONER_FIRST_LAUNCH_BUDGET: "${v}" is not a duration like 500ms, 10s, 1m or 2h`,
+      ),
+    );
   });
 });
 

@@ -75,6 +75,7 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
     'on (the default) in every environment: every worker of a deployment paces RunInstances through the launch record; off only for the bench’s and the integration test’s control runs',
   PROVISIONER_LAUNCH_KEY_SPACING:
     'unset in every environment: a launch key’s calls are spaced by the batch’s max window (PROVISIONER_LAUNCH_BATCH_MAX); 0 turns key spacing off, only for the bench’s and the integration test’s control runs',
+  PROVISIONER_FIRST_LAUNCH_BUDGET: API_DEFAULT,
   PROVISIONER_REPROVISION_CAP: API_DEFAULT,
   PROVISIONER_SWEEP_CONCURRENCY: API_DEFAULT,
   PROVISIONER_CONTAINER_POLL: API_DEFAULT,

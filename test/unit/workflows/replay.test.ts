@@ -56,6 +56,14 @@ import { promisify } from 'node:util';
  *   A replay-compatibility sample only, not a guard that the answer is kept:
  *   it replays on code that drops the answer too (the read again finds the
  *   machine Dead, the same commands); failure-semantics checks the keeping.
+ * - `machine-launch-deferred` (issue 26, LAUNCH_OUT_OF_TASK): the same story,
+ *   the first read's launch outlasting its budget (withdrawn from its batch):
+ *   the read answers `launchInTask: false` and no `launched`, and the first
+ *   workflow task schedules the launch as an activity (`startInstance`),
+ *   taken by a second task. No marker: the branch is the read's answer, which
+ *   code before the budget follows the same way. Recorded by
+ *   test/integration/first-launch-budget.test.ts with
+ *   `PROVISIONER_RECORD_HISTORIES=<dir>`.
  * - `machine-reprovision-signal-unhandled`: the same run, then a `reprovision`
  *   signal sent to it by code that had no handler (it stayed asleep), then
  *   news of its instance; made from `machine-observed-without-read` and
