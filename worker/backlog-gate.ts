@@ -1,0 +1,181 @@
+/**
+ * The counting behind the worker's workflow-task slots (worker/tuner.ts hands
+ * them to the SDK): plain logic, no SDK, so the unit tests drive it directly.
+ *
+ * Why a backlog and not fewer slots: a machine's first task holds its slot
+ * while its launch, a local activity, waits seconds for its batch, so the
+ * worker needs as many slots as cached runs (worker/settings.ts). But with
+ * 1,000 free slots its pollers take a whole burst's first tasks at once, and a
+ * worker starved of CPU (~14 % of a core) could not even begin most of them
+ * within the server's 20 s workflow-task timeout: 1,004 timed out in a
+ * 1,000-machine bench. A task waiting in a local activity has begun and
+ * costs nothing while it waits; only the tasks received and not yet begun
+ * are the backlog that times out. So the gate bounds that backlog, workflow
+ * permits out less local activities running, and leaves the slots as they are.
+ */
+
+/**
+ * A slot handed out by a gate. The SDK hands the same object back when the
+ * slot is used and when it is released (its bridge keeps the value), so the
+ * permit itself remembers both: a second release, or a use after release,
+ * changes no count.
+ */
+export class GatePermit {
+  used = false;
+  released = false;
+}
+
+/**
+ * Permits counted out while a condition holds, with the reservations that
+ * found it closed waiting in order. A change that may open it wakes them
+ * (no polling, no timer); a waiter whose signal aborts leaves the queue and
+ * its listener goes with it.
+ */
+abstract class PermitGate {
+  private issuedCount = 0;
+  private readonly waiting: Array<(permit: GatePermit) => void> = [];
+
+  /** Permits out: reserved and not yet released. */
+  get issued(): number {
+    return this.issuedCount;
+  }
+
+  /** Reservations waiting for the gate to open. */
+  get waiters(): number {
+    return this.waiting.length;
+  }
+
+  protected abstract isOpen(): boolean;
+
+  /**
+   * A permit now, or null. After every change the gate either has no waiters
+   * or is closed (a change that opens it serves them first), so one taken
+   * here never jumps the queue.
+   */
+  tryReserve(): GatePermit | null {
+    return this.waiting.length === 0 && this.isOpen() ? this.issue() : null;
+  }
+
+  /**
+   * A permit when the gate opens. An abort rejects with the signal's reason:
+   * the SDK's bridge aborts with its own reason and logs any other rejection
+   * of an aborted reservation as an error (@temporalio/worker
+   * lib/worker-tuner.js), and a plain `AbortController.abort()` makes the
+   * reason an AbortError.
+   */
+  reserve(signal: AbortSignal): Promise<GatePermit> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    const now = this.tryReserve();
+    if (now) return Promise.resolve(now);
+    return new Promise<GatePermit>((resolve, reject) => {
+      const grant = (permit: GatePermit): void => {
+        signal.removeEventListener('abort', abort);
+        resolve(permit);
+      };
+      const abort = (): void => {
+        const at = this.waiting.indexOf(grant);
+        if (at >= 0) this.waiting.splice(at, 1);
+        reject(signal.reason as Error);
+      };
+      this.waiting.push(grant);
+      signal.addEventListener('abort', abort, { once: true });
+    });
+  }
+
+  /** Gives a permit back (once: a permit released before is left as it is). */
+  release(permit: GatePermit): void {
+    if (permit.released) return;
+    permit.released = true;
+    // a permit this gate never issued (none should come) must not drive the count below zero
+    if (this.issuedCount > 0) this.issuedCount -= 1;
+    this.wake();
+  }
+
+  /** Serves the waiters, in order, while the gate is open. */
+  protected wake(): void {
+    while (this.waiting.length > 0 && this.isOpen()) {
+      const next = this.waiting.shift();
+      next?.(this.issue());
+    }
+  }
+
+  private issue(): GatePermit {
+    this.issuedCount += 1;
+    return new GatePermit();
+  }
+}
+
+/**
+ * The workflow-task slots: at most `slotCap` out, and at most `backlogLimit`
+ * of them not in a local activity. A permit a poller holds while it polls
+ * counts too: the task it brings back joins the backlog. A task running two
+ * local activities at once (a teardown's) is subtracted twice; the count
+ * stops at zero and the cap still holds.
+ */
+export class WorkflowBacklogGate extends PermitGate {
+  private localActivities = 0;
+
+  constructor(
+    readonly backlogLimit: number,
+    readonly slotCap: number,
+  ) {
+    super();
+  }
+
+  /** Workflow tasks out and not waiting in a local activity. */
+  get backlog(): number {
+    return Math.max(0, this.issued - this.localActivities);
+  }
+
+  /** Local activities running, each inside a workflow task. */
+  get localActivitiesRunning(): number {
+    return this.localActivities;
+  }
+
+  protected isOpen(): boolean {
+    return this.issued < this.slotCap && this.backlog < this.backlogLimit;
+  }
+
+  /** A local activity began: its task has begun and now mostly waits, so one more may come in. */
+  localActivityStarted(): void {
+    this.localActivities += 1;
+    this.wake();
+  }
+
+  /** A local activity ended: its task is working again (no waiter can enter for it). */
+  localActivityEnded(): void {
+    if (this.localActivities > 0) this.localActivities -= 1;
+  }
+}
+
+/**
+ * The local-activity slots: a fixed count, as the SDK's fixed-size supplier
+ * has it, whose uses are told to the workflow gate (a local activity runs
+ * only inside a workflow task, so its running is what takes its task out of
+ * the backlog).
+ */
+export class LocalActivitySlots extends PermitGate {
+  constructor(
+    readonly size: number,
+    private readonly workflows: WorkflowBacklogGate,
+  ) {
+    super();
+  }
+
+  protected isOpen(): boolean {
+    return this.issued < this.size;
+  }
+
+  /** The SDK runs a local activity in this slot (once per permit, and not after its release). */
+  markUsed(permit: GatePermit): void {
+    if (permit.used || permit.released) return;
+    permit.used = true;
+    this.workflows.localActivityStarted();
+  }
+
+  override release(permit: GatePermit): void {
+    if (permit.released) return;
+    if (permit.used) this.workflows.localActivityEnded();
+    super.release(permit);
+  }
+}
