@@ -20,7 +20,7 @@ import { workerLogger } from './logging';
 import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
 import { workflowBundlerOptions } from './preload';
 import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
-import { workerSettingsFromEnv, workerStartupFields } from './settings';
+import { workerOptions, workerSettingsFromEnv, workerStartupFields } from './settings';
 
 /**
  * How long after SIGTERM/SIGINT the worker exits whatever its drain still
@@ -146,8 +146,9 @@ async function main(): Promise<void> {
       }),
       sinks: metricSinks(),
       shutdownGraceTime: '10 seconds',
-      // the sandbox, cache and slots (worker/settings.ts; README, "Worker tuning" has what each costs)
-      ...settings,
+      // the sandbox, cache and slots, and the backlog gate on the workflow-task slots
+      // (worker/settings.ts; README, "Worker tuning" has what each costs)
+      ...workerOptions(settings),
     }),
   );
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);

@@ -12,6 +12,8 @@ describe('workerSettingsFromEnv', () => {
       // as many as the cache: a first task holds its slot while its launch runs in it
       maxConcurrentWorkflowTaskExecutions: 1000,
       stickyQueueScheduleToStartTimeout: '30 seconds',
+      // tasks held and not yet begun: 5-10 s of work for a worker at ~14 % of a core
+      workflowTaskBacklog: 100,
     });
   });
 
@@ -24,6 +26,7 @@ describe('workerSettingsFromEnv', () => {
         PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '100',
         PROVISIONER_MAX_CONCURRENT_ACTIVITIES: '300',
         PROVISIONER_STICKY_TIMEOUT_S: '10',
+        PROVISIONER_WORKFLOW_TASK_BACKLOG: '40',
       }),
     ).toEqual({
       reuseV8Context: false,
@@ -33,7 +36,20 @@ describe('workerSettingsFromEnv', () => {
       maxConcurrentActivityTaskExecutions: 300,
       maxConcurrentLocalActivityExecutions: 300,
       stickyQueueScheduleToStartTimeout: '10 seconds',
+      workflowTaskBacklog: 40,
     });
+  });
+
+  it.each([
+    ['off', 'off'],
+    [' off ', 'off'],
+    ['10', 10],
+    ['2000', 2000],
+    ['', 100],
+  ])('reads PROVISIONER_WORKFLOW_TASK_BACKLOG=%j as %j', (text, limit) => {
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: text }).workflowTaskBacklog,
+    ).toBe(limit);
   });
 
   it.each([
@@ -53,6 +69,26 @@ describe('workerSettingsFromEnv', () => {
       { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' },
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: 'on' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "on" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '-5' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "-5" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '12.5' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "12.5" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '0' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '9' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+    ],
   ])('refuses %j, naming the variable', (env, message) => {
     expect(() => workerSettingsFromEnv(env)).toThrow(new ConfigError(message));
   });
@@ -64,7 +100,13 @@ describe('workerStartupFields', () => {
       heapLimitMiB: 4144,
       maxCachedWorkflows: 1000,
       workflowTaskSlots: 1000,
+      workflowTaskBacklog: 100,
     });
+  });
+
+  it('logs the backlog as off when it is', () => {
+    const settings = workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off' });
+    expect(workerStartupFields(settings, 4144 * 2 ** 20).workflowTaskBacklog).toBe('off');
   });
 
   it('follows a smaller cache with its slots when they are not set', () => {
@@ -80,6 +122,7 @@ describe('workerStartupFields', () => {
       heapLimitMiB: 259,
       maxCachedWorkflows: 34,
       workflowTaskSlots: 34,
+      workflowTaskBacklog: 100,
     });
   });
 
