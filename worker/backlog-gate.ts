@@ -27,13 +27,14 @@ export class GatePermit {
 
 /**
  * Permits counted out while a condition holds, with the reservations that
- * found it closed waiting in order. A change that may open it wakes them
- * (no polling, no timer); a waiter whose signal aborts leaves the queue and
- * its listener goes with it.
+ * found it closed waiting in order, those marked first ahead of the rest. A
+ * change that may open it wakes them (no polling, no timer); a waiter whose
+ * signal aborts leaves its queue and its listener goes with it.
  */
 abstract class PermitGate {
   private issuedCount = 0;
-  private readonly waiting: Array<(permit: GatePermit) => void> = [];
+  private readonly waitingFirst: Array<(permit: GatePermit) => void> = [];
+  private readonly waitingRest: Array<(permit: GatePermit) => void> = [];
 
   /** Permits out: reserved and not yet released. */
   get issued(): number {
@@ -42,7 +43,7 @@ abstract class PermitGate {
 
   /** Reservations waiting for the gate to open. */
   get waiters(): number {
-    return this.waiting.length;
+    return this.waitingFirst.length + this.waitingRest.length;
   }
 
   protected abstract isOpen(): boolean;
@@ -53,7 +54,7 @@ abstract class PermitGate {
    * here never jumps the queue.
    */
   tryReserve(): GatePermit | null {
-    return this.waiting.length === 0 && this.isOpen() ? this.issue() : null;
+    return this.waiters === 0 && this.isOpen() ? this.issue() : null;
   }
 
   /**
@@ -61,23 +62,25 @@ abstract class PermitGate {
    * the SDK's bridge aborts with its own reason and logs any other rejection
    * of an aborted reservation as an error (@temporalio/worker
    * lib/worker-tuner.js), and a plain `AbortController.abort()` makes the
-   * reason an AbortError.
+   * reason an AbortError. `first`: served before every waiter not so marked
+   * when the gate opens (in order among themselves).
    */
-  reserve(signal: AbortSignal): Promise<GatePermit> {
+  reserve(signal: AbortSignal, first = false): Promise<GatePermit> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
     const now = this.tryReserve();
     if (now) return Promise.resolve(now);
+    const queue = first ? this.waitingFirst : this.waitingRest;
     return new Promise<GatePermit>((resolve, reject) => {
       const grant = (permit: GatePermit): void => {
         signal.removeEventListener('abort', abort);
         resolve(permit);
       };
       const abort = (): void => {
-        const at = this.waiting.indexOf(grant);
-        if (at >= 0) this.waiting.splice(at, 1);
+        const at = queue.indexOf(grant);
+        if (at >= 0) queue.splice(at, 1);
         reject(signal.reason as Error);
       };
-      this.waiting.push(grant);
+      queue.push(grant);
       signal.addEventListener('abort', abort, { once: true });
     });
   }
@@ -91,10 +94,10 @@ abstract class PermitGate {
     this.wake();
   }
 
-  /** Serves the waiters, in order, while the gate is open. */
+  /** Serves the waiters, those marked first before the rest, while the gate is open. */
   protected wake(): void {
-    while (this.waiting.length > 0 && this.isOpen()) {
-      const next = this.waiting.shift();
+    while (this.waiters > 0 && this.isOpen()) {
+      const next = this.waitingFirst.shift() ?? this.waitingRest.shift();
       next?.(this.issue());
     }
   }

@@ -4,6 +4,7 @@ import type {
   SlotMarkUsedContext,
   SlotPermit,
   SlotReleaseContext,
+  SlotReserveContext,
   TunerHolder,
   WorkflowSlotInfo,
 } from '@temporalio/worker';
@@ -36,8 +37,16 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
 
   constructor(private readonly gate: WorkflowBacklogGate) {}
 
-  reserveSlot(_ctx: unknown, abortSignal: AbortSignal): Promise<SlotPermit> {
-    return this.gate.reserve(abortSignal);
+  /**
+   * A sticky poll goes ahead of normal ones when the gate opens: its task is
+   * a cached run's next one, cheap to run, while one that waits past the
+   * sticky timeout (30 s) goes back to the shared queue and is replayed in
+   * full, the dearest path on a worker short of CPU. The normal loop keeps
+   * its own poll permits, so the shared queue is still polled. Both count in
+   * the same backlog.
+   */
+  reserveSlot(ctx: SlotReserveContext, abortSignal: AbortSignal): Promise<SlotPermit> {
+    return this.gate.reserve(abortSignal, ctx.isSticky);
   }
 
   tryReserveSlot(): SlotPermit | null {

@@ -83,6 +83,46 @@ describe('WorkflowBacklogGate', () => {
     expect(order).toEqual(['a', 'b']);
   });
 
+  it('serves sticky (first) waiters before normal ones, each in order, and counts both in the backlog', async () => {
+    const gate = new WorkflowBacklogGate(2, 10);
+    const held = reserveMany(gate, 2);
+    const signal = new AbortController().signal;
+    const order: string[] = [];
+    const waitFor = (name: string, first: boolean) =>
+      gate.reserve(signal, first).then((p) => (order.push(name), p));
+    const normal1 = waitFor('normal1', false);
+    const sticky1 = waitFor('sticky1', true);
+    const normal2 = waitFor('normal2', false);
+    const sticky2 = waitFor('sticky2', true);
+    expect(gate.waiters).toBe(4);
+    gate.release(held[0]!);
+    gate.release(held[1]!);
+    await Promise.all([sticky1, sticky2]);
+    expect(order).toEqual(['sticky1', 'sticky2']);
+    // the backlog bound holds for sticky tasks too: the normal ones still wait
+    expect(gate.backlog).toBe(2);
+    expect(await settled(normal1)).toBe(false);
+    gate.release(await sticky1);
+    gate.release(await sticky2);
+    await Promise.all([normal1, normal2]);
+    expect(order).toEqual(['sticky1', 'sticky2', 'normal1', 'normal2']);
+    expect(gate.waiters).toBe(0);
+  });
+
+  it('a sticky waiter that aborts leaves its queue and the normal one is served', async () => {
+    const gate = new WorkflowBacklogGate(1, 10);
+    const [held] = reserveMany(gate, 1);
+    const controller = new AbortController();
+    const sticky = gate.reserve(controller.signal, true);
+    const normal = gate.reserve(new AbortController().signal);
+    controller.abort('Request Cancelled');
+    await expect(sticky).rejects.toBe('Request Cancelled');
+    gate.release(held!);
+    await expect(normal).resolves.toBeInstanceOf(GatePermit);
+    expect(gate.issued).toBe(1);
+    expect(gate.waiters).toBe(0);
+  });
+
   it('keeps the total cap even when the backlog is low', async () => {
     const gate = new WorkflowBacklogGate(2, 4);
     const slots = new LocalActivitySlots(10, gate);

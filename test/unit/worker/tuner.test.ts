@@ -197,6 +197,22 @@ describe('the backlog tuner’s suppliers', () => {
     expect(workflows.tryReserveSlot(RESERVE)).not.toBeNull();
   });
 
+  it('a sticky reservation is served before a normal one that waited longer', async () => {
+    const tuner = tunerOf(
+      workerOptions(workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '10' })),
+    );
+    const workflows = custom(tuner.workflowTaskSlotSupplier);
+    const permits = Array.from({ length: 10 }, () => workflows.tryReserveSlot(RESERVE));
+    const signal = new AbortController().signal;
+    const normal = workflows.reserveSlot(RESERVE, signal);
+    const sticky = workflows.reserveSlot({ ...RESERVE, isSticky: true }, signal);
+    workflows.releaseSlot({ permit: permits[0]! });
+    expect(await settled(sticky)).toBe(true);
+    expect(await settled(normal)).toBe(false);
+    workflows.releaseSlot({ permit: await sticky });
+    await expect(normal).resolves.toBeDefined();
+  });
+
   it('an aborted workflow reservation rejects with the signal’s AbortError', async () => {
     const tuner = tunerOf(
       workerOptions(workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '10' })),
