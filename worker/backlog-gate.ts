@@ -23,6 +23,8 @@
 export class GatePermit {
   used = false;
   released = false;
+  /** A local activity's permit: whether its running takes its task out of the backlog. */
+  counted = false;
 }
 
 /**
@@ -111,12 +113,21 @@ abstract class PermitGate {
 /**
  * The workflow-task slots: at most `slotCap` out, and at most `backlogLimit`
  * of them not in a local activity. A permit a poller holds while it polls
- * counts too: the task it brings back joins the backlog. A task running two
- * local activities at once (a teardown's) is subtracted twice; the count
- * stops at zero and the cap still holds.
+ * counts too: the task it brings back joins the backlog.
+ *
+ * A local activity takes at most one task out of the backlog, and only while
+ * that task is here, so what is subtracted is bounded twice. The tuner counts
+ * only the local-activity types a task runs one at a time (worker/tuner.ts),
+ * so a task with two at once is not subtracted twice. And the local
+ * activities subtracted never exceed the tasks received and not released
+ * (permits marked used): one still running after its task ended (evicted, or
+ * timed out: the core keeps it until it finishes) cannot let a task in for
+ * it. So the permits out and not holding a received task, the polls that
+ * bring new tasks, never exceed the limit, whatever the local activities do.
  */
 export class WorkflowBacklogGate extends PermitGate {
   private localActivities = 0;
+  private receivedCount = 0;
 
   constructor(
     readonly backlogLimit: number,
@@ -127,16 +138,35 @@ export class WorkflowBacklogGate extends PermitGate {
 
   /** Workflow tasks out and not waiting in a local activity. */
   get backlog(): number {
-    return Math.max(0, this.issued - this.localActivities);
+    return this.issued - Math.min(this.localActivities, this.receivedCount);
   }
 
-  /** Local activities running, each inside a workflow task. */
+  /** Local activities running that count (see above), each inside a workflow task. */
   get localActivitiesRunning(): number {
     return this.localActivities;
   }
 
+  /** Workflow tasks received (their permits marked used) and not yet released. */
+  get received(): number {
+    return this.receivedCount;
+  }
+
   protected isOpen(): boolean {
     return this.issued < this.slotCap && this.backlog < this.backlogLimit;
+  }
+
+  /** A poll brought a task in this permit (once per permit, and not after its release). */
+  markUsed(permit: GatePermit): void {
+    if (permit.used || permit.released) return;
+    permit.used = true;
+    this.receivedCount += 1;
+    // a local activity that outran its count may now take this task out of the backlog
+    this.wake();
+  }
+
+  override release(permit: GatePermit): void {
+    if (!permit.released && permit.used && this.receivedCount > 0) this.receivedCount -= 1;
+    super.release(permit);
   }
 
   /** A local activity began: its task has begun and now mostly waits, so one more may come in. */
@@ -169,16 +199,21 @@ export class LocalActivitySlots extends PermitGate {
     return this.issued < this.size;
   }
 
-  /** The SDK runs a local activity in this slot (once per permit, and not after its release). */
-  markUsed(permit: GatePermit): void {
+  /**
+   * The SDK runs a local activity in this slot (once per permit, and not
+   * after its release); `counted`: a type its task runs one at a time, whose
+   * running takes the task out of the backlog.
+   */
+  markUsed(permit: GatePermit, counted = true): void {
     if (permit.used || permit.released) return;
     permit.used = true;
-    this.workflows.localActivityStarted();
+    permit.counted = counted;
+    if (counted) this.workflows.localActivityStarted();
   }
 
   override release(permit: GatePermit): void {
     if (permit.released) return;
-    if (permit.used) this.workflows.localActivityEnded();
+    if (permit.counted) this.workflows.localActivityEnded();
     super.release(permit);
   }
 }

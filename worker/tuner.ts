@@ -8,6 +8,7 @@ import type {
   TunerHolder,
   WorkflowSlotInfo,
 } from '@temporalio/worker';
+import type { Activities } from '../activities';
 import { GatePermit, LocalActivitySlots, WorkflowBacklogGate } from './backlog-gate';
 
 /** The SDK's own default for Nexus slots when no tuner is given (the worker runs no Nexus tasks). */
@@ -53,8 +54,11 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
     return this.gate.tryReserve();
   }
 
-  markSlotUsed(): void {
-    // a received task is in the backlog already: its permit was counted when it was reserved
+  markSlotUsed(ctx: SlotMarkUsedContext<WorkflowSlotInfo>): void {
+    // the task is in the backlog already (counted when reserved); this bounds what local
+    // activities may take out of it to the tasks received
+    const permit = gatePermit(ctx.permit);
+    if (permit) this.gate.markUsed(permit);
   }
 
   releaseSlot(ctx: SlotReleaseContext<WorkflowSlotInfo>): void {
@@ -62,6 +66,23 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
     if (permit) this.gate.release(permit);
   }
 }
+
+/**
+ * The local activities whose running takes their task out of the backlog:
+ * the ones that wait seconds (a batch's launch) and that a machine's task
+ * awaits alone, so a task runs at most one of them at a time. The first read
+ * (loadMachine, which plans, claims and launches) waits for its answer even
+ * when a destroy cancels it (WAIT_CANCELLATION_COMPLETED); startInstance is
+ * awaited where it is called. Others are left out: planLaunch is cancelled
+ * with TRY_CANCEL and may still run while its task goes on to another local
+ * activity; teardown runs its steps side by side; and the quick records
+ * (milliseconds) would take little out of the backlog anyway. The slot info
+ * carries only the type, not the task, so this is the rule that bounds it.
+ */
+export const ONE_PER_TASK_LOCAL_ACTIVITIES: ReadonlySet<string> = new Set([
+  'loadMachine',
+  'startInstance',
+] satisfies Array<keyof Activities>);
 
 /** Local-activity slots, a fixed count, whose uses take their tasks out of the backlog. */
 class CountedLocalActivitySlots implements CustomSlotSupplier<LocalActivitySlotInfo> {
@@ -79,7 +100,9 @@ class CountedLocalActivitySlots implements CustomSlotSupplier<LocalActivitySlotI
 
   markSlotUsed(ctx: SlotMarkUsedContext<LocalActivitySlotInfo>): void {
     const permit = gatePermit(ctx.permit);
-    if (permit) this.slots.markUsed(permit);
+    if (permit) {
+      this.slots.markUsed(permit, ONE_PER_TASK_LOCAL_ACTIVITIES.has(ctx.slotInfo.activityType));
+    }
   }
 
   releaseSlot(ctx: SlotReleaseContext<LocalActivitySlotInfo>): void {

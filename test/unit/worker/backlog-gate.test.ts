@@ -12,10 +12,12 @@ async function settled(promise: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
+/** Permits whose polls brought tasks (marked used), as the SDK reports a task received. */
 function reserveMany(gate: WorkflowBacklogGate, n: number): GatePermit[] {
   return Array.from({ length: n }, () => {
     const permit = gate.tryReserve();
     if (!permit) throw new Error('the gate closed early');
+    gate.markUsed(permit);
     return permit;
   });
 }
@@ -121,6 +123,54 @@ describe('WorkflowBacklogGate', () => {
     await expect(normal).resolves.toBeInstanceOf(GatePermit);
     expect(gate.issued).toBe(1);
     expect(gate.waiters).toBe(0);
+  });
+
+  it('100 tasks in and 600 local activities running let in at most 100 more, not 600', () => {
+    const gate = new WorkflowBacklogGate(100, 1000);
+    const slots = new LocalActivitySlots(1000, gate);
+    reserveMany(gate, 100);
+    // more local activities than tasks: run beside each other, or outliving their tasks
+    for (let i = 0; i < 600; i += 1) slots.markUsed(slots.tryReserve()!);
+    expect(gate.localActivitiesRunning).toBe(600);
+    expect(gate.backlog).toBe(0);
+    let admitted = 0;
+    while (gate.tryReserve()) admitted += 1;
+    expect(admitted).toBe(100);
+    expect(gate.issued).toBe(200);
+    expect(gate.backlog).toBe(100);
+  });
+
+  it('a local activity still running after its task ended opens no poll beyond the limit', () => {
+    const gate = new WorkflowBacklogGate(2, 10);
+    const slots = new LocalActivitySlots(5, gate);
+    const [task] = reserveMany(gate, 1);
+    slots.markUsed(slots.tryReserve()!);
+    gate.release(task!);
+    expect(gate.received).toBe(0);
+    // no task received: the local activity subtracts nothing, two polls and no more
+    const polls = [gate.tryReserve()!, gate.tryReserve()!];
+    expect(gate.tryReserve()).toBeNull();
+    expect(gate.backlog).toBe(2);
+    // a poll brings a task: the local activity may stand for it (the slot info cannot say
+    // whose it is), but the polls out still stay within the limit
+    gate.markUsed(polls[0]!);
+    expect(gate.backlog).toBe(1);
+    expect(gate.tryReserve()).not.toBeNull();
+    expect(gate.tryReserve()).toBeNull();
+    expect(gate.issued - gate.received).toBe(2);
+  });
+
+  it('an uncounted local activity (a type a task may run beside another) takes nothing out', () => {
+    const gate = new WorkflowBacklogGate(1, 10);
+    const slots = new LocalActivitySlots(5, gate);
+    reserveMany(gate, 1);
+    const local = slots.tryReserve()!;
+    slots.markUsed(local, false);
+    expect(gate.localActivitiesRunning).toBe(0);
+    expect(gate.tryReserve()).toBeNull();
+    slots.release(local);
+    expect(gate.localActivitiesRunning).toBe(0);
+    expect(gate.backlog).toBe(1);
   });
 
   it('keeps the total cap even when the backlog is low', async () => {

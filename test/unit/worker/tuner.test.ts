@@ -27,7 +27,7 @@ const WORKFLOW_INFO: WorkflowSlotInfo = {
   workflowType: 'machineWorkflow',
   isSticky: false,
 };
-const LOCAL_INFO: LocalActivitySlotInfo = { type: 'local-activity', activityType: 'launch' };
+const LOCAL_INFO: LocalActivitySlotInfo = { type: 'local-activity', activityType: 'startInstance' };
 
 function tunerOf(options: ReturnType<typeof workerOptions>): TunerHolder {
   const tuner = options.tuner;
@@ -161,6 +161,30 @@ describe('the backlog tuner’s suppliers', () => {
     expect(workflows.tryReserveSlot(RESERVE)).toBeNull();
     workflows.releaseSlot({ slotInfo: WORKFLOW_INFO, permit: permits[1]! });
     expect(workflows.tryReserveSlot(RESERVE)).not.toBeNull();
+  });
+
+  it('a local activity a task may run beside another (planLaunch) takes nothing out of the backlog', () => {
+    const tuner = tunerOf(
+      workerOptions(workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '10' })),
+    );
+    const workflows = custom(tuner.workflowTaskSlotSupplier);
+    const locals = custom(tuner.localActivityTaskSlotSupplier);
+    const permits = Array.from({ length: 10 }, () => workflows.tryReserveSlot(RESERVE)!);
+    for (const permit of permits) workflows.markSlotUsed({ slotInfo: WORKFLOW_INFO, permit });
+    const reserve = { ...RESERVE, slotType: 'local-activity' as const };
+    const planning = locals.tryReserveSlot(reserve)!;
+    locals.markSlotUsed({
+      slotInfo: { type: 'local-activity', activityType: 'planLaunch' },
+      permit: planning,
+    });
+    expect(workflows.tryReserveSlot(RESERVE)).toBeNull();
+    const loading = locals.tryReserveSlot(reserve)!;
+    locals.markSlotUsed({
+      slotInfo: { type: 'local-activity', activityType: 'loadMachine' },
+      permit: loading,
+    });
+    expect(workflows.tryReserveSlot(RESERVE)).not.toBeNull();
+    expect(workflows.tryReserveSlot(RESERVE)).toBeNull();
   });
 
   it('caps workflow slots at the cache, as the core does, when the backlog is larger', () => {
