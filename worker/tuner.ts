@@ -6,6 +6,7 @@ import type {
   SlotReleaseContext,
   SlotReserveContext,
   TunerHolder,
+  WorkerOptions,
   WorkflowSlotInfo,
 } from '@temporalio/worker';
 import type { Activities } from '../activities';
@@ -36,7 +37,7 @@ function gatePermit(permit: SlotPermit): GatePermit | undefined {
 class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
   readonly type = 'custom';
 
-  constructor(private readonly gate: WorkflowBacklogGate) {}
+  constructor(readonly gate: WorkflowBacklogGate) {}
 
   /**
    * A sticky poll goes ahead of normal ones when the gate opens: its task is
@@ -126,4 +127,18 @@ export function backlogTuner(limits: BacklogTunerLimits): TunerHolder {
     ),
     nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: NEXUS_SLOTS },
   };
+}
+
+/**
+ * The backlog gate behind worker options built with the tuner, or undefined
+ * (`off`): read once a second for the worker's metrics (worker/telemetry.ts
+ * sampleBacklogGate), since the SDK reports no free slots for a custom supplier.
+ */
+export function backlogGateOf(options: {
+  tuner?: WorkerOptions['tuner'];
+}): Readonly<WorkflowBacklogGate> | undefined {
+  const tuner = options.tuner;
+  if (!tuner || !('workflowTaskSlotSupplier' in tuner)) return undefined;
+  const supplier = tuner.workflowTaskSlotSupplier;
+  return supplier instanceof BacklogWorkflowSlots ? supplier.gate : undefined;
 }

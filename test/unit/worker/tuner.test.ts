@@ -14,6 +14,7 @@ import { DefaultLogger } from '@temporalio/worker';
 import { compileWorkerOptions } from '@temporalio/worker/lib/worker-options';
 import { version as workerSdkVersion } from '@temporalio/worker/package.json';
 import { workerOptions, workerSettingsFromEnv } from '../../../worker/settings';
+import { backlogGateOf } from '../../../worker/tuner';
 
 const RESERVE: SlotReserveContext = {
   slotType: 'workflow',
@@ -75,6 +76,16 @@ describe('workerOptions', () => {
     expect(tuner.localActivityTaskSlotSupplier.type).toBe('custom');
     expect(tuner.activityTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 1000 });
     expect(tuner.nexusTaskSlotSupplier).toEqual({ type: 'fixed-size', numSlots: 100 });
+  });
+
+  it('backlogGateOf: the gate behind the tuner, for its metrics; none when off', () => {
+    const gate = backlogGateOf(workerOptions(workerSettingsFromEnv({})));
+    expect(gate).toMatchObject({ issued: 0, backlog: 0, waiters: 0, slotCap: 1000 });
+    expect(
+      backlogGateOf(
+        workerOptions(workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off' })),
+      ),
+    ).toBeUndefined();
   });
 
   it('off: the fixed options exactly as before the gate, and no tuner', () => {
