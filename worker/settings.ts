@@ -119,6 +119,18 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     );
   }
+  const workflowTaskBacklog = workflowTaskBacklogEnv(env);
+  // With the gate the SDK runs 10 pollers whatever the slots (off: min(10, the slots)), and the
+  // core balances sticky against normal polls on the cache, not the slots, since a custom
+  // supplier tells it no free slots: under 10 slots the sticky polls could hold them all and
+  // leave new machines' first tasks a long poll on the shared queue. Refused rather than
+  // switched off quietly, so the worker runs with what it was told or not at all.
+  const slots = Math.min(workflowTasks, Math.max(2, maxCachedWorkflows));
+  if (workflowTaskBacklog !== 'off' && slots < MIN_WORKFLOW_TASK_BACKLOG) {
+    throw new ConfigError(
+      `environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: ${slots} workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below ${MIN_WORKFLOW_TASK_BACKLOG}, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off`,
+    );
+  }
   return {
     // one sandbox context per workflow thread, shared by every run it hosts (the SDK's default)
     reuseV8Context: onOff(
@@ -145,7 +157,7 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
     maxCachedWorkflows,
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
-    workflowTaskBacklog: workflowTaskBacklogEnv(env),
+    workflowTaskBacklog,
   };
 }
 

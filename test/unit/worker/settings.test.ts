@@ -89,8 +89,31 @@ describe('workerSettingsFromEnv', () => {
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '9' },
       'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
     ],
+    [
+      { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '9' },
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: 9 workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below 10, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off',
+    ],
+    [
+      { PROVISIONER_MAX_CACHED_WORKFLOWS: '5' },
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: 5 workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below 10, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off',
+    ],
   ])('refuses %j, naming the variable', (env, message) => {
     expect(() => workerSettingsFromEnv(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('a slot cap below 10', () => {
+  it('is taken with the backlog off, and at 10 with it on', () => {
+    expect(
+      workerSettingsFromEnv({
+        PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '5',
+        PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off',
+      }).maxConcurrentWorkflowTaskExecutions,
+    ).toBe(5);
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '10' })
+        .maxConcurrentWorkflowTaskExecutions,
+    ).toBe(10);
   });
 });
 
@@ -127,7 +150,11 @@ describe('workerStartupFields', () => {
   });
 
   it('logs at least 2 slots, the core floor, with a cache of 1', () => {
-    const settings = workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '1' });
+    // (with the backlog off: the gate refuses fewer than 10 slots)
+    const settings = workerSettingsFromEnv({
+      PROVISIONER_MAX_CACHED_WORKFLOWS: '1',
+      PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off',
+    });
     expect(workerStartupFields(settings, 259 * 2 ** 20).workflowTaskSlots).toBe(2);
   });
 });
