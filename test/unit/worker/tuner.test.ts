@@ -12,9 +12,25 @@ import type {
 import { DefaultLogger } from '@temporalio/worker';
 // the SDK's own compile step of Worker.create (internal: the version is pinned below)
 import { compileWorkerOptions } from '@temporalio/worker/lib/worker-options';
+// the SDK's wrapper between a tuner and its bridge (internal, as above)
+import { asNativeTuner } from '@temporalio/worker/lib/worker-tuner';
 import { version as workerSdkVersion } from '@temporalio/worker/package.json';
 import { workerOptions, workerSettingsFromEnv } from '../../../worker/settings';
 import { backlogGateOf } from '../../../worker/tuner';
+
+/** The part of the SDK's wrapped workflow supplier (what the bridge calls) these tests use. */
+interface NativeWorkflowSlots {
+  reserveSlot(
+    ctx: { slotType: 'workflow'; taskQueue: string; workerIdentity: string; isSticky: boolean },
+    abortSignal: AbortSignal,
+  ): Promise<unknown>;
+  tryReserveSlot(ctx: {
+    slotType: 'workflow';
+    taskQueue: string;
+    workerIdentity: string;
+    isSticky: boolean;
+  }): unknown;
+}
 
 const RESERVE: SlotReserveContext = {
   slotType: 'workflow',
@@ -248,15 +264,43 @@ describe('the backlog tuner’s suppliers', () => {
     await expect(normal).resolves.toBeDefined();
   });
 
-  it('an aborted workflow reservation rejects with the signal’s AbortError', async () => {
-    const tuner = tunerOf(
-      workerOptions(workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '10' })),
-    );
-    const workflows = custom(tuner.workflowTaskSlotSupplier);
-    for (let i = 0; i < 10; i += 1) workflows.tryReserveSlot(RESERVE);
-    const controller = new AbortController();
-    const waiting = workflows.reserveSlot(RESERVE, controller.signal);
-    controller.abort();
-    await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
-  });
+  it.each([
+    // what the bridge does when the core drops a reservation (shutdown): its own string reason
+    ['the bridge’s string reason', 'Request Cancelled'],
+    ['an AbortError (a plain abort())', undefined],
+  ])(
+    'through the SDK’s own wrapper, an aborted reservation rejects with exactly the reason (%s) and nothing is logged',
+    async (_case, reason) => {
+      const options = workerOptions(
+        workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '10' }),
+      );
+      const logger = new DefaultLogger('TRACE', () => undefined);
+      const errors = jest.spyOn(logger, 'error');
+      // what Worker.create hands the bridge (internal: the version is pinned above)
+      const native = asNativeTuner(tunerOf(options), logger)
+        .workflowTaskSlotSupplier as unknown as NativeWorkflowSlots;
+      const gate = backlogGateOf(options)!;
+      const nativeReserve = {
+        slotType: 'workflow' as const,
+        taskQueue: 'q',
+        workerIdentity: 'test',
+        isSticky: false,
+      };
+      for (let i = 0; i < 10; i += 1) expect(native.tryReserveSlot(nativeReserve)).not.toBeNull();
+      const controller = new AbortController();
+      const waiting = native.reserveSlot(nativeReserve, controller.signal);
+      expect(await settled(waiting)).toBe(false);
+      controller.abort(reason);
+      const rejection = await waiting.then(
+        () => 'granted',
+        (err: unknown) => err,
+      );
+      expect(rejection).toBe(controller.signal.reason);
+      if (reason !== undefined) expect(rejection).toBe('Request Cancelled');
+      else expect(rejection).toMatchObject({ name: 'AbortError' });
+      expect(errors).not.toHaveBeenCalled();
+      expect(gate.issued).toBe(10);
+      expect(gate.waiters).toBe(0);
+    },
+  );
 });
