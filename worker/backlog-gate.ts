@@ -68,7 +68,10 @@ abstract class PermitGate {
    * when the gate opens (in order among themselves).
    */
   reserve(signal: AbortSignal, first = false): Promise<GatePermit> {
-    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    // the reason is whatever the aborter gave: the bridge's is a string, not an Error
+    const reason = (): unknown => signal.reason;
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- exactly the signal's reason, as the SDK asks
+    if (signal.aborted) return Promise.reject(reason());
     const now = this.tryReserve();
     if (now) return Promise.resolve(now);
     const queue = first ? this.waitingFirst : this.waitingRest;
@@ -80,7 +83,8 @@ abstract class PermitGate {
       const abort = (): void => {
         const at = queue.indexOf(grant);
         if (at >= 0) queue.splice(at, 1);
-        reject(signal.reason as Error);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- as above
+        reject(reason());
       };
       queue.push(grant);
       signal.addEventListener('abort', abort, { once: true });
