@@ -13,7 +13,7 @@ import { WORKER_SEMI_SPACE_MIB } from '../worker/heap';
 import { workerLogger } from '../worker/logging';
 import { installTelemetry, temporalMetricsFromEnv } from '../worker/telemetry';
 import { withLeanSandbox } from '../worker/sandbox';
-import { workerSettingsFromEnv } from '../worker/settings';
+import { workerOptions, workerSettingsFromEnv } from '../worker/settings';
 import { workflowBundlerOptions } from '../worker/preload';
 import type { FloorActivities, FloorInput } from './sdk-floor-workflows';
 
@@ -100,7 +100,7 @@ async function measure(
       taskQueue,
       workflowBundle: { code },
       activities: activities(),
-      ...workerSettingsFromEnv(),
+      ...workerOptions(workerSettingsFromEnv()),
     }),
   );
   const serverBeforeRun = groupCpuSeconds(serverPid);

@@ -17,10 +17,16 @@ import { ProvisioningStore } from '../state/provisioning';
 import { Repository } from '../state/repository';
 import { TASK_QUEUE } from '../temporal/search-attributes';
 import { workerLogger } from './logging';
-import { installTelemetry, metricSinks, temporalMetricsFromEnv } from './telemetry';
+import {
+  installTelemetry,
+  metricSinks,
+  temporalMetricsFromEnv,
+  watchBacklogGate,
+} from './telemetry';
+import { backlogGateOf } from './tuner';
 import { workflowBundlerOptions } from './preload';
 import { withLeanSandbox, workflowGuardsFromEnv } from './sandbox';
-import { workerSettingsFromEnv, workerStartupFields } from './settings';
+import { workerOptions, workerSettingsFromEnv, workerStartupFields } from './settings';
 
 /**
  * How long after SIGTERM/SIGINT the worker exits whatever its drain still
@@ -108,6 +114,7 @@ async function main(): Promise<void> {
   const deployment = optionalEnv('PROVISIONER_DEPLOYMENT', 'local');
   // the sandbox, cache and slots (worker/settings.ts); the start-up line logs what they come to
   const settings = workerSettingsFromEnv();
+  const tuningOptions = workerOptions(settings);
   // the SDK's per-promise stack traces off, its deadlock detector kept (worker/sandbox.ts)
   const create = workflowGuardsFromEnv() ? (f: () => Promise<Worker>) => f() : withLeanSandbox;
   const worker = await create(() =>
@@ -146,10 +153,14 @@ async function main(): Promise<void> {
       }),
       sinks: metricSinks(),
       shutdownGraceTime: '10 seconds',
-      // the sandbox, cache and slots (worker/settings.ts; README, "Worker tuning" has what each costs)
-      ...settings,
+      // the sandbox, cache and slots, and the backlog gate on the workflow-task slots
+      // (worker/settings.ts; README, "Worker tuning" has what each costs)
+      ...tuningOptions,
     }),
   );
+  // the gate's counts in the worker's metrics, once a second (the SDK reports no free slots for it)
+  const gate = backlogGateOf(tuningOptions);
+  const stopGateMetrics = gate ? watchBacklogGate(gate) : () => undefined;
   if (optionalEnv('PROVISIONER_SWEEPER', 'on') !== 'off') void startSweeper(temporal, taskQueue);
   workerLogger.info(`worker polling ${taskQueue}`, {
     taskQueue,
@@ -175,6 +186,7 @@ async function main(): Promise<void> {
     // the launches recorded in the last seconds still hear their `running` (bounded by the deadline above)
     await runningCatchUpsSettled();
   } finally {
+    stopGateMetrics();
     await clientConnection.close();
     await connection.close();
     stopTelemetry();

@@ -1,5 +1,6 @@
 import type { WorkerOptions } from '@temporalio/worker';
 import { ConfigError, optionalEnv, positiveIntEnv } from '../config/env';
+import { backlogTuner } from './tuner';
 
 /**
  * The worker's own Temporal settings: the sandbox, the workflow cache and the
@@ -18,7 +19,46 @@ export type WorkerSettings = Required<
     | 'maxCachedWorkflows'
   >
 > &
-  Pick<WorkerOptions, 'workflowThreadPoolSize'>;
+  Pick<WorkerOptions, 'workflowThreadPoolSize'> & {
+    /**
+     * Workflow tasks the worker holds and has not yet begun (worker/backlog-gate.ts), or `off`:
+     * the SDK's fixed-size slots alone, as before the gate.
+     */
+    workflowTaskBacklog: number | 'off';
+  };
+
+/**
+ * What Worker.create gets from the settings: the slots either as the three
+ * maxConcurrent* options (the SDK builds its fixed-size suppliers from them)
+ * or as a tuner, never both (the SDK refuses a tuner with any of them).
+ */
+export type WorkerTuningOptions = Pick<
+  WorkerOptions,
+  | 'reuseV8Context'
+  | 'maxConcurrentActivityTaskExecutions'
+  | 'maxConcurrentLocalActivityExecutions'
+  | 'maxConcurrentWorkflowTaskExecutions'
+  | 'stickyQueueScheduleToStartTimeout'
+  | 'maxCachedWorkflows'
+  | 'workflowThreadPoolSize'
+  | 'tuner'
+>;
+
+/**
+ * The default backlog. Starved to ~14 % of a core, the worker begins roughly
+ * 10-20 first tasks a second, so 100 is 5-10 s of backlog, well inside the
+ * 20 s workflow-task timeout (MACHINE_WORKFLOW_TASK_TIMEOUT); on a quiet
+ * machine tasks begin as fast as they come and the backlog stays far below it.
+ */
+const WORKFLOW_TASK_BACKLOG = 100;
+
+/**
+ * The least backlog taken: the worker's 10 workflow-task pollers (the SDK's
+ * default, 2 on the shared queue and 8 on the sticky one) each hold a slot
+ * while they poll, so a smaller backlog could be all held by idle sticky
+ * polls while new machines' first tasks wait on the shared queue a long poll.
+ */
+const MIN_WORKFLOW_TASK_BACKLOG = 10;
 
 // Each variable is read by its literal name (test/unit/infra/environment.test.ts finds the
 // variables a bundle reads by scanning for names passed to the config getters).
@@ -27,6 +67,27 @@ function onOff(name: string, text: string): boolean {
   if (text.trim() === 'on') return true;
   if (text.trim() === 'off') return false;
   throw new ConfigError(`environment variable ${name}: "${text.trim()}" is not on or off`);
+}
+
+function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' {
+  const text = optionalEnv(
+    'PROVISIONER_WORKFLOW_TASK_BACKLOG',
+    String(WORKFLOW_TASK_BACKLOG),
+    env,
+  ).trim();
+  if (text === 'off') return 'off';
+  if (!/^\d+$/.test(text)) {
+    throw new ConfigError(
+      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "${text}" is not a positive integer or off`,
+    );
+  }
+  const limit = Number(text);
+  if (limit < MIN_WORKFLOW_TASK_BACKLOG) {
+    throw new ConfigError(
+      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least ${MIN_WORKFLOW_TASK_BACKLOG} (each workflow-task poller holds a slot while it polls), or off`,
+    );
+  }
+  return limit;
 }
 
 export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): WorkerSettings {
@@ -58,6 +119,18 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     );
   }
+  const workflowTaskBacklog = workflowTaskBacklogEnv(env);
+  // With the gate the SDK runs 10 pollers whatever the slots (off: min(10, the slots)), and the
+  // core balances sticky against normal polls on the cache, not the slots, since a custom
+  // supplier tells it no free slots: under 10 slots the sticky polls could hold them all and
+  // leave new machines' first tasks a long poll on the shared queue. Refused rather than
+  // switched off quietly, so the worker runs with what it was told or not at all.
+  const slots = Math.min(workflowTasks, Math.max(2, maxCachedWorkflows));
+  if (workflowTaskBacklog !== 'off' && slots < MIN_WORKFLOW_TASK_BACKLOG) {
+    throw new ConfigError(
+      `environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: ${slots} workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below ${MIN_WORKFLOW_TASK_BACKLOG}, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off`,
+    );
+  }
   return {
     // one sandbox context per workflow thread, shared by every run it hosts (the SDK's default)
     reuseV8Context: onOff(
@@ -84,6 +157,54 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
     stickyQueueScheduleToStartTimeout: `${positiveIntEnv('PROVISIONER_STICKY_TIMEOUT_S', 30, env)} seconds`,
     maxCachedWorkflows,
     ...(workflowThreadPoolSize !== undefined ? { workflowThreadPoolSize } : {}),
+    workflowTaskBacklog,
+  };
+}
+
+/**
+ * The workflow-task slots the worker really runs with: @temporalio/worker
+ * 1.24 folds the slots into its tuner and the Rust core caps workflow-task
+ * permits at max(2, the cache) whatever the supplier (sdk-core worker/mod.rs,
+ * MeteredPermitDealer). So a cache below the slots lowers them, silently.
+ */
+export function workflowTaskSlots(settings: WorkerSettings): number {
+  return Math.min(
+    settings.maxConcurrentWorkflowTaskExecutions,
+    Math.max(2, settings.maxCachedWorkflows),
+  );
+}
+
+/**
+ * The options Worker.create takes from the settings. With a backlog, a tuner
+ * of the same slots (fixed-size activities, local activities of the same
+ * count) whose workflow-task slots also hold the backlog; `off`: the
+ * maxConcurrent* options as they were. Each call builds a new tuner: one per
+ * Worker, since its gate counts that worker's slots.
+ */
+export function workerOptions(settings: WorkerSettings): WorkerTuningOptions {
+  const {
+    workflowTaskBacklog,
+    maxConcurrentActivityTaskExecutions,
+    maxConcurrentLocalActivityExecutions,
+    maxConcurrentWorkflowTaskExecutions,
+    ...rest
+  } = settings;
+  if (workflowTaskBacklog === 'off') {
+    return {
+      ...rest,
+      maxConcurrentActivityTaskExecutions,
+      maxConcurrentLocalActivityExecutions,
+      maxConcurrentWorkflowTaskExecutions,
+    };
+  }
+  return {
+    ...rest,
+    tuner: backlogTuner({
+      workflowTaskBacklog,
+      workflowTaskSlots: workflowTaskSlots(settings),
+      activitySlots: maxConcurrentActivityTaskExecutions,
+      localActivitySlots: maxConcurrentLocalActivityExecutions,
+    }),
   };
 }
 
@@ -92,6 +213,7 @@ export interface WorkerStartupFields {
   heapLimitMiB: number;
   maxCachedWorkflows: number;
   workflowTaskSlots: number;
+  workflowTaskBacklog: number | 'off';
 }
 
 export function workerStartupFields(
@@ -102,13 +224,8 @@ export function workerStartupFields(
     // what the task's memory gave V8 (each workflow thread's isolate gets the same limit)
     heapLimitMiB: Math.round(heapSizeLimitBytes / 2 ** 20),
     maxCachedWorkflows: settings.maxCachedWorkflows,
-    // Not the SDK's compiled options: @temporalio/worker 1.24 folds the slots into its tuner and
-    // drops maxConcurrentWorkflowTaskExecutions, and the Rust core caps workflow-task permits at
-    // max(2, the cache) (sdk-core worker/mod.rs, MeteredPermitDealer). So a cache below the slots
-    // lowers them, silently: this is the number the worker runs with.
-    workflowTaskSlots: Math.min(
-      settings.maxConcurrentWorkflowTaskExecutions,
-      Math.max(2, settings.maxCachedWorkflows),
-    ),
+    // not the SDK's compiled options, which drop the slots into its tuner: the number it runs with
+    workflowTaskSlots: workflowTaskSlots(settings),
+    workflowTaskBacklog: settings.workflowTaskBacklog,
   };
 }

@@ -192,6 +192,45 @@ export function installTelemetry(
   };
 }
 
+/** What the backlog gate is read for (worker/backlog-gate.ts WorkflowBacklogGate). */
+export interface BacklogGateCounts {
+  readonly issued: number;
+  readonly backlog: number;
+  readonly waiters: number;
+  readonly localActivitiesRunning: number;
+  readonly slotCap: number;
+}
+
+/**
+ * Samples the backlog gate's counts into the worker's metrics. With the gate
+ * on, the SDK stops reporting temporal_worker_task_slots_available for
+ * workflow tasks and local activities (its core knows no free slots of a
+ * custom supplier), so `workflow_task_slots_free` is that series again, with
+ * the same meaning; waiting reservations above 0 mean the gate is shut.
+ */
+export function sampleBacklogGate(
+  gate: BacklogGateCounts,
+  into: WorkerMetrics = workerMetrics,
+): void {
+  into.sample('workflow_task_slots_free', MetricUnit.Count, gate.slotCap - gate.issued);
+  into.sample('workflow_task_backlog', MetricUnit.Count, gate.backlog);
+  into.sample('workflow_task_reservations_waiting', MetricUnit.Count, gate.waiters);
+  into.sample('local_activities_running', MetricUnit.Count, gate.localActivitiesRunning);
+}
+
+/** Samples the gate once a second (not per slot: the slots are the hot path) until stopped. */
+export function watchBacklogGate(
+  gate: BacklogGateCounts,
+  into: WorkerMetrics = workerMetrics,
+): () => void {
+  const timer = setInterval(() => sampleBacklogGate(gate, into), DRAIN_INTERVAL_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    sampleBacklogGate(gate, into);
+  };
+}
+
 /** The workflows' metric sink (workflows/metrics.ts), never called during replay. */
 export function metricSinks(): InjectedSinks<ProvisionerSinks> {
   return {

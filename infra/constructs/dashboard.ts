@@ -158,12 +158,20 @@ export class ProvisionerDashboard extends Construct {
         width: 12,
       }),
       new GraphWidget({
-        title: 'Temporal: failed requests, task slots available',
+        title: 'Temporal: failed requests; task slots and the workflow-task backlog',
         left: [
           app.temporal('temporal_request_failure', 'Sum'),
           app.temporal('temporal_long_request_failure', 'Sum'),
         ],
-        right: [app.temporal('temporal_worker_task_slots_available', 'Minimum')],
+        // with the backlog gate on, the SDK's series holds only the activity slots; the gate's
+        // own counts (worker/telemetry.ts sampleBacklogGate) stand for the workflow slots
+        right: [
+          app.temporal('temporal_worker_task_slots_available', 'Minimum'),
+          app.temporal('workflow_task_slots_free', 'Minimum'),
+          app.temporal('workflow_task_backlog', 'Maximum'),
+          app.temporal('workflow_task_reservations_waiting', 'Maximum'),
+          app.temporal('local_activities_running', 'Maximum'),
+        ],
         width: 12,
       }),
     );

@@ -8,6 +8,7 @@ import { createHandler } from '../../../functions/http';
 import {
   addSdkUpdates,
   ROUTINE_REFUSED_REQUESTS,
+  sampleBacklogGate,
   temporalMetricsFromEnv,
 } from '../../../worker/telemetry';
 
@@ -211,6 +212,25 @@ describe('WorkerMetrics', () => {
     expect(latency._aws.CloudWatchMetrics[0]!.Metrics).toEqual([
       { Name: 'temporal_workflow_task_schedule_to_start_latency', Unit: 'Milliseconds' },
     ]);
+  });
+
+  it("samples the backlog gate's counts: free workflow slots, backlog, waiting reservations, local activities", async () => {
+    const m = worker();
+    const gate = {
+      issued: 130,
+      backlog: 100,
+      waiters: 2,
+      localActivitiesRunning: 30,
+      slotCap: 1000,
+    };
+    sampleBacklogGate(gate, m);
+    sampleBacklogGate({ ...gate, issued: 20, backlog: 5, waiters: 0 }, m);
+    const records = emfOf(await stdoutOf(() => m.flush()));
+    const samples = (name: string) => records.find((r) => r[name] !== undefined)![name];
+    expect(samples('workflow_task_slots_free')).toEqual([870, 980]);
+    expect(samples('workflow_task_backlog')).toEqual([100, 5]);
+    expect(samples('workflow_task_reservations_waiting')).toEqual([2, 0]);
+    expect(samples('local_activities_running')).toEqual([30, 30]);
   });
 
   it("counts a request failure NOT_FOUND or ALREADY_EXISTS (the sweep's gone workflows, an existing sweeper) apart from real failures", async () => {

@@ -95,6 +95,8 @@ export const UNSET_IN_THE_CLOUD: Readonly<Record<string, string>> = {
     'a diagnosis knob (worker/telemetry.ts); unset forwards the SDK core’s warnings and errors to the worker’s logger in every environment',
   PROVISIONER_WORKFLOW_THREADS:
     'a bench/tuning knob (worker/settings.ts); unset leaves the SDK’s default thread count in every environment',
+  PROVISIONER_WORKFLOW_TASK_BACKLOG:
+    'a tuning knob (worker/settings.ts); unset is a backlog of 100 workflow tasks in every environment, 5-10 s of work for a worker starved to ~14 % of a core; off only for the bench’s control runs',
   PROVISIONER_TEARDOWN_TERMINATE_BURST: API_DEFAULT,
   PROVISIONER_TEARDOWN_TERMINATE_RATE: API_DEFAULT,
   PROVISIONER_TEARDOWN_DESCRIBE_BURST: API_DEFAULT,

@@ -67,6 +67,12 @@ describe.each(ENVIRONMENT_NAMES)('Provisioner-%s observability', (env) => {
       `{${namespace},service,Code} MetricName=\\\\\\"LaunchErrors\\\\\\"`,
       'temporal_workflow_task_schedule_to_start_latency',
       'temporal_activity_schedule_to_start_latency',
+      'temporal_worker_task_slots_available',
+      // the backlog gate's counts, which stand for the workflow slots the SDK stops reporting
+      'workflow_task_slots_free',
+      'workflow_task_backlog',
+      'workflow_task_reservations_waiting',
+      'local_activities_running',
       // written by the API's audit path in this environment's namespace, service-wide
       `\\"${namespace}\\",\\"AuditWriteFailures\\",\\"service\\",\\"provisioner-api\\"`,
     ]) {

@@ -12,6 +12,8 @@ describe('workerSettingsFromEnv', () => {
       // as many as the cache: a first task holds its slot while its launch runs in it
       maxConcurrentWorkflowTaskExecutions: 1000,
       stickyQueueScheduleToStartTimeout: '30 seconds',
+      // tasks held and not yet begun: 5-10 s of work for a worker at ~14 % of a core
+      workflowTaskBacklog: 100,
     });
   });
 
@@ -24,6 +26,7 @@ describe('workerSettingsFromEnv', () => {
         PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '100',
         PROVISIONER_MAX_CONCURRENT_ACTIVITIES: '300',
         PROVISIONER_STICKY_TIMEOUT_S: '10',
+        PROVISIONER_WORKFLOW_TASK_BACKLOG: '40',
       }),
     ).toEqual({
       reuseV8Context: false,
@@ -33,7 +36,20 @@ describe('workerSettingsFromEnv', () => {
       maxConcurrentActivityTaskExecutions: 300,
       maxConcurrentLocalActivityExecutions: 300,
       stickyQueueScheduleToStartTimeout: '10 seconds',
+      workflowTaskBacklog: 40,
     });
+  });
+
+  it.each([
+    ['off', 'off'],
+    [' off ', 'off'],
+    ['10', 10],
+    ['2000', 2000],
+    ['', 100],
+  ])('reads PROVISIONER_WORKFLOW_TASK_BACKLOG=%j as %j', (text, limit) => {
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: text }).workflowTaskBacklog,
+    ).toBe(limit);
   });
 
   it.each([
@@ -53,8 +69,51 @@ describe('workerSettingsFromEnv', () => {
       { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '1' },
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: 'on' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "on" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '-5' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "-5" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '12.5' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "12.5" is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '0' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '9' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+    ],
+    [
+      { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '9' },
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: 9 workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below 10, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off',
+    ],
+    [
+      { PROVISIONER_MAX_CACHED_WORKFLOWS: '5' },
+      'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: 5 workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below 10, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off',
+    ],
   ])('refuses %j, naming the variable', (env, message) => {
     expect(() => workerSettingsFromEnv(env)).toThrow(new ConfigError(message));
+  });
+});
+
+describe('a slot cap below 10', () => {
+  it('is taken with the backlog off, and at 10 with it on', () => {
+    expect(
+      workerSettingsFromEnv({
+        PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '5',
+        PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off',
+      }).maxConcurrentWorkflowTaskExecutions,
+    ).toBe(5);
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '10' })
+        .maxConcurrentWorkflowTaskExecutions,
+    ).toBe(10);
   });
 });
 
@@ -64,7 +123,13 @@ describe('workerStartupFields', () => {
       heapLimitMiB: 4144,
       maxCachedWorkflows: 1000,
       workflowTaskSlots: 1000,
+      workflowTaskBacklog: 100,
     });
+  });
+
+  it('logs the backlog as off when it is', () => {
+    const settings = workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off' });
+    expect(workerStartupFields(settings, 4144 * 2 ** 20).workflowTaskBacklog).toBe('off');
   });
 
   it('follows a smaller cache with its slots when they are not set', () => {
@@ -80,11 +145,16 @@ describe('workerStartupFields', () => {
       heapLimitMiB: 259,
       maxCachedWorkflows: 34,
       workflowTaskSlots: 34,
+      workflowTaskBacklog: 100,
     });
   });
 
   it('logs at least 2 slots, the core floor, with a cache of 1', () => {
-    const settings = workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '1' });
+    // (with the backlog off: the gate refuses fewer than 10 slots)
+    const settings = workerSettingsFromEnv({
+      PROVISIONER_MAX_CACHED_WORKFLOWS: '1',
+      PROVISIONER_WORKFLOW_TASK_BACKLOG: 'off',
+    });
     expect(workerStartupFields(settings, 259 * 2 ** 20).workflowTaskSlots).toBe(2);
   });
 });
