@@ -77,7 +77,8 @@ export const MAX_FIRST_LAUNCH_BUDGET_MS = 15_000;
 /** PROVISIONER_FIRST_LAUNCH_BUDGET: above 0 and at most MAX_FIRST_LAUNCH_BUDGET_MS. */
 function firstLaunchBudgetEnv(env: NodeJS.ProcessEnv): number {
   const name = 'PROVISIONER_FIRST_LAUNCH_BUDGET';
-  const ms = durationEnv(name, '10s', env);
+  // the same as activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS (test/unit/config/env.test.ts checks it)
+  const ms = durationEnv(name, '12s', env);
   if (ms <= 0 || ms > MAX_FIRST_LAUNCH_BUDGET_MS) {
     throw new ConfigError(
       `environment variable ${name}: "${env[name]}" is not above 0 and at most ${MAX_FIRST_LAUNCH_BUDGET_MS / 1000}s (the first workflow task's heartbeat is at 16s)`,
@@ -163,7 +164,7 @@ export interface ProvisioningTuning {
    * task before its batch is dispatched (activities/launch.ts `launchPrepared`),
    * counted from when the workflow scheduled the read: a launch whose batch
    * has not been dispatched by then is withdrawn and made by the workflow's
-   * launch activity instead: `PROVISIONER_FIRST_LAUNCH_BUDGET`, default 10 s,
+   * launch activity instead: `PROVISIONER_FIRST_LAUNCH_BUDGET`, default 12 s,
    * at most MAX_FIRST_LAUNCH_BUDGET_MS; absent (deps built by hand in tests),
    * FIRST_TASK_LAUNCH_BUDGET_MS.
    */

@@ -277,7 +277,7 @@ export const LAUNCH_IN_READ = 'launch-in-read';
  * 18's starved bench of main, 1,004 workflow tasks timed out, 215.6 s for
  * 1,000 machines at about 14 % of a core, was another cause: first tasks not
  * begun in time, not held; the budget does not help there.) So the read's
- * launch has a budget (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 10 s
+ * launch has a budget (activities/launch.ts FIRST_TASK_LAUNCH_BUDGET_MS, 12 s
  * from when the workflow scheduled the read; PROVISIONER_FIRST_LAUNCH_BUDGET):
  * a launch
  * whose batch has not been dispatched by then (still gathering, or waiting at

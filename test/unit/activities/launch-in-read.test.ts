@@ -520,7 +520,7 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(debugged).toEqual([
       {
         message: DEFERRED,
-        attrs: expect.objectContaining({ when: 'before the launch', budgetMs: 10_000 }) as unknown,
+        attrs: expect.objectContaining({ when: 'before the launch', budgetMs: 12_000 }) as unknown,
       },
     ]);
     expect(warned).toEqual([]);

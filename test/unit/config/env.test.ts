@@ -53,7 +53,7 @@ describe('worker tuning', () => {
       launchRatePerSecond: 2,
       launchInstanceBurst: 1000,
       launchInstanceRatePerSecond: 2,
-      firstLaunchBudgetMs: 10_000,
+      firstLaunchBudgetMs: 12_000,
       // every worker of the deployment paces its RunInstances in the one launch record
       launchSharedPacing: true,
       reprovisionCap: 20,
@@ -185,9 +185,9 @@ describe('PROVISIONER_FIRST_LAUNCH_BUDGET', () => {
     provisioningTuning(v === undefined ? {} : { PROVISIONER_FIRST_LAUNCH_BUDGET: v })
       .firstLaunchBudgetMs;
 
-  it('unset or empty: 10 s (FIRST_TASK_LAUNCH_BUDGET_MS)', () => {
+  it('unset or empty: 12 s (FIRST_TASK_LAUNCH_BUDGET_MS)', () => {
     expect(budget()).toBe(FIRST_TASK_LAUNCH_BUDGET_MS);
-    expect(budget('')).toBe(10_000);
+    expect(budget('')).toBe(12_000);
   });
 
   it('a duration sets it, up to 15 s', () => {
