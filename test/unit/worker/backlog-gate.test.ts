@@ -1,16 +1,6 @@
 import { getEventListeners } from 'node:events';
 import { GatePermit, LocalActivitySlots, WorkflowBacklogGate } from '../../../worker/backlog-gate';
-
-/** Whether a promise has settled, after the microtasks queued so far ran. */
-async function settled(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await new Promise((resolve) => setImmediate(resolve));
-  return done;
-}
+import { settled } from '../../support/settled';
 
 /** Permits whose polls brought tasks (marked used), as the SDK reports a task received. */
 function reserveMany(gate: WorkflowBacklogGate, n: number): GatePermit[] {

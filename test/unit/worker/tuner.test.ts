@@ -17,6 +17,7 @@ import { asNativeTuner } from '@temporalio/worker/lib/worker-tuner';
 import { version as workerSdkVersion } from '@temporalio/worker/package.json';
 import { workerOptions, workerSettingsFromEnv } from '../../../worker/settings';
 import { backlogGateOf } from '../../../worker/tuner';
+import { settled } from '../../support/settled';
 
 /** The part of the SDK's wrapped workflow supplier (what the bridge calls) these tests use. */
 interface NativeWorkflowSlots {
@@ -55,16 +56,6 @@ function tunerOf(options: ReturnType<typeof workerOptions>): TunerHolder {
 function custom<SI extends SlotInfo>(supplier: SlotSupplier<SI>): CustomSlotSupplier<SI> {
   if (supplier.type !== 'custom') throw new Error(`a ${supplier.type} supplier`);
   return supplier;
-}
-
-async function settled(promise: Promise<unknown>): Promise<boolean> {
-  let done = false;
-  promise.then(
-    () => (done = true),
-    () => (done = true),
-  );
-  await new Promise((resolve) => setImmediate(resolve));
-  return done;
 }
 
 /** What the SDK compiles the options to, as Worker.create does before it starts the core's worker. */
