@@ -29,14 +29,17 @@ export class GatePermit {
 
 /**
  * Permits counted out while a condition holds, with the reservations that
- * found it closed waiting in order, those marked first ahead of the rest. A
- * change that may open it wakes them (no polling, no timer); a waiter whose
- * signal aborts leaves its queue and its listener goes with it.
+ * found it closed waiting in order, those marked first ahead of the rest
+ * but never twice in a row while the rest wait (below). A change that may
+ * open it wakes them (no polling, no timer); a waiter whose signal aborts
+ * leaves its queue and its listener goes with it.
  */
 abstract class PermitGate {
   private issuedCount = 0;
   private readonly waitingFirst: Array<(permit: GatePermit) => void> = [];
   private readonly waitingRest: Array<(permit: GatePermit) => void> = [];
+  /** Whether the last waiter served was one marked first (see wake). */
+  private servedFirstLast = false;
 
   /** Permits out: reserved and not yet released. */
   get issued(): number {
@@ -100,10 +103,20 @@ abstract class PermitGate {
     this.wake();
   }
 
-  /** Serves the waiters, those marked first before the rest, while the gate is open. */
+  /**
+   * Serves the waiters while the gate is open: one marked first ahead of the
+   * rest, but while both wait, the two kinds in turn. Strictly first-marked
+   * ahead would leave the rest unserved as long as first-marked reservations
+   * keep coming (the sticky poll loop asks again after every grant, and the
+   * normal loop then has no poll out: the shared queue, where new machines'
+   * first tasks wait, would go unpolled while the gate stays shut).
+   */
   protected wake(): void {
     while (this.waiters > 0 && this.isOpen()) {
-      const next = this.waitingFirst.shift() ?? this.waitingRest.shift();
+      const takeFirst =
+        this.waitingFirst.length > 0 && (this.waitingRest.length === 0 || !this.servedFirstLast);
+      const next = takeFirst ? this.waitingFirst.shift() : this.waitingRest.shift();
+      this.servedFirstLast = takeFirst;
       next?.(this.issue());
     }
   }
@@ -119,15 +132,19 @@ abstract class PermitGate {
  * of them not in a local activity. A permit a poller holds while it polls
  * counts too: the task it brings back joins the backlog.
  *
- * A local activity takes at most one task out of the backlog, and only while
- * that task is here, so what is subtracted is bounded twice. The tuner counts
- * only the local-activity types a task runs one at a time (worker/tuner.ts),
- * so a task with two at once is not subtracted twice. And the local
- * activities subtracted never exceed the tasks received and not released
- * (permits marked used): one still running after its task ended (evicted, or
- * timed out: the core keeps it until it finishes) cannot let a task in for
- * it. So the permits out and not holding a received task, the polls that
- * bring new tasks, never exceed the limit, whatever the local activities do.
+ * What local activities subtract is bounded twice. The tuner counts only
+ * the local-activity types a task runs one at a time (worker/tuner.ts), so a
+ * task with two at once is not subtracted twice. And the local activities
+ * subtracted never exceed the tasks received and not released (permits
+ * marked used), so the polls out (permits not yet holding a task) stay within
+ * the limit whatever the local activities do. Not bounded: a counted local
+ * activity still running after its task ended (the task timed out or was
+ * evicted; the core lets the activity finish) is not told apart from one
+ * whose task is here (the slot info names no run), so until it ends it may
+ * stand for a task received since: the tasks received and not begun stay
+ * within the limit plus such activities. They come only from tasks that
+ * already timed out, and last no longer than their step (a launch's 211 s at
+ * most).
  */
 export class WorkflowBacklogGate extends PermitGate {
   private localActivities = 0;

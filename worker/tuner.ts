@@ -43,9 +43,10 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
    * A sticky poll goes ahead of normal ones when the gate opens: its task is
    * a cached run's next one, cheap to run, while one that waits past the
    * sticky timeout (30 s) goes back to the shared queue and is replayed in
-   * full, the dearest path on a worker short of CPU. The normal loop keeps
-   * its own poll permits, so the shared queue is still polled. Both count in
-   * the same backlog.
+   * full, the dearest path on a worker short of CPU. But while normal polls
+   * wait too, the two are served in turn (worker/backlog-gate.ts `wake`), so
+   * the shared queue, where new machines' first tasks wait, is still polled
+   * while the gate stays shut. Both count in the same backlog.
    */
   reserveSlot(ctx: SlotReserveContext, abortSignal: AbortSignal): Promise<SlotPermit> {
     return this.gate.reserve(abortSignal, ctx.isSticky);

@@ -488,7 +488,7 @@ async function watched<T>(work: () => Promise<T>) {
 const DEFERRED = 'first read left its launch to an activity: its budget ran out';
 
 describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
-  it('has 10 s unless the worker says otherwise, counted from when the workflow scheduled the read', async () => {
+  it('has 12 s unless the worker says otherwise, counted from when the workflow scheduled the read', async () => {
     const byDefault = budgetControl();
     await setup(itemOf(), { budgetEnds: byDefault.budgetEnds }).firstRead().answer;
     expect(byDefault.left).toHaveLength(1);
@@ -509,7 +509,7 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     const submits = watchSubmits();
     let outcome;
     try {
-      // scheduled 20 s ago: the default 10 s are gone when the step runs
+      // scheduled 20 s ago: the default 12 s are gone when the step runs
       outcome = await watched(() => t.firstRead(FIRST, 20_000).answer);
     } finally {
       submits.restore();

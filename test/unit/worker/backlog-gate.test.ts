@@ -75,7 +75,7 @@ describe('WorkflowBacklogGate', () => {
     expect(order).toEqual(['a', 'b']);
   });
 
-  it('serves sticky (first) waiters before normal ones, each in order, and counts both in the backlog', async () => {
+  it('serves a sticky (first) waiter ahead of normal ones, the two kinds in turn while both wait, each in order, and counts both in the backlog', async () => {
     const gate = new WorkflowBacklogGate(2, 10);
     const held = reserveMany(gate, 2);
     const signal = new AbortController().signal;
@@ -89,16 +89,35 @@ describe('WorkflowBacklogGate', () => {
     expect(gate.waiters).toBe(4);
     gate.release(held[0]!);
     gate.release(held[1]!);
-    await Promise.all([sticky1, sticky2]);
-    expect(order).toEqual(['sticky1', 'sticky2']);
-    // the backlog bound holds for sticky tasks too: the normal ones still wait
+    await Promise.all([sticky1, normal1]);
+    // a sticky one first, though normal1 waited longer; then a normal one, not sticky2
+    expect(order).toEqual(['sticky1', 'normal1']);
+    // the backlog bound holds for both: the second of each kind still waits
     expect(gate.backlog).toBe(2);
-    expect(await settled(normal1)).toBe(false);
+    expect(await settled(sticky2)).toBe(false);
+    expect(await settled(normal2)).toBe(false);
     gate.release(await sticky1);
-    gate.release(await sticky2);
-    await Promise.all([normal1, normal2]);
-    expect(order).toEqual(['sticky1', 'sticky2', 'normal1', 'normal2']);
+    gate.release(await normal1);
+    await Promise.all([sticky2, normal2]);
+    expect(order).toEqual(['sticky1', 'normal1', 'sticky2', 'normal2']);
     expect(gate.waiters).toBe(0);
+  });
+
+  it('a sticky waiter asking again after every grant never keeps a normal one waiting past one turn', async () => {
+    const gate = new WorkflowBacklogGate(1, 10);
+    const [held] = reserveMany(gate, 1);
+    const signal = new AbortController().signal;
+    const normal = gate.reserve(signal);
+    let sticky = gate.reserve(signal, true);
+    gate.release(held!);
+    // the sticky one is served first, and its loop asks again at once, as the SDK's does
+    const first = await sticky;
+    sticky = gate.reserve(signal, true);
+    gate.release(first);
+    // the normal one's turn now, not the sticky loop's again
+    await expect(normal).resolves.toBeInstanceOf(GatePermit);
+    expect(await settled(sticky)).toBe(false);
+    expect(gate.waiters).toBe(1);
   });
 
   it('a sticky waiter that aborts leaves its queue and the normal one is served', async () => {
@@ -115,7 +134,7 @@ describe('WorkflowBacklogGate', () => {
     expect(gate.waiters).toBe(0);
   });
 
-  it('100 tasks in and 600 local activities running let in at most 100 more, not 600', () => {
+  it('100 tasks in and 600 local activities running: the polls out stay within the limit; the tasks received grow to the activities plus the limit, no further', () => {
     const gate = new WorkflowBacklogGate(100, 1000);
     const slots = new LocalActivitySlots(1000, gate);
     reserveMany(gate, 100);
@@ -123,11 +142,20 @@ describe('WorkflowBacklogGate', () => {
     for (let i = 0; i < 600; i += 1) slots.markUsed(slots.tryReserve()!);
     expect(gate.localActivitiesRunning).toBe(600);
     expect(gate.backlog).toBe(0);
-    let admitted = 0;
-    while (gate.tryReserve()) admitted += 1;
-    expect(admitted).toBe(100);
+    // polls only (no task brought back yet): the limit's worth, no more
+    const polls: GatePermit[] = [];
+    for (let p = gate.tryReserve(); p; p = gate.tryReserve()) polls.push(p);
+    expect(polls).toHaveLength(100);
     expect(gate.issued).toBe(200);
     expect(gate.backlog).toBe(100);
+    // each poll brings a task, as the SDK marks it at once: the activities beyond the tasks
+    // received (outliving theirs: the slot info cannot say whose) stand for the new ones, so
+    // more come in, until the tasks received are the activities plus the limit
+    for (const p of polls) gate.markUsed(p);
+    for (let p = gate.tryReserve(); p; p = gate.tryReserve()) gate.markUsed(p);
+    expect(gate.received).toBe(700);
+    expect(gate.backlog).toBe(100);
+    expect(gate.tryReserve()).toBeNull();
   });
 
   it('a local activity still running after its task ended opens no poll beyond the limit', () => {
