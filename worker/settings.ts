@@ -8,17 +8,16 @@ import { backlogTuner } from './tuner';
  * a time (README, "Worker tuning": the table of what each costs). An unset
  * variable keeps the value chosen there.
  */
-export type WorkerSettings = Required<
-  Pick<
-    WorkerOptions,
-    | 'reuseV8Context'
-    | 'maxConcurrentActivityTaskExecutions'
-    | 'maxConcurrentLocalActivityExecutions'
-    | 'maxConcurrentWorkflowTaskExecutions'
-    | 'stickyQueueScheduleToStartTimeout'
-    | 'maxCachedWorkflows'
-  >
-> &
+/** The SDK options the settings always set. */
+type SetOptions =
+  | 'reuseV8Context'
+  | 'maxConcurrentActivityTaskExecutions'
+  | 'maxConcurrentLocalActivityExecutions'
+  | 'maxConcurrentWorkflowTaskExecutions'
+  | 'stickyQueueScheduleToStartTimeout'
+  | 'maxCachedWorkflows';
+
+export type WorkerSettings = Required<Pick<WorkerOptions, SetOptions>> &
   Pick<WorkerOptions, 'workflowThreadPoolSize'> & {
     /**
      * Workflow tasks the worker holds and has not yet begun (worker/backlog-gate.ts), or `off`:
@@ -34,14 +33,7 @@ export type WorkerSettings = Required<
  */
 export type WorkerTuningOptions = Pick<
   WorkerOptions,
-  | 'reuseV8Context'
-  | 'maxConcurrentActivityTaskExecutions'
-  | 'maxConcurrentLocalActivityExecutions'
-  | 'maxConcurrentWorkflowTaskExecutions'
-  | 'stickyQueueScheduleToStartTimeout'
-  | 'maxCachedWorkflows'
-  | 'workflowThreadPoolSize'
-  | 'tuner'
+  SetOptions | 'workflowThreadPoolSize' | 'tuner'
 >;
 
 /**
