@@ -45,10 +45,14 @@ export type WorkerTuningOptions = Pick<
 const WORKFLOW_TASK_BACKLOG = 100;
 
 /**
- * The least backlog taken: the worker's 10 workflow-task pollers (the SDK's
- * default, 2 on the shared queue and 8 on the sticky one) each hold a slot
- * while they poll, so a smaller backlog could be all held by idle sticky
- * polls while new machines' first tasks wait on the shared queue a long poll.
+ * The least backlog taken. With a tuner the SDK runs 10 workflow-task
+ * pollers, 2 on the shared queue and 8 on the sticky one, in two poll loops,
+ * and each loop takes its next slot before it waits for a free poller
+ * (sdk-core pollers/poll_buffer.rs): idle, the sticky loop holds up to 9
+ * slots (8 polls and the next one) and the shared one up to 3, so idle
+ * pollers take up to 12 of the backlog. 10 leaves the shared queue, where
+ * new machines' first tasks wait, at least one; with less, idle sticky polls
+ * could hold it all and those tasks wait a long poll.
  */
 const MIN_WORKFLOW_TASK_BACKLOG = 10;
 
@@ -76,7 +80,7 @@ function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' {
   const limit = Number(text);
   if (limit < MIN_WORKFLOW_TASK_BACKLOG) {
     throw new ConfigError(
-      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least ${MIN_WORKFLOW_TASK_BACKLOG} (each workflow-task poller holds a slot while it polls), or off`,
+      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least ${MIN_WORKFLOW_TASK_BACKLOG} (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off`,
     );
   }
   return limit;

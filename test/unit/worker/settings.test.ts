@@ -83,11 +83,11 @@ describe('workerSettingsFromEnv', () => {
     ],
     [
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '0' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off',
     ],
     [
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '9' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off',
     ],
     [
       { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '9' },
