@@ -79,7 +79,10 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
  * with TRY_CANCEL and may still run while its task goes on to another local
  * activity; teardown runs its steps side by side; and the quick records
  * (milliseconds) would take little out of the backlog anyway. The slot info
- * carries only the type, not the task, so this is the rule that bounds it.
+ * carries only the type, not the task, so this is the rule that bounds it
+ * (test/unit/worker/one-per-task-local-activities.test.ts holds workflows/
+ * to it: each call of these through a local-activity proxy is awaited where
+ * it is made, the first read's wait beside a destroy excepted by name).
  */
 export const ONE_PER_TASK_LOCAL_ACTIVITIES: ReadonlySet<string> = new Set([
   'loadMachine',
