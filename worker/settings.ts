@@ -67,13 +67,15 @@ function onOff(name: string, text: string): boolean {
 
 /**
  * PROVISIONER_WORKFLOW_TASK_BACKLOG as set, or undefined when unset (the
- * default then depends on the slots). Read as positiveIntEnv reads an
- * integer: not trimmed, digits only (`0010` is 10, as there).
+ * default then depends on the slots). `off` is taken however it is padded,
+ * as onOff takes the file's other on/off variables; a number is read as
+ * positiveIntEnv reads an integer: not trimmed, digits only (`0010` is 10,
+ * as there).
  */
 function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' | undefined {
   const text = optionalEnv('PROVISIONER_WORKFLOW_TASK_BACKLOG', '', env);
   if (text === '') return undefined;
-  if (text === 'off') return 'off';
+  if (text.trim() === 'off') return 'off';
   if (!/^\d+$/.test(text)) {
     throw new ConfigError(
       `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "${text}" is not a positive integer or off`,

@@ -70,6 +70,17 @@ describe('workerSettingsFromEnv', () => {
     ).toBe(34);
   });
 
+  it('takes off padded, as the on/off variables take it, and the gate is then off', () => {
+    for (const text of [' off ', 'off\n', '\toff']) {
+      expect(workerSettingsFromEnv({ PROVISIONER_REUSE_V8_CONTEXT: text }).reuseV8Context).toBe(
+        false,
+      );
+      expect(
+        workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: text }).workflowTaskBacklog,
+      ).toBe('off');
+    }
+  });
+
   it('reads the backlog and positiveIntEnv alike: untrimmed, digits only', () => {
     // what positiveIntEnv does with the same texts (PROVISIONER_MAX_CACHED_WORKFLOWS is one)
     expect(() => workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: ' 100' })).toThrow(
@@ -124,8 +135,9 @@ describe('workerSettingsFromEnv', () => {
       'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "   " is not a positive integer or off',
     ],
     [
-      { PROVISIONER_WORKFLOW_TASK_BACKLOG: ' off ' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: " off " is not a positive integer or off',
+      // padding is taken off the keyword only: what is left is no keyword
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: ' of f ' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: " of f " is not a positive integer or off',
     ],
     [
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '100 ' },
