@@ -14,7 +14,8 @@ export type Settled<T> = { ok: true; value: T } | { ok: false; error: unknown };
 /**
  * A request withdrawn (its `signal` aborted) before its batch went out: the
  * caller is answered at once; the batch, when it goes, still holds the
- * request, and `send` sees its signal aborted (e.g. leaves it out).
+ * request, and `send` sees its signal aborted (e.g. leaves it out). A batch
+ * whose requests were all withdrawn does not go: it is dropped.
  */
 export class Withdrawn extends Error {
   constructor() {
@@ -59,6 +60,11 @@ export class Coalescer<Req, Res, G = void> {
    * or once it has waited `maxWaitMs` for it (a call that hangs holds the
    * others back no longer); a batch whose window closed keeps taking
    * requests while it waits.
+   *
+   * `dropped`: a batch whose requests were all withdrawn while it waited at
+   * the gate is dropped when the gate lets it through, not sent (`send`
+   * would have nothing to do); this is handed what the gate gave it, to give
+   * back (e.g. a rate limiter's token).
    */
   constructor(
     private readonly windows: CoalescerWindows,
@@ -68,13 +74,17 @@ export class Coalescer<Req, Res, G = void> {
       gated: G | undefined,
     ) => Promise<Array<Settled<Res>>>,
     private readonly gate?: (key: string) => Promise<G>,
-    private readonly options: { oneAtATime?: { maxWaitMs: number } } = {},
+    private readonly options: {
+      oneAtATime?: { maxWaitMs: number };
+      dropped?: (key: string, gated: G | undefined) => void;
+    } = {},
   ) {}
 
   /**
    * `signal`: aborted while the request's batch has not gone out yet, the
    * request is answered at once (Withdrawn); `send` still gets it, and must
-   * look at the signal itself (it is aborted by then) to leave it out.
+   * look at the signal itself (it is aborted by then) to leave it out,
+   * unless every request of the batch was withdrawn: it is not sent.
    */
   submit(key: string, request: Req, signal?: AbortSignal): Promise<Res> {
     return new Promise<Res>((resolveOnce, rejectOnce) => {
@@ -159,6 +169,12 @@ export class Coalescer<Req, Res, G = void> {
     }
     const go = (gated?: G) => {
       if (this.pending.get(key) === batch) this.pending.delete(key);
+      // every request withdrawn (and answered) while the batch waited: nothing goes out
+      if (batch.withdrawn === batch.requests.length) {
+        settled();
+        this.options.dropped?.(key, gated);
+        return;
+      }
       this.dispatch(key, batch, settled, gated);
     };
     if (!this.gate && !previous) {

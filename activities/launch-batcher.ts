@@ -320,7 +320,23 @@ export class LaunchBatcher {
       (key, requests, gated) => this.send(requests, gated ?? 'local', this.keySpacing(key)),
       // one RunInstances turn per batch: while it waits, the batch grows
       (key) => this.gate((JSON.parse(key) as string[])[0]!, this.keySpacing(key)),
+      {
+        // every try withdrawn while the batch waited at the gate (first reads out of their
+        // budget, under load): nothing to mark or send, and the turn it took is given back
+        dropped: (key, gated) => this.ungate((JSON.parse(key) as string[])[0]!, gated),
+      },
     );
+  }
+
+  /**
+   * Gives back what the gate took for a batch that was then dropped: with
+   * local pacing its bucket's token (else spent on no call, a turn lost to
+   * every batch behind it); with shared pacing its place among this worker's
+   * batches not yet booked (it books no turn).
+   */
+  private ungate(region: string, gated: Gated | undefined): void {
+    if (gated === 'local') this.bucket(region).refund();
+    else if (gated === 'predicted') this.bookedOnce(region)();
   }
 
   /** This batcher in the launch record's key bookings (one per worker process). */

@@ -39,6 +39,17 @@ export class TokenBucket {
   }
 
   /**
+   * Gives back a token taken for a call that was not made (what it was
+   * taken for was dropped before it went out), so the next `take` does not
+   * wait for it: EC2's own bucket never saw a call.
+   */
+  refund(): void {
+    this.refill();
+    this.tokens = Math.min(this.burst, this.tokens + 1);
+    this.drain();
+  }
+
+  /**
    * The bucket left empty (EC2 refused a call: its own bucket is empty), so
    * the next `take` waits for a token to refill instead of using one this
    * bucket thought it had.

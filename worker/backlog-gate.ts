@@ -18,13 +18,19 @@
  * A slot handed out by a gate. The SDK hands the same object back when the
  * slot is used and when it is released (its bridge keeps the value), so the
  * permit itself remembers both: a second release, or a use after release,
- * changes no count.
+ * changes no count. It also remembers the gate that issued it: a permit of
+ * the other gate (the workflow gate's on the local-activity slots, or the
+ * other way round) is ignored there, so it neither moves the wrong count nor
+ * is marked released before its own gate sees it (which would then ignore
+ * the real release and hold a slot for good). The SDK does not mix them.
  */
 export class GatePermit {
   used = false;
   released = false;
   /** A local activity's permit: whether its running takes its task out of the backlog. */
   counted = false;
+
+  constructor(readonly gate: PermitGate) {}
 }
 
 /**
@@ -34,7 +40,7 @@ export class GatePermit {
  * open it wakes them (no polling, no timer); a waiter whose signal aborts
  * leaves its queue and its listener goes with it.
  */
-abstract class PermitGate {
+export abstract class PermitGate {
   private issuedCount = 0;
   private readonly waitingFirst: Array<(permit: GatePermit) => void> = [];
   private readonly waitingRest: Array<(permit: GatePermit) => void> = [];
@@ -94,12 +100,20 @@ abstract class PermitGate {
     });
   }
 
-  /** Gives a permit back (once: a permit released before is left as it is). */
+  /** Whether this gate issued the permit (one of another gate is ignored: see GatePermit). */
+  protected owns(permit: GatePermit): boolean {
+    return permit.gate === this;
+  }
+
+  /**
+   * Gives a permit back (once: a permit released before is left as it is;
+   * one of another gate is not this gate's to count, nor to mark released).
+   */
   release(permit: GatePermit): void {
-    if (permit.released) return;
+    if (permit.released || !this.owns(permit)) return;
     permit.released = true;
-    // a permit this gate never issued (none should come) must not drive the count below zero
-    if (this.issuedCount > 0) this.issuedCount -= 1;
+    // issued here and released once: counted when it was issued
+    this.issuedCount -= 1;
     this.wake();
   }
 
@@ -123,7 +137,7 @@ abstract class PermitGate {
 
   private issue(): GatePermit {
     this.issuedCount += 1;
-    return new GatePermit();
+    return new GatePermit(this);
   }
 }
 
@@ -178,7 +192,7 @@ export class WorkflowBacklogGate extends PermitGate {
 
   /** A poll brought a task in this permit (once per permit, and not after its release). */
   markUsed(permit: GatePermit): void {
-    if (permit.used || permit.released) return;
+    if (permit.used || permit.released || !this.owns(permit)) return;
     permit.used = true;
     this.receivedCount += 1;
     // a local activity that outran its count may now take this task out of the backlog
@@ -186,6 +200,7 @@ export class WorkflowBacklogGate extends PermitGate {
   }
 
   override release(permit: GatePermit): void {
+    if (!this.owns(permit)) return;
     if (!permit.released && permit.used && this.receivedCount > 0) this.receivedCount -= 1;
     super.release(permit);
   }
@@ -226,14 +241,14 @@ export class LocalActivitySlots extends PermitGate {
    * running takes the task out of the backlog.
    */
   markUsed(permit: GatePermit, counted = true): void {
-    if (permit.used || permit.released) return;
+    if (permit.used || permit.released || !this.owns(permit)) return;
     permit.used = true;
     permit.counted = counted;
     if (counted) this.workflows.localActivityStarted();
   }
 
   override release(permit: GatePermit): void {
-    if (permit.released) return;
+    if (permit.released || !this.owns(permit)) return;
     if (permit.counted) this.workflows.localActivityEnded();
     super.release(permit);
   }

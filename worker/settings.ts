@@ -20,8 +20,8 @@ type SetOptions =
 export type WorkerSettings = Required<Pick<WorkerOptions, SetOptions>> &
   Pick<WorkerOptions, 'workflowThreadPoolSize'> & {
     /**
-     * Workflow tasks the worker holds and has not yet begun (worker/backlog-gate.ts), or `off`:
-     * the SDK's fixed-size slots alone, as before the gate.
+     * Workflow tasks the worker holds and has not yet begun (worker/backlog-gate.ts), at most
+     * the workflow-task slots, or `off`: the SDK's fixed-size slots alone, as before the gate.
      */
     workflowTaskBacklog: number | 'off';
   };
@@ -45,10 +45,14 @@ export type WorkerTuningOptions = Pick<
 const WORKFLOW_TASK_BACKLOG = 100;
 
 /**
- * The least backlog taken: the worker's 10 workflow-task pollers (the SDK's
- * default, 2 on the shared queue and 8 on the sticky one) each hold a slot
- * while they poll, so a smaller backlog could be all held by idle sticky
- * polls while new machines' first tasks wait on the shared queue a long poll.
+ * The least backlog taken. With a tuner the SDK runs 10 workflow-task
+ * pollers, 2 on the shared queue and 8 on the sticky one, in two poll loops,
+ * and each loop takes its next slot before it waits for a free poller
+ * (sdk-core pollers/poll_buffer.rs): idle, the sticky loop holds up to 9
+ * slots (8 polls and the next one) and the shared one up to 3, so idle
+ * pollers take up to 12 of the backlog. 10 leaves the shared queue, where
+ * new machines' first tasks wait, at least one; with less, idle sticky polls
+ * could hold it all and those tasks wait a long poll.
  */
 const MIN_WORKFLOW_TASK_BACKLOG = 10;
 
@@ -61,13 +65,17 @@ function onOff(name: string, text: string): boolean {
   throw new ConfigError(`environment variable ${name}: "${text.trim()}" is not on or off`);
 }
 
-function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' {
-  const text = optionalEnv(
-    'PROVISIONER_WORKFLOW_TASK_BACKLOG',
-    String(WORKFLOW_TASK_BACKLOG),
-    env,
-  ).trim();
-  if (text === 'off') return 'off';
+/**
+ * PROVISIONER_WORKFLOW_TASK_BACKLOG as set, or undefined when unset (the
+ * default then depends on the slots). `off` is taken however it is padded,
+ * as onOff takes the file's other on/off variables; a number is read as
+ * positiveIntEnv reads an integer: not trimmed, digits only (`0010` is 10,
+ * as there).
+ */
+function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' | undefined {
+  const text = optionalEnv('PROVISIONER_WORKFLOW_TASK_BACKLOG', '', env);
+  if (text === '') return undefined;
+  if (text.trim() === 'off') return 'off';
   if (!/^\d+$/.test(text)) {
     throw new ConfigError(
       `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "${text}" is not a positive integer or off`,
@@ -76,7 +84,7 @@ function workflowTaskBacklogEnv(env: NodeJS.ProcessEnv): number | 'off' {
   const limit = Number(text);
   if (limit < MIN_WORKFLOW_TASK_BACKLOG) {
     throw new ConfigError(
-      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least ${MIN_WORKFLOW_TASK_BACKLOG} (each workflow-task poller holds a slot while it polls), or off`,
+      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least ${MIN_WORKFLOW_TASK_BACKLOG} (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off`,
     );
   }
   return limit;
@@ -111,18 +119,27 @@ export function workerSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): Wor
       'environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: must be at least 2 with a workflow cache',
     );
   }
-  const workflowTaskBacklog = workflowTaskBacklogEnv(env);
+  const backlogSet = workflowTaskBacklogEnv(env);
   // With the gate the SDK runs 10 pollers whatever the slots (off: min(10, the slots)), and the
   // core balances sticky against normal polls on the cache, not the slots, since a custom
   // supplier tells it no free slots: under 10 slots the sticky polls could hold them all and
   // leave new machines' first tasks a long poll on the shared queue. Refused rather than
   // switched off quietly, so the worker runs with what it was told or not at all.
   const slots = Math.min(workflowTasks, Math.max(2, maxCachedWorkflows));
-  if (workflowTaskBacklog !== 'off' && slots < MIN_WORKFLOW_TASK_BACKLOG) {
+  if (backlogSet !== 'off' && slots < MIN_WORKFLOW_TASK_BACKLOG) {
     throw new ConfigError(
       `environment variable PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: ${slots} workflow-task slots (with PROVISIONER_MAX_CACHED_WORKFLOWS) is below ${MIN_WORKFLOW_TASK_BACKLOG}, the least PROVISIONER_WORKFLOW_TASK_BACKLOG runs with; raise them or set PROVISIONER_WORKFLOW_TASK_BACKLOG=off`,
     );
   }
+  // A backlog above the slots bounds nothing the slots do not (the tasks not begun are some of
+  // the slots out), and the start-up line would show a bound the worker does not run with:
+  // refused when set, as the slot cap below 10 is. Unset, the default is lowered to the slots.
+  if (typeof backlogSet === 'number' && backlogSet > slots) {
+    throw new ConfigError(
+      `environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: ${backlogSet} is above the ${slots} workflow-task slots the worker runs with (PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS with PROVISIONER_MAX_CACHED_WORKFLOWS); set at most ${slots}, or off`,
+    );
+  }
+  const workflowTaskBacklog = backlogSet ?? Math.min(WORKFLOW_TASK_BACKLOG, slots);
   return {
     // one sandbox context per workflow thread, shared by every run it hosts (the SDK's default)
     reuseV8Context: onOff(

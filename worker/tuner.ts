@@ -80,6 +80,13 @@ class BacklogWorkflowSlots implements CustomSlotSupplier<WorkflowSlotInfo> {
  * activity; teardown runs its steps side by side; and the quick records
  * (milliseconds) would take little out of the backlog anyway. The slot info
  * carries only the type, not the task, so this is the rule that bounds it.
+ * test/unit/worker/one-per-task-local-activities.test.ts checks workflows/
+ * for it by syntax: each call of these through a local-activity proxy is
+ * awaited where it is made, in one of its module's top-level functions (not
+ * a callback, an IIFE or a handler); these names taken from anything it
+ * cannot trace to a proxy (a parameter, an object's property) are reported;
+ * the first read's wait beside a destroy is excepted by name. Whether those
+ * functions are themselves run one beside another it does not check.
  */
 export const ONE_PER_TASK_LOCAL_ACTIVITIES: ReadonlySet<string> = new Set([
   'loadMachine',

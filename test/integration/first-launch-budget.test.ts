@@ -1,7 +1,7 @@
 import { paginateDescribeInstances, type Instance } from '@aws-sdk/client-ec2';
 import { Client, Connection } from '@temporalio/client';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TAG_MODEL } from '../../ec2/tags';
@@ -19,12 +19,16 @@ import { dynamoClientFor, ec2ClientFor, loadTestStack } from './stack';
 /**
  * A machine's first read whose launch outlasts its budget (workflows/patches.ts
  * LAUNCH_OUT_OF_TASK), on the local stack: a worker of this file's own, whose
- * first reads may hold their launch 1.5 s (PROVISIONER_FIRST_LAUNCH_BUDGET)
- * while its launch batches gather 6 s, so the read's launch is withdrawn from
+ * first reads may hold their launch 4 s (PROVISIONER_FIRST_LAUNCH_BUDGET)
+ * while its launch batches gather 10 s, so the read's launch is withdrawn from
  * its batch and the read answers its plan and claim alone (`launchInTask:
  * false`). The first workflow task then schedules the launch as an activity
  * (`startInstance`), whose answer a second task records: one instance for the
- * machine, running and recorded. With PROVISIONER_RECORD_HISTORIES=<dir> the
+ * machine, running and recorded. The history alone would read the same had
+ * the budget run out before the launch (a slow stack: the read, plan and
+ * claim past 4 s on a busy machine), so the worker runs at debug level and its one deferral
+ * (`FirstLaunchesDeferred`, counted on either path) is the one its debug line
+ * says was withdrawn from its batch. With PROVISIONER_RECORD_HISTORIES=<dir> the
  * run's history is written there as `machine-launch-deferred.json` (the
  * replay test's folder).
  */
@@ -35,6 +39,7 @@ const ec2 = ec2ClientFor(stack, stack.ec2Endpoint, 3);
 const repo = new Repository(ddb, stack.tableName);
 const TASK_QUEUE = `provisioner-budget-${randomUUID().slice(0, 8)}`;
 const logDir = mkdtempSync(join(tmpdir(), 'provisioner-budget-'));
+const LOG = join(logDir, 'worker.log');
 let connection: Connection | undefined;
 let temporal: Client;
 let worker: ManagedProcess | undefined;
@@ -45,11 +50,13 @@ beforeAll(async () => {
   worker = await startPrivateWorker(stack, {
     name: 'worker-budget',
     taskQueue: TASK_QUEUE,
-    logFile: join(logDir, 'worker.log'),
+    logFile: LOG,
     env: {
-      PROVISIONER_FIRST_LAUNCH_BUDGET: '1500ms',
-      PROVISIONER_LAUNCH_BATCH_IDLE: '6s',
-      PROVISIONER_LAUNCH_BATCH_MAX: '6s',
+      // the first read's deferral is logged at debug, saying which path deferred it
+      POWERTOOLS_LOG_LEVEL: 'DEBUG',
+      PROVISIONER_FIRST_LAUNCH_BUDGET: '4s',
+      PROVISIONER_LAUNCH_BATCH_IDLE: '10s',
+      PROVISIONER_LAUNCH_BATCH_MAX: '10s',
     },
   });
 }, 120_000);
@@ -78,6 +85,31 @@ function localActivity(e: HistoryEvent): { type: string; task: number; answer: u
     task: Number(attributes.workflowTaskCompletedEventId),
     answer: payload(attributes.details?.result?.payloads?.[0]?.data),
   };
+}
+
+/** The worker's JSON log lines (its own and its EMF records), each parsed. */
+function logLines(): Array<Record<string, unknown>> {
+  const text = existsSync(LOG) ? readFileSync(LOG, 'utf8') : '';
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+}
+
+/** `FirstLaunchesDeferred` summed over the worker's EMF records so far (flushed every 10 s). */
+function deferralsCounted(): number {
+  return logLines()
+    .filter((r) => r._aws !== undefined && r.service === 'provisioner-worker')
+    .reduce(
+      (n, r) => n + (typeof r.FirstLaunchesDeferred === 'number' ? r.FirstLaunchesDeferred : 0),
+      0,
+    );
 }
 
 /** Every instance EC2 holds tagged for the model, in any state. */
@@ -179,6 +211,30 @@ it("launches in an activity when the first read's launch outlasts its budget: on
   const { runId } = await handle.describe();
   expect(input.tokenSeed).toBe(launchTokenSeed({ workflowId, runId }, 1, 1, read.prepared!.zone!));
   expect(completed.length).toBeGreaterThanOrEqual(2);
+
+  // the path that deferred it: withdrawn from its gathering batch (10 s window, 4 s budget),
+  // not run out before the launch; one deferral on this worker, counted once
+  const deferrals = logLines().filter(
+    (l) => l.message === 'first read left its launch to an activity: its budget ran out',
+  );
+  expect(deferrals).toEqual([
+    expect.objectContaining({
+      level: 'DEBUG',
+      model,
+      machineId: id,
+      zone: read.prepared?.zone,
+      budgetMs: 4000,
+      when: 'withdrawn from its batch',
+    }),
+  ]);
+  expect(
+    await eventually(
+      () => Promise.resolve(deferralsCounted()),
+      (n) => n >= 1,
+      60_000,
+      500,
+    ),
+  ).toBe(1);
 
   await recordHistory(stack, workflowId, runId, 'machine-launch-deferred.json');
 }, 300_000);

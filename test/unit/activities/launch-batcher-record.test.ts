@@ -561,6 +561,67 @@ describe("LaunchBatcher: the gate counts this worker's batches that passed it an
   });
 });
 
+describe('LaunchBatcher: a batch dropped at the gate (every try withdrawn there)', () => {
+  it('with shared pacing, gives up its place among the batches not yet booked: the next batch waits no turn for it', async () => {
+    const marked: string[] = [];
+    const markedAt = new Map<string, number>();
+    let predicts = 0;
+    let firstPredictAt = 0;
+    const b = pacedBatcher({
+      mark: (_m, machineId) => {
+        marked.push(machineId);
+        markedAt.set(machineId, Date.now());
+        return Promise.resolve({ marked: true });
+      },
+      // a turn at 90 % of 0.5/s is 2.2 s: what a place left counted would add to the next batch
+      tuning: { launchRatePerSecond: 0.5 },
+      launchRecord: {
+        // the first batch's turn is 1 s off (it waits at the gate); later ones are free now
+        predictTurn: () => {
+          predicts += 1;
+          if (predicts === 1) firstPredictAt = Date.now();
+          return Promise.resolve({ at: predicts === 1 ? Date.now() + 1000 : Date.now() });
+        },
+        reserve: () => Promise.resolve(Date.now()),
+      },
+    });
+    // the drop itself, on this batcher only: waited for below, since a timer late on a busy
+    // machine would otherwise let machine 2's batch through the gate before it, with nothing
+    // given back yet and no wait to show it
+    const ungate = jest.spyOn(
+      b as unknown as { ungate(region: string, gated: unknown): void },
+      'ungate',
+    );
+    const ends = new AbortController();
+    const withdrawn = b
+      .launch({
+        model: 'm',
+        machineId: '1',
+        zone: 'us-east-1a',
+        tokenSeed: 'seed-1',
+        plan: M5_LARGE_PLAN,
+        withdrawBy: ends.signal,
+      })
+      .catch((err: unknown) => err);
+    while (predicts === 0) await new Promise((r) => setTimeout(r, 5));
+    ends.abort();
+    expect(await withdrawn).toMatchObject({ name: 'TryEnded' });
+    // the first batch's gate lets it through after its 1 s turn, and the batch is dropped
+    const dropBy = Date.now() + 30_000;
+    while (ungate.mock.calls.length === 0 && Date.now() < dropBy) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(ungate.mock.calls).toEqual([['us-east-1', 'predicted']]);
+    expect(Date.now() - firstPredictAt).toBeGreaterThanOrEqual(1000 - 20);
+    expect(marked).toEqual([]);
+    const askedAt = Date.now();
+    await expect(launchOf(b)('2', 'us-east-1b')).resolves.toMatchObject({ instanceId: 'i-1' });
+    expect(marked).toEqual(['2']);
+    expect(markedAt.get('2')! - askedAt).toBeLessThan(1500);
+    expect(b.lateness.calls).toBe(1);
+  });
+});
+
 describe('LaunchBatcher: a launch record that cannot be read paces at the gate, locally', () => {
   it('a failed predict takes a local token at the gate (the batch grows while it waits), and the breaker skips the record after it', async () => {
     const events: string[] = [];

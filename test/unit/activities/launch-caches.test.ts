@@ -1,6 +1,6 @@
 import type { EC2Client } from '@aws-sdk/client-ec2';
 import { CapacityMemory } from '../../../activities/capacity-memory';
-import { Coalescer, type Settled } from '../../../activities/coalescer';
+import { Coalescer, Withdrawn, type Settled } from '../../../activities/coalescer';
 import { Ec2RetryStrategy } from '../../../ec2/client';
 import { TokenBucket } from '../../../ec2/token-bucket';
 import { ZoneCache } from '../../../ec2/zones';
@@ -196,6 +196,33 @@ describe('TokenBucket', () => {
     await Promise.all(takes);
     expect(order).toEqual([1, 2, 3, 4]);
   });
+
+  it('takes a token given back (a call not made) as if never taken: the next take is served at once, never past the burst', async () => {
+    const now = 0;
+    const bucket = new TokenBucket(1, 1, () => now); // no time passes: no refill
+    await bucket.take();
+    let served = false;
+    const next = bucket.take().then(() => (served = true));
+    await new Promise((r) => setImmediate(r));
+    expect(served).toBe(false);
+    // the first take's call was not made: its token serves the one waiting
+    bucket.refund();
+    await next;
+    expect(served).toBe(true);
+    expect(bucket.waiting).toBe(0);
+    // a refund into a full bucket keeps it at its burst: one take at once, the next waits
+    bucket.refund();
+    bucket.refund();
+    const order: number[] = [];
+    void bucket.take().then(() => order.push(1));
+    void bucket.take().then(() => order.push(2));
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([1]);
+    expect(bucket.waiting).toBe(1);
+    bucket.refund();
+    await new Promise((r) => setImmediate(r));
+    expect(order).toEqual([1, 2]);
+  });
 });
 
 describe('Coalescer with a gate', () => {
@@ -217,6 +244,96 @@ describe('Coalescer with a gate', () => {
     open!();
     expect(await Promise.all([first, ...more])).toEqual([1, 2, 3]);
     expect(sent).toEqual([[1, 2, 3]]);
+  });
+});
+
+describe('Coalescer with a gate, its requests withdrawn while the batch waits there', () => {
+  /** A gate each batch waits at until the test opens it with a value (`gated`: its calls). */
+  function heldGate() {
+    const opens: Array<(value: string) => void> = [];
+    let called!: () => void;
+    let next = new Promise<void>((r) => (called = r));
+    return {
+      gate: () =>
+        new Promise<string>((resolve) => {
+          opens.push(resolve);
+          called();
+        }),
+      /** Resolves once the gate has been called `n` times in all. */
+      calls: async (n: number) => {
+        while (opens.length < n) {
+          await next;
+          next = new Promise<void>((r) => (called = r));
+        }
+      },
+      open: (i: number, value: string) => opens[i]!(value),
+    };
+  }
+
+  /** Waits until the gate's answer has been acted on (the coalescer's `then`, then `send`). */
+  const acted = () => new Promise((r) => setImmediate(r));
+
+  it('drops a batch whose requests were all withdrawn: nothing sent, what the gate gave handed back, the key free for the next batch', async () => {
+    const sent: number[][] = [];
+    const dropped: Array<[string, string | undefined]> = [];
+    const held = heldGate();
+    const c = new Coalescer<number, number, string>(
+      { idleMs: 5, maxMs: 50, maxSize: 100 },
+      (_k, reqs) => {
+        sent.push([...reqs]);
+        return Promise.resolve(reqs.map((value) => ({ ok: true as const, value })));
+      },
+      held.gate,
+      { oneAtATime: { maxWaitMs: 600_000 }, dropped: (key, gated) => dropped.push([key, gated]) },
+    );
+    const a = new AbortController();
+    const b = new AbortController();
+    const answers = [c.submit('k', 1, a.signal), c.submit('k', 2, b.signal)].map((p) =>
+      p.catch((e: unknown) => e),
+    );
+    // the window closed: the batch waits at the gate, where both are withdrawn
+    await held.calls(1);
+    a.abort();
+    b.abort();
+    const [first, second] = await Promise.all(answers);
+    expect(first).toBeInstanceOf(Withdrawn);
+    expect(second).toBeInstanceOf(Withdrawn);
+    held.open(0, 'token-1');
+    await acted();
+    expect(sent).toEqual([]);
+    expect(dropped).toEqual([['k', 'token-1']]);
+    // the key's next batch does not wait for the dropped one (one at a time, 10 minutes at most)
+    const third = c.submit('k', 3);
+    await held.calls(2);
+    held.open(1, 'token-2');
+    expect(await third).toBe(3);
+    expect(sent).toEqual([[3]]);
+    expect(dropped).toHaveLength(1);
+  });
+
+  it('sends a batch with one request left, the withdrawn one still in it for `send` to leave out', async () => {
+    const sent: Array<{ reqs: number[]; gated: string | undefined; aborted: boolean[] }> = [];
+    const dropped: unknown[] = [];
+    const held = heldGate();
+    const signals = [new AbortController(), new AbortController()];
+    const c = new Coalescer<number, number, string>(
+      { idleMs: 5, maxMs: 50, maxSize: 100 },
+      (_k, reqs, gated) => {
+        sent.push({ reqs: [...reqs], gated, aborted: signals.map((s) => s.signal.aborted) });
+        return Promise.resolve(reqs.map((value) => ({ ok: true as const, value })));
+      },
+      held.gate,
+      { dropped: (...args) => dropped.push(args) },
+    );
+    const withdrawn = c.submit('k', 1, signals[0]!.signal).catch((e: unknown) => e);
+    const kept = c.submit('k', 2, signals[1]!.signal);
+    await held.calls(1);
+    signals[0]!.abort();
+    expect(await withdrawn).toBeInstanceOf(Withdrawn);
+    held.open(0, 'token-1');
+    expect(await kept).toBe(2);
+    expect(sent).toEqual([{ reqs: [1, 2], gated: 'token-1', aborted: [true, false] }]);
+    expect(dropped).toEqual([]);
   });
 });
 

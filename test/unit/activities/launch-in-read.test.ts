@@ -20,6 +20,7 @@ import { claimantOf, launchTokenSeed } from '../../../temporal/launch-token';
 import { firstReadFakes, localActivityOf, RUN } from '../../support/first-read';
 import { fakeLaunchBatches } from '../../support/launch-batches';
 import { machineItem as itemOf } from '../../support/machines';
+import { TokenBucket } from '../../../ec2/token-bucket';
 import { tokenEc2 } from '../../support/token-ec2';
 
 /**
@@ -63,6 +64,8 @@ function setup(
     budgetEnds?: { signal: AbortSignal; left?: (ms: number) => void };
     /** RunInstances waits for `released` before it answers (`reached` once it is sent). */
     hold?: { reached: () => void; released: Promise<void> };
+    /** The worker's own RunInstances bucket (local pacing: no shared record here). */
+    pacing?: { burst: number; perSecond: number };
   } = {},
 ) {
   const ec2 = options.ec2 ?? tokenEc2();
@@ -107,8 +110,8 @@ function setup(
       },
     },
     tuning: {
-      launchBurst: 100,
-      launchRatePerSecond: 100,
+      launchBurst: options.pacing?.burst ?? 100,
+      launchRatePerSecond: options.pacing?.perSecond ?? 100,
       launchBatchIdleMs: options.window ?? 5,
       launchBatchMaxMs: options.window ?? 20,
       ...(options.budget !== undefined ? { firstLaunchBudgetMs: options.budget } : {}),
@@ -773,6 +776,121 @@ describe("a first read's launch past its budget (LAUNCH_OUT_OF_TASK)", () => {
     expect(outcome.deferredCounts).toEqual([]);
     expect(t.ec2.calls).toEqual([]);
     expect(t.batches.markers.size).toBe(0);
+  });
+
+  describe('withdrawn while its batch waits at the gate for a token (local pacing)', () => {
+    /**
+     * A bucket of one token, a token every 4 s: a launch of machine 1 spends it, so the read's
+     * batch then waits at the gate seconds (ample time to end the budget there). `atGate`:
+     * the bucket and the gate's take once the read's batch waits there (the second take).
+     */
+    async function atTheGate() {
+      const budget = budgetControl();
+      const t = setup(itemOf(), {
+        window: 20,
+        budgetEnds: budget.budgetEnds,
+        pacing: { burst: 1, perSecond: 0.25 },
+      });
+      const original = TokenBucket.prototype.take;
+      let reached!: (at: { bucket: TokenBucket; taken: Promise<void> }) => void;
+      const atGate = new Promise<{ bucket: TokenBucket; taken: Promise<void> }>(
+        (r) => (reached = r),
+      );
+      let takes = 0;
+      const take = jest.spyOn(TokenBucket.prototype, 'take').mockImplementation(function (
+        this: TokenBucket,
+      ) {
+        const taken = original.call(this);
+        takes += 1;
+        if (takes === 2) reached({ bucket: this, taken });
+        return taken;
+      });
+      // the plan and zone (a read told no launch), for the other machines' launches
+      const { zone, plan } = (await t.firstRead(null as unknown as undefined).answer)!.prepared!;
+      const launchOf = (machineId: string) =>
+        new MockActivityEnvironment({
+          attempt: 1,
+          startToCloseTimeoutMs: 120_000,
+          currentAttemptScheduledTimestampMs: Date.now(),
+        }).run(t.launch.startInstance, {
+          model: 'm',
+          machineId,
+          zone: zone!,
+          plan: plan!,
+          tokenSeed: `machine-${machineId}-seed`,
+        });
+      await expect(launchOf('1')).resolves.toMatchObject({ instanceId: 'i-1' });
+      const { answer } = t.firstRead();
+      const gate = await atGate;
+      expect(gate.bucket.waiting).toBe(1);
+      return {
+        t,
+        budget,
+        answer,
+        gate,
+        launchOf,
+        takes: () => takes,
+        restore: () => take.mockRestore(),
+      };
+    }
+
+    /** Whether the bucket has a token now: a take served without waiting for a refill. */
+    async function hasToken(bucket: TokenBucket): Promise<boolean> {
+      let served = false;
+      void bucket.take().then(() => (served = true));
+      await new Promise((r) => setImmediate(r));
+      return served;
+    }
+
+    it('alone in it: answered launchInTask false, the batch dropped when the gate lets it through, nothing marked or sent, its token given back', async () => {
+      const { t, budget, answer, gate, restore } = await atTheGate();
+      try {
+        budget.ends();
+        const read = await answer;
+        expect(read!.prepared).toMatchObject({ launchInTask: false });
+        expect(read!.prepared!.launched).toBeUndefined();
+        // the token comes (seconds later) and goes back at once: the next take is served now
+        await gate.taken;
+        await new Promise((r) => setImmediate(r));
+        expect(await hasToken(gate.bucket)).toBe(true);
+      } finally {
+        restore();
+      }
+      // machine 1's call only; the read's try marked nothing
+      expect(t.ec2.calls).toHaveLength(1);
+      expect(t.batches.markers.has('0')).toBe(false);
+      expect([...t.batches.batches.values()].filter((b) => b.state === 'sent')).toHaveLength(1);
+    });
+
+    it('with another launch in it: the batch still goes, with that one member, on its token', async () => {
+      const { t, budget, answer, gate, launchOf, takes, restore } = await atTheGate();
+      let other: ReturnType<typeof launchOf>;
+      try {
+        // machine 2 joins the batch while it waits at the gate; the read's budget then ends
+        const joined = watchSubmits();
+        other = launchOf('2');
+        await joined.first;
+        joined.restore();
+        budget.ends();
+        expect((await answer)!.prepared).toMatchObject({ launchInTask: false });
+        await expect(other).resolves.toMatchObject({ instanceId: 'i-2' });
+        // machine 2 joined the read's batch (no gate of its own), whose token went on its call:
+        // none is left
+        await gate.taken;
+        expect(takes()).toBe(2);
+        expect(await hasToken(gate.bucket)).toBe(false);
+      } finally {
+        restore();
+      }
+      expect(t.ec2.calls).toHaveLength(2);
+      expect([...t.ec2.reservations.values()]).toEqual([['i-1'], ['i-2']]);
+      expect(t.batches.markers.has('0')).toBe(false);
+      const marker = t.batches.markers.get('2');
+      expect(t.batches.batches.get(marker!.batchId)).toMatchObject({
+        state: 'sent',
+        members: ['2'],
+      });
+    });
   });
 
   it('a destroy while its batch is committed, past the budget: still answers the instance', async () => {

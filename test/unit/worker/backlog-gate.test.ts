@@ -279,7 +279,7 @@ describe('WorkflowBacklogGate', () => {
     gate.release(permit!);
     gate.release(permit!);
     expect(gate.issued).toBe(0);
-    gate.release(new GatePermit());
+    gate.release(new GatePermit(new WorkflowBacklogGate(2, 10)));
     expect(gate.issued).toBe(0);
     expect(gate.backlog).toBe(0);
     gate.localActivityEnded();
@@ -287,6 +287,54 @@ describe('WorkflowBacklogGate', () => {
     // and the gate still counts right afterwards
     reserveMany(gate, 2);
     expect(gate.tryReserve()).toBeNull();
+  });
+});
+
+describe('a permit of the other gate', () => {
+  it('is ignored by each gate, with permits out on both: no count moves, and it is not marked released or used', () => {
+    const gate = new WorkflowBacklogGate(3, 10);
+    const slots = new LocalActivitySlots(5, gate);
+    const tasks = reserveMany(gate, 2);
+    const locals = [slots.tryReserve()!, slots.tryReserve()!];
+    slots.markUsed(locals[0]!);
+    expect([gate.issued, gate.received, gate.backlog]).toEqual([2, 2, 1]);
+    expect([slots.issued, gate.localActivitiesRunning]).toEqual([2, 1]);
+
+    // a local-activity permit on the workflow gate: used or released, nothing moves there
+    gate.markUsed(locals[1]!);
+    gate.release(locals[0]!);
+    expect([gate.issued, gate.received, gate.backlog]).toEqual([2, 2, 1]);
+    expect(locals[0]).toMatchObject({ released: false });
+    expect(locals[1]).toMatchObject({ used: false, released: false });
+    // a workflow permit on the local-activity slots: nothing moves there either
+    slots.markUsed(tasks[0]!);
+    slots.release(tasks[1]!);
+    expect([slots.issued, gate.localActivitiesRunning]).toEqual([2, 1]);
+    expect(tasks[1]).toMatchObject({ released: false });
+
+    // each permit's own release still counts, once: nothing leaked
+    slots.release(locals[0]!);
+    slots.release(locals[1]!);
+    gate.release(tasks[0]!);
+    gate.release(tasks[1]!);
+    expect([gate.issued, gate.received, gate.backlog, gate.localActivitiesRunning]).toEqual([
+      0, 0, 0, 0,
+    ]);
+    expect(slots.issued).toBe(0);
+    expect(reserveMany(gate, 3)).toHaveLength(3);
+    expect(gate.tryReserve()).toBeNull();
+  });
+
+  it('of another workflow gate is ignored too', () => {
+    const gate = new WorkflowBacklogGate(2, 10);
+    const other = new WorkflowBacklogGate(2, 10);
+    reserveMany(gate, 2);
+    const [foreign] = reserveMany(other, 1);
+    gate.release(foreign!);
+    expect([gate.issued, gate.received]).toEqual([2, 2]);
+    expect(gate.tryReserve()).toBeNull();
+    other.release(foreign!);
+    expect(other.issued).toBe(0);
   });
 });
 

@@ -42,14 +42,63 @@ describe('workerSettingsFromEnv', () => {
 
   it.each([
     ['off', 'off'],
-    [' off ', 'off'],
     ['10', 10],
-    ['2000', 2000],
+    // as many as the slots: allowed (it bounds nothing the slots do not)
+    ['1000', 1000],
+    // digits as positiveIntEnv reads them
+    ['0010', 10],
     ['', 100],
   ])('reads PROVISIONER_WORKFLOW_TASK_BACKLOG=%j as %j', (text, limit) => {
     expect(
       workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: text }).workflowTaskBacklog,
     ).toBe(limit);
+  });
+
+  it('lowers the default backlog to the slots when they are fewer, and takes one set up to them', () => {
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '34' }).workflowTaskBacklog,
+    ).toBe(34);
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '60' })
+        .workflowTaskBacklog,
+    ).toBe(60);
+    expect(
+      workerSettingsFromEnv({
+        PROVISIONER_MAX_CACHED_WORKFLOWS: '34',
+        PROVISIONER_WORKFLOW_TASK_BACKLOG: '34',
+      }).workflowTaskBacklog,
+    ).toBe(34);
+  });
+
+  it('takes off padded, as the on/off variables take it, and the gate is then off', () => {
+    for (const text of [' off ', 'off\n', '\toff']) {
+      expect(workerSettingsFromEnv({ PROVISIONER_REUSE_V8_CONTEXT: text }).reuseV8Context).toBe(
+        false,
+      );
+      expect(
+        workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: text }).workflowTaskBacklog,
+      ).toBe('off');
+    }
+  });
+
+  it('reads the backlog and positiveIntEnv alike: untrimmed, digits only', () => {
+    // what positiveIntEnv does with the same texts (PROVISIONER_MAX_CACHED_WORKFLOWS is one)
+    expect(() => workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: ' 100' })).toThrow(
+      new ConfigError(
+        'environment variable PROVISIONER_MAX_CACHED_WORKFLOWS: " 100" is not a positive integer',
+      ),
+    );
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '0010' }).maxCachedWorkflows,
+    ).toBe(10);
+    expect(() => workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: ' 100' })).toThrow(
+      new ConfigError(
+        'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: " 100" is not a positive integer or off',
+      ),
+    );
+    expect(
+      workerSettingsFromEnv({ PROVISIONER_WORKFLOW_TASK_BACKLOG: '0010' }).workflowTaskBacklog,
+    ).toBe(10);
   });
 
   it.each([
@@ -82,12 +131,34 @@ describe('workerSettingsFromEnv', () => {
       'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "12.5" is not a positive integer or off',
     ],
     [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '   ' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "   " is not a positive integer or off',
+    ],
+    [
+      // padding is taken off the keyword only: what is left is no keyword
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: ' of f ' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: " of f " is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '100 ' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: "100 " is not a positive integer or off',
+    ],
+    [
+      { PROVISIONER_WORKFLOW_TASK_BACKLOG: '2000' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: 2000 is above the 1000 workflow-task slots the worker runs with (PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS with PROVISIONER_MAX_CACHED_WORKFLOWS); set at most 1000, or off',
+    ],
+    [
+      // the cache lowers the slots: the backlog is held to those
+      { PROVISIONER_MAX_CACHED_WORKFLOWS: '34', PROVISIONER_WORKFLOW_TASK_BACKLOG: '100' },
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: 100 is above the 34 workflow-task slots the worker runs with (PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS with PROVISIONER_MAX_CACHED_WORKFLOWS); set at most 34, or off',
+    ],
+    [
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '0' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off',
     ],
     [
       { PROVISIONER_WORKFLOW_TASK_BACKLOG: '9' },
-      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (each workflow-task poller holds a slot while it polls), or off',
+      'environment variable PROVISIONER_WORKFLOW_TASK_BACKLOG: must be at least 10 (idle, the sticky poll loop holds up to 9 workflow-task slots, 8 polls and the next one; 10 leaves the shared queue at least one), or off',
     ],
     [
       { PROVISIONER_MAX_CONCURRENT_WORKFLOW_TASKS: '9' },
@@ -139,13 +210,14 @@ describe('workerStartupFields', () => {
     ).toBe(300);
   });
 
-  it('logs the slots lowered to the cache, as the core caps them (dev had 34 of each)', () => {
+  it('logs the slots lowered to the cache, as the core caps them (dev had 34 of each), and the default backlog lowered with them', () => {
     const settings = workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '34' });
     expect(workerStartupFields(settings, 259 * 2 ** 20)).toEqual({
       heapLimitMiB: 259,
       maxCachedWorkflows: 34,
       workflowTaskSlots: 34,
-      workflowTaskBacklog: 100,
+      // what the gate runs with: no more than the slots
+      workflowTaskBacklog: 34,
     });
   });
 

@@ -205,7 +205,7 @@ describe('the backlog tuner’s suppliers', () => {
     expect(workflows.tryReserveSlot(RESERVE)).toBeNull();
   });
 
-  it('caps workflow slots at the cache, as the core does, when the backlog is larger', () => {
+  it('caps workflow slots at the cache, as the core does (the default backlog lowered to them)', () => {
     const tuner = tunerOf(
       workerOptions(workerSettingsFromEnv({ PROVISIONER_MAX_CACHED_WORKFLOWS: '34' })),
     );
